@@ -1,0 +1,119 @@
+#include "cli/app.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <nlohmann/json.hpp>
+
+#include "cli/experiment.h"
+#include "cli/spec.h"
+#include "compressors/compressor.h"
+#include "core/error.h"
+#include "optimizers/optimizer.h"
+#include "optimizers/schedule.h"
+#include "problems/dataset.h"
+#include "problems/problem.h"
+#include "theory/probe.h"
+
+namespace lemmalab {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void OnInterrupt(int /*signal*/) { g_interrupted.store(true); }
+
+template <typename Entry>
+void AddSection(const Registry<Entry>& registry, std::string_view title, nlohmann::json& json,
+                std::string& text) {
+  std::size_t width = 0;
+  for (const Entry& e : registry.entries()) width = std::max(width, e.name.size());
+  text += fmt::format("{}\n", title);
+  auto& items = json[std::string(title)] = nlohmann::json::array();
+  for (const Entry& e : registry.entries()) {
+    text += fmt::format("  {:<{}}  {}\n", e.name, width, e.summary);
+    items.push_back({{"name", e.name}, {"summary", e.summary}});
+  }
+}
+
+int RunCommand(const std::string& spec_path, std::string out_dir, int threads) {
+  const RunSpec spec = LoadSpec(spec_path);
+  if (out_dir.empty()) out_dir = (std::filesystem::path("results") / spec.path.stem()).string();
+  ExperimentOptions options;
+  options.out_dir = out_dir;
+  options.threads = threads;
+  options.stop = &g_interrupted;
+  g_interrupted.store(false);
+  const auto previous = std::signal(SIGINT, OnInterrupt);
+  try {
+    const ExperimentReport report = RunExperiment(spec, options);
+    std::signal(SIGINT, previous);
+    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n",
+               FormatReport(report), out_dir);
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string ListRegistries(bool json) {
+  nlohmann::json doc = nlohmann::json::object();
+  std::string text;
+  AddSection(Optimizers(), "optimizers", doc, text);
+  AddSection(Compressors(), "compressors", doc, text);
+  AddSection(Problems(), "problems", doc, text);
+  AddSection(DataSources(), "data", doc, text);
+  AddSection(Schedules(), "schedules", doc, text);
+  AddSection(Probes(), "probes", doc, text);
+  return json ? doc.dump(2) + "\n" : text;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"lemmalab: a convergence testbed for communication-compressed distributed "
+               "optimizers"};
+  app.require_subcommand(1);
+
+  bool json = false;
+  CLI::App* list = app.add_subcommand("list", "List optimizers, compressors, problems, probes");
+  list->add_flag("--json", json, "Print as JSON");
+
+  std::string spec_path, out_dir;
+  int threads = 0;
+  CLI::App* run = app.add_subcommand("run", "Run the experiment a spec describes");
+  run->add_option("SPEC", spec_path, "Run spec (TOML)")->required();
+  run->add_option("--out", out_dir, "Results folder (default: results/<spec name>)");
+  run->add_option("--threads", threads, "OpenMP threads (results do not depend on it)")
+      ->check(CLI::PositiveNumber);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and usage to stderr
+    return kExitUserError;
+  }
+
+  try {
+    if (list->parsed()) {
+      fmt::print("{}", ListRegistries(json));
+      return kExitOk;
+    }
+    return RunCommand(spec_path, out_dir, threads);
+  } catch (const UserError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kExitUserError;
+  } catch (const Interrupted&) {
+    fmt::print(stderr, "\ninterrupted: no results written\n");
+    return kExitInterrupted;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error (please report): {}\n", e.what());
+    return kExitInternalError;
+  }
+}
+
+}  // namespace lemmalab

@@ -1,0 +1,20 @@
+// The `lemmalab` command line: `lemmalab list [--json]` and `lemmalab run SPEC.toml [--out DIR]`.
+#pragma once
+
+#include <string>
+
+namespace lemmalab {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitUserError = 2;      // bad spec, option, data file or command line
+inline constexpr int kExitInternalError = 3;  // a bug in lemmalab
+inline constexpr int kExitInterrupted = 130;  // SIGINT
+
+// Runs the command line and returns the process exit code. Errors go to stderr.
+int Main(int argc, char** argv);
+
+// What `lemmalab list` prints: every registered optimizer, compressor, problem, data source,
+// schedule and probe with its one-line summary; as JSON when `json`.
+std::string ListRegistries(bool json);
+
+}  // namespace lemmalab

@@ -1,0 +1,56 @@
+// Runs a spec: builds the data, the problem, every optimizer with its schedule and probes (so
+// every option is validated before the first step), then runs each optimizer from the same
+// initial point on the same shards and minibatch streams, recording metrics and probe series
+// into the results folder.
+//
+// Per step, the metrics table receives lr, minibatch_loss (mean over workers), bits_sent and
+// bits_received (per worker, this step); every eval_every steps and at the last step, the
+// full-batch train_loss, train_accuracy and grad_sq_norm (||grad f(x_t)||^2). A run whose
+// parameters, losses or compressor inputs stop being finite is stopped and reported as diverged.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/results.h"
+#include "cli/spec.h"
+
+namespace lemmalab {
+
+struct ExperimentOptions {
+  std::filesystem::path out_dir;
+  int threads = 0;        // OpenMP threads; 0 keeps the OpenMP default
+  bool progress = true;   // shown only on a terminal
+  // Set (e.g. by SIGINT) to stop between steps; the experiment then throws Interrupted.
+  const std::atomic<bool>* stop = nullptr;
+};
+
+struct RunReport {
+  RunRecord record;
+  std::int64_t dimension = 0;
+  std::int64_t steps = 0;
+  std::vector<std::string> probe_lines;  // "<probe>: <line>"
+  Eigen::VectorXd final_params;
+};
+
+struct ExperimentReport {
+  std::string problem;  // the problem's Describe()
+  int workers = 1;
+  Precision precision = Precision::kFp32;
+  std::vector<RunReport> runs;
+};
+
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
+ExperimentReport RunExperiment(const RunSpec& spec, const ExperimentOptions& options);
+
+// The table `lemmalab run` prints.
+std::string FormatReport(const ExperimentReport& report);
+
+}  // namespace lemmalab

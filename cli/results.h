@@ -1,0 +1,81 @@
+// Where a run's results go: DIR/results.sqlite (everything), DIR/metrics.csv (the metric and
+// probe series in long format, for notebooks) and DIR/params.npy (final parameters, one row per
+// run in spec order).
+//
+// Files are written under ".partial" names and renamed only when the whole experiment has
+// finished; if anything fails, the partial files are removed and earlier results in DIR stay as
+// they were. Nothing half-written is left looking complete.
+//
+// Schema (results.sqlite):
+//   meta(key, value)                       spec path and text, seed, precision, version, ...
+//   runs(run_id, label, optimizer, schedule, status, steps_done, final_loss, final_accuracy,
+//        final_grad_sq_norm, bits_sent_per_worker, wall_seconds)
+//   metrics(run_id, step, name, worker, value)
+//   probes(run_id, step, probe, series, worker, value)
+// `worker` is NULL for run-wide values, -1 for the server, i for worker i. Step 0 is the
+// initial point.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/types.h"
+
+namespace lemmalab {
+
+struct RunRecord {
+  std::string label;
+  std::string optimizer;
+  std::string schedule;
+  std::string status;
+  std::int64_t steps_done = 0;
+  double final_loss = 0;
+  double final_accuracy = 0;
+  double final_grad_sq_norm = 0;
+  double bits_sent_per_worker = 0;
+  double wall_seconds = 0;
+};
+
+class ResultsWriter {
+ public:
+  explicit ResultsWriter(std::filesystem::path dir);
+  ~ResultsWriter();
+  ResultsWriter(const ResultsWriter&) = delete;
+  ResultsWriter& operator=(const ResultsWriter&) = delete;
+
+  void SetMeta(std::string_view key, std::string_view value);
+  // Returns the run's id (1, 2, ... in spec order).
+  std::int64_t AddRun(const RunRecord& run);
+  void UpdateRun(std::int64_t run_id, const RunRecord& run);
+  void AddMetric(std::int64_t run_id, std::int64_t step, std::string_view name,
+                 std::optional<int> worker, double value);
+  void AddProbe(std::int64_t run_id, std::int64_t step, std::string_view probe,
+                std::string_view series, std::optional<int> worker, double value);
+
+  // Writes metrics.csv and params.npy and moves all three files into place.
+  void Commit(const std::vector<Eigen::VectorXd>& params, Precision precision);
+
+  static constexpr std::string_view kDatabase = "results.sqlite";
+  static constexpr std::string_view kMetrics = "metrics.csv";
+  static constexpr std::string_view kParams = "params.npy";
+
+ private:
+  std::filesystem::path Partial(std::string_view name) const;
+  void Exec(const char* sql);
+  void WriteCsv(const std::filesystem::path& path);
+  void RemovePartials() noexcept;
+
+  std::filesystem::path dir_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* insert_metric_ = nullptr;
+  sqlite3_stmt* insert_probe_ = nullptr;
+  bool committed_ = false;
+};
+
+}  // namespace lemmalab

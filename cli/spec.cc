@@ -1,0 +1,142 @@
+#include "cli/spec.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "core/error.h"
+#include "core/text.h"
+#include "theory/probe.h"
+
+namespace lemmalab {
+namespace {
+
+std::string Where(const std::string& file, const toml::source_region& region) {
+  return fmt::format("{}:{}:{}", file, region.begin.line, region.begin.column);
+}
+
+OptionValue Convert(const toml::node& node, const std::string& file, const std::string& context);
+
+std::shared_ptr<OptionTable> ConvertTable(const toml::table& table, const std::string& file,
+                                          const std::string& context) {
+  auto out = std::make_shared<OptionTable>(context, Where(file, table.source()));
+  for (const auto& [key, value] : table) {
+    out->Set(std::string(key.str()), Convert(value, file, context));
+  }
+  return out;
+}
+
+OptionValue Convert(const toml::node& node, const std::string& file, const std::string& context) {
+  const std::string where = Where(file, node.source());
+  if (const auto* v = node.as_boolean()) return {v->get(), where};
+  if (const auto* v = node.as_integer()) return {v->get(), where};
+  if (const auto* v = node.as_floating_point()) return {v->get(), where};
+  if (const auto* v = node.as_string()) return {v->get(), where};
+  if (const auto* v = node.as_table()) return {ConvertTable(*v, file, context), where};
+  if (const auto* v = node.as_array()) {
+    OptionValue::Array items;
+    for (const toml::node& item : *v) items.push_back(Convert(item, file, context));
+    return {std::move(items), where};
+  }
+  throw UserError(fmt::format("{}: {}: dates and times are not supported here", where, context));
+}
+
+bool IsValidLabel(const std::string& label) {
+  if (label.empty() || !std::isalnum(static_cast<unsigned char>(label[0]))) return false;
+  for (const char c : label) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.' &&
+        c != '+') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
+  const std::string file = path.string();
+  toml::table document;
+  try {
+    document = toml::parse(text, file);
+  } catch (const toml::parse_error& e) {
+    throw UserError(fmt::format("{}: invalid TOML: {}", Where(file, e.source()), e.description()));
+  }
+
+  std::shared_ptr<OptionTable> root = ConvertTable(document, file, "run spec");
+  RunSpec spec;
+  spec.path = path;
+  spec.text = text;
+  spec.description = root->GetString("description", "");
+  spec.seed = static_cast<std::uint64_t>(root->RequireInt("seed", 0));
+  spec.steps = root->RequireInt("steps", 1, 0xFFFFFFFFll);
+  spec.workers = static_cast<int>(root->GetInt("workers", 1, 1, 1 << 20));
+  static const std::vector<std::string> kPrecisions = {"fp32", "fp64"};
+  spec.precision = root->GetChoice("precision", "fp32", kPrecisions) == "fp64" ? Precision::kFp64
+                                                                               : Precision::kFp32;
+  spec.eval_every = root->GetInt("eval_every", 1, 1);
+
+  spec.probes = root->GetStringList("probes");
+  for (const std::string& probe : spec.probes) {
+    if (Probes().Find(probe) == nullptr) root->Fail("probes", UnknownName("probe", probe, Probes().names()));
+  }
+
+  spec.data = root->GetTable("data");
+  if (spec.data) spec.data->set_context("[data]");
+  spec.problem = root->GetTable("problem");
+  if (!spec.problem) root->Fail("problem", "missing the [problem] table");
+  spec.problem->set_context("[problem]");
+  std::shared_ptr<OptionTable> schedule = root->GetTable("schedule");
+  if (schedule) schedule->set_context("[schedule]");
+
+  const auto optimizers = root->GetTableArray("optimizer");
+  if (optimizers.empty()) root->Fail("optimizer", "no [[optimizer]] table: nothing to run");
+  for (const auto& table : optimizers) {
+    OptimizerSpec o;
+    o.options = table;
+    const std::string name = table->RequireString("name");
+    o.label = table->GetString("label", name);
+    table->set_context(fmt::format("optimizer '{}'", o.label));
+    if (!IsValidLabel(o.label)) {
+      table->Fail("label", fmt::format("label '{}' may hold only letters, digits and _ - . + "
+                                       "(it names the run in results and plots)",
+                                       o.label));
+    }
+    for (const OptimizerSpec& earlier : spec.optimizers) {
+      if (earlier.label == o.label) {
+        table->Fail("label", fmt::format("two optimizers are labelled '{}': give each a "
+                                         "distinct label = \"...\"",
+                                         o.label));
+      }
+    }
+    o.schedule = table->GetTable("schedule");
+    if (o.schedule) {
+      o.schedule->set_context(fmt::format("optimizer '{}': schedule", o.label));
+    } else if (schedule) {
+      o.schedule = schedule;
+    } else {
+      table->Fail("name", fmt::format("optimizer '{}' has no learning rate: add a [schedule] "
+                                      "table or a schedule = {{ lr = ... }} key",
+                                      o.label));
+    }
+    spec.optimizers.push_back(std::move(o));
+  }
+  root->RejectUnknownKeys();
+  return spec;
+}
+
+RunSpec LoadSpec(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw UserError(fmt::format("{}: cannot read the run spec: {}", path.string(),
+                                std::filesystem::exists(path) ? "permission denied"
+                                                              : "no such file"));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseSpec(text.str(), path);
+}
+
+}  // namespace lemmalab

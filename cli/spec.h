@@ -1,0 +1,60 @@
+// A run spec: the TOML file `lemmalab run` executes.
+//
+//   description = "..."          # optional, stored with the results
+//   seed = 42                    # run seed: keys every Philox stream
+//   steps = 300                  # T
+//   workers = 8                  # n simulated workers
+//   precision = "fp32"           # or "fp64"
+//   eval_every = 1               # full-batch loss/accuracy every k steps (and at the last)
+//   probes = ["ef-norm", ...]    # attached to every optimizer that exposes what they read
+//   [data]      source = "csv", path = "...", ...      (see problems/dataset.h)
+//   [problem]   name = "logreg", ...
+//   [schedule]  name = "constant", lr = 0.01           (default for every optimizer)
+//   [[optimizer]]
+//   name = "birder"              # registry name
+//   label = "birder-b09"         # optional, unique; defaults to the name
+//   schedule = { ... }           # optional, replaces [schedule] for this optimizer
+//   beta = 0.9                   # the optimizer's own options
+//
+// LoadSpec checks the top level; each component checks its own table when it is built, before
+// any step runs. Every error names the file, line and column of the offending value.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/options.h"
+#include "core/types.h"
+
+namespace lemmalab {
+
+struct OptimizerSpec {
+  std::string label;
+  std::shared_ptr<OptionTable> options;   // the [[optimizer]] table: name and algorithm options
+  std::shared_ptr<OptionTable> schedule;  // its own schedule table, or the spec's [schedule]
+};
+
+struct RunSpec {
+  std::filesystem::path path;
+  std::string text;  // the file as written, stored with the results
+  std::string description;
+  std::uint64_t seed = 0;
+  std::int64_t steps = 0;
+  int workers = 1;
+  Precision precision = Precision::kFp32;
+  std::int64_t eval_every = 1;
+  std::vector<std::string> probes;
+  std::shared_ptr<OptionTable> data;  // null when the spec has no [data]
+  std::shared_ptr<OptionTable> problem;
+  std::vector<OptimizerSpec> optimizers;
+};
+
+RunSpec LoadSpec(const std::filesystem::path& path);
+
+// Parses spec text as if read from `path` (used by LoadSpec, and by tests).
+RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path);
+
+}  // namespace lemmalab

@@ -1,0 +1,41 @@
+#include "comm/simulated_cluster.h"
+
+#include "core/parallel.h"
+
+namespace lemmalab {
+
+template <typename T>
+SimulatedCluster<T>::SimulatedCluster(const Problem<T>& problem,
+                                      DistributedOptimizer<T>& optimizer)
+    : problem_(problem),
+      optimizer_(optimizer),
+      workers_(problem.num_workers()),
+      gradients_(static_cast<std::size_t>(workers_), Vector<T>(problem.dimension())),
+      uplink_(static_cast<std::size_t>(workers_)) {
+  const auto n = static_cast<std::size_t>(workers_);
+  result_.minibatch_loss.resize(n);
+  result_.traffic.sent.resize(n);
+  result_.traffic.received.resize(n);
+}
+
+template <typename T>
+const StepResult& SimulatedCluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
+  ParallelFor(workers_, [&](int i) {
+    const auto w = static_cast<std::size_t>(i);
+    PhiloxStream batch = ctx.Stream(Purpose::kMinibatch, static_cast<std::uint32_t>(i));
+    result_.minibatch_loss[w] = problem_.StochasticGradient(i, x, batch, gradients_[w]);
+    optimizer_.WorkerStep(ctx, i, gradients_[w], uplink_[w]);
+  });
+  optimizer_.ServerStep(ctx, uplink_, downlink_);
+  optimizer_.Apply(ctx, downlink_, x);
+  for (std::size_t w = 0; w < uplink_.size(); ++w) {
+    result_.traffic.sent[w] = static_cast<std::int64_t>(uplink_[w].bytes.size());
+    result_.traffic.received[w] = static_cast<std::int64_t>(downlink_.bytes.size());
+  }
+  return result_;
+}
+
+template class SimulatedCluster<float>;
+template class SimulatedCluster<double>;
+
+}  // namespace lemmalab

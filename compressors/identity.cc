@@ -1,0 +1,67 @@
+#include "compressors/identity.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace lemmalab {
+namespace {
+
+template <typename T>
+class Identity final : public Compressor<T> {
+ public:
+  std::string_view name() const override { return "identity"; }
+  bool unbiased() const override { return true; }
+
+  EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& /*stream*/, Message& out) override {
+    EncodeStats stats;
+    stats.elements = x.size();
+    out.bytes.resize(static_cast<std::size_t>(x.size()) * sizeof(T));
+    for (Eigen::Index j = 0; j < x.size(); ++j) {
+      const T v = x[j];
+      stats.non_finite += !std::isfinite(v);
+      std::memcpy(out.bytes.data() + j * sizeof(T), &v, sizeof(T));
+    }
+    return stats;
+  }
+
+  void Decode(const Message& in, VectorRef<T> out) const override {
+    CheckSize(in, out.size());
+    std::memcpy(out.data(), in.bytes.data(), in.bytes.size());
+  }
+
+  void DecodeAdd(const Message& in, T weight, VectorRef<T> acc) const override {
+    CheckSize(in, acc.size());
+    for (Eigen::Index j = 0; j < acc.size(); ++j) {
+      T v;
+      std::memcpy(&v, in.bytes.data() + j * sizeof(T), sizeof(T));
+      acc[j] += weight * v;
+    }
+  }
+
+ private:
+  static void CheckSize(const Message& in, Eigen::Index d) {
+    LEMMALAB_CHECK(in.bytes.size() == static_cast<std::size_t>(d) * sizeof(T),
+                   "identity message of {} bytes cannot hold {} values", in.bytes.size(), d);
+  }
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Compressor<T>> MakeIdentity() {
+  return std::make_unique<Identity<T>>();
+}
+
+template <typename T>
+CompressorMaker<T> IdentityFromOptions(OptionTable& /*options*/) {
+  return &MakeIdentity<T>;
+}
+
+template std::unique_ptr<Compressor<float>> MakeIdentity();
+template std::unique_ptr<Compressor<double>> MakeIdentity();
+template CompressorMaker<float> IdentityFromOptions(OptionTable&);
+template CompressorMaker<double> IdentityFromOptions(OptionTable&);
+
+}  // namespace lemmalab

@@ -1,0 +1,19 @@
+// Identity: C(x) = x, sent as the raw scalars of the run's precision (32 or 64 bits each).
+// The uncompressed baseline (q = 0 in the q-deviate sense of spams.txt Assumption 1).
+#pragma once
+
+#include "compressors/compressor.h"
+
+namespace lemmalab {
+
+template <typename T>
+CompressorMaker<T> IdentityFromOptions(OptionTable& options);
+
+}  // namespace lemmalab
+
+namespace lemmalab {
+
+template <typename T>
+std::unique_ptr<Compressor<T>> MakeIdentity();
+
+}  // namespace lemmalab

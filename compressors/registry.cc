@@ -1,0 +1,34 @@
+// The compressor registry: adding a compressor is one file and one line in the table below.
+#include <fmt/format.h>
+
+#include "compressors/compressor.h"
+#include "compressors/identity.h"
+#include "compressors/stochastic_binary.h"
+
+namespace lemmalab {
+
+const Registry<CompressorInfo>& Compressors() {
+  static const Registry<CompressorInfo> registry(
+      "compressor",
+      {
+          {"identity", "no compression: raw fp32/fp64 values", &IdentityFromOptions<float>,
+           &IdentityFromOptions<double>},
+          {"stochastic-binary", "Birder's Q (Eq. 5): +-1 with P(+1) = (u+1)/2, 1 bit/element",
+           &StochasticBinaryFromOptions<float>, &StochasticBinaryFromOptions<double>},
+      });
+  return registry;
+}
+
+template <typename T>
+CompressorMaker<T> MakeCompressorMaker(OptionTable& options) {
+  const CompressorInfo& info = Compressors().Get(options);
+  options.set_context(fmt::format("{} '{}'", options.context(), info.name));
+  CompressorMaker<T> maker = FactoryFor<T>(info)(options);
+  options.RejectUnknownKeys();
+  return maker;
+}
+
+template CompressorMaker<float> MakeCompressorMaker(OptionTable&);
+template CompressorMaker<double> MakeCompressorMaker(OptionTable&);
+
+}  // namespace lemmalab

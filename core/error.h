@@ -1,0 +1,39 @@
+// The two kinds of failure lemmalab distinguishes.
+//
+// UserError: bad input (a spec, an option, a data file). Its message names the file or option,
+// the value and the rule it broke; the CLI prints it and exits with code 2.
+// InternalError: a broken invariant, i.e. a bug in lemmalab. Raised by LEMMALAB_CHECK.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace lemmalab {
+
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+namespace internal {
+[[noreturn]] void CheckFailed(const char* condition, const char* file, int line,
+                              const std::string& message);
+}  // namespace internal
+
+}  // namespace lemmalab
+
+// Hard check of an internal invariant (always on, also in release builds).
+#define LEMMALAB_CHECK(condition, ...)                                                  \
+  do {                                                                                  \
+    if (!(condition)) [[unlikely]] {                                                    \
+      ::lemmalab::internal::CheckFailed(#condition, __FILE__, __LINE__,                 \
+                                        ::fmt::format(__VA_ARGS__));                    \
+    }                                                                                   \
+  } while (false)

@@ -1,0 +1,207 @@
+#include "core/options.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace lemmalab {
+
+std::string OptionValue::TypeName() const {
+  switch (data.index()) {
+    case 0: return "a boolean";
+    case 1: return "an integer";
+    case 2: return "a number";
+    case 3: return "a string";
+    case 4: return "an array";
+    default: return "a table";
+  }
+}
+
+std::string OptionValue::Show() const {
+  if (const auto* b = std::get_if<bool>(&data)) return *b ? "true" : "false";
+  if (const auto* i = std::get_if<std::int64_t>(&data)) return fmt::format("{}", *i);
+  if (const auto* d = std::get_if<double>(&data)) return fmt::format("{}", *d);
+  if (const auto* s = std::get_if<std::string>(&data)) return fmt::format("'{}'", *s);
+  if (std::holds_alternative<Array>(data)) return "[...]";
+  return "{...}";
+}
+
+bool Interval::Contains(double x) const {
+  if (std::isnan(x)) return false;
+  const bool above = lo_open ? x > lo : x >= lo;
+  const bool below = hi_open ? x < hi : x <= hi;
+  return above && below;
+}
+
+std::string Interval::ToString() const {
+  const bool lo_inf = std::isinf(lo), hi_inf = std::isinf(hi);
+  if (lo_inf && hi_inf) return "finite";
+  if (hi_inf) return fmt::format("{} {}", lo_open ? ">" : ">=", lo);
+  if (lo_inf) return fmt::format("{} {}", hi_open ? "<" : "<=", hi);
+  return fmt::format("in {}{}, {}{}", lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]");
+}
+
+OptionTable::OptionTable(std::string context, std::string where)
+    : context_(std::move(context)), where_(std::move(where)) {}
+
+void OptionTable::Set(std::string key, OptionValue value) {
+  values_.insert_or_assign(std::move(key), std::move(value));
+}
+
+void OptionTable::Fail(std::string_view key, std::string_view message) const {
+  std::string where = where_;
+  if (const auto it = values_.find(key); it != values_.end() && !it->second.where.empty()) {
+    where = it->second.where;
+  }
+  throw UserError(where.empty() ? fmt::format("{}: {}", context_, message)
+                                : fmt::format("{}: {}: {}", where, context_, message));
+}
+
+const OptionValue* OptionTable::Lookup(std::string_view key) {
+  known_.emplace(key);
+  const auto it = values_.find(key);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+template <typename V>
+const V& OptionTable::Expect(std::string_view key, const OptionValue& value,
+                             std::string_view what) const {
+  const V* v = std::get_if<V>(&value.data);
+  if (v == nullptr) {
+    Fail(key, fmt::format("{} must be {}, got {} {}", key, what, value.TypeName(), value.Show()));
+  }
+  return *v;
+}
+
+bool OptionTable::Has(std::string_view key) { return Lookup(key) != nullptr; }
+
+double OptionTable::GetDouble(std::string_view key, double fallback, const Interval& rule) {
+  return Has(key) ? RequireDouble(key, rule) : fallback;
+}
+
+double OptionTable::RequireDouble(std::string_view key, const Interval& rule) {
+  const OptionValue* value = Lookup(key);
+  if (value == nullptr) Fail(key, fmt::format("missing required key '{}'", key));
+  double x;
+  if (const auto* i = std::get_if<std::int64_t>(&value->data)) {
+    x = static_cast<double>(*i);
+  } else {
+    x = Expect<double>(key, *value, "a number");
+  }
+  if (!rule.Contains(x)) Fail(key, fmt::format("{} must be {}, got {}", key, rule.ToString(), x));
+  return x;
+}
+
+std::int64_t OptionTable::GetInt(std::string_view key, std::int64_t fallback, std::int64_t min,
+                                 std::int64_t max) {
+  return Has(key) ? RequireInt(key, min, max) : fallback;
+}
+
+std::int64_t OptionTable::RequireInt(std::string_view key, std::int64_t min, std::int64_t max) {
+  const OptionValue* value = Lookup(key);
+  if (value == nullptr) Fail(key, fmt::format("missing required key '{}'", key));
+  const std::int64_t x = Expect<std::int64_t>(key, *value, "an integer");
+  if (x < min || x > max) {
+    constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+    constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+    const std::string rule = max == kMax   ? fmt::format(">= {}", min)
+                             : min == kMin ? fmt::format("<= {}", max)
+                                           : fmt::format("in [{}, {}]", min, max);
+    Fail(key, fmt::format("{} must be {}, got {}", key, rule, x));
+  }
+  return x;
+}
+
+bool OptionTable::GetBool(std::string_view key, bool fallback) {
+  const OptionValue* value = Lookup(key);
+  return value == nullptr ? fallback : Expect<bool>(key, *value, "true or false");
+}
+
+std::string OptionTable::GetString(std::string_view key, std::string_view fallback) {
+  const OptionValue* value = Lookup(key);
+  return value == nullptr ? std::string(fallback) : Expect<std::string>(key, *value, "a string");
+}
+
+std::string OptionTable::RequireString(std::string_view key) {
+  if (!Has(key)) Fail(key, fmt::format("missing required key '{}'", key));
+  return GetString(key, "");
+}
+
+std::string OptionTable::GetChoice(std::string_view key, std::string_view fallback,
+                                   std::span<const std::string> choices) {
+  std::string s = GetString(key, fallback);
+  for (const std::string& c : choices) {
+    if (c == s) return s;
+  }
+  Fail(key, fmt::format("{} must be one of {}; got '{}'{}", key, JoinNames(choices), s,
+                        DidYouMean(s, choices)));
+}
+
+std::vector<std::string> OptionTable::GetStringList(std::string_view key) {
+  const OptionValue* value = Lookup(key);
+  if (value == nullptr) return {};
+  std::vector<std::string> out;
+  for (const OptionValue& item : Expect<OptionValue::Array>(key, *value, "an array of strings")) {
+    const auto* s = std::get_if<std::string>(&item.data);
+    if (s == nullptr) {
+      Fail(key, fmt::format("{} must be an array of strings, but holds {} {}", key,
+                            item.TypeName(), item.Show()));
+    }
+    out.push_back(*s);
+  }
+  return out;
+}
+
+std::shared_ptr<OptionTable> OptionTable::GetTable(std::string_view key) {
+  const OptionValue* value = Lookup(key);
+  return value == nullptr ? nullptr : Expect<OptionValue::Table>(key, *value, "a table");
+}
+
+std::vector<std::shared_ptr<OptionTable>> OptionTable::GetTableArray(std::string_view key) {
+  const OptionValue* value = Lookup(key);
+  if (value == nullptr) return {};
+  if (const auto* table = std::get_if<OptionValue::Table>(&value->data)) return {*table};
+  std::vector<std::shared_ptr<OptionTable>> out;
+  for (const OptionValue& item : Expect<OptionValue::Array>(key, *value, "an array of tables")) {
+    const auto* t = std::get_if<OptionValue::Table>(&item.data);
+    if (t == nullptr) {
+      Fail(key, fmt::format("{} must be an array of tables, but holds {} {}", key,
+                            item.TypeName(), item.Show()));
+    }
+    out.push_back(*t);
+  }
+  return out;
+}
+
+std::shared_ptr<OptionTable> OptionTable::GetComponent(std::string_view key,
+                                                       std::string_view fallback_name) {
+  const OptionValue* value = Lookup(key);
+  const std::string context = fmt::format("{}: {}", context_, key);
+  if (value == nullptr) {
+    auto table = std::make_shared<OptionTable>(context, where_);
+    table->Set("name", {std::string(fallback_name), where_});
+    return table;
+  }
+  if (const auto* name = std::get_if<std::string>(&value->data)) {
+    auto table = std::make_shared<OptionTable>(context, value->where);
+    table->Set("name", *value);
+    return table;
+  }
+  const auto& table = Expect<OptionValue::Table>(key, *value, "a name or a table with a name");
+  if (!table->Has("name")) table->Fail("name", "missing required key 'name'");
+  table->set_context(context);
+  return table;
+}
+
+void OptionTable::RejectUnknownKeys() const {
+  const std::vector<std::string> known(known_.begin(), known_.end());
+  for (const auto& [key, value] : values_) {
+    if (known_.contains(key)) continue;
+    Fail(key, UnknownName("key", key, known));
+  }
+}
+
+}  // namespace lemmalab

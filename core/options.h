@@ -1,0 +1,108 @@
+// Options read from a run spec, with validation that names the option, its value and the rule.
+//
+// A component (problem, optimizer, compressor, schedule, ...) reads its options from an
+// OptionTable through typed getters that carry their rule ("beta must be in [0, 1), got 1.2").
+// Every getter records the key as known, so after a component has read what it understands,
+// RejectUnknownKeys() reports anything left over as a typo and suggests the closest known key.
+// The table knows nothing about TOML: cli/spec.cc converts the parsed file into tables and keeps
+// each value's file:line:column for the messages.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace lemmalab {
+
+class OptionTable;
+
+struct OptionValue {
+  using Array = std::vector<OptionValue>;
+  using Table = std::shared_ptr<OptionTable>;
+  std::variant<bool, std::int64_t, double, std::string, Array, Table> data;
+  std::string where;  // "file:line:column" of the value; empty when not from a file
+
+  std::string TypeName() const;  // "a number", "a string", ...
+  std::string Show() const;      // the value as the user wrote it, for messages
+};
+
+// A numeric rule: an interval with open or closed ends (infinite ends allowed).
+struct Interval {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool lo_open = false;
+  bool hi_open = false;
+
+  static Interval Any() { return {}; }
+  static Interval Closed(double lo, double hi) { return {lo, hi, false, false}; }
+  static Interval ClosedOpen(double lo, double hi) { return {lo, hi, false, true}; }
+  static Interval Positive() { return {0.0, std::numeric_limits<double>::infinity(), true, false}; }
+  static Interval NonNegative() { return {0.0, std::numeric_limits<double>::infinity()}; }
+
+  bool Contains(double x) const;
+  std::string ToString() const;  // "in [0, 1)", "> 0", ">= 0"
+};
+
+class OptionTable {
+ public:
+  // `context` names the table in messages ("optimizer 'birder'"); `where` locates it.
+  OptionTable(std::string context, std::string where);
+
+  void Set(std::string key, OptionValue value);
+
+  const std::string& context() const { return context_; }
+  void set_context(std::string context) { context_ = std::move(context); }
+  const std::string& where() const { return where_; }
+
+  // Getters. Each records `key` as known; a missing key returns the fallback, and a Require*
+  // getter fails with a message naming the key.
+  bool Has(std::string_view key);
+  double GetDouble(std::string_view key, double fallback, const Interval& rule = Interval::Any());
+  double RequireDouble(std::string_view key, const Interval& rule = Interval::Any());
+  std::int64_t GetInt(std::string_view key, std::int64_t fallback,
+                      std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+                      std::int64_t max = std::numeric_limits<std::int64_t>::max());
+  std::int64_t RequireInt(std::string_view key,
+                          std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+                          std::int64_t max = std::numeric_limits<std::int64_t>::max());
+  bool GetBool(std::string_view key, bool fallback);
+  std::string GetString(std::string_view key, std::string_view fallback);
+  std::string RequireString(std::string_view key);
+  // A string that must be one of `choices`.
+  std::string GetChoice(std::string_view key, std::string_view fallback,
+                        std::span<const std::string> choices);
+  std::vector<std::string> GetStringList(std::string_view key);
+  // A sub-table (nullptr when absent).
+  std::shared_ptr<OptionTable> GetTable(std::string_view key);
+  // An array of tables, as TOML's [[key]] (empty when absent).
+  std::vector<std::shared_ptr<OptionTable>> GetTableArray(std::string_view key);
+  // A named component given either as a string (`compressor = "identity"`) or as a table with a
+  // `name` key (`compressor = { name = "identity", ... }`). The result always has `name` set;
+  // a missing key gives a table naming `fallback_name`.
+  std::shared_ptr<OptionTable> GetComponent(std::string_view key, std::string_view fallback_name);
+
+  // Fails on the first key no getter has asked for, suggesting the closest known key.
+  void RejectUnknownKeys() const;
+
+  // Throws UserError "<where>: <context>: <message>", located at `key` when it is present.
+  [[noreturn]] void Fail(std::string_view key, std::string_view message) const;
+
+ private:
+  const OptionValue* Lookup(std::string_view key);
+  template <typename V>
+  const V& Expect(std::string_view key, const OptionValue& value, std::string_view what) const;
+
+  std::string context_;
+  std::string where_;
+  std::map<std::string, OptionValue, std::less<>> values_;
+  std::set<std::string, std::less<>> known_;
+};
+
+}  // namespace lemmalab

@@ -1,0 +1,100 @@
+// A distributed optimizer as three phases, and the optimizer registry.
+//
+// Every algorithm of the papers is written as
+//   1. WorkerStep: what worker i computes from its stochastic gradient g_t^(i) and its local
+//      state, and the message it sends;
+//   2. ServerStep: what the aggregation point does with the n messages it receives (server
+//      state, server error feedback, re-compression), and the message it sends back;
+//   3. Apply: how every replica applies the message that comes back to its parameters x.
+// The phases know nothing about who runs them: comm/ steps them as n simulated workers in one
+// process (and, later, as MPI ranks). Hyper-parameters are validated when an optimizer is
+// built; its state vectors are created then too, for every worker it simulates.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "compressors/compressor.h"
+#include "core/options.h"
+#include "core/registry.h"
+#include "core/rng.h"
+#include "core/types.h"
+
+namespace lemmalab {
+
+struct StepContext {
+  std::int64_t t = 1;  // the step, 1-based as in the papers' "for t = 1, ..., T"
+  double lr = 0.0;     // alpha_t
+  std::uint64_t seed = 0;
+
+  PhiloxStream Stream(Purpose purpose, std::uint32_t worker) const {
+    return PhiloxStream({seed, purpose, worker, static_cast<std::uint64_t>(t)});
+  }
+};
+
+// Worker index meaning "the aggregation point" in Observe and LastEncode.
+inline constexpr int kServer = -1;
+
+// State an optimizer can expose to probes.
+enum class Quantity {
+  kWorkerError,     // e_t^(i): worker error feedback
+  kServerError,     // e-bar_t: server error feedback
+  kDenominator,     // b_t + eps: what Birder's update divides by (rho = eps bounds it below)
+  kRawDenominator,  // b_t as in birder Alg. 1 line 7, before the constant is added
+};
+
+template <typename T>
+class DistributedOptimizer {
+ public:
+  virtual ~DistributedOptimizer() = default;
+
+  virtual void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> g,
+                          Message& out) = 0;
+  virtual void ServerStep(const StepContext& ctx, std::span<const Message> received,
+                          Message& out) = 0;
+  virtual void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) = 0;
+
+  // A state vector after the last step, or nullptr when the algorithm has no such quantity.
+  // `worker` is a worker index or kServer.
+  virtual const Vector<T>* Observe(Quantity /*quantity*/, int /*worker*/) const { return nullptr; }
+  // Statistics of the last Encode by `worker` (or kServer), or nullptr when it sends raw values.
+  virtual const EncodeStats* LastEncode(int /*worker*/) const { return nullptr; }
+};
+
+struct OptimizerContext {
+  std::int64_t dimension = 0;
+  int workers = 1;
+};
+
+template <typename T>
+using OptimizerFactory = std::unique_ptr<DistributedOptimizer<T>> (*)(
+    OptionTable& options, const OptimizerContext& context);
+
+struct OptimizerInfo {
+  std::string_view name;
+  std::string_view summary;
+  OptimizerFactory<float> make_f32;
+  OptimizerFactory<double> make_f64;
+};
+
+const Registry<OptimizerInfo>& Optimizers();
+
+// Builds the optimizer an [[optimizer]] table names and rejects keys no one has read; callers
+// read their own keys (label, schedule) from the table first.
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> MakeOptimizer(OptionTable& options,
+                                                       const OptimizerContext& context);
+
+// The (1/n) sum of the decoded messages, summed in worker order (so the result does not depend
+// on scheduling) and divided by n once.
+template <typename T>
+void MeanOfMessages(const Compressor<T>& decoder, std::span<const Message> messages,
+                    Vector<T>& mean) {
+  mean.setZero();
+  for (const Message& m : messages) decoder.DecodeAdd(m, T(1), mean);
+  mean /= static_cast<T>(messages.size());
+}
+
+}  // namespace lemmalab

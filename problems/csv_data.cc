@@ -1,0 +1,167 @@
+// CSV reader: zlib reads the file (plain or gzip, transparently), libcsv tokenizes it
+// (RFC 4180 quoting), and each field must parse completely as a finite number.
+#include <csv.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <zlib.h>
+
+#include <algorithm>
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include "core/error.h"
+#include "problems/dataset.h"
+
+namespace lemmalab {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::optional<double> ParseNumber(std::string_view text) {
+  text = Trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+      !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// State shared with libcsv's C callbacks. Callbacks cannot throw through C frames, so the first
+// error is recorded here and the parse loop stops on it.
+struct CsvState {
+  std::string file;
+  std::string label_name;   // requested label column; empty: the last column
+  std::size_t label = 0;    // its index, once the header is read
+  std::int64_t line = 0;  // line the parser is in (1-based)
+  std::vector<std::string> header;
+  std::vector<std::string> fields;
+  std::vector<double> values;  // row-major data rows
+  std::int64_t rows = 0;
+  std::string error;
+};
+
+void OnField(void* text, std::size_t length, void* data) {
+  auto* state = static_cast<CsvState*>(data);
+  state->fields.emplace_back(static_cast<const char*>(text), length);
+}
+
+void OnRow(int /*terminator*/, void* data) {
+  auto* state = static_cast<CsvState*>(data);
+  std::vector<std::string> fields = std::move(state->fields);
+  state->fields.clear();
+  if (!state->error.empty()) return;
+  if (state->header.empty()) {
+    for (std::string& f : fields) f = std::string(Trim(f));
+    state->header = std::move(fields);
+    if (state->header.size() < 2) {
+      state->error = fmt::format("{}:{}: need at least one feature column and a label column",
+                                 state->file, state->line);
+      return;
+    }
+    state->label = state->header.size() - 1;
+    if (!state->label_name.empty()) {
+      const auto it = std::find(state->header.begin(), state->header.end(), state->label_name);
+      if (it == state->header.end()) {
+        state->error = fmt::format("{}:{}: no column named '{}' for the label (columns: {})",
+                                   state->file, state->line, state->label_name,
+                                   fmt::join(state->header, ", "));
+        return;
+      }
+      state->label = static_cast<std::size_t>(it - state->header.begin());
+    }
+    return;
+  }
+  if (fields.size() != state->header.size()) {
+    state->error = fmt::format("{}:{}: expected {} fields as in the header, found {}",
+                               state->file, state->line, state->header.size(), fields.size());
+    return;
+  }
+  for (std::size_t c = 0; c < fields.size(); ++c) {
+    const std::optional<double> value = ParseNumber(fields[c]);
+    if (!value) {
+      state->error = fmt::format("{}:{}: field {} ('{}'): '{}' is not a finite number",
+                                 state->file, state->line, c + 1, state->header[c], fields[c]);
+      return;
+    }
+    if (c == state->label && *value != 0.0 && *value != 1.0) {
+      state->error = fmt::format("{}:{}: label column '{}' must be 0 or 1, got {}", state->file,
+                                 state->line, state->header[c], fields[c]);
+      return;
+    }
+    state->values.push_back(*value);
+  }
+  ++state->rows;
+}
+
+}  // namespace
+
+Dataset ReadCsv(const std::filesystem::path& path, std::string_view label_column) {
+  const std::string file = path.string();
+  gzFile in = gzopen(file.c_str(), "rb");
+  if (in == nullptr) throw UserError(fmt::format("{}: cannot open for reading", file));
+
+  csv_parser parser;
+  csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI);
+  CsvState state;
+  state.file = file;
+  state.label_name = label_column;
+
+  // gzgets stops after a newline, so every chunk holds at most one line end: the line number
+  // is exact when a row callback fires.
+  std::vector<char> chunk(1 << 16);
+  bool at_line_start = true;
+  while (state.error.empty()) {
+    const char* got = gzgets(in, chunk.data(), static_cast<int>(chunk.size()));
+    if (got == nullptr) break;
+    const std::size_t length = std::char_traits<char>::length(got);
+    if (at_line_start) ++state.line;
+    at_line_start = length > 0 && got[length - 1] == '\n';
+    if (csv_parse(&parser, got, length, OnField, OnRow, &state) != length) {
+      state.error = fmt::format("{}:{}: malformed CSV: {}", file, state.line,
+                                csv_strerror(csv_error(&parser)));
+    }
+  }
+  int zerr = Z_OK;
+  const char* zmessage = gzerror(in, &zerr);
+  if (state.error.empty() && zerr != Z_OK && zerr != Z_STREAM_END) {
+    state.error = fmt::format("{}:{}: read error: {} (truncated or corrupt file?)", file,
+                              state.line, zmessage);
+  }
+  if (state.error.empty() && csv_fini(&parser, OnField, OnRow, &state) != 0) {
+    state.error = fmt::format("{}:{}: malformed CSV at end of file: {}", file, state.line,
+                              csv_strerror(csv_error(&parser)));
+  }
+  csv_free(&parser);
+  gzclose(in);
+  if (!state.error.empty()) throw UserError(state.error);
+  if (state.header.empty()) throw UserError(fmt::format("{}: empty file, expected a header", file));
+  if (state.rows == 0) throw UserError(fmt::format("{}: no data rows after the header", file));
+  const auto columns = static_cast<std::int64_t>(state.header.size());
+  const auto label = static_cast<std::int64_t>(state.label);
+
+  const Eigen::Map<const RowMatrix<double>> table(state.values.data(), state.rows, columns);
+  Dataset data;
+  data.features.resize(state.rows, columns - 1);
+  data.labels = table.col(label);
+  for (std::int64_t c = 0, f = 0; c < columns; ++c) {
+    if (c == label) continue;
+    data.features.col(f++) = table.col(c);
+    data.feature_names.push_back(state.header[static_cast<std::size_t>(c)]);
+  }
+  data.description = fmt::format("{} ({} samples x {} features)", path.filename().string(),
+                                 data.samples(), data.num_features());
+  return data;
+}
+
+}  // namespace lemmalab

@@ -1,0 +1,204 @@
+#include "theory/birder_probes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace lemmalab {
+namespace {
+
+// Mean and maximum of a series, with the step and worker of the maximum.
+struct Tally {
+  double sum = 0;
+  std::int64_t count = 0;
+  double max = -std::numeric_limits<double>::infinity();
+  std::int64_t max_step = 0;
+  int max_worker = 0;
+
+  void Add(double value, std::int64_t step, int worker) {
+    sum += value;
+    ++count;
+    if (value > max) {
+      max = value;
+      max_step = step;
+      max_worker = worker;
+    }
+  }
+  double mean() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
+};
+
+template <typename T>
+class QuantizerDomainProbe final : public Probe<T> {
+ public:
+  explicit QuantizerDomainProbe(const ProbeContext& context) : workers_(context.workers) {}
+
+  std::string_view name() const override { return "q-domain"; }
+
+  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+    return optimizer.LastEncode(0) != nullptr;
+  }
+
+  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    for (int i = 0; i < workers_; ++i) {
+      const double f = Fraction(*optimizer.LastEncode(i));
+      sink.Record("worker_fraction", i, f);
+      worker_.Add(f, t, i);
+      if (f > 0 && first_outside_ == 0) first_outside_ = t;
+    }
+    if (const EncodeStats* server = optimizer.LastEncode(kServer)) {
+      const double f = Fraction(*server);
+      sink.Record("server_fraction", kServer, f);
+      server_.Add(f, t, kServer);
+    }
+  }
+
+  std::vector<std::string> Summary() const override {
+    std::vector<std::string> lines;
+    lines.push_back(fmt::format(
+        "inputs of Q outside [-1, 1] (birder Eq. 5): workers mean {:.2f}%, max {:.2f}% "
+        "(step {}, worker {}), first at {}",
+        100 * worker_.mean(), 100 * worker_.max, worker_.max_step, worker_.max_worker,
+        first_outside_ == 0 ? std::string("no step") : fmt::format("step {}", first_outside_)));
+    if (server_.count > 0) {
+      lines.push_back(fmt::format("  server mean {:.2f}%, max {:.2f}% (step {})",
+                                  100 * server_.mean(), 100 * server_.max, server_.max_step));
+    }
+    return lines;
+  }
+
+ private:
+  static double Fraction(const EncodeStats& s) {
+    return s.elements == 0 ? 0.0
+                           : static_cast<double>(s.out_of_domain) / static_cast<double>(s.elements);
+  }
+
+  int workers_;
+  Tally worker_, server_;
+  std::int64_t first_outside_ = 0;
+};
+
+template <typename T>
+class ErrorNormProbe final : public Probe<T> {
+ public:
+  explicit ErrorNormProbe(const ProbeContext& context)
+      : workers_(context.workers), d_(static_cast<double>(context.dimension)) {}
+
+  std::string_view name() const override { return "ef-norm"; }
+
+  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+    return optimizer.Observe(Quantity::kWorkerError, 0) != nullptr ||
+           optimizer.Observe(Quantity::kServerError, kServer) != nullptr;
+  }
+
+  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    for (int i = 0; i < workers_; ++i) {
+      if (const Vector<T>* e = optimizer.Observe(Quantity::kWorkerError, i)) {
+        const double sq = e->template cast<double>().squaredNorm();
+        sink.Record("worker_sq_norm", i, sq);
+        worker_.Add(sq / d_, t, i);
+      }
+    }
+    if (const Vector<T>* e = optimizer.Observe(Quantity::kServerError, kServer)) {
+      const double sq = e->template cast<double>().squaredNorm();
+      sink.Record("server_sq_norm", kServer, sq);
+      server_.Add(sq / d_, t, kServer);
+    }
+  }
+
+  std::vector<std::string> Summary() const override {
+    std::vector<std::string> lines;
+    const auto line = [&](std::string_view who, const Tally& tally) {
+      lines.push_back(fmt::format(
+          "{} ||e||^2 / d (birder Lemma 1: E||e||^2 <= d): mean {:.4g}, max {:.4g} (step {})", who,
+          tally.mean(), tally.max, tally.max_step));
+    };
+    if (worker_.count > 0) line("worker", worker_);
+    if (server_.count > 0) line("server", server_);
+    return lines;
+  }
+
+ private:
+  int workers_;
+  double d_;
+  Tally worker_, server_;
+};
+
+template <typename T>
+class MinDenominatorProbe final : public Probe<T> {
+ public:
+  explicit MinDenominatorProbe(const ProbeContext& context)
+      : workers_(context.workers), d_(context.dimension) {}
+
+  std::string_view name() const override { return "min-b"; }
+
+  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+    return optimizer.Observe(Quantity::kRawDenominator, 0) != nullptr &&
+           optimizer.Observe(Quantity::kDenominator, 0) != nullptr;
+  }
+
+  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    for (int i = 0; i < workers_; ++i) {
+      const Vector<T>& b = *optimizer.Observe(Quantity::kRawDenominator, i);
+      const Vector<T>& denominator = *optimizer.Observe(Quantity::kDenominator, i);
+      const double min_b = static_cast<double>(b.minCoeff());
+      const double min_denominator = static_cast<double>(denominator.minCoeff());
+      const auto at_constant = static_cast<std::int64_t>((b.array() == T(0)).count());
+      sink.Record("min_b", i, min_b);
+      sink.Record("min_denominator", i, min_denominator);
+      sink.Record("at_constant", i, static_cast<double>(at_constant));
+      if (min_b < min_b_) {
+        min_b_ = min_b;
+        min_b_step_ = t;
+        min_b_worker_ = i;
+      }
+      min_denominator_ = std::min(min_denominator_, min_denominator);
+      max_at_constant_ = std::max(max_at_constant_, at_constant);
+    }
+  }
+
+  std::vector<std::string> Summary() const override {
+    return {fmt::format("min_j b_t,j (birder Thm 1 assumes b >= rho > 0): {:.4g} (step {}, "
+                        "worker {}); min denominator b + eps: {:.4g}",
+                        min_b_, min_b_step_, min_b_worker_, min_denominator_),
+            fmt::format("  coordinates at the added constant (b = 0): at most {} of {}",
+                        max_at_constant_, d_)};
+  }
+
+ private:
+  int workers_;
+  std::int64_t d_;
+  double min_b_ = std::numeric_limits<double>::infinity();
+  std::int64_t min_b_step_ = 0;
+  int min_b_worker_ = 0;
+  double min_denominator_ = std::numeric_limits<double>::infinity();
+  std::int64_t max_at_constant_ = 0;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Probe<T>> MakeQuantizerDomainProbe(const ProbeContext& context) {
+  return std::make_unique<QuantizerDomainProbe<T>>(context);
+}
+template <typename T>
+std::unique_ptr<Probe<T>> MakeErrorNormProbe(const ProbeContext& context) {
+  return std::make_unique<ErrorNormProbe<T>>(context);
+}
+template <typename T>
+std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext& context) {
+  return std::make_unique<MinDenominatorProbe<T>>(context);
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                              \
+  template std::unique_ptr<Probe<T>> MakeQuantizerDomainProbe(const ProbeContext&);          \
+  template std::unique_ptr<Probe<T>> MakeErrorNormProbe(const ProbeContext&);                \
+  template std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext&);
+LEMMALAB_INSTANTIATE(float)
+LEMMALAB_INSTANTIATE(double)
+#undef LEMMALAB_INSTANTIATE
+
+}  // namespace lemmalab

@@ -1,0 +1,21 @@
+// The probes of Birder's analysis (birder.txt Sec. 3 and App. A):
+//   q-domain  fraction of Q's inputs outside [-1, 1] (Eq. 5 defines Q only inside), per worker
+//             and at the server; those inputs are clipped or rescaled (the quantizer's policy)
+//   ef-norm   ||e_t^(i)||^2 per worker and ||e_bar_t||^2 at the server, against d
+//             (Lemma 1: E||e||^2 <= d when the input lies in [-1, 1])
+//   min-b     min_j b_t,j per worker, the denominator min_j (b_t,j + eps) >= rho (Theorem 1's
+//             assumption, footnote 5) and how many coordinates sit at the added constant (b = 0)
+#pragma once
+
+#include "theory/probe.h"
+
+namespace lemmalab {
+
+template <typename T>
+std::unique_ptr<Probe<T>> MakeQuantizerDomainProbe(const ProbeContext& context);
+template <typename T>
+std::unique_ptr<Probe<T>> MakeErrorNormProbe(const ProbeContext& context);
+template <typename T>
+std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext& context);
+
+}  // namespace lemmalab
