@@ -49,8 +49,8 @@ int RunCommand(const std::string& spec_path, std::string out_dir, int threads) {
   try {
     const ExperimentReport report = RunExperiment(spec, options);
     std::signal(SIGINT, previous);
-    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n",
-               FormatReport(report), out_dir);
+    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n", FormatReport(report),
+               out_dir);
   } catch (...) {
     std::signal(SIGINT, previous);
     throw;
@@ -73,8 +73,9 @@ std::string ListRegistries(bool json) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"lemmalab: a convergence testbed for communication-compressed distributed "
-               "optimizers"};
+  CLI::App app{
+      "lemmalab: a convergence testbed for communication-compressed distributed "
+      "optimizers"};
   app.require_subcommand(1);
 
   bool json = false;

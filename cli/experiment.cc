@@ -56,9 +56,10 @@ std::string FailureAfterStep(const DistributedOptimizer<T>& algorithm, int worke
   for (int w = kServer; w < workers; ++w) {
     const EncodeStats* stats = algorithm.LastEncode(w);
     if (stats != nullptr && stats->non_finite > 0) {
-      return fmt::format("{} of {} inputs to the {} compressor are NaN or infinite",
-                         stats->non_finite, stats->elements,
-                         w == kServer ? std::string("server's") : fmt::format("worker {}'s", w));
+      return fmt::format(
+          "{} of {} inputs to {} compressor are NaN or infinite", stats->non_finite,
+          stats->elements,
+          w == kServer ? std::string("the server's") : fmt::format("worker {}'s", w));
     }
   }
   if (!std::isfinite(minibatch_loss)) return "the minibatch loss is not finite";
@@ -182,10 +183,11 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
     if (probe_applied[k]) continue;
     std::vector<std::string> labels;
     for (const OptimizerSpec& o : spec.optimizers) labels.push_back(o.label);
-    throw UserError(fmt::format("{}: probe '{}' applies to none of the optimizers ({}); it "
-                                "measures {}",
-                                spec.path.string(), spec.probes[k], JoinNames(labels),
-                                Probes().Find(spec.probes[k])->summary));
+    throw UserError(
+        fmt::format("{}: probe '{}' applies to none of the optimizers ({}); it "
+                    "measures {}",
+                    spec.path.string(), spec.probes[k], JoinNames(labels),
+                    Probes().Find(spec.probes[k])->summary));
   }
 
   if (options.threads > 0) omp_set_num_threads(options.threads);

@@ -22,8 +22,8 @@ namespace lemmalab {
 
 struct ExperimentOptions {
   std::filesystem::path out_dir;
-  int threads = 0;        // OpenMP threads; 0 keeps the OpenMP default
-  bool progress = true;   // shown only on a terminal
+  int threads = 0;       // OpenMP threads; 0 keeps the OpenMP default
+  bool progress = true;  // shown only on a terminal
   // Set (e.g. by SIGINT) to stop between steps; the experiment then throws Interrupted.
   const std::atomic<bool>* stop = nullptr;
 };

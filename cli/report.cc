@@ -12,17 +12,16 @@ std::string FormatReport(const ExperimentReport& report) {
   std::string out = fmt::format("problem: {}\n{} workers, {}\n\n", report.problem, report.workers,
                                 PrecisionName(report.precision));
 
-  const std::vector<std::string> header = {"run",        "optimizer",     "status",
-                                           "steps",      "train loss",    "accuracy",
-                                           "|grad f|^2", "bits/worker",   "bits/param/step",
-                                           "time"};
+  const std::vector<std::string> header = {
+      "run",      "optimizer",  "status",      "steps",           "train loss",
+      "accuracy", "|grad f|^2", "bits/worker", "bits/param/step", "time"};
   std::vector<std::vector<std::string>> rows;
   for (const RunReport& run : report.runs) {
     const RunRecord& r = run.record;
     const bool completed = r.status == "completed";
     const double per_param_step =
-        r.bits_sent_per_worker /
-        (static_cast<double>(run.dimension) * static_cast<double>(std::max<std::int64_t>(1, r.steps_done)));
+        r.bits_sent_per_worker / (static_cast<double>(run.dimension) *
+                                  static_cast<double>(std::max<std::int64_t>(1, r.steps_done)));
     rows.push_back({r.label, r.optimizer, completed ? "completed" : "DIVERGED",
                     fmt::format("{}", r.steps_done), fmt::format("{:.6g}", r.final_loss),
                     fmt::format("{:.4f}", r.final_accuracy),
@@ -39,7 +38,8 @@ std::string FormatReport(const ExperimentReport& report) {
     std::string s;
     for (std::size_t c = 0; c < cells.size(); ++c) {
       // Names left-aligned, numbers right-aligned.
-      s += c < 3 ? fmt::format("{:<{}}", cells[c], width[c]) : fmt::format("{:>{}}", cells[c], width[c]);
+      s += c < 3 ? fmt::format("{:<{}}", cells[c], width[c])
+                 : fmt::format("{:>{}}", cells[c], width[c]);
       s += c + 1 < cells.size() ? "  " : "\n";
     }
     return s;
@@ -48,7 +48,8 @@ std::string FormatReport(const ExperimentReport& report) {
   for (const auto& row : rows) out += line(row);
 
   for (const RunReport& run : report.runs) {
-    if (run.record.status != "completed") out += fmt::format("\n{}: {}\n", run.record.label, run.record.status);
+    if (run.record.status != "completed")
+      out += fmt::format("\n{}: {}\n", run.record.label, run.record.status);
   }
   bool any_probe = false;
   for (const RunReport& run : report.runs) any_probe |= !run.probe_lines.empty();

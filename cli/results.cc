@@ -187,7 +187,8 @@ void ResultsWriter::WriteCsv(const std::filesystem::path& path) {
                        sqlite3_column_int64(query, 2), text(3), worker, value);
   }
   sqlite3_finalize(query);
-  if (rc != SQLITE_DONE) throw UserError(fmt::format("reading results failed: {}", sqlite3_errmsg(db_)));
+  if (rc != SQLITE_DONE)
+    throw UserError(fmt::format("reading results failed: {}", sqlite3_errmsg(db_)));
   if (!out.flush()) throw UserError(fmt::format("{}: write failed", path.string()));
 }
 

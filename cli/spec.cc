@@ -1,10 +1,10 @@
 #include "cli/spec.h"
 
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -23,7 +23,10 @@ std::shared_ptr<OptionTable> ConvertTable(const toml::table& table, const std::s
                                           const std::string& context) {
   auto out = std::make_shared<OptionTable>(context, Where(file, table.source()));
   for (const auto& [key, value] : table) {
-    out->Set(std::string(key.str()), Convert(value, file, context));
+    // Messages point at the key: "spec.toml:12:1" is the line that sets it.
+    OptionValue converted = Convert(value, file, context);
+    converted.where = Where(file, key.source());
+    out->Set(std::string(key.str()), std::move(converted));
   }
   return out;
 }
@@ -80,7 +83,8 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
 
   spec.probes = root->GetStringList("probes");
   for (const std::string& probe : spec.probes) {
-    if (Probes().Find(probe) == nullptr) root->Fail("probes", UnknownName("probe", probe, Probes().names()));
+    if (Probes().Find(probe) == nullptr)
+      root->Fail("probes", UnknownName("probe", probe, Probes().names()));
   }
 
   spec.data = root->GetTable("data");
@@ -130,9 +134,9 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
 RunSpec LoadSpec(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw UserError(fmt::format("{}: cannot read the run spec: {}", path.string(),
-                                std::filesystem::exists(path) ? "permission denied"
-                                                              : "no such file"));
+    throw UserError(
+        fmt::format("{}: cannot read the run spec: {}", path.string(),
+                    std::filesystem::exists(path) ? "permission denied" : "no such file"));
   }
   std::ostringstream text;
   text << in.rdbuf();

@@ -5,8 +5,7 @@
 namespace lemmalab {
 
 template <typename T>
-SimulatedCluster<T>::SimulatedCluster(const Problem<T>& problem,
-                                      DistributedOptimizer<T>& optimizer)
+SimulatedCluster<T>::SimulatedCluster(const Problem<T>& problem, DistributedOptimizer<T>& optimizer)
     : problem_(problem),
       optimizer_(optimizer),
       workers_(problem.num_workers()),

@@ -33,7 +33,7 @@ struct Message {
 struct EncodeStats {
   std::int64_t elements = 0;
   std::int64_t out_of_domain = 0;  // finite inputs outside the compressor's domain
-  std::int64_t non_finite = 0;     // NaN or infinite inputs: the caller must treat the run as failed
+  std::int64_t non_finite = 0;  // NaN or infinite inputs: the caller must treat the run as failed
 };
 
 template <typename T>

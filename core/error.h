@@ -30,10 +30,10 @@ namespace internal {
 }  // namespace lemmalab
 
 // Hard check of an internal invariant (always on, also in release builds).
-#define LEMMALAB_CHECK(condition, ...)                                                  \
-  do {                                                                                  \
-    if (!(condition)) [[unlikely]] {                                                    \
-      ::lemmalab::internal::CheckFailed(#condition, __FILE__, __LINE__,                 \
-                                        ::fmt::format(__VA_ARGS__));                    \
-    }                                                                                   \
+#define LEMMALAB_CHECK(condition, ...)                                  \
+  do {                                                                  \
+    if (!(condition)) [[unlikely]] {                                    \
+      ::lemmalab::internal::CheckFailed(#condition, __FILE__, __LINE__, \
+                                        ::fmt::format(__VA_ARGS__));    \
+    }                                                                   \
   } while (false)

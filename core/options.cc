@@ -11,12 +11,18 @@ namespace lemmalab {
 
 std::string OptionValue::TypeName() const {
   switch (data.index()) {
-    case 0: return "a boolean";
-    case 1: return "an integer";
-    case 2: return "a number";
-    case 3: return "a string";
-    case 4: return "an array";
-    default: return "a table";
+    case 0:
+      return "a boolean";
+    case 1:
+      return "an integer";
+    case 2:
+      return "a number";
+    case 3:
+      return "a string";
+    case 4:
+      return "an array";
+    default:
+      return "a table";
   }
 }
 
@@ -147,8 +153,8 @@ std::vector<std::string> OptionTable::GetStringList(std::string_view key) {
   for (const OptionValue& item : Expect<OptionValue::Array>(key, *value, "an array of strings")) {
     const auto* s = std::get_if<std::string>(&item.data);
     if (s == nullptr) {
-      Fail(key, fmt::format("{} must be an array of strings, but holds {} {}", key,
-                            item.TypeName(), item.Show()));
+      Fail(key, fmt::format("{} must be an array of strings, but holds {} {}", key, item.TypeName(),
+                            item.Show()));
     }
     out.push_back(*s);
   }
@@ -168,8 +174,8 @@ std::vector<std::shared_ptr<OptionTable>> OptionTable::GetTableArray(std::string
   for (const OptionValue& item : Expect<OptionValue::Array>(key, *value, "an array of tables")) {
     const auto* t = std::get_if<OptionValue::Table>(&item.data);
     if (t == nullptr) {
-      Fail(key, fmt::format("{} must be an array of tables, but holds {} {}", key,
-                            item.TypeName(), item.Show()));
+      Fail(key, fmt::format("{} must be an array of tables, but holds {} {}", key, item.TypeName(),
+                            item.Show()));
     }
     out.push_back(*t);
   }
@@ -185,7 +191,7 @@ std::shared_ptr<OptionTable> OptionTable::GetComponent(std::string_view key,
     table->Set("name", {std::string(fallback_name), where_});
     return table;
   }
-  if (const auto* name = std::get_if<std::string>(&value->data)) {
+  if (std::holds_alternative<std::string>(value->data)) {
     auto table = std::make_shared<OptionTable>(context, value->where);
     table->Set("name", *value);
     return table;

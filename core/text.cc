@@ -49,8 +49,9 @@ std::string DidYouMean(std::string_view word, std::span<const std::string> candi
 std::string UnknownName(std::string_view kind, std::string_view name,
                         std::span<const std::string> candidates) {
   const std::string hint = DidYouMean(name, candidates);
-  return hint.empty() ? fmt::format("unknown {} '{}' (known: {})", kind, name, JoinNames(candidates))
-                      : fmt::format("unknown {} '{}'{}", kind, name, hint);
+  return hint.empty()
+             ? fmt::format("unknown {} '{}' (known: {})", kind, name, JoinNames(candidates))
+             : fmt::format("unknown {} '{}'{}", kind, name, hint);
 }
 
 std::string JoinNames(std::span<const std::string> names) {

@@ -56,10 +56,10 @@ std::unique_ptr<DistributedOptimizer<T>> AdamFromOptions(OptionTable& options,
   return MakeAdam<T>(o, context);
 }
 
-#define LEMMALAB_INSTANTIATE(T)                                                               \
-  template std::unique_ptr<DistributedOptimizer<T>> MakeAdam(const AdamOptions&,              \
-                                                             const OptimizerContext&);        \
-  template std::unique_ptr<DistributedOptimizer<T>> AdamFromOptions(OptionTable&,             \
+#define LEMMALAB_INSTANTIATE(T)                                                        \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeAdam(const AdamOptions&,       \
+                                                             const OptimizerContext&); \
+  template std::unique_ptr<DistributedOptimizer<T>> AdamFromOptions(OptionTable&,      \
                                                                     const OptimizerContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)

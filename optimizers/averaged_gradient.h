@@ -19,14 +19,13 @@ class AveragedGradientOptimizer : public DistributedOptimizer<T> {
     for (int i = 0; i < context.workers; ++i) worker_wire_.push_back(MakeIdentity<T>());
   }
 
-  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> g,
-                  Message& out) final {
-    PhiloxStream stream = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> g, Message& out) final {
+    PhiloxStream stream =
+        ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
     worker_wire_[static_cast<std::size_t>(worker)]->Encode(g, stream, out);
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
-                  Message& out) final {
+  void ServerStep(const StepContext& ctx, std::span<const Message> received, Message& out) final {
     MeanOfMessages(*server_wire_, received, mean_);
     PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
     server_wire_->Encode(mean_, stream, out);

@@ -20,21 +20,24 @@ class Birder final : public DistributedOptimizer<T> {
         u_bar_(context.dimension) {
     const Vector<T> zero = Vector<T>::Zero(context.dimension);
     for (int i = 0; i < context.workers; ++i) {
-      workers_.push_back({zero, zero, zero, zero, zero,
+      workers_.push_back({zero,
+                          zero,
+                          zero,
+                          zero,
+                          zero,
                           ErrorFeedback<T>(options.worker_error_feedback, context.dimension),
                           make_compressor(),
                           {}});
     }
   }
 
-  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> g,
-                  Message& out) override {
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> g, Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
     const T beta = static_cast<T>(options_.beta);
     const T one_minus_beta = T(1) - beta;
-    w.m = beta * w.m + one_minus_beta * g;                        // line 5
-    w.b_hat = beta * w.b_hat + one_minus_beta * g.cwiseAbs();     // line 6
-    if (options_.t0 && ctx.t > *options_.t0) {                    // line 7
+    w.m = beta * w.m + one_minus_beta * g;                     // line 5
+    w.b_hat = beta * w.b_hat + one_minus_beta * g.cwiseAbs();  // line 6
+    if (options_.t0 && ctx.t > *options_.t0) {                 // line 7
       w.b = w.b.cwiseMax(w.b_hat);
     } else {
       w.b = w.b_hat;
@@ -43,19 +46,19 @@ class Birder final : public DistributedOptimizer<T> {
     w.update = w.m.cwiseQuotient(w.denominator);
     PhiloxStream stream =
         ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-    w.stats = w.ef.Compress(w.update, *w.q, stream, out);        // lines 8-10
+    w.stats = w.ef.Compress(w.update, *w.q, stream, out);  // lines 8-10
   }
 
   void ServerStep(const StepContext& ctx, std::span<const Message> received,
                   Message& out) override {
-    MeanOfMessages(*server_.q, received, server_.mean_u);        // line 12: (1/n) sum u^(i)
+    MeanOfMessages(*server_.q, received, server_.mean_u);  // line 12: (1/n) sum u^(i)
     PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
     server_.stats = server_.ef.Compress(server_.mean_u, *server_.q, stream, out);  // 12-14
   }
 
   void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
     server_.q->Decode(broadcast, u_bar_);
-    x -= static_cast<T>(ctx.lr) * u_bar_;                          // line 16
+    x -= static_cast<T>(ctx.lr) * u_bar_;  // line 16
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
@@ -65,10 +68,16 @@ class Birder final : public DistributedOptimizer<T> {
     }
     const Worker& w = workers_[static_cast<std::size_t>(worker)];
     switch (quantity) {
-      case Quantity::kWorkerError: return w.ef.enabled() ? &w.ef.error() : nullptr;
-      case Quantity::kDenominator: return &w.denominator;
-      case Quantity::kRawDenominator: return &w.b;
-      default: return nullptr;
+      case Quantity::kMomentum:
+        return &w.m;
+      case Quantity::kWorkerError:
+        return w.ef.enabled() ? &w.ef.error() : nullptr;
+      case Quantity::kDenominator:
+        return &w.denominator;
+      case Quantity::kRawDenominator:
+        return &w.b;
+      default:
+        return nullptr;
     }
   }
 
@@ -86,8 +95,8 @@ class Birder final : public DistributedOptimizer<T> {
     EncodeStats stats;
   };
   struct Server {
-    Vector<T> mean_u;      // (1/n) sum_i u^(i)
-    ErrorFeedback<T> ef;   // e_bar
+    Vector<T> mean_u;     // (1/n) sum_i u^(i)
+    ErrorFeedback<T> ef;  // e_bar
     std::unique_ptr<Compressor<T>> q;
     EncodeStats stats;
   };
@@ -121,10 +130,10 @@ std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable& options,
   return MakeBirder<T>(o, std::move(compressor), context);
 }
 
-#define LEMMALAB_INSTANTIATE(T)                                                              \
-  template std::unique_ptr<DistributedOptimizer<T>> MakeBirder(                              \
-      const BirderOptions&, CompressorMaker<T>, const OptimizerContext&);                    \
-  template std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable&,          \
+#define LEMMALAB_INSTANTIATE(T)                                                     \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeBirder(                     \
+      const BirderOptions&, CompressorMaker<T>, const OptimizerContext&);           \
+  template std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable&, \
                                                                       const OptimizerContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)

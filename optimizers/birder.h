@@ -25,8 +25,8 @@ namespace lemmalab {
 struct BirderOptions {
   double beta = 0.95;  // in [0, 1); 0.95 in the paper's ResNet and ViT runs, 0.9 for BERT
   double eps = 1e-8;   // >= 0; the constant added to b (footnote 5); 0 reproduces Eq. 4 exactly
-  std::optional<std::int64_t> t0;  // line 7's T0; absent: b = b_hat at every step (the paper
-                                   // notes the max rule is not used in practice, footnote 5)
+  std::optional<std::int64_t> t0;     // line 7's T0; absent: b = b_hat at every step (the paper
+                                      // notes the max rule is not used in practice, footnote 5)
   bool worker_error_feedback = true;  // lines 8-9
   bool server_error_feedback = true;  // lines 12-13
 };

@@ -39,6 +39,7 @@ inline constexpr int kServer = -1;
 
 // State an optimizer can expose to probes.
 enum class Quantity {
+  kMomentum,        // m_t^(i): worker momentum
   kWorkerError,     // e_t^(i): worker error feedback
   kServerError,     // e-bar_t: server error feedback
   kDenominator,     // b_t + eps: what Birder's update divides by (rho = eps bounds it below)

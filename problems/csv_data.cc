@@ -6,7 +6,6 @@
 #include <zlib.h>
 
 #include <algorithm>
-
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -41,9 +40,9 @@ std::optional<double> ParseNumber(std::string_view text) {
 // error is recorded here and the parse loop stops on it.
 struct CsvState {
   std::string file;
-  std::string label_name;   // requested label column; empty: the last column
-  std::size_t label = 0;    // its index, once the header is read
-  std::int64_t line = 0;  // line the parser is in (1-based)
+  std::string label_name;  // requested label column; empty: the last column
+  std::size_t label = 0;   // its index, once the header is read
+  std::int64_t line = 0;   // line the parser is in (1-based)
   std::vector<std::string> header;
   std::vector<std::string> fields;
   std::vector<double> values;  // row-major data rows
@@ -73,9 +72,9 @@ void OnRow(int /*terminator*/, void* data) {
     if (!state->label_name.empty()) {
       const auto it = std::find(state->header.begin(), state->header.end(), state->label_name);
       if (it == state->header.end()) {
-        state->error = fmt::format("{}:{}: no column named '{}' for the label (columns: {})",
-                                   state->file, state->line, state->label_name,
-                                   fmt::join(state->header, ", "));
+        state->error =
+            fmt::format("{}:{}: no column named '{}' for the label (columns: {})", state->file,
+                        state->line, state->label_name, fmt::join(state->header, ", "));
         return;
       }
       state->label = static_cast<std::size_t>(it - state->header.begin());
@@ -83,15 +82,15 @@ void OnRow(int /*terminator*/, void* data) {
     return;
   }
   if (fields.size() != state->header.size()) {
-    state->error = fmt::format("{}:{}: expected {} fields as in the header, found {}",
-                               state->file, state->line, state->header.size(), fields.size());
+    state->error = fmt::format("{}:{}: expected {} fields as in the header, found {}", state->file,
+                               state->line, state->header.size(), fields.size());
     return;
   }
   for (std::size_t c = 0; c < fields.size(); ++c) {
     const std::optional<double> value = ParseNumber(fields[c]);
     if (!value) {
-      state->error = fmt::format("{}:{}: field {} ('{}'): '{}' is not a finite number",
-                                 state->file, state->line, c + 1, state->header[c], fields[c]);
+      state->error = fmt::format("{}:{}: field {} ('{}'): '{}' is not a finite number", state->file,
+                                 state->line, c + 1, state->header[c], fields[c]);
       return;
     }
     if (c == state->label && *value != 0.0 && *value != 1.0) {

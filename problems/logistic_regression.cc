@@ -94,8 +94,8 @@ class LogisticRegression final : public Problem<T> {
       smallest = std::min<std::size_t>(smallest, s.y.size());
       largest = std::max<std::size_t>(largest, s.y.size());
     }
-    const std::string sizes = smallest == largest ? fmt::format("{}", smallest)
-                                                  : fmt::format("{}-{}", smallest, largest);
+    const std::string sizes =
+        smallest == largest ? fmt::format("{}", smallest) : fmt::format("{}-{}", smallest, largest);
     const std::string batch = options_.batch_size == 0
                                   ? std::string("full shard")
                                   : fmt::format("batch {}", options_.batch_size);

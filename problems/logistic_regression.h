@@ -14,9 +14,9 @@
 namespace lemmalab {
 
 struct LogisticRegressionOptions {
-  double l2 = 0.0;                // >= 0
+  double l2 = 0.0;  // >= 0
   bool intercept = true;
-  std::int64_t batch_size = 32;   // >= 0; 0 = full shard
+  std::int64_t batch_size = 32;  // >= 0; 0 = full shard
 };
 
 template <typename T>

@@ -16,11 +16,11 @@ std::unique_ptr<Problem<T>> LogisticRegressionFromOptions(OptionTable& options,
   o.batch_size = options.GetInt("batch_size", o.batch_size, 0);
   const Dataset& data = *context.data;
   if (data.samples() < context.workers) {
-    options.Fail("name", fmt::format("{} samples cannot be split across {} workers",
-                                     data.samples(), context.workers));
+    options.Fail("name", fmt::format("{} samples cannot be split across {} workers", data.samples(),
+                                     context.workers));
   }
-  return MakeLogisticRegression<T>(data, o, IidShards(data.samples(), context.workers,
-                                                      context.seed));
+  return MakeLogisticRegression<T>(data, o,
+                                   IidShards(data.samples(), context.workers, context.seed));
 }
 
 }  // namespace
@@ -40,8 +40,8 @@ std::unique_ptr<Problem<T>> MakeProblem(OptionTable& options, const ProblemConte
   const ProblemInfo& info = Problems().Get(options);
   options.set_context(fmt::format("problem '{}'", info.name));
   if (info.needs_data && context.data == nullptr) {
-    options.Fail("name", fmt::format("problem '{}' learns from data: add a [data] table",
-                                     info.name));
+    options.Fail("name",
+                 fmt::format("problem '{}' learns from data: add a [data] table", info.name));
   }
   std::unique_ptr<Problem<T>> problem = FactoryFor<T>(info)(options, context);
   options.RejectUnknownKeys();

@@ -29,8 +29,9 @@ Dataset MakeSyntheticLogistic(std::int64_t samples, std::int64_t features, doubl
     data.labels[i] = boost::random::bernoulli_distribution<double>(p)(stream) ? 1.0 : 0.0;
   }
   for (std::int64_t j = 0; j < features; ++j) data.feature_names.push_back(fmt::format("x{}", j));
-  data.description = fmt::format("synthetic logistic ({} samples x {} features, signal {}, seed {})",
-                                 samples, features, signal, seed);
+  data.description =
+      fmt::format("synthetic logistic ({} samples x {} features, signal {}, seed {})", samples,
+                  features, signal, seed);
   return data;
 }
 

@@ -39,8 +39,7 @@ class QuantizerDomainProbe final : public Probe<T> {
     return optimizer.LastEncode(0) != nullptr;
   }
 
-  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer, ProbeSink& sink) override {
     for (int i = 0; i < workers_; ++i) {
       const double f = Fraction(*optimizer.LastEncode(i));
       sink.Record("worker_fraction", i, f);
@@ -92,8 +91,7 @@ class ErrorNormProbe final : public Probe<T> {
            optimizer.Observe(Quantity::kServerError, kServer) != nullptr;
   }
 
-  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer, ProbeSink& sink) override {
     for (int i = 0; i < workers_; ++i) {
       if (const Vector<T>* e = optimizer.Observe(Quantity::kWorkerError, i)) {
         const double sq = e->template cast<double>().squaredNorm();
@@ -139,8 +137,7 @@ class MinDenominatorProbe final : public Probe<T> {
            optimizer.Observe(Quantity::kDenominator, 0) != nullptr;
   }
 
-  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer, ProbeSink& sink) override {
     for (int i = 0; i < workers_; ++i) {
       const Vector<T>& b = *optimizer.Observe(Quantity::kRawDenominator, i);
       const Vector<T>& denominator = *optimizer.Observe(Quantity::kDenominator, i);
@@ -193,9 +190,9 @@ std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext& context) {
   return std::make_unique<MinDenominatorProbe<T>>(context);
 }
 
-#define LEMMALAB_INSTANTIATE(T)                                                              \
-  template std::unique_ptr<Probe<T>> MakeQuantizerDomainProbe(const ProbeContext&);          \
-  template std::unique_ptr<Probe<T>> MakeErrorNormProbe(const ProbeContext&);                \
+#define LEMMALAB_INSTANTIATE(T)                                                     \
+  template std::unique_ptr<Probe<T>> MakeQuantizerDomainProbe(const ProbeContext&); \
+  template std::unique_ptr<Probe<T>> MakeErrorNormProbe(const ProbeContext&);       \
   template std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)

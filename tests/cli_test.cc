@@ -1,0 +1,175 @@
+// The lemmalab executable: list, run, and every kind of bad input getting a clear message on
+// stderr, exit code 2, and no results.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/test_util.h"
+
+namespace lemmalab {
+namespace {
+
+using testing::CommandResult;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::RunLemmalab;
+using testing::TempDir;
+using testing::WriteFile;
+
+constexpr const char* kGoodSpec = R"toml(seed = 3
+steps = 5
+workers = 4
+probes = ["ef-norm"]
+
+[data]
+source = "csv"
+path = "table.csv"
+label = "y"
+
+[problem]
+name = "logreg"
+batch_size = 2
+
+[schedule]
+lr = 0.1
+
+[[optimizer]]
+name = "birder"
+beta = 0.9
+
+[[optimizer]]
+name = "sgd"
+)toml";
+
+constexpr const char* kTable = "a,b,y\n1,2,1\n-1,0.5,0\n2,1,1\n-2,-1,0\n0.5,0.5,1\n-0.5,1,0\n";
+
+// A folder with table.csv and spec.toml = kGoodSpec with `from` replaced by `to`.
+struct Case {
+  TempDir dir;
+  Case(const std::string& from = "", const std::string& to = "") {
+    std::string spec = kGoodSpec;
+    if (!from.empty()) {
+      const auto at = spec.find(from);
+      EXPECT_NE(at, std::string::npos) << from;
+      spec.replace(at, from.size(), to);
+    }
+    WriteFile(dir / "spec.toml", spec);
+    WriteFile(dir / "table.csv", kTable);
+  }
+  CommandResult Run() const {
+    return RunLemmalab(
+        fmt::format("run '{}' --out '{}'", (dir / "spec.toml").string(), (dir / "out").string()));
+  }
+  bool WroteNothing() const { return !std::filesystem::exists(dir / "out"); }
+};
+
+TEST(Cli, ListNamesEveryRegistryAndSpeaksJson) {
+  const CommandResult text = RunLemmalab("list");
+  EXPECT_EQ(text.exit_code, 0);
+  for (const char* name : {"birder", "adam", "sgd", "stochastic-binary", "identity", "logreg",
+                           "csv", "ef-norm", "min-b", "q-domain", "inv-sqrt"}) {
+    EXPECT_THAT(text.out, HasSubstr(name));
+  }
+  const CommandResult json = RunLemmalab("list --json");
+  ASSERT_EQ(json.exit_code, 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  std::vector<std::string> optimizers;
+  for (const auto& o : doc.at("optimizers")) optimizers.push_back(o.at("name"));
+  EXPECT_EQ(optimizers, (std::vector<std::string>{"adam", "birder", "sgd"}));
+  EXPECT_FALSE(doc.at("optimizers")[1].at("summary").get<std::string>().empty());
+  for (const char* section : {"compressors", "problems", "data", "schedules", "probes"}) {
+    EXPECT_FALSE(doc.at(section).empty()) << section;
+  }
+}
+
+TEST(Cli, RunPrintsTheTableAndStaysQuietOnStderrWhenNotATerminal) {
+  Case c;
+  const CommandResult r = c.Run();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // no progress indicator: stderr is a file
+  EXPECT_THAT(r.out, HasSubstr("train loss"));
+  EXPECT_THAT(r.out, HasSubstr("birder"));
+  EXPECT_THAT(r.out, HasSubstr("ef-norm"));
+  for (const char* file : {"results.sqlite", "metrics.csv", "params.npy"}) {
+    EXPECT_TRUE(std::filesystem::exists(c.dir / "out" / file)) << file;
+  }
+}
+
+struct BadInput {
+  const char* what;
+  std::string from, to;
+  std::string message;  // expected on stderr
+};
+
+void PrintTo(const BadInput& bad, std::ostream* os) { *os << bad.what; }
+
+class CliBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, ClearErrorExitCodeTwoAndNoResults) {
+  const BadInput& bad = GetParam();
+  Case c(bad.from, bad.to);
+  const CommandResult r = c.Run();
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(bad.message));
+  EXPECT_THAT(r.err, HasSubstr("error: "));
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(c.WroteNothing());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Spec, CliBadInput,
+    ::testing::Values(
+        BadInput{"UnknownKeySuggestsClosest", "beta = 0.9", "bta = 0.9",
+                 "spec.toml:20:1: optimizer 'birder': unknown key 'bta' (did you mean 'beta'?)"},
+        BadInput{"UnknownTopLevelKey", "steps = 5", "steps = 5\nstpes = 4",
+                 "run spec: unknown key 'stpes' (did you mean 'steps'?)"},
+        BadInput{"UnknownOptimizerSuggestsClosest", "name = \"birder\"", "name = \"bider\"",
+                 "spec.toml:19:1: optimizer 'bider': unknown optimizer 'bider' (did you mean "
+                 "'birder'?)"},
+        BadInput{"BetaOutsideUnitInterval", "beta = 0.9", "beta = 1.2",
+                 "spec.toml:20:1: optimizer 'birder': beta must be in [0, 1), got 1.2"},
+        BadInput{"NegativeBeta", "beta = 0.9", "beta = -0.1", "beta must be in [0, 1), got -0.1"},
+        BadInput{"ZeroLearningRate", "lr = 0.1", "lr = 0",
+                 "spec.toml:16:1: [schedule]: lr must be > 0, got 0"},
+        BadInput{"NegativeLearningRate", "lr = 0.1", "lr = -0.5", "lr must be > 0, got -0.5"},
+        BadInput{"MissingDataFile", "path = \"table.csv\"", "path = \"nope.csv\"",
+                 "spec.toml:8:1: [data]: data file 'nope.csv' not found"},
+        BadInput{"UnknownCompressor", "beta = 0.9", "beta = 0.9\ncompressor = \"sign\"",
+                 "unknown compressor 'sign' (known: identity, stochastic-binary)"},
+        BadInput{"UnknownProbe", "[\"ef-norm\"]", "[\"ef-nrom\"]",
+                 "unknown probe 'ef-nrom' (did you mean 'ef-norm'?)"},
+        BadInput{"WrongType", "workers = 4", "workers = \"four\"",
+                 "workers must be an integer, got a string 'four'"},
+        BadInput{"DuplicateLabels", "name = \"sgd\"", "name = \"sgd\"\nlabel = \"birder\"",
+                 "two optimizers are labelled 'birder'"},
+        BadInput{"InvalidToml", "steps = 5", "steps = = 5", "spec.toml:2:9: invalid TOML"},
+        BadInput{"NoLearningRate", "[schedule]\nlr = 0.1", "",
+                 "optimizer 'birder' has no learning rate"},
+        BadInput{"MoreWorkersThanSamples", "workers = 4", "workers = 7",
+                 "6 samples cannot be split across 7 workers"}),
+    [](const auto& test) { return std::string(test.param.what); });
+
+TEST(Cli, MalformedCsvLineNamesFileAndLine) {
+  Case c;
+  WriteFile(c.dir / "table.csv", "a,b,y\n1,2,1\n-1,0.5,0\n2,x1,1\n");
+  const CommandResult r = c.Run();
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("table.csv:4: field 2 ('b'): 'x1' is not a finite number"));
+  EXPECT_TRUE(c.WroteNothing());
+}
+
+TEST(Cli, MissingSpecFileAndBadCommandLine) {
+  const CommandResult missing = RunLemmalab("run /nonexistent/spec.toml");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err,
+              HasSubstr("/nonexistent/spec.toml: cannot read the run spec: no such file"));
+  EXPECT_EQ(RunLemmalab("run").exit_code, 2);
+  EXPECT_EQ(RunLemmalab("frobnicate").exit_code, 2);
+  EXPECT_EQ(RunLemmalab("run x.toml --threads 0").exit_code, 2);
+  EXPECT_EQ(RunLemmalab("--help").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace lemmalab

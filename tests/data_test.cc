@@ -1,0 +1,149 @@
+// Data sources and shards: the shipped table, CSV errors with file and line, gzip, synthetic
+// data, standardisation, iid shards.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "problems/dataset.h"
+#include "problems/sharding.h"
+#include "tests/test_util.h"
+
+namespace lemmalab {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+using testing::WriteFile;
+
+std::string CsvError(const std::filesystem::path& path, std::string_view label = "") {
+  try {
+    ReadCsv(path, label);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+void WriteGzip(const std::filesystem::path& path, const std::string& text) {
+  gzFile out = gzopen(path.string().c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(gzwrite(out, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  gzclose(out);
+}
+
+TEST(Csv, ReadsTheShippedBreastCancerTable) {
+  const Dataset data = ReadCsv(testing::SourceDir() / "data/breast_cancer.csv", "target");
+  EXPECT_EQ(data.samples(), 569);
+  EXPECT_EQ(data.num_features(), 30);
+  EXPECT_EQ(data.labels.sum(), 357);  // benign = 1, as data/README.md states
+  EXPECT_EQ(data.feature_names.front(), "mean_radius");
+  EXPECT_EQ(data.features(0, 0), 17.99);  // first field of the first data row
+  EXPECT_EQ(data.features(568, 29), 0.07039);
+}
+
+TEST(Csv, PlainAndGzipGiveTheSameData) {
+  TempDir dir;
+  const std::string text = "a,b,y\n1.5,-2,1\n3,4e-3,0\n";
+  WriteFile(dir / "t.csv", text);
+  WriteGzip(dir / "t.csv.gz", text);
+  const Dataset plain = ReadCsv(dir / "t.csv", "y");
+  const Dataset zipped = ReadCsv(dir / "t.csv.gz", "y");
+  EXPECT_EQ(plain.features, zipped.features);
+  EXPECT_EQ(plain.labels, zipped.labels);
+  EXPECT_EQ(plain.features(1, 1), 4e-3);
+}
+
+TEST(Csv, LabelColumnAnywhereDefaultingToTheLast) {
+  TempDir dir;
+  WriteFile(dir / "t.csv", "y,a,b\n1,2,3\n0,5,6\n");
+  const Dataset first = ReadCsv(dir / "t.csv", "y");
+  EXPECT_EQ(first.labels, Eigen::Vector2d(1, 0));
+  EXPECT_EQ(first.features.row(1), Eigen::RowVector2d(5, 6));
+  EXPECT_THAT(CsvError(dir / "t.csv"),
+              HasSubstr("t.csv:2: label column 'b' must be 0 or 1, got 3"));
+}
+
+TEST(Csv, ErrorsNameFileAndLine) {
+  TempDir dir;
+  WriteFile(dir / "bad.csv", "a,b,y\n1,2,1\n1,abc,0\n");
+  EXPECT_EQ(CsvError(dir / "bad.csv"),
+            (dir / "bad.csv").string() + ":3: field 2 ('b'): 'abc' is not a finite number");
+  WriteFile(dir / "short.csv", "a,b,y\n1,2,1\n\n1,2\n");
+  EXPECT_EQ(CsvError(dir / "short.csv"),
+            (dir / "short.csv").string() + ":4: expected 3 fields as in the header, found 2");
+  WriteFile(dir / "empty.csv", "");
+  EXPECT_THAT(CsvError(dir / "empty.csv"), HasSubstr("empty file"));
+  WriteFile(dir / "header.csv", "a,b,y\n");
+  EXPECT_THAT(CsvError(dir / "header.csv"), HasSubstr("no data rows"));
+  WriteFile(dir / "quote.csv", "a,y\n\"1,1\n");
+  EXPECT_THAT(CsvError(dir / "quote.csv"), HasSubstr("malformed CSV"));
+  WriteFile(dir / "inf.csv", "a,y\ninf,1\n");
+  EXPECT_THAT(CsvError(dir / "inf.csv"), HasSubstr(":2: field 1 ('a'): 'inf' is not a finite"));
+  EXPECT_THAT(CsvError(dir / "bad.csv", "label"),
+              HasSubstr("no column named 'label' for the label (columns: a, b, y)"));
+  EXPECT_THAT(CsvError(dir / "missing.csv"), HasSubstr("cannot open"));
+}
+
+TEST(Csv, TruncatedGzipIsAnErrorNotAShortTable) {
+  TempDir dir;
+  std::string text = "a,b,y\n";
+  for (int i = 0; i < 2000; ++i) text += fmt::format("{},{},{}\n", i, 2 * i, i % 2);
+  WriteGzip(dir / "t.csv.gz", text);
+  const std::string bytes = testing::ReadFile(dir / "t.csv.gz");
+  WriteFile(dir / "cut.csv.gz", bytes.substr(0, bytes.size() / 2));
+  EXPECT_THAT(CsvError(dir / "cut.csv.gz"), HasSubstr("truncated or corrupt"));
+}
+
+TEST(Dataset, StandardizeGivesZeroMeanUnitVarianceAndKeepsConstantColumns) {
+  Dataset data;
+  data.features.resize(4, 2);
+  data.features << 1, 5, 2, 5, 3, 5, 6, 5;
+  StandardizeFeatures(data);
+  EXPECT_NEAR(data.features.col(0).mean(), 0, 1e-15);
+  EXPECT_NEAR(data.features.col(0).squaredNorm() / 4, 1, 1e-15);
+  EXPECT_EQ(data.features.col(1), Eigen::Vector4d::Zero());
+}
+
+TEST(Dataset, SyntheticLogisticIsAFunctionOfTheSeed) {
+  const Dataset a = MakeSyntheticLogistic(200, 5, 4.0, 1);
+  const Dataset b = MakeSyntheticLogistic(200, 5, 4.0, 1);
+  const Dataset c = MakeSyntheticLogistic(200, 5, 4.0, 2);
+  EXPECT_EQ(a.features, b.features);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_NE(a.features, c.features);
+  // Standard normal features; both classes present.
+  EXPECT_NEAR(a.features.mean(), 0, 0.1);
+  EXPECT_GT(a.labels.sum(), 40);
+  EXPECT_LT(a.labels.sum(), 160);
+}
+
+TEST(Shards, IidShardsPartitionTheSamplesEvenly) {
+  for (const auto& [samples, workers] : {std::pair{569, 8}, {10, 10}, {100, 3}, {7, 1}}) {
+    const Shards shards = IidShards(samples, workers, 123);
+    ASSERT_EQ(shards.size(), static_cast<std::size_t>(workers));
+    std::set<std::int64_t> all;
+    for (const auto& shard : shards) {
+      EXPECT_TRUE(std::is_sorted(shard.begin(), shard.end()));
+      EXPECT_GE(static_cast<int>(shard.size()), samples / workers);
+      EXPECT_LE(static_cast<int>(shard.size()), samples / workers + 1);
+      all.insert(shard.begin(), shard.end());
+    }
+    EXPECT_EQ(all.size(), static_cast<std::size_t>(samples));
+    EXPECT_EQ(*all.rbegin(), samples - 1);
+  }
+}
+
+TEST(Shards, IidShardsDependOnTheSeedOnly) {
+  EXPECT_EQ(IidShards(100, 4, 9), IidShards(100, 4, 9));
+  EXPECT_NE(IidShards(100, 4, 9), IidShards(100, 4, 10));
+  // Not the identity assignment: a shuffle happened.
+  EXPECT_NE(IidShards(100, 4, 9)[0].back(), 24);
+}
+
+}  // namespace
+}  // namespace lemmalab

@@ -1,0 +1,316 @@
+// Whole experiments: bitwise determinism across thread counts, the quickstart's claims, the
+// results files, probe values against independent recomputation, divergence and interruption.
+#include "cli/experiment.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "comm/simulated_cluster.h"
+#include "compressors/stochastic_binary.h"
+#include "core/error.h"
+#include "optimizers/birder.h"
+#include "problems/logistic_regression.h"
+#include "tests/test_util.h"
+#include "theory/birder_probes.h"
+
+namespace lemmalab {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::WriteFile;
+
+constexpr const char* kComparisonSpec = R"toml(
+seed = 7
+steps = 60
+workers = 8
+precision = "{precision}"
+eval_every = 5
+probes = ["q-domain", "ef-norm", "min-b"]
+
+[data]
+source = "synthetic-logistic"
+samples = 400
+features = 12
+
+[problem]
+name = "logreg"
+l2 = 1e-3
+batch_size = 8
+
+[schedule]
+lr = 0.02
+
+[[optimizer]]
+name = "birder"
+
+[[optimizer]]
+name = "adam"
+
+[[optimizer]]
+name = "sgd"
+schedule = { name = "inv-sqrt", lr = 0.5 }
+)toml";
+
+RunSpec Spec(const std::string& precision) {
+  std::string text = kComparisonSpec;
+  text.replace(text.find("{precision}"), 11, precision);
+  return ParseSpec(text, "comparison.toml");
+}
+
+ExperimentReport RunQuietly(const RunSpec& spec, const std::filesystem::path& out,
+                            int threads = 0) {
+  ExperimentOptions options;
+  options.out_dir = out;
+  options.threads = threads;
+  options.progress = false;
+  return RunExperiment(spec, options);
+}
+
+TEST(Experiment, BitwiseIdenticalWithOneTwoAndEightThreads) {
+  for (const std::string precision : {"fp32", "fp64"}) {
+    TempDir dir;
+    const RunSpec spec = Spec(precision);
+    for (const int threads : {1, 2, 8}) RunQuietly(spec, dir / std::to_string(threads), threads);
+    const std::string metrics = ReadFile(dir / "1/metrics.csv");
+    const std::string params = ReadFile(dir / "1/params.npy");
+    EXPECT_GT(std::count(metrics.begin(), metrics.end(), '\n'), 60 * 3 * 4);
+    for (const char* threads : {"2", "8"}) {
+      EXPECT_EQ(ReadFile(dir / threads / "metrics.csv"), metrics) << precision << " " << threads;
+      EXPECT_EQ(ReadFile(dir / threads / "params.npy"), params) << precision << " " << threads;
+    }
+  }
+}
+
+TEST(Experiment, QuickstartBirderMatchesAdam) {
+  // The claims of the README: on the breast-cancer table with 8 workers, Birder and Adam reach
+  // >= 95% training accuracy and Birder's loss is within 2x of Adam's after the same steps.
+  TempDir dir;
+  const ExperimentReport report =
+      RunQuietly(LoadSpec(testing::SourceDir() / "runs/quickstart.toml"), dir.path());
+  ASSERT_EQ(report.runs.size(), 3u);
+  const RunRecord& birder = report.runs[0].record;
+  const RunRecord& adam = report.runs[1].record;
+  EXPECT_EQ(birder.label, "birder");
+  EXPECT_EQ(adam.label, "adam");
+  EXPECT_EQ(birder.status, "completed");
+  EXPECT_GE(birder.final_accuracy, 0.95);
+  EXPECT_GE(adam.final_accuracy, 0.95);
+  EXPECT_LE(birder.final_loss, 2 * adam.final_loss);
+  EXPECT_EQ(report.workers, 8);
+  // Birder sends ceil(31 / 8) = 4 bytes per step; Adam 31 fp32 values.
+  EXPECT_EQ(birder.bits_sent_per_worker, 400 * 32.0);
+  EXPECT_EQ(adam.bits_sent_per_worker, 400 * 31 * 32.0);
+  // The three probes ran on Birder and only on Birder.
+  const std::string lines = ::testing::PrintToString(report.runs[0].probe_lines);
+  EXPECT_THAT(lines, HasSubstr("q-domain"));
+  EXPECT_THAT(lines, HasSubstr("ef-norm"));
+  EXPECT_THAT(lines, HasSubstr("min-b"));
+  EXPECT_TRUE(report.runs[1].probe_lines.empty());
+  EXPECT_THAT(FormatReport(report), HasSubstr("birder"));
+}
+
+// Reads one value with a SQL query.
+double QueryDouble(const std::filesystem::path& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db_path.string().c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  EXPECT_EQ(sqlite3_step(s), SQLITE_ROW) << sql;
+  const double value = sqlite3_column_double(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return value;
+}
+
+TEST(Experiment, ResultsHoldRunsMetricsProbesAndParameters) {
+  TempDir dir;
+  const ExperimentReport report = RunQuietly(Spec("fp32"), dir.path());
+  const auto db = dir / "results.sqlite";
+  EXPECT_EQ(QueryDouble(db, "SELECT COUNT(*) FROM runs WHERE status = 'completed'"), 3);
+  // Evaluations at 0, 5, ..., 60; per-step metrics at 1..60.
+  EXPECT_EQ(QueryDouble(db,
+                        "SELECT COUNT(*) FROM metrics WHERE run_id = 1 AND "
+                        "name = 'train_loss'"),
+            13);
+  EXPECT_EQ(QueryDouble(db, "SELECT COUNT(*) FROM metrics WHERE run_id = 2 AND name = 'lr'"), 60);
+  EXPECT_EQ(QueryDouble(db,
+                        "SELECT value FROM metrics WHERE run_id = 3 AND name = 'lr' "
+                        "AND step = 4"),
+            0.25);  // inv-sqrt: 0.5 / sqrt(4)
+  EXPECT_EQ(QueryDouble(db,
+                        "SELECT value FROM metrics WHERE run_id = 1 AND name = 'bits_sent' "
+                        "AND step = 9"),
+            16);  // d = 13 -> 2 bytes
+  EXPECT_EQ(QueryDouble(db, "SELECT final_loss FROM runs WHERE run_id = 2"),
+            report.runs[1].record.final_loss);
+  // Probe series: 8 workers + server for q-domain, per step.
+  EXPECT_EQ(QueryDouble(db, "SELECT COUNT(*) FROM probes WHERE probe = 'q-domain'"), 60 * 9);
+  EXPECT_EQ(QueryDouble(db, "SELECT COUNT(*) FROM probes WHERE run_id <> 1"), 0);
+  EXPECT_EQ(QueryDouble(db,
+                        "SELECT COUNT(*) FROM probes WHERE probe = 'ef-norm' AND "
+                        "worker = -1"),
+            60);
+  EXPECT_EQ(QueryDouble(db, "SELECT COUNT(*) FROM meta WHERE key = 'spec_text'"), 1);
+
+  // metrics.csv: long format, one row per metric and probe value.
+  const std::string csv = ReadFile(dir / "metrics.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "run,label,step,name,worker,value");
+  EXPECT_THAT(csv, HasSubstr("\n1,birder,0,train_loss,,"));
+  EXPECT_THAT(csv, HasSubstr("\n1,birder,1,ef-norm/server_sq_norm,-1,"));
+  EXPECT_THAT(csv, HasSubstr("\n3,sgd,4,lr,,0.25\n"));
+  const double rows = QueryDouble(db,
+                                  "SELECT (SELECT COUNT(*) FROM metrics) + "
+                                  "(SELECT COUNT(*) FROM probes)");
+  EXPECT_EQ(static_cast<double>(std::count(csv.begin(), csv.end(), '\n')), rows + 1);
+
+  // params.npy: read back by NumPy, equal to the final parameters of every run.
+  std::string expected;
+  for (const RunReport& run : report.runs) {
+    for (Eigen::Index j = 0; j < run.final_params.size(); ++j) {
+      expected += fmt::format("{} ", static_cast<float>(run.final_params[j]));
+    }
+    expected += "\n";
+  }
+  WriteFile(dir / "expected.txt", expected);
+  const std::string script = fmt::format(
+      "import numpy as np; a = np.load('{}'); e = np.loadtxt('{}', dtype=np.float32); "
+      "assert a.dtype == np.float32 and a.shape == (3, 13), (a.dtype, a.shape); "
+      "assert np.array_equal(a, e), (a, e)",
+      (dir / "params.npy").string(), (dir / "expected.txt").string());
+  EXPECT_EQ(std::system(fmt::format("/usr/bin/python3 -c \"{}\"", script).c_str()), 0);
+}
+
+// The probes report what they claim: replay Birder through the cluster and recompute.
+TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
+  struct Sink final : ProbeSink {
+    std::map<std::pair<std::string, int>, double> values;
+    void Record(std::string_view series, int worker, double value) override {
+      values[{std::string(series), worker}] = value;
+    }
+  };
+  const Dataset data = MakeSyntheticLogistic(120, 6, 3.0, 1);
+  const auto problem = MakeLogisticRegression<double>(data, {0.0, true, 4}, IidShards(120, 4, 1));
+  auto birder = MakeBirder<double>(
+      BirderOptions{}, [] { return MakeStochasticBinary<double>(QuantizerDomain::kClip); },
+      {problem->dimension(), 4});
+  SimulatedCluster<double> cluster(*problem, *birder);
+  const ProbeContext context{problem->dimension(), 4};
+  auto ef = MakeErrorNormProbe<double>(context);
+  auto domain = MakeQuantizerDomainProbe<double>(context);
+  auto min_b = MakeMinDenominatorProbe<double>(context);
+  Eigen::VectorXd x = problem->InitialPoint();
+  std::vector<Eigen::VectorXd> e_previous(4, Eigen::VectorXd::Zero(problem->dimension()));
+  for (std::int64_t t = 1; t <= 20; ++t) {
+    cluster.Step({t, 0.05, 3}, x);
+    Sink sink;
+    ef->Observe(t, *birder, sink);
+    domain->Observe(t, *birder, sink);
+    min_b->Observe(t, *birder, sink);
+    for (int i = 0; i < 4; ++i) {
+      const Eigen::VectorXd& e = *birder->Observe(Quantity::kWorkerError, i);
+      EXPECT_EQ((sink.values[{"worker_sq_norm", i}]), e.squaredNorm());
+      const Eigen::VectorXd& b = *birder->Observe(Quantity::kRawDenominator, i);
+      EXPECT_EQ((sink.values[{"min_b", i}]), b.minCoeff());
+      EXPECT_EQ((sink.values[{"at_constant", i}]), static_cast<double>((b.array() == 0).count()));
+      // Q's input was m / (b + eps) + e_{t-1}.
+      const Eigen::VectorXd input =
+          birder->Observe(Quantity::kMomentum, i)
+              ->cwiseQuotient(*birder->Observe(Quantity::kDenominator, i)) +
+          e_previous[static_cast<std::size_t>(i)];
+      const auto outside = (input.array().abs() > 1.0).count();
+      EXPECT_EQ((sink.values[{"worker_fraction", i}]), static_cast<double>(outside) / 7.0);
+      e_previous[static_cast<std::size_t>(i)] = e;
+    }
+    EXPECT_EQ((sink.values[{"server_sq_norm", kServer}]),
+              birder->Observe(Quantity::kServerError, kServer)->squaredNorm());
+  }
+}
+
+TEST(Experiment, NonFiniteQuantizerInputStopsTheRunAsDiverged) {
+  // eps = 0 and a feature that is always 0: b = m = 0 there, so m / b is NaN at step 1 (the
+  // other two coordinates have nonzero gradients: a > 0 and every label is 1). The run must say
+  // so instead of quantizing NaN into a valid-looking bit.
+  TempDir dir;
+  WriteFile(dir / "zero.csv", "a,zero,y\n1,0,1\n2,0,1\n3,0,1\n4,0,1\n");
+  const RunSpec spec = ParseSpec(R"toml(
+seed = 1
+steps = 10
+workers = 2
+[data]
+source = "csv"
+path = "zero.csv"
+[problem]
+name = "logreg"
+batch_size = 0
+[schedule]
+lr = 0.1
+[[optimizer]]
+name = "birder"
+eps = 0.0
+)toml",
+                                 dir / "spec.toml");
+  const ExperimentReport report = RunQuietly(spec, dir / "out");
+  EXPECT_EQ(report.runs[0].record.status,
+            "diverged at step 1: 1 of 3 inputs to worker 0's compressor are NaN or infinite");
+  EXPECT_EQ(report.runs[0].record.steps_done, 1);
+  EXPECT_THAT(FormatReport(report), HasSubstr("DIVERGED"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/results.sqlite"));
+}
+
+TEST(Experiment, InterruptedRunLeavesEarlierResultsUntouchedAndNoPartialFiles) {
+  TempDir dir;
+  const RunSpec spec = Spec("fp32");
+  RunQuietly(spec, dir.path());
+  const std::string before = ReadFile(dir / "metrics.csv");
+  std::atomic<bool> stop{true};
+  ExperimentOptions options;
+  options.out_dir = dir.path();
+  options.progress = false;
+  options.stop = &stop;
+  EXPECT_THROW(RunExperiment(spec, options), Interrupted);
+  EXPECT_EQ(ReadFile(dir / "metrics.csv"), before);
+  std::set<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    files.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(files, (std::set<std::string>{"metrics.csv", "params.npy", "results.sqlite"}));
+  EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite.partial"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "metrics.csv.partial"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "params.npy.partial"));
+}
+
+TEST(Experiment, ProbeThatAppliesToNoOptimizerIsRefused) {
+  TempDir dir;
+  RunSpec spec = ParseSpec(R"toml(
+seed = 1
+steps = 2
+probes = ["min-b"]
+[data]
+source = "synthetic-logistic"
+[problem]
+name = "logreg"
+[schedule]
+lr = 0.1
+[[optimizer]]
+name = "adam"
+)toml",
+                           dir / "s.toml");
+  try {
+    RunQuietly(spec, dir / "out");
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("probe 'min-b' applies to none of the optimizers (adam)"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+}  // namespace
+}  // namespace lemmalab

@@ -1,0 +1,221 @@
+// SGD, Adam and Birder, step by step against values computed by hand, and Birder's reduction to
+// its uncompressed form.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <boost/random/uniform_01.hpp>
+#include <cmath>
+
+#include "compressors/identity.h"
+#include "compressors/stochastic_binary.h"
+#include "optimizers/adam.h"
+#include "optimizers/birder.h"
+#include "optimizers/sgd.h"
+
+namespace lemmalab {
+namespace {
+
+constexpr std::uint64_t kSeed = 2024;
+
+// One synchronous step of the three phases with the given per-worker gradients.
+void Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
+          const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x) {
+  const StepContext ctx{t, lr, kSeed};
+  std::vector<Message> up(gradients.size());
+  Message down;
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    opt.WorkerStep(ctx, static_cast<int>(i), gradients[i], up[i]);
+  }
+  opt.ServerStep(ctx, up, down);
+  opt.Apply(ctx, down, x);
+}
+
+// Birder's Q on one coordinate by the documented rule: element j uses word j of the stream.
+double Q(double input, Purpose purpose, std::uint32_t worker, std::uint64_t t, std::uint64_t j) {
+  PhiloxStream s({kSeed, purpose, worker, t});
+  s.Seek(j);
+  const double p = (std::clamp(input, -1.0, 1.0) + 1) / 2;
+  return boost::random::uniform_01<double>()(s) < p ? 1.0 : -1.0;
+}
+
+Eigen::VectorXd Vec(std::initializer_list<double> v) {
+  Eigen::VectorXd out(static_cast<Eigen::Index>(v.size()));
+  std::copy(v.begin(), v.end(), out.data());
+  return out;
+}
+
+CompressorMaker<double> BinaryQ() {
+  return [] { return MakeStochasticBinary<double>(QuantizerDomain::kClip); };
+}
+
+TEST(Sgd, AppliesTheMeanGradient) {
+  auto sgd =
+      SgdFromOptions<double>(*std::make_shared<OptionTable>("sgd", ""), OptimizerContext{3, 2});
+  Eigen::VectorXd x = Vec({1, 2, 3});
+  Step(*sgd, 1, 0.5, {Vec({1, 0, -2}), Vec({3, 4, 0})}, x);
+  EXPECT_EQ(x, Vec({1 - 0.5 * 2, 2 - 0.5 * 2, 3 - 0.5 * -1}));
+}
+
+TEST(Adam, TwoStepsByHand) {
+  for (const bool bias_correction : {true, false}) {
+    AdamOptions o;
+    o.bias_correction = bias_correction;
+    auto adam = MakeAdam<double>(o, {2, 1});
+    Eigen::VectorXd x = Vec({0.5, -0.5});
+    const Eigen::VectorXd g1 = Vec({0.1, -0.2}), g2 = Vec({0.3, 0.1});
+    Step(*adam, 1, 0.01, {g1}, x);
+    Step(*adam, 2, 0.01, {g2}, x);
+
+    Eigen::VectorXd expected = Vec({0.5, -0.5});
+    Eigen::VectorXd m = Eigen::VectorXd::Zero(2), v = Eigen::VectorXd::Zero(2);
+    int t = 0;
+    for (const Eigen::VectorXd& g : {g1, g2}) {
+      ++t;
+      m = 0.9 * m + 0.1 * g;
+      v = 0.999 * v + 0.001 * g.cwiseAbs2();
+      const double cm = bias_correction ? 1 - std::pow(0.9, t) : 1.0;
+      const double cv = bias_correction ? 1 - std::pow(0.999, t) : 1.0;
+      for (int j = 0; j < 2; ++j) expected[j] -= 0.01 * (m[j] / cm) / (std::sqrt(v[j] / cv) + 1e-8);
+    }
+    EXPECT_NEAR((x - expected).norm(), 0, 1e-15) << "bias_correction " << bias_correction;
+    if (bias_correction) {
+      // The first bias-corrected Adam step is lr * sign(g) up to eps.
+      Eigen::VectorXd y = Vec({0.5, -0.5});
+      auto fresh = MakeAdam<double>(o, {2, 1});
+      Step(*fresh, 1, 0.01, {g1}, y);
+      EXPECT_NEAR(y[0], 0.49, 1e-9);
+      EXPECT_NEAR(y[1], -0.49, 1e-9);
+    }
+  }
+}
+
+// Birder Algorithm 1 with d = 3, n = 2, beta = 0.5, eps = 0 (Eq. 4 exactly), alpha = 0.1: two
+// steps computed by hand. Step 1 is deterministic for the workers (m/b = sign g exactly); the
+// random draws are replayed from the documented stream rule.
+TEST(Birder, TwoStepsOfAlgorithm1ByHand) {
+  BirderOptions o;
+  o.beta = 0.5;
+  o.eps = 0.0;
+  auto birder = MakeBirder<double>(o, BinaryQ(), {3, 2});
+  constexpr auto kWorker = Purpose::kWorkerCompression;
+  constexpr auto kServerQ = Purpose::kServerCompression;
+
+  // Step 1.
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
+  Step(*birder, 1, 0.1, {Vec({1, -2, 0.5}), Vec({3, -1, -0.5})}, x);
+  EXPECT_EQ(*birder->Observe(Quantity::kMomentum, 0), Vec({0.5, -1, 0.25}));
+  EXPECT_EQ(*birder->Observe(Quantity::kMomentum, 1), Vec({1.5, -0.5, -0.25}));
+  EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, 0), Vec({0.5, 1, 0.25}));
+  EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, 1), Vec({1.5, 0.5, 0.25}));
+  // u^(1) = (1, -1, 1), u^(2) = (1, -1, -1) exactly, so the worker errors are zero.
+  EXPECT_EQ(*birder->Observe(Quantity::kWorkerError, 0), Eigen::VectorXd::Zero(3));
+  EXPECT_EQ(*birder->Observe(Quantity::kWorkerError, 1), Eigen::VectorXd::Zero(3));
+  // Server: mean u = (1, -1, 0); the third coordinate is a fair coin.
+  const double s = Q(0.0, kServerQ, kServerStream, 1, 2);
+  const Eigen::VectorXd u_bar1 = Vec({1, -1, s});
+  const Eigen::VectorXd e_bar1 = Vec({1, -1, 0}) - u_bar1;
+  EXPECT_EQ(*birder->Observe(Quantity::kServerError, kServer), e_bar1);
+  Eigen::VectorXd expected_x = -0.1 * u_bar1;
+  EXPECT_EQ(x, expected_x);
+
+  // Step 2.
+  Step(*birder, 2, 0.1, {Vec({-1, -2, 1}), Vec({1, 1, 1})}, x);
+  const std::vector<Eigen::VectorXd> m2 = {Vec({-0.25, -1.5, 0.625}), Vec({1.25, 0.25, 0.375})};
+  const std::vector<Eigen::VectorXd> b2 = {Vec({0.75, 1.5, 0.625}), Vec({1.25, 0.75, 0.625})};
+  Eigen::VectorXd sum_u = Eigen::VectorXd::Zero(3);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(*birder->Observe(Quantity::kMomentum, static_cast<int>(i)), m2[i]);
+    EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, static_cast<int>(i)), b2[i]);
+    const Eigen::VectorXd input = m2[i].cwiseQuotient(b2[i]);  // + e_1 = 0
+    Eigen::VectorXd u(3);
+    for (int j = 0; j < 3; ++j) u[j] = Q(input[j], kWorker, i, 2, static_cast<std::uint64_t>(j));
+    EXPECT_EQ(*birder->Observe(Quantity::kWorkerError, static_cast<int>(i)), (input - u).eval());
+    sum_u += u;
+  }
+  // Worker 1's m/b is (-1/3, -1, 1): two of its coordinates are exact, so their error is 0.
+  EXPECT_EQ((*birder->Observe(Quantity::kWorkerError, 0))[1], 0.0);
+  EXPECT_EQ((*birder->Observe(Quantity::kWorkerError, 0))[2], 0.0);
+  const Eigen::VectorXd server_input = sum_u / 2 + e_bar1;
+  Eigen::VectorXd u_bar2(3);
+  for (int j = 0; j < 3; ++j) {
+    u_bar2[j] = Q(server_input[j], kServerQ, kServerStream, 2, static_cast<std::uint64_t>(j));
+  }
+  EXPECT_EQ(*birder->Observe(Quantity::kServerError, kServer), (server_input - u_bar2).eval());
+  expected_x -= 0.1 * u_bar2;
+  EXPECT_EQ(x, expected_x);
+}
+
+TEST(Birder, SendsOneBitPerElementBothWays) {
+  auto birder = MakeBirder<float>(
+      BirderOptions{}, [] { return MakeStochasticBinary<float>(QuantizerDomain::kClip); },
+      {1001, 3});
+  const StepContext ctx{1, 0.1, kSeed};
+  const Vector<float> g = Vector<float>::LinSpaced(1001, -1, 1);
+  std::vector<Message> up(3);
+  Message down;
+  for (int i = 0; i < 3; ++i) birder->WorkerStep(ctx, i, g, up[static_cast<std::size_t>(i)]);
+  birder->ServerStep(ctx, up, down);
+  for (const Message& m : up) EXPECT_EQ(m.bits(), 1008);  // ceil(1001 / 8) bytes
+  EXPECT_EQ(down.bits(), 1008);
+}
+
+TEST(Birder, ConstantIsAddedToTheDenominator) {
+  BirderOptions o;
+  o.beta = 0.5;
+  o.eps = 0.5;
+  auto birder = MakeBirder<double>(o, BinaryQ(), {3, 1});
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
+  Step(*birder, 1, 0.1, {Vec({1, -2, 0})}, x);
+  EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, 0), Vec({0.5, 1, 0}));
+  EXPECT_EQ(*birder->Observe(Quantity::kDenominator, 0), Vec({1, 1.5, 0.5}));
+}
+
+TEST(Birder, MaxRuleAfterT0KeepsTheLargerDenominator) {
+  BirderOptions o;
+  o.beta = 0.5;
+  o.eps = 0.0;
+  const std::vector<Eigen::VectorXd> step1 = {Vec({3, -1, -0.5})}, step2 = {Vec({1, 1, 1})};
+  for (const bool max_rule : {false, true}) {
+    if (max_rule) o.t0 = 1;
+    auto birder = MakeBirder<double>(o, BinaryQ(), {3, 1});
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
+    Step(*birder, 1, 0.1, step1, x);
+    Step(*birder, 2, 0.1, step2, x);
+    // b_hat_2 = (1.25, 0.75, 0.625) and b_1 = (1.5, 0.5, 0.25).
+    EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, 0),
+              max_rule ? Vec({1.5, 0.75, 0.625}) : Vec({1.25, 0.75, 0.625}));
+  }
+}
+
+// With the identity in place of Q, the errors stay zero and Birder is the averaged SoftSign
+// update x <- x - alpha (1/n) sum_i m_i / (b_i + eps) (birder.txt App. B, distributed).
+TEST(Birder, WithIdentityCompressorReducesToAveragedSoftSign) {
+  BirderOptions o;
+  o.beta = 0.9;
+  o.eps = 1e-3;
+  const int n = 3;
+  const Eigen::Index d = 5;
+  auto birder = MakeBirder<double>(o, [] { return MakeIdentity<double>(); }, {d, n});
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(d), expected = x;
+  std::vector<Eigen::VectorXd> m(n, Eigen::VectorXd::Zero(d)), b = m;
+  for (std::int64_t t = 1; t <= 6; ++t) {
+    std::vector<Eigen::VectorXd> g;
+    for (int i = 0; i < n; ++i) {
+      g.push_back(Eigen::VectorXd::LinSpaced(d, -1.0 * (i + 1), 0.5 * static_cast<double>(t)));
+    }
+    Step(*birder, t, 0.05, g, x);
+    Eigen::VectorXd sum = Eigen::VectorXd::Zero(d);
+    for (int i = 0; i < n; ++i) {
+      m[i] = 0.9 * m[i] + (1 - 0.9) * g[i];
+      b[i] = 0.9 * b[i] + (1 - 0.9) * g[i].cwiseAbs();
+      sum += m[i].cwiseQuotient((b[i].array() + 1e-3).matrix());
+    }
+    expected -= 0.05 * (sum / n);
+    EXPECT_EQ(x, expected) << "t = " << t;
+    EXPECT_EQ(*birder->Observe(Quantity::kWorkerError, 0), Eigen::VectorXd::Zero(d));
+    EXPECT_EQ(*birder->Observe(Quantity::kServerError, kServer), Eigen::VectorXd::Zero(d));
+  }
+}
+
+}  // namespace
+}  // namespace lemmalab

@@ -1,0 +1,40 @@
+// Helpers shared by the tests: temporary folders, files, and running the lemmalab binary.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace lemmalab::testing {
+
+// A fresh folder under the system temp directory, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string ReadFile(const std::filesystem::path& path);
+void WriteFile(const std::filesystem::path& path, const std::string& text);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `lemmalab <arguments>` (arguments are passed to the shell as written) with stdout and
+// stderr captured in files, so neither is a terminal.
+CommandResult RunLemmalab(const std::string& arguments);
+
+// The repository root, for runs/ and data/.
+std::filesystem::path SourceDir();
+
+}  // namespace lemmalab::testing
