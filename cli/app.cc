@@ -87,8 +87,9 @@ int Main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "Run the experiment a spec describes");
   run->add_option("SPEC", spec_path, "Run spec (TOML)")->required();
   run->add_option("--out", out_dir, "Results folder (default: results/<spec name>)");
-  run->add_option("--threads", threads, "OpenMP threads (results do not depend on it)")
-      ->check(CLI::PositiveNumber);
+  run->add_option("--threads", threads,
+                  "Threads for the workers (default: chosen; results do not depend on it)")
+      ->check(CLI::Range(1, 1024));
 
   try {
     app.parse(argc, argv);
@@ -107,6 +108,11 @@ int Main(int argc, char** argv) {
     return RunCommand(spec_path, out_dir, threads);
   } catch (const UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
+    return kExitUserError;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr,
+               "error: out of memory: the spec asks for more than this machine has "
+               "(data size, batch_size, workers)\n");
     return kExitUserError;
   } catch (const Interrupted&) {
     fmt::print(stderr, "\ninterrupted: no results written\n");

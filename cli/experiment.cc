@@ -1,7 +1,6 @@
 #include "cli/experiment.h"
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -68,7 +67,7 @@ std::string FailureAfterStep(const DistributedOptimizer<T>& algorithm, int worke
 }
 
 template <typename T>
-RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& problem,
+RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& problem, int threads,
                   ResultsWriter& writer, Progress& progress, const std::atomic<bool>* stop) {
   RunReport report;
   RunRecord& record = report.record;
@@ -81,7 +80,7 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   report.steps = spec.steps;
 
   Vector<T> x = problem.InitialPoint();
-  SimulatedCluster<T> cluster(problem, *run.algorithm);
+  SimulatedCluster<T> cluster(problem, *run.algorithm, threads);
   RunProbeSink sink(writer, run_id);
   const auto evaluate = [&](std::int64_t step) {
     const Evaluation e = problem.Evaluate(x);
@@ -149,6 +148,7 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     }
   }
   report.final_params = x.template cast<double>();
+  report.threads = cluster.largest_team();
   return report;
 }
 
@@ -190,7 +190,6 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
                     Probes().Find(spec.probes[k])->summary));
   }
 
-  if (options.threads > 0) omp_set_num_threads(options.threads);
   ResultsWriter writer(options.out_dir);
   writer.SetMeta("lemmalab_version", kVersion);
   writer.SetMeta("spec_path", spec.path.string());
@@ -209,7 +208,8 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   Progress progress(options.progress);
   std::vector<Eigen::VectorXd> params;
   for (PreparedRun<T>& run : runs) {
-    report.runs.push_back(Execute(spec, run, *problem, writer, progress, options.stop));
+    report.runs.push_back(
+        Execute(spec, run, *problem, options.threads, writer, progress, options.stop));
     params.push_back(report.runs.back().final_params);
   }
   writer.Commit(params, spec.precision);

@@ -22,7 +22,7 @@ namespace lemmalab {
 
 struct ExperimentOptions {
   std::filesystem::path out_dir;
-  int threads = 0;       // OpenMP threads; 0 keeps the OpenMP default
+  int threads = 0;       // threads for the workers; 0 chooses (comm/simulated_cluster.h)
   bool progress = true;  // shown only on a terminal
   // Set (e.g. by SIGINT) to stop between steps; the experiment then throws Interrupted.
   const std::atomic<bool>* stop = nullptr;
@@ -33,6 +33,7 @@ struct RunReport {
   std::int64_t dimension = 0;
   std::int64_t steps = 0;
   std::vector<std::string> probe_lines;  // "<probe>: <line>"
+  int threads = 1;                       // largest OpenMP team the workers ran on
   Eigen::VectorXd final_params;
 };
 

@@ -53,6 +53,15 @@ ResultsWriter::ResultsWriter(std::filesystem::path dir) : dir_(std::move(dir)) {
     throw UserError(fmt::format("--out {}: cannot create the results folder: {}", dir_.string(),
                                 ec ? ec.message() : "a file of that name exists"));
   }
+  for (const std::string_view name : {kDatabase, kMetrics, kParams}) {
+    const std::filesystem::path target = dir_ / name;
+    if (std::filesystem::exists(target) && !std::filesystem::is_regular_file(target)) {
+      throw UserError(
+          fmt::format("--out {}: '{}' exists and is not a file; results cannot "
+                      "replace it",
+                      dir_.string(), name));
+    }
+  }
   RemovePartials();  // left over from an interrupted run
   const std::string db_path = Partial(kDatabase).string();
   if (sqlite3_open(db_path.c_str(), &db_) != SQLITE_OK) {
@@ -203,8 +212,13 @@ void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision
     throw UserError(fmt::format("{}: close failed", Partial(kDatabase).string()));
   }
   db_ = nullptr;
-  for (const std::string_view name : {kDatabase, kMetrics, kParams}) {
-    std::filesystem::rename(Partial(name), dir_ / name);
+  // results.sqlite last: its presence means the set is complete.
+  for (const std::string_view name : {kMetrics, kParams, kDatabase}) {
+    std::error_code ec;
+    std::filesystem::rename(Partial(name), dir_ / name, ec);
+    if (ec)
+      throw UserError(
+          fmt::format("{}: cannot move into place: {}", (dir_ / name).string(), ec.message()));
   }
   committed_ = true;
 }

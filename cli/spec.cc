@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -82,9 +83,14 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
   spec.eval_every = root->GetInt("eval_every", 1, 1);
 
   spec.probes = root->GetStringList("probes");
-  for (const std::string& probe : spec.probes) {
-    if (Probes().Find(probe) == nullptr)
+  for (std::size_t k = 0; k < spec.probes.size(); ++k) {
+    const std::string& probe = spec.probes[k];
+    if (Probes().Find(probe) == nullptr) {
       root->Fail("probes", UnknownName("probe", probe, Probes().names()));
+    }
+    if (std::find(spec.probes.begin(), spec.probes.begin() + k, probe) != spec.probes.begin() + k) {
+      root->Fail("probes", fmt::format("probe '{}' is listed twice", probe));
+    }
   }
 
   spec.data = root->GetTable("data");
@@ -100,6 +106,7 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
   for (const auto& table : optimizers) {
     OptimizerSpec o;
     o.options = table;
+    table->set_context(fmt::format("[[optimizer]] #{}", spec.optimizers.size() + 1));
     const std::string name = table->RequireString("name");
     o.label = table->GetString("label", name);
     table->set_context(fmt::format("optimizer '{}'", o.label));

@@ -1,14 +1,22 @@
 #include "comm/simulated_cluster.h"
 
+#include <omp.h>
+
+#include <algorithm>
+
 #include "core/parallel.h"
 
 namespace lemmalab {
 
 template <typename T>
-SimulatedCluster<T>::SimulatedCluster(const Problem<T>& problem, DistributedOptimizer<T>& optimizer)
+SimulatedCluster<T>::SimulatedCluster(const Problem<T>& problem, DistributedOptimizer<T>& optimizer,
+                                      int threads)
     : problem_(problem),
       optimizer_(optimizer),
       workers_(problem.num_workers()),
+      threads_(threads > 0                                      ? threads
+               : problem.dimension() * workers_ < kParallelWork ? 1
+                                                                : omp_get_max_threads()),
       gradients_(static_cast<std::size_t>(workers_), Vector<T>(problem.dimension())),
       uplink_(static_cast<std::size_t>(workers_)) {
   const auto n = static_cast<std::size_t>(workers_);
@@ -19,12 +27,13 @@ SimulatedCluster<T>::SimulatedCluster(const Problem<T>& problem, DistributedOpti
 
 template <typename T>
 const StepResult& SimulatedCluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
-  ParallelFor(workers_, [&](int i) {
+  const int team = ParallelFor(workers_, threads_, [&](int i) {
     const auto w = static_cast<std::size_t>(i);
     PhiloxStream batch = ctx.Stream(Purpose::kMinibatch, static_cast<std::uint32_t>(i));
     result_.minibatch_loss[w] = problem_.StochasticGradient(i, x, batch, gradients_[w]);
     optimizer_.WorkerStep(ctx, i, gradients_[w], uplink_[w]);
   });
+  largest_team_ = std::max(largest_team_, team);
   optimizer_.ServerStep(ctx, uplink_, downlink_);
   optimizer_.Apply(ctx, downlink_, x);
   for (std::size_t w = 0; w < uplink_.size(); ++w) {

@@ -29,9 +29,17 @@ struct StepResult {
 template <typename T>
 class SimulatedCluster {
  public:
-  SimulatedCluster(const Problem<T>& problem, DistributedOptimizer<T>& optimizer);
+  // `threads` = 0 chooses: one thread when a step is too small to pay for a parallel region
+  // (dimension x workers below kParallelWork), else OpenMP's default. Results are the same
+  // either way; only the time differs.
+  SimulatedCluster(const Problem<T>& problem, DistributedOptimizer<T>& optimizer, int threads = 0);
+
+  static constexpr std::int64_t kParallelWork = 1 << 15;
 
   int workers() const { return workers_; }
+  // Threads the worker phase runs on, and the largest team OpenMP actually gave it.
+  int threads() const { return threads_; }
+  int largest_team() const { return largest_team_; }
 
   // One synchronous step t (ctx.t) from parameters x, which are updated in place.
   const StepResult& Step(const StepContext& ctx, VectorRef<T> x);
@@ -40,6 +48,8 @@ class SimulatedCluster {
   const Problem<T>& problem_;
   DistributedOptimizer<T>& optimizer_;
   int workers_;
+  int threads_;
+  int largest_team_ = 0;
   std::vector<Vector<T>> gradients_;
   std::vector<Message> uplink_;
   Message downlink_;

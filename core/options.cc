@@ -36,7 +36,7 @@ std::string OptionValue::Show() const {
 }
 
 bool Interval::Contains(double x) const {
-  if (std::isnan(x)) return false;
+  if (!std::isfinite(x)) return false;  // no option is meaningful at infinity
   const bool above = lo_open ? x > lo : x >= lo;
   const bool below = hi_open ? x < hi : x <= hi;
   return above && below;
@@ -197,8 +197,8 @@ std::shared_ptr<OptionTable> OptionTable::GetComponent(std::string_view key,
     return table;
   }
   const auto& table = Expect<OptionValue::Table>(key, *value, "a name or a table with a name");
-  if (!table->Has("name")) table->Fail("name", "missing required key 'name'");
   table->set_context(context);
+  if (!table->Has("name")) table->Fail("name", "missing required key 'name'");
   return table;
 }
 

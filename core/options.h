@@ -33,7 +33,8 @@ struct OptionValue {
   std::string Show() const;      // the value as the user wrote it, for messages
 };
 
-// A numeric rule: an interval with open or closed ends (infinite ends allowed).
+// A numeric rule: an interval with open or closed ends (infinite ends allowed). Values must be
+// finite whatever the interval: no option is meaningful at infinity or NaN.
 struct Interval {
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
@@ -41,7 +42,6 @@ struct Interval {
   bool hi_open = false;
 
   static Interval Any() { return {}; }
-  static Interval Closed(double lo, double hi) { return {lo, hi, false, false}; }
   static Interval ClosedOpen(double lo, double hi) { return {lo, hi, false, true}; }
   static Interval Positive() { return {0.0, std::numeric_limits<double>::infinity(), true, false}; }
   static Interval NonNegative() { return {0.0, std::numeric_limits<double>::infinity()}; }

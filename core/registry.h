@@ -33,7 +33,6 @@ class Registry {
     }
   }
 
-  const std::string& kind() const { return kind_; }
   const std::vector<Entry>& entries() const { return entries_; }
 
   std::vector<std::string> names() const {

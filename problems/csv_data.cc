@@ -6,8 +6,10 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 #include "core/error.h"
@@ -26,7 +28,11 @@ std::string_view Trim(std::string_view s) {
 
 std::optional<double> ParseNumber(std::string_view text) {
   text = Trim(text);
-  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  // from_chars takes no leading '+'; accept one only where a number follows ("+-1" stays bad).
+  if (text.size() > 1 && text[0] == '+' &&
+      (std::isdigit(static_cast<unsigned char>(text[1])) || text[1] == '.')) {
+    text.remove_prefix(1);
+  }
   double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
@@ -116,19 +122,27 @@ Dataset ReadCsv(const std::filesystem::path& path, std::string_view label_column
   state.file = file;
   state.label_name = label_column;
 
-  // gzgets stops after a newline, so every chunk holds at most one line end: the line number
-  // is exact when a row callback fires.
-  std::vector<char> chunk(1 << 16);
-  bool at_line_start = true;
-  while (state.error.empty()) {
-    const char* got = gzgets(in, chunk.data(), static_cast<int>(chunk.size()));
-    if (got == nullptr) break;
-    const std::size_t length = std::char_traits<char>::length(got);
-    if (at_line_start) ++state.line;
-    at_line_start = length > 0 && got[length - 1] == '\n';
-    if (csv_parse(&parser, got, length, OnField, OnRow, &state) != length) {
-      state.error = fmt::format("{}:{}: malformed CSV: {}", file, state.line,
-                                csv_strerror(csv_error(&parser)));
+  // Each newline-terminated piece goes to libcsv on its own, so the line number is exact when
+  // a row callback fires. NUL bytes mean a binary file, not a table with a strange field.
+  std::vector<char> buffer(1 << 16);
+  state.line = 1;
+  int got;
+  while (state.error.empty() &&
+         (got = gzread(in, buffer.data(), static_cast<unsigned>(buffer.size()))) > 0) {
+    const char* p = buffer.data();
+    const char* const end = p + got;
+    while (p < end && state.error.empty()) {
+      const auto* newline = static_cast<const char*>(std::memchr(p, '\n', end - p));
+      const char* const stop = newline != nullptr ? newline + 1 : end;
+      const auto length = static_cast<std::size_t>(stop - p);
+      if (std::memchr(p, '\0', length) != nullptr) {
+        state.error = fmt::format("{}:{}: NUL byte: not a text CSV file", file, state.line);
+      } else if (csv_parse(&parser, p, length, OnField, OnRow, &state) != length) {
+        state.error = fmt::format("{}:{}: malformed CSV: {}", file, state.line,
+                                  csv_strerror(csv_error(&parser)));
+      }
+      if (newline != nullptr) ++state.line;
+      p = stop;
     }
   }
   int zerr = Z_OK;

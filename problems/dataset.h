@@ -31,7 +31,7 @@ struct Dataset {
 };
 
 // Per-feature standardisation to zero mean and unit variance (population variance) over all
-// samples. Constant features are centred and left unscaled.
+// samples. Constant features become exactly 0 (centred, not scaled).
 void StandardizeFeatures(Dataset& data);
 
 struct DataContext {

@@ -13,7 +13,7 @@ std::unique_ptr<Problem<T>> LogisticRegressionFromOptions(OptionTable& options,
   LogisticRegressionOptions o;
   o.l2 = options.GetDouble("l2", o.l2, Interval::NonNegative());
   o.intercept = options.GetBool("intercept", o.intercept);
-  o.batch_size = options.GetInt("batch_size", o.batch_size, 0);
+  o.batch_size = options.GetInt("batch_size", o.batch_size, 0, 1 << 24);
   const Dataset& data = *context.data;
   if (data.samples() < context.workers) {
     options.Fail("name", fmt::format("{} samples cannot be split across {} workers", data.samples(),

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/test_util.h"
 
@@ -134,6 +137,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"ZeroLearningRate", "lr = 0.1", "lr = 0",
                  "spec.toml:16:1: [schedule]: lr must be > 0, got 0"},
         BadInput{"NegativeLearningRate", "lr = 0.1", "lr = -0.5", "lr must be > 0, got -0.5"},
+        BadInput{"InfiniteLearningRate", "lr = 0.1", "lr = inf", "lr must be > 0, got inf"},
+        BadInput{"DuplicateProbe", "[\"ef-norm\"]", "[\"ef-norm\", \"ef-norm\"]",
+                 "probe 'ef-norm' is listed twice"},
+        BadInput{"OptimizerWithoutName", "name = \"sgd\"", "label = \"plain\"",
+                 "[[optimizer]] #2: missing required key 'name'"},
+        BadInput{"CompressorWithoutName", "beta = 0.9", "compressor = { domain = \"clip\" }",
+                 "optimizer 'birder': compressor: missing required key 'name'"},
         BadInput{"MissingDataFile", "path = \"table.csv\"", "path = \"nope.csv\"",
                  "spec.toml:8:1: [data]: data file 'nope.csv' not found"},
         BadInput{"UnknownCompressor", "beta = 0.9", "beta = 0.9\ncompressor = \"sign\"",
@@ -160,6 +170,24 @@ TEST(Cli, MalformedCsvLineNamesFileAndLine) {
   EXPECT_TRUE(c.WroteNothing());
 }
 
+TEST(Cli, InterruptStopsWithExitCode130AndLeavesNoResults) {
+  Case c("steps = 5", "steps = 4000000000");
+  const int pid = testing::SpawnLemmalab(
+      {"run", (c.dir / "spec.toml").string(), "--out", (c.dir / "out").string()}, c.dir / "stdout",
+      c.dir / "stderr");
+  // The partial results exist only once the SIGINT handler is installed and steps are running.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(c.dir / "out/results.sqlite.partial") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(c.dir / "out/results.sqlite.partial"));
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::WaitForExit(pid), 130);
+  EXPECT_THAT(testing::ReadFile(c.dir / "stderr"), HasSubstr("interrupted: no results written"));
+  EXPECT_TRUE(std::filesystem::is_empty(c.dir / "out"));
+}
+
 TEST(Cli, MissingSpecFileAndBadCommandLine) {
   const CommandResult missing = RunLemmalab("run /nonexistent/spec.toml");
   EXPECT_EQ(missing.exit_code, 2);
@@ -168,6 +196,8 @@ TEST(Cli, MissingSpecFileAndBadCommandLine) {
   EXPECT_EQ(RunLemmalab("run").exit_code, 2);
   EXPECT_EQ(RunLemmalab("frobnicate").exit_code, 2);
   EXPECT_EQ(RunLemmalab("run x.toml --threads 0").exit_code, 2);
+  EXPECT_EQ(RunLemmalab("run x.toml --threads 100000").exit_code, 2);
+  EXPECT_EQ(RunLemmalab("run x.toml --threads abc").exit_code, 2);
   EXPECT_EQ(RunLemmalab("--help").exit_code, 0);
 }
 

@@ -87,6 +87,44 @@ TEST(Csv, ErrorsNameFileAndLine) {
   EXPECT_THAT(CsvError(dir / "bad.csv", "label"),
               HasSubstr("no column named 'label' for the label (columns: a, b, y)"));
   EXPECT_THAT(CsvError(dir / "missing.csv"), HasSubstr("cannot open"));
+  WriteFile(dir / "sign.csv", "a,y\n+2,1\n+-1,0\n");
+  EXPECT_THAT(CsvError(dir / "sign.csv"), HasSubstr(":3: field 1 ('a'): '+-1' is not a finite"));
+  WriteFile(dir / "nul.csv", std::string("a,y\n1,1\n2\0,0\n3,1\n", 17));
+  EXPECT_THAT(CsvError(dir / "nul.csv"), HasSubstr("nul.csv:3: NUL byte"));
+}
+
+TEST(Csv, LeadingPlusSignIsANumber) {
+  TempDir dir;
+  WriteFile(dir / "t.csv", "a,y\n+2.5,1\n+.5,0\n");
+  EXPECT_EQ(ReadCsv(dir / "t.csv", "").features, Eigen::Vector2d(2.5, 0.5));
+}
+
+TEST(Csv, LineNumbersStayExactAcrossReadBuffers) {
+  // Longer than the 64 KiB read buffer, with the bad field far down the file.
+  TempDir dir;
+  std::string text = "a,b,y\n";
+  for (int i = 0; i < 20000; ++i) text += "1.25,2.5,1\n";
+  text += "1,oops,0\n";
+  WriteFile(dir / "long.csv", text);
+  EXPECT_THAT(CsvError(dir / "long.csv"), HasSubstr("long.csv:20002: field 2 ('b'): 'oops'"));
+}
+
+TEST(Data, PathMustBeAnExistingRegularFile) {
+  TempDir dir;
+  std::filesystem::create_directory(dir / "folder");
+  for (const auto& [path, message] :
+       {std::pair<std::string, std::string>{"folder", "data file 'folder' is not a regular file"},
+        {"nope.csv", "data file 'nope.csv' not found"}}) {
+    OptionTable options("[data]", "s.toml:1:1");
+    options.Set("source", {std::string("csv"), "s.toml:2:1"});
+    options.Set("path", {path, "s.toml:3:1"});
+    try {
+      LoadData(options, {0, dir.path()});
+      ADD_FAILURE() << path;
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("s.toml:3:1: [data]: " + message));
+    }
+  }
 }
 
 TEST(Csv, TruncatedGzipIsAnErrorNotAShortTable) {
@@ -99,14 +137,16 @@ TEST(Csv, TruncatedGzipIsAnErrorNotAShortTable) {
   EXPECT_THAT(CsvError(dir / "cut.csv.gz"), HasSubstr("truncated or corrupt"));
 }
 
-TEST(Dataset, StandardizeGivesZeroMeanUnitVarianceAndKeepsConstantColumns) {
+TEST(Dataset, StandardizeGivesZeroMeanUnitVarianceAndZeroesConstantColumns) {
+  // 0.1 is not a binary fraction: the mean of 569 copies is not exactly 0.1, and a naive
+  // (x - mean) / sd turns the rounding noise into +-1.
   Dataset data;
-  data.features.resize(4, 2);
-  data.features << 1, 5, 2, 5, 3, 5, 6, 5;
+  data.features.resize(569, 2);
+  for (Eigen::Index i = 0; i < 569; ++i) data.features.row(i) << static_cast<double>(i % 7), 0.1;
   StandardizeFeatures(data);
-  EXPECT_NEAR(data.features.col(0).mean(), 0, 1e-15);
-  EXPECT_NEAR(data.features.col(0).squaredNorm() / 4, 1, 1e-15);
-  EXPECT_EQ(data.features.col(1), Eigen::Vector4d::Zero());
+  EXPECT_NEAR(data.features.col(0).mean(), 0, 1e-14);
+  EXPECT_NEAR(data.features.col(0).squaredNorm() / 569, 1, 1e-14);
+  EXPECT_EQ(data.features.col(1), Eigen::VectorXd::Zero(569));
 }
 
 TEST(Dataset, SyntheticLogisticIsAFunctionOfTheSeed) {

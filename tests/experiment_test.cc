@@ -77,7 +77,11 @@ TEST(Experiment, BitwiseIdenticalWithOneTwoAndEightThreads) {
   for (const std::string precision : {"fp32", "fp64"}) {
     TempDir dir;
     const RunSpec spec = Spec(precision);
-    for (const int threads : {1, 2, 8}) RunQuietly(spec, dir / std::to_string(threads), threads);
+    for (const int threads : {1, 2, 8}) {
+      const ExperimentReport report = RunQuietly(spec, dir / std::to_string(threads), threads);
+      // The workers really ran on that many threads (not capped by the environment).
+      for (const RunReport& run : report.runs) ASSERT_EQ(run.threads, threads);
+    }
     const std::string metrics = ReadFile(dir / "1/metrics.csv");
     const std::string params = ReadFile(dir / "1/params.npy");
     EXPECT_GT(std::count(metrics.begin(), metrics.end(), '\n'), 60 * 3 * 4);
@@ -100,6 +104,7 @@ TEST(Experiment, QuickstartBirderMatchesAdam) {
   EXPECT_EQ(birder.label, "birder");
   EXPECT_EQ(adam.label, "adam");
   EXPECT_EQ(birder.status, "completed");
+  EXPECT_EQ(adam.status, "completed");
   EXPECT_GE(birder.final_accuracy, 0.95);
   EXPECT_GE(adam.final_accuracy, 0.95);
   EXPECT_LE(birder.final_loss, 2 * adam.final_loss);
@@ -208,7 +213,9 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
   auto min_b = MakeMinDenominatorProbe<double>(context);
   Eigen::VectorXd x = problem->InitialPoint();
   std::vector<Eigen::VectorXd> e_previous(4, Eigen::VectorXd::Zero(problem->dimension()));
+  Eigen::VectorXd e_bar_previous = Eigen::VectorXd::Zero(problem->dimension());
   for (std::int64_t t = 1; t <= 20; ++t) {
+    const std::vector<Eigen::VectorXd> e_before_step = e_previous;
     cluster.Step({t, 0.05, 3}, x);
     Sink sink;
     ef->Observe(t, *birder, sink);
@@ -219,6 +226,7 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
       EXPECT_EQ((sink.values[{"worker_sq_norm", i}]), e.squaredNorm());
       const Eigen::VectorXd& b = *birder->Observe(Quantity::kRawDenominator, i);
       EXPECT_EQ((sink.values[{"min_b", i}]), b.minCoeff());
+      EXPECT_EQ((sink.values[{"min_denominator", i}]), (b.array() + 1e-8).minCoeff());
       EXPECT_EQ((sink.values[{"at_constant", i}]), static_cast<double>((b.array() == 0).count()));
       // Q's input was m / (b + eps) + e_{t-1}.
       const Eigen::VectorXd input =
@@ -229,8 +237,24 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
       EXPECT_EQ((sink.values[{"worker_fraction", i}]), static_cast<double>(outside) / 7.0);
       e_previous[static_cast<std::size_t>(i)] = e;
     }
-    EXPECT_EQ((sink.values[{"server_sq_norm", kServer}]),
-              birder->Observe(Quantity::kServerError, kServer)->squaredNorm());
+    const Eigen::VectorXd& e_bar = *birder->Observe(Quantity::kServerError, kServer);
+    EXPECT_EQ((sink.values[{"server_sq_norm", kServer}]), e_bar.squaredNorm());
+    // The server's Q input was mean(u) + e_bar_{t-1}, and every u^(i)_j is +-1, so the mean lies
+    // in [-1, 1]: it leaves the interval only through e_bar_{t-1}. Recompute it from the bits.
+    Eigen::VectorXd mean_u = Eigen::VectorXd::Zero(problem->dimension());
+    for (int i = 0; i < 4; ++i) {
+      const Eigen::VectorXd& e = *birder->Observe(Quantity::kWorkerError, i);
+      const Eigen::VectorXd input =
+          birder->Observe(Quantity::kMomentum, i)
+              ->cwiseQuotient(*birder->Observe(Quantity::kDenominator, i)) +
+          e_before_step[static_cast<std::size_t>(i)];
+      mean_u += input - e;  // u = input - e
+    }
+    mean_u /= 4;
+    const Eigen::VectorXd server_input = mean_u + e_bar_previous;
+    EXPECT_EQ((sink.values[{"server_fraction", kServer}]),
+              static_cast<double>((server_input.array().abs() > 1.0).count()) / 7.0);
+    e_bar_previous = e_bar;
   }
 }
 
@@ -285,6 +309,19 @@ TEST(Experiment, InterruptedRunLeavesEarlierResultsUntouchedAndNoPartialFiles) {
   EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite.partial"));
   EXPECT_FALSE(std::filesystem::exists(dir / "metrics.csv.partial"));
   EXPECT_FALSE(std::filesystem::exists(dir / "params.npy.partial"));
+}
+
+TEST(Experiment, ResultsThatCannotBeReplacedAreRefusedBeforeRunning) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "metrics.csv");
+  try {
+    RunQuietly(Spec("fp32"), dir.path());
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'metrics.csv' exists and is not a file"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite.partial"));
 }
 
 TEST(Experiment, ProbeThatAppliesToNoOptimizerIsRefused) {

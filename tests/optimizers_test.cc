@@ -118,31 +118,50 @@ TEST(Birder, TwoStepsOfAlgorithm1ByHand) {
   Eigen::VectorXd expected_x = -0.1 * u_bar1;
   EXPECT_EQ(x, expected_x);
 
-  // Step 2.
+  // Steps 2 and 3: m and b by hand (beta = 1/2 keeps them exact); Q's draws replayed; the
+  // errors after step 2 are nonzero, so step 3 exercises line 8's "+ e_{t-1}".
+  std::vector<Eigen::VectorXd> e_previous(2, Eigen::VectorXd::Zero(3));
+  Eigen::VectorXd e_bar_previous = e_bar1;
+  const auto check_step = [&](std::int64_t t, const std::vector<Eigen::VectorXd>& m,
+                              const std::vector<Eigen::VectorXd>& b) {
+    Eigen::VectorXd sum_u = Eigen::VectorXd::Zero(3);
+    for (std::uint32_t i = 0; i < 2; ++i) {
+      const int w = static_cast<int>(i);
+      EXPECT_EQ(*birder->Observe(Quantity::kMomentum, w), m[i]) << "t = " << t;
+      EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, w), b[i]) << "t = " << t;
+      const Eigen::VectorXd input = m[i].cwiseQuotient(b[i]) + e_previous[i];  // line 8
+      Eigen::VectorXd u(3);
+      for (int j = 0; j < 3; ++j) {
+        u[j] =
+            Q(input[j], kWorker, i, static_cast<std::uint64_t>(t), static_cast<std::uint64_t>(j));
+      }
+      e_previous[i] = input - u;  // line 9
+      EXPECT_EQ(*birder->Observe(Quantity::kWorkerError, w), e_previous[i]) << "t = " << t;
+      sum_u += u;
+    }
+    const Eigen::VectorXd server_input = sum_u / 2 + e_bar_previous;  // line 12
+    Eigen::VectorXd u_bar(3);
+    for (int j = 0; j < 3; ++j) {
+      u_bar[j] = Q(server_input[j], kServerQ, kServerStream, static_cast<std::uint64_t>(t),
+                   static_cast<std::uint64_t>(j));
+    }
+    e_bar_previous = server_input - u_bar;  // line 13
+    EXPECT_EQ(*birder->Observe(Quantity::kServerError, kServer), e_bar_previous) << "t = " << t;
+    expected_x -= 0.1 * u_bar;  // line 16
+    EXPECT_EQ(x, expected_x) << "t = " << t;
+  };
+
   Step(*birder, 2, 0.1, {Vec({-1, -2, 1}), Vec({1, 1, 1})}, x);
-  const std::vector<Eigen::VectorXd> m2 = {Vec({-0.25, -1.5, 0.625}), Vec({1.25, 0.25, 0.375})};
-  const std::vector<Eigen::VectorXd> b2 = {Vec({0.75, 1.5, 0.625}), Vec({1.25, 0.75, 0.625})};
-  Eigen::VectorXd sum_u = Eigen::VectorXd::Zero(3);
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(*birder->Observe(Quantity::kMomentum, static_cast<int>(i)), m2[i]);
-    EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, static_cast<int>(i)), b2[i]);
-    const Eigen::VectorXd input = m2[i].cwiseQuotient(b2[i]);  // + e_1 = 0
-    Eigen::VectorXd u(3);
-    for (int j = 0; j < 3; ++j) u[j] = Q(input[j], kWorker, i, 2, static_cast<std::uint64_t>(j));
-    EXPECT_EQ(*birder->Observe(Quantity::kWorkerError, static_cast<int>(i)), (input - u).eval());
-    sum_u += u;
-  }
-  // Worker 1's m/b is (-1/3, -1, 1): two of its coordinates are exact, so their error is 0.
+  check_step(2, {Vec({-0.25, -1.5, 0.625}), Vec({1.25, 0.25, 0.375})},
+             {Vec({0.75, 1.5, 0.625}), Vec({1.25, 0.75, 0.625})});
+  // Worker 1's m/b is (-1/3, -1, 1): its last two coordinates are exact, so their error is 0.
   EXPECT_EQ((*birder->Observe(Quantity::kWorkerError, 0))[1], 0.0);
   EXPECT_EQ((*birder->Observe(Quantity::kWorkerError, 0))[2], 0.0);
-  const Eigen::VectorXd server_input = sum_u / 2 + e_bar1;
-  Eigen::VectorXd u_bar2(3);
-  for (int j = 0; j < 3; ++j) {
-    u_bar2[j] = Q(server_input[j], kServerQ, kServerStream, 2, static_cast<std::uint64_t>(j));
-  }
-  EXPECT_EQ(*birder->Observe(Quantity::kServerError, kServer), (server_input - u_bar2).eval());
-  expected_x -= 0.1 * u_bar2;
-  EXPECT_EQ(x, expected_x);
+  EXPECT_NE((*birder->Observe(Quantity::kWorkerError, 1)).squaredNorm(), 0.0);
+
+  Step(*birder, 3, 0.1, {Vec({0.5, 0.5, -1}), Vec({-2, 0, 1})}, x);
+  check_step(3, {Vec({0.125, -0.5, -0.1875}), Vec({-0.375, 0.125, 0.6875})},
+             {Vec({0.625, 1, 0.8125}), Vec({1.625, 0.375, 0.8125})});
 }
 
 TEST(Birder, SendsOneBitPerElementBothWays) {
@@ -170,20 +189,24 @@ TEST(Birder, ConstantIsAddedToTheDenominator) {
   EXPECT_EQ(*birder->Observe(Quantity::kDenominator, 0), Vec({1, 1.5, 0.5}));
 }
 
-TEST(Birder, MaxRuleAfterT0KeepsTheLargerDenominator) {
+TEST(Birder, MaxRuleAppliesOnlyAfterStepT0) {
+  // Line 7 with T0 = 2: b_t = b_hat_t for t <= 2 and max(b_{t-1}, b_hat_t) from t = 3 on.
+  // b_hat_1 = (1.5, 0.5, 0.25), b_hat_2 = (1.25, 0.75, 0.625) (smaller first coordinate),
+  // b_hat_3 = (0.625, 0.375, 0.3125) (zero gradient: everything smaller).
   BirderOptions o;
   o.beta = 0.5;
   o.eps = 0.0;
-  const std::vector<Eigen::VectorXd> step1 = {Vec({3, -1, -0.5})}, step2 = {Vec({1, 1, 1})};
   for (const bool max_rule : {false, true}) {
-    if (max_rule) o.t0 = 1;
+    o.t0 = max_rule ? std::optional<std::int64_t>(2) : std::nullopt;
     auto birder = MakeBirder<double>(o, BinaryQ(), {3, 1});
     Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
-    Step(*birder, 1, 0.1, step1, x);
-    Step(*birder, 2, 0.1, step2, x);
-    // b_hat_2 = (1.25, 0.75, 0.625) and b_1 = (1.5, 0.5, 0.25).
+    Step(*birder, 1, 0.1, {Vec({3, -1, -0.5})}, x);
+    Step(*birder, 2, 0.1, {Vec({1, 1, 1})}, x);
+    EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, 0), Vec({1.25, 0.75, 0.625}))
+        << "t = 2 is not after T0: no max yet";
+    Step(*birder, 3, 0.1, {Vec({0, 0, 0})}, x);
     EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, 0),
-              max_rule ? Vec({1.5, 0.75, 0.625}) : Vec({1.25, 0.75, 0.625}));
+              max_rule ? Vec({1.25, 0.75, 0.625}) : Vec({0.625, 0.375, 0.3125}));
   }
 }
 

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "core/text.h"
 
@@ -60,10 +62,17 @@ TEST(OptionTable, RuleViolationsNameKeyValueRuleAndLocation) {
             "'clipp' (did you mean 'clip'?)");
 }
 
-TEST(OptionTable, NaNIsOutsideEveryInterval) {
-  OptionTable t("x", "");
-  t.Set("v", {std::nan(""), ""});
-  EXPECT_THROW(t.GetDouble("v", 0, Interval::Any()), UserError);
+TEST(OptionTable, NaNAndInfinityAreOutsideEveryInterval) {
+  for (const double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    OptionTable t("x", "");
+    t.Set("v", {bad, ""});
+    EXPECT_THROW(t.GetDouble("v", 0, Interval::Any()), UserError) << bad;
+    EXPECT_THROW(t.GetDouble("v", 0, Interval::NonNegative()), UserError) << bad;
+  }
+  OptionTable t("[schedule]", "");
+  t.Set("lr", {HUGE_VAL, "s.toml:3:1"});
+  EXPECT_EQ(FailureOf([&] { t.RequireDouble("lr", Interval::Positive()); }),
+            "s.toml:3:1: [schedule]: lr must be > 0, got inf");
 }
 
 TEST(OptionTable, UnknownKeySuggestsTheClosestKnownKey) {

@@ -1,6 +1,8 @@
 #include "tests/test_util.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <spawn.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -46,6 +48,30 @@ CommandResult RunLemmalab(const std::string& arguments) {
   result.out = ReadFile(capture / "out");
   result.err = ReadFile(capture / "err");
   return result;
+}
+
+int SpawnLemmalab(const std::vector<std::string>& arguments, const std::filesystem::path& out,
+                  const std::filesystem::path& err) {
+  std::vector<std::string> args = {LEMMALAB_BINARY};
+  args.insert(args.end(), arguments.begin(), arguments.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("posix_spawn failed");
+  return pid;
+}
+
+int WaitForExit(int pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 std::filesystem::path SourceDir() { return LEMMALAB_SOURCE_DIR; }

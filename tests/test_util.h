@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace lemmalab::testing {
 
@@ -33,6 +34,14 @@ struct CommandResult {
 // Runs `lemmalab <arguments>` (arguments are passed to the shell as written) with stdout and
 // stderr captured in files, so neither is a terminal.
 CommandResult RunLemmalab(const std::string& arguments);
+
+// Starts `lemmalab <arguments...>` without waiting, stdout and stderr into the given files;
+// returns its pid.
+int SpawnLemmalab(const std::vector<std::string>& arguments, const std::filesystem::path& out,
+                  const std::filesystem::path& err);
+
+// Waits for `pid` and returns its exit code (-1 when it was killed by a signal).
+int WaitForExit(int pid);
 
 // The repository root, for runs/ and data/.
 std::filesystem::path SourceDir();
