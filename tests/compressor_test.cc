@@ -69,6 +69,21 @@ TEST(StochasticBinary, PackedRoundTripFollowsTheDrawRule) {
   }
 }
 
+TEST(StochasticBinary, DrawEqualToPIsMinusOne) {
+  // The rule is +1 iff U_j < p_j, strictly: with x_j = 2 U_j - 1 (so p_j = U_j exactly, since
+  // U_j has 32 significant bits) every element must come out -1.
+  const Eigen::Index d = 64;
+  PhiloxStream replay = Stream();
+  boost::random::uniform_01<double> uniform;
+  Eigen::VectorXd x(d);
+  for (Eigen::Index j = 0; j < d; ++j) x[j] = 2 * uniform(replay) - 1;
+  auto q = MakeStochasticBinary<double>(QuantizerDomain::kClip);
+  Message m;
+  PhiloxStream s = Stream();
+  q->Encode(x, s, m);
+  EXPECT_EQ(m.bytes, std::vector<std::uint8_t>(8, 0));
+}
+
 TEST(StochasticBinary, SameStreamSameMessageOtherStepOtherMessage) {
   const Eigen::VectorXd x = InDomain(256, 3);
   auto q = MakeStochasticBinary<double>(QuantizerDomain::kClip);
