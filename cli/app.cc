@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
+#include <cstring>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "cli/experiment.h"
@@ -20,9 +22,37 @@
 namespace lemmalab {
 namespace {
 
+// SIGINT, SIGTERM and SIGHUP stop the run between steps; partial results are removed.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_signal{0};
 
-extern "C" void OnInterrupt(int /*signal*/) { g_interrupted.store(true); }
+extern "C" void OnStopSignal(int signal) {
+  g_signal.store(signal);
+  g_interrupted.store(true);
+}
+
+// Installs OnStopSignal for the stop signals and restores the previous handlers on destruction.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_interrupted.store(false);
+    g_signal.store(0);
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+      previous_[i] = std::signal(kStopSignals[i], OnStopSignal);
+    }
+  }
+  ~StopSignals() {
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+      std::signal(kStopSignals[i], previous_[i]);
+    }
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  void (*previous_[std::size(kStopSignals)])(int) = {};
+};
 
 template <typename Entry>
 void AddSection(const Registry<Entry>& registry, std::string_view title, nlohmann::json& json,
@@ -44,17 +74,10 @@ int RunCommand(const std::string& spec_path, std::string out_dir, int threads) {
   options.out_dir = out_dir;
   options.threads = threads;
   options.stop = &g_interrupted;
-  g_interrupted.store(false);
-  const auto previous = std::signal(SIGINT, OnInterrupt);
-  try {
-    const ExperimentReport report = RunExperiment(spec, options);
-    std::signal(SIGINT, previous);
-    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n", FormatReport(report),
-               out_dir);
-  } catch (...) {
-    std::signal(SIGINT, previous);
-    throw;
-  }
+  const StopSignals stop_signals;
+  const ExperimentReport report = RunExperiment(spec, options);
+  fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n", FormatReport(report),
+             out_dir);
   return kExitOk;
 }
 
@@ -115,8 +138,9 @@ int Main(int argc, char** argv) {
                "(data size, batch_size, workers)\n");
     return kExitUserError;
   } catch (const Interrupted&) {
-    fmt::print(stderr, "\ninterrupted: no results written\n");
-    return kExitInterrupted;
+    const int signal = g_signal.load();
+    fmt::print(stderr, "\ninterrupted ({}): no results written\n", strsignal(signal));
+    return 128 + signal;
   } catch (const std::exception& e) {
     fmt::print(stderr, "internal error (please report): {}\n", e.what());
     return kExitInternalError;

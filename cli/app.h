@@ -8,7 +8,7 @@ namespace lemmalab {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUserError = 2;      // bad spec, option, data file or command line
 inline constexpr int kExitInternalError = 3;  // a bug in lemmalab
-inline constexpr int kExitInterrupted = 130;  // SIGINT
+// Stopped by SIGINT, SIGTERM or SIGHUP: 128 + the signal number (130, 143, 129).
 
 // Runs the command line and returns the process exit code. Errors go to stderr.
 int Main(int argc, char** argv);

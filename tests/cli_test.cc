@@ -8,6 +8,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <tuple>
 
 #include "tests/test_util.h"
 
@@ -170,22 +171,26 @@ TEST(Cli, MalformedCsvLineNamesFileAndLine) {
   EXPECT_TRUE(c.WroteNothing());
 }
 
-TEST(Cli, InterruptStopsWithExitCode130AndLeavesNoResults) {
-  Case c("steps = 5", "steps = 4000000000");
-  const int pid = testing::SpawnLemmalab(
-      {"run", (c.dir / "spec.toml").string(), "--out", (c.dir / "out").string()}, c.dir / "stdout",
-      c.dir / "stderr");
-  // The partial results exist only once the SIGINT handler is installed and steps are running.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!std::filesystem::exists(c.dir / "out/results.sqlite.partial") &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+TEST(Cli, StopSignalsEndTheRunWithNoResults) {
+  for (const auto& [signal, exit_code, name] :
+       {std::tuple{SIGINT, 130, "Interrupt"}, std::tuple{SIGTERM, 143, "Terminated"}}) {
+    Case c("steps = 5", "steps = 4000000000");
+    const int pid = testing::SpawnLemmalab(
+        {"run", (c.dir / "spec.toml").string(), "--out", (c.dir / "out").string()},
+        c.dir / "stdout", c.dir / "stderr");
+    // Partial results exist only once the handlers are installed and steps are running.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!std::filesystem::exists(c.dir / "out/results.sqlite.partial") &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(std::filesystem::exists(c.dir / "out/results.sqlite.partial"));
+    kill(pid, signal);
+    EXPECT_EQ(testing::WaitForExit(pid), exit_code) << name;
+    EXPECT_THAT(testing::ReadFile(c.dir / "stderr"),
+                HasSubstr(fmt::format("interrupted ({}): no results written", name)));
+    EXPECT_TRUE(std::filesystem::is_empty(c.dir / "out")) << name;
   }
-  ASSERT_TRUE(std::filesystem::exists(c.dir / "out/results.sqlite.partial"));
-  kill(pid, SIGINT);
-  EXPECT_EQ(testing::WaitForExit(pid), 130);
-  EXPECT_THAT(testing::ReadFile(c.dir / "stderr"), HasSubstr("interrupted: no results written"));
-  EXPECT_TRUE(std::filesystem::is_empty(c.dir / "out"));
 }
 
 TEST(Cli, MissingSpecFileAndBadCommandLine) {
