@@ -77,7 +77,6 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   record.status = "running";
   const std::int64_t run_id = writer.AddRun(record);
   report.dimension = problem.dimension();
-  report.steps = spec.steps;
 
   Vector<T> x = problem.InitialPoint();
   SimulatedCluster<T> cluster(problem, *run.algorithm, threads);

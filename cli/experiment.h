@@ -31,7 +31,6 @@ struct ExperimentOptions {
 struct RunReport {
   RunRecord record;
   std::int64_t dimension = 0;
-  std::int64_t steps = 0;
   std::vector<std::string> probe_lines;  // "<probe>: <line>"
   int threads = 1;                       // largest OpenMP team the workers ran on
   Eigen::VectorXd final_params;

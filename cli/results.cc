@@ -32,6 +32,15 @@ void Bind(sqlite3_stmt* s, int i, std::int64_t v) { sqlite3_bind_int64(s, i, v);
 void Bind(sqlite3_stmt* s, int i, std::string_view v) {
   sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
 }
+// lemmalab's SQL is fixed text: a statement that does not prepare is a bug.
+sqlite3_stmt* Prepare(sqlite3* db, const char* sql) {
+  sqlite3_stmt* statement = nullptr;
+  if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) != SQLITE_OK) {
+    throw InternalError(fmt::format("sqlite: {}: {}", sql, sqlite3_errmsg(db)));
+  }
+  return statement;
+}
+
 void Bind(sqlite3_stmt* s, int i, std::optional<int> v) {
   if (v) {
     sqlite3_bind_int(s, i, *v);
@@ -73,13 +82,8 @@ ResultsWriter::ResultsWriter(std::filesystem::path dir) : dir_(std::move(dir)) {
   Exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
   Exec(kSchema);
   Exec("BEGIN");
-  const auto prepare = [&](const char* sql, sqlite3_stmt** statement) {
-    if (sqlite3_prepare_v2(db_, sql, -1, statement, nullptr) != SQLITE_OK) {
-      throw InternalError(fmt::format("sqlite: {}: {}", sql, sqlite3_errmsg(db_)));
-    }
-  };
-  prepare("INSERT INTO metrics VALUES (?, ?, ?, ?, ?)", &insert_metric_);
-  prepare("INSERT INTO probes VALUES (?, ?, ?, ?, ?, ?)", &insert_probe_);
+  insert_metric_ = Prepare(db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?)");
+  insert_probe_ = Prepare(db_, "INSERT INTO probes VALUES (?, ?, ?, ?, ?, ?)");
 }
 
 ResultsWriter::~ResultsWriter() {
@@ -120,10 +124,7 @@ void Execute(sqlite3* db, sqlite3_stmt* statement, const Args&... args) {
 // A statement prepared for one use.
 template <typename... Args>
 void ExecuteOnce(sqlite3* db, const char* sql, const Args&... args) {
-  sqlite3_stmt* statement = nullptr;
-  if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) != SQLITE_OK) {
-    throw InternalError(fmt::format("sqlite: {}: {}", sql, sqlite3_errmsg(db)));
-  }
+  sqlite3_stmt* statement = Prepare(db, sql);
   try {
     Execute(db, statement, args...);
   } catch (...) {
@@ -175,10 +176,7 @@ void ResultsWriter::WriteCsv(const std::filesystem::path& path) {
     SELECT run_id, label, step, probe || '/' || series, worker, value, 1, p.rowid
       FROM probes p JOIN runs USING (run_id)
     ORDER BY run_id, step, kind, seq)sql";
-  sqlite3_stmt* query = nullptr;
-  if (sqlite3_prepare_v2(db_, kQuery, -1, &query, nullptr) != SQLITE_OK) {
-    throw InternalError(fmt::format("sqlite: {}", sqlite3_errmsg(db_)));
-  }
+  sqlite3_stmt* query = Prepare(db_, kQuery);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << "run,label,step,name,worker,value\n";
   const auto text = [&](int column) {

@@ -36,7 +36,6 @@ class SimulatedCluster {
 
   static constexpr std::int64_t kParallelWork = 1 << 15;
 
-  int workers() const { return workers_; }
   // Threads the worker phase runs on, and the largest team OpenMP actually gave it.
   int threads() const { return threads_; }
   int largest_team() const { return largest_team_; }
