@@ -62,21 +62,21 @@ struct Case {
     WriteFile(dir / "spec.toml", spec);
     WriteFile(dir / "table.csv", kTable);
   }
-  CommandResult Run() const {
-    return RunLemmalab(
-        fmt::format("run '{}' --out '{}'", (dir / "spec.toml").string(), (dir / "out").string()));
+  CommandResult Run() const { return RunLemmalab(Arguments()); }
+  std::vector<std::string> Arguments() const {
+    return {"run", (dir / "spec.toml").string(), "--out", (dir / "out").string()};
   }
   bool WroteNothing() const { return !std::filesystem::exists(dir / "out"); }
 };
 
 TEST(Cli, ListNamesEveryRegistryAndSpeaksJson) {
-  const CommandResult text = RunLemmalab("list");
+  const CommandResult text = RunLemmalab({"list"});
   EXPECT_EQ(text.exit_code, 0);
   for (const char* name : {"birder", "adam", "sgd", "stochastic-binary", "identity", "logreg",
                            "csv", "ef-norm", "min-b", "q-domain", "inv-sqrt"}) {
     EXPECT_THAT(text.out, HasSubstr(name));
   }
-  const CommandResult json = RunLemmalab("list --json");
+  const CommandResult json = RunLemmalab({"list", "--json"});
   ASSERT_EQ(json.exit_code, 0);
   const auto doc = nlohmann::json::parse(json.out);
   std::vector<std::string> optimizers;
@@ -175,9 +175,7 @@ TEST(Cli, StopSignalsEndTheRunWithNoResults) {
   for (const auto& [signal, exit_code, name] :
        {std::tuple{SIGINT, 130, "Interrupt"}, std::tuple{SIGTERM, 143, "Terminated"}}) {
     Case c("steps = 5", "steps = 4000000000");
-    const int pid = testing::SpawnLemmalab(
-        {"run", (c.dir / "spec.toml").string(), "--out", (c.dir / "out").string()},
-        c.dir / "stdout", c.dir / "stderr");
+    const int pid = testing::SpawnLemmalab(c.Arguments(), c.dir / "stdout", c.dir / "stderr");
     // Partial results exist only once the handlers are installed and steps are running.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!std::filesystem::exists(c.dir / "out/results.sqlite.partial") &&
@@ -194,16 +192,16 @@ TEST(Cli, StopSignalsEndTheRunWithNoResults) {
 }
 
 TEST(Cli, MissingSpecFileAndBadCommandLine) {
-  const CommandResult missing = RunLemmalab("run /nonexistent/spec.toml");
+  const CommandResult missing = RunLemmalab({"run", "/nonexistent/spec.toml"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err,
               HasSubstr("/nonexistent/spec.toml: cannot read the run spec: no such file"));
-  EXPECT_EQ(RunLemmalab("run").exit_code, 2);
-  EXPECT_EQ(RunLemmalab("frobnicate").exit_code, 2);
-  EXPECT_EQ(RunLemmalab("run x.toml --threads 0").exit_code, 2);
-  EXPECT_EQ(RunLemmalab("run x.toml --threads 100000").exit_code, 2);
-  EXPECT_EQ(RunLemmalab("run x.toml --threads abc").exit_code, 2);
-  EXPECT_EQ(RunLemmalab("--help").exit_code, 0);
+  EXPECT_EQ(RunLemmalab({"run"}).exit_code, 2);
+  EXPECT_EQ(RunLemmalab({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(RunLemmalab({"run", "x.toml", "--threads", "0"}).exit_code, 2);
+  EXPECT_EQ(RunLemmalab({"run", "x.toml", "--threads", "100000"}).exit_code, 2);
+  EXPECT_EQ(RunLemmalab({"run", "x.toml", "--threads", "abc"}).exit_code, 2);
+  EXPECT_EQ(RunLemmalab({"--help"}).exit_code, 0);
 }
 
 }  // namespace

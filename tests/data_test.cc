@@ -20,12 +20,7 @@ using testing::TempDir;
 using testing::WriteFile;
 
 std::string CsvError(const std::filesystem::path& path, std::string_view label = "") {
-  try {
-    ReadCsv(path, label);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::UserErrorOf([&] { ReadCsv(path, label); });
 }
 
 void WriteGzip(const std::filesystem::path& path, const std::string& text) {
@@ -118,12 +113,10 @@ TEST(Data, PathMustBeAnExistingRegularFile) {
     OptionTable options("[data]", "s.toml:1:1");
     options.Set("source", {std::string("csv"), "s.toml:2:1"});
     options.Set("path", {path, "s.toml:3:1"});
-    try {
-      LoadData(options, {0, dir.path()});
-      ADD_FAILURE() << path;
-    } catch (const UserError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("s.toml:3:1: [data]: " + message));
-    }
+    EXPECT_THAT(testing::UserErrorOf([&] {
+                  LoadData(options, {0, dir.path()});
+                }),
+                HasSubstr("s.toml:3:1: [data]: " + message));
   }
 }
 

@@ -215,7 +215,7 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
   std::vector<Eigen::VectorXd> e_previous(4, Eigen::VectorXd::Zero(problem->dimension()));
   Eigen::VectorXd e_bar_previous = Eigen::VectorXd::Zero(problem->dimension());
   for (std::int64_t t = 1; t <= 20; ++t) {
-    const std::vector<Eigen::VectorXd> e_before_step = e_previous;
+    Eigen::VectorXd mean_u = Eigen::VectorXd::Zero(problem->dimension());
     cluster.Step({t, 0.05, 3}, x);
     Sink sink;
     ef->Observe(t, *birder, sink);
@@ -235,21 +235,13 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
           e_previous[static_cast<std::size_t>(i)];
       const auto outside = (input.array().abs() > 1.0).count();
       EXPECT_EQ((sink.values[{"worker_fraction", i}]), static_cast<double>(outside) / 7.0);
+      mean_u += input - e;  // u = input - e
       e_previous[static_cast<std::size_t>(i)] = e;
     }
     const Eigen::VectorXd& e_bar = *birder->Observe(Quantity::kServerError, kServer);
     EXPECT_EQ((sink.values[{"server_sq_norm", kServer}]), e_bar.squaredNorm());
     // The server's Q input was mean(u) + e_bar_{t-1}, and every u^(i)_j is +-1, so the mean lies
-    // in [-1, 1]: it leaves the interval only through e_bar_{t-1}. Recompute it from the bits.
-    Eigen::VectorXd mean_u = Eigen::VectorXd::Zero(problem->dimension());
-    for (int i = 0; i < 4; ++i) {
-      const Eigen::VectorXd& e = *birder->Observe(Quantity::kWorkerError, i);
-      const Eigen::VectorXd input =
-          birder->Observe(Quantity::kMomentum, i)
-              ->cwiseQuotient(*birder->Observe(Quantity::kDenominator, i)) +
-          e_before_step[static_cast<std::size_t>(i)];
-      mean_u += input - e;  // u = input - e
-    }
+    // in [-1, 1]: it leaves the interval only through e_bar_{t-1}.
     mean_u /= 4;
     const Eigen::VectorXd server_input = mean_u + e_bar_previous;
     EXPECT_EQ((sink.values[{"server_fraction", kServer}]),
@@ -314,12 +306,8 @@ TEST(Experiment, InterruptedRunLeavesEarlierResultsUntouchedAndNoPartialFiles) {
 TEST(Experiment, ResultsThatCannotBeReplacedAreRefusedBeforeRunning) {
   TempDir dir;
   std::filesystem::create_directories(dir / "metrics.csv");
-  try {
-    RunQuietly(Spec("fp32"), dir.path());
-    FAIL() << "expected an error";
-  } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("'metrics.csv' exists and is not a file"));
-  }
+  EXPECT_THAT(testing::UserErrorOf([&] { RunQuietly(Spec("fp32"), dir.path()); }),
+              HasSubstr("'metrics.csv' exists and is not a file"));
   EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite"));
   EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite.partial"));
 }
@@ -340,12 +328,8 @@ lr = 0.1
 name = "adam"
 )toml",
                            dir / "s.toml");
-  try {
-    RunQuietly(spec, dir / "out");
-    FAIL() << "expected an error";
-  } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("probe 'min-b' applies to none of the optimizers (adam)"));
-  }
+  EXPECT_THAT(testing::UserErrorOf([&] { RunQuietly(spec, dir / "out"); }),
+              HasSubstr("probe 'min-b' applies to none of the optimizers (adam)"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));
 }
 

@@ -8,20 +8,13 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string FailureOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::UserErrorOf;
 
 OptionTable Table() {
   OptionTable t("optimizer 'birder'", "spec.toml:3:1");
@@ -45,19 +38,19 @@ TEST(OptionTable, ReadsTypedValuesAndFallbacks) {
 
 TEST(OptionTable, RuleViolationsNameKeyValueRuleAndLocation) {
   OptionTable t = Table();
-  EXPECT_EQ(FailureOf([&] { t.GetDouble("beta", 0, Interval::ClosedOpen(0, 0.5)); }),
+  EXPECT_EQ(UserErrorOf([&] { t.GetDouble("beta", 0, Interval::ClosedOpen(0, 0.5)); }),
             "spec.toml:4:8: optimizer 'birder': beta must be in [0, 0.5), got 0.9");
-  EXPECT_EQ(FailureOf([&] { t.GetInt("steps", 0, 20); }),
+  EXPECT_EQ(UserErrorOf([&] { t.GetInt("steps", 0, 20); }),
             "spec.toml:5:9: optimizer 'birder': steps must be >= 20, got 10");
-  EXPECT_THAT(FailureOf([&] { t.GetInt("beta", 0); }),
+  EXPECT_THAT(UserErrorOf([&] { t.GetInt("beta", 0); }),
               HasSubstr("beta must be an integer, got a number 0.9"));
-  EXPECT_THAT(FailureOf([&] { t.GetDouble("name", 0); }),
+  EXPECT_THAT(UserErrorOf([&] { t.GetDouble("name", 0); }),
               HasSubstr("name must be a number, got a string 'birder'"));
-  EXPECT_THAT(FailureOf([&] { t.RequireDouble("lr", Interval::Positive()); }),
+  EXPECT_THAT(UserErrorOf([&] { t.RequireDouble("lr", Interval::Positive()); }),
               HasSubstr("spec.toml:3:1: optimizer 'birder': missing required key 'lr'"));
   static const std::vector<std::string> kChoices = {"clip", "rescale"};
   t.Set("domain", {std::string("clipp"), "spec.toml:8:10"});
-  EXPECT_EQ(FailureOf([&] { t.GetChoice("domain", "clip", kChoices); }),
+  EXPECT_EQ(UserErrorOf([&] { t.GetChoice("domain", "clip", kChoices); }),
             "spec.toml:8:10: optimizer 'birder': domain must be one of clip, rescale; got "
             "'clipp' (did you mean 'clip'?)");
 }
@@ -71,7 +64,7 @@ TEST(OptionTable, NaNAndInfinityAreOutsideEveryInterval) {
   }
   OptionTable t("[schedule]", "");
   t.Set("lr", {HUGE_VAL, "s.toml:3:1"});
-  EXPECT_EQ(FailureOf([&] { t.RequireDouble("lr", Interval::Positive()); }),
+  EXPECT_EQ(UserErrorOf([&] { t.RequireDouble("lr", Interval::Positive()); }),
             "s.toml:3:1: [schedule]: lr must be > 0, got inf");
 }
 
@@ -82,7 +75,7 @@ TEST(OptionTable, UnknownKeySuggestsTheClosestKnownKey) {
   t.GetInt("steps", 0);
   t.GetString("name", "");
   t.GetBool("flag", false);
-  EXPECT_EQ(FailureOf([&] { t.RejectUnknownKeys(); }),
+  EXPECT_EQ(UserErrorOf([&] { t.RejectUnknownKeys(); }),
             "spec.toml:9:1: optimizer 'birder': unknown key 'bta' (did you mean 'beta'?)");
 }
 
@@ -90,7 +83,7 @@ TEST(OptionTable, UnknownKeyWithNothingCloseListsTheKnownKeys) {
   OptionTable t("x", "f:1:1");
   t.Set("zzzzzz", {1.0, "f:2:1"});
   t.GetDouble("beta", 0);
-  EXPECT_EQ(FailureOf([&] { t.RejectUnknownKeys(); }),
+  EXPECT_EQ(UserErrorOf([&] { t.RejectUnknownKeys(); }),
             "f:2:1: x: unknown key 'zzzzzz' (known: beta)");
 }
 
@@ -109,7 +102,7 @@ TEST(OptionTable, ComponentGivenAsNameOrTable) {
   inner->Set("domain", {std::string("rescale"), "f:3:30"});
   OptionTable v("optimizer 'birder'", "f:1:1");
   v.Set("compressor", {inner, "f:3:14"});
-  EXPECT_THAT(FailureOf([&] { v.GetComponent("compressor", "x"); }),
+  EXPECT_THAT(UserErrorOf([&] { v.GetComponent("compressor", "x"); }),
               HasSubstr("missing required key 'name'"));
 }
 

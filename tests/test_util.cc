@@ -5,10 +5,11 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "core/error.h"
 
 namespace lemmalab::testing {
 
@@ -37,19 +38,6 @@ void WriteFile(const std::filesystem::path& path, const std::string& text) {
   if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
 }
 
-CommandResult RunLemmalab(const std::string& arguments) {
-  TempDir capture;
-  const std::string command =
-      fmt::format("'{}' {} >'{}' 2>'{}' </dev/null", LEMMALAB_BINARY, arguments,
-                  (capture / "out").string(), (capture / "err").string());
-  const int status = std::system(command.c_str());
-  CommandResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = ReadFile(capture / "out");
-  result.err = ReadFile(capture / "err");
-  return result;
-}
-
 int SpawnLemmalab(const std::vector<std::string>& arguments, const std::filesystem::path& out,
                   const std::filesystem::path& err) {
   std::vector<std::string> args = {LEMMALAB_BINARY};
@@ -72,6 +60,24 @@ int WaitForExit(int pid) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+CommandResult RunLemmalab(const std::vector<std::string>& arguments) {
+  TempDir capture;
+  CommandResult result;
+  result.exit_code = WaitForExit(SpawnLemmalab(arguments, capture / "out", capture / "err"));
+  result.out = ReadFile(capture / "out");
+  result.err = ReadFile(capture / "err");
+  return result;
+}
+
+std::string UserErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 std::filesystem::path SourceDir() { return LEMMALAB_SOURCE_DIR; }

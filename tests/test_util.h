@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,12 @@ struct CommandResult {
   std::string err;  // stderr
 };
 
-// Runs `lemmalab <arguments>` (arguments are passed to the shell as written) with stdout and
-// stderr captured in files, so neither is a terminal.
-CommandResult RunLemmalab(const std::string& arguments);
+// Runs `lemmalab <arguments...>` to completion with stdout and stderr captured in files, so
+// neither is a terminal.
+CommandResult RunLemmalab(const std::vector<std::string>& arguments);
+
+// The message of the UserError `f` throws, or "(no error)".
+std::string UserErrorOf(const std::function<void()>& f);
 
 // Starts `lemmalab <arguments...>` without waiting, stdout and stderr into the given files;
 // returns its pid.
