@@ -84,8 +84,12 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   const auto evaluate = [&](std::int64_t step) {
     const Evaluation e = problem.Evaluate(x);
     writer.AddMetric(run_id, step, "train_loss", std::nullopt, e.loss);
-    writer.AddMetric(run_id, step, "train_accuracy", std::nullopt, e.accuracy);
     writer.AddMetric(run_id, step, "grad_sq_norm", std::nullopt, e.grad_sq_norm);
+    if (e.accuracy) writer.AddMetric(run_id, step, "train_accuracy", std::nullopt, *e.accuracy);
+    if (e.test_loss) writer.AddMetric(run_id, step, "test_loss", std::nullopt, *e.test_loss);
+    if (e.test_accuracy) {
+      writer.AddMetric(run_id, step, "test_accuracy", std::nullopt, *e.test_accuracy);
+    }
     return e;
   };
 
@@ -133,7 +137,7 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   record.status = failure.empty() ? std::string("completed")
                                   : fmt::format("diverged at step {}: {}", t, failure);
   record.final_loss = last.loss;
-  record.final_accuracy = last.accuracy;
+  record.final_accuracy = last.accuracy.value_or(std::nan(""));
   record.final_grad_sq_norm = last.grad_sq_norm;
   record.bits_sent_per_worker = 8.0 * static_cast<double>(bytes_sent) / n;
   record.wall_seconds =

@@ -44,6 +44,8 @@ std::optional<double> ParseNumber(std::string_view text) {
 
 // State shared with libcsv's C callbacks. Callbacks cannot throw through C frames, so the first
 // error is recorded here and the parse loop stops on it.
+constexpr double kMaxLabel = 1 << 20;
+
 struct CsvState {
   std::string file;
   std::string label_name;  // requested label column; empty: the last column
@@ -99,9 +101,11 @@ void OnRow(int /*terminator*/, void* data) {
                                  state->line, c + 1, state->header[c], fields[c]);
       return;
     }
-    if (c == state->label && *value != 0.0 && *value != 1.0) {
-      state->error = fmt::format("{}:{}: label column '{}' must be 0 or 1, got {}", state->file,
-                                 state->line, state->header[c], fields[c]);
+    if (c == state->label &&
+        !(*value >= 0 && *value <= kMaxLabel && *value == std::floor(*value))) {
+      state->error = fmt::format(
+          "{}:{}: label column '{}' must hold class indices 0, 1, ... (at most {}), got {}",
+          state->file, state->line, state->header[c], kMaxLabel, fields[c]);
       return;
     }
     state->values.push_back(*value);
@@ -111,7 +115,7 @@ void OnRow(int /*terminator*/, void* data) {
 
 }  // namespace
 
-Dataset ReadCsv(const std::filesystem::path& path, std::string_view label_column) {
+CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_column) {
   const std::string file = path.string();
   gzFile in = gzopen(file.c_str(), "rb");
   if (in == nullptr) throw UserError(fmt::format("{}: cannot open for reading", file));
@@ -164,17 +168,16 @@ Dataset ReadCsv(const std::filesystem::path& path, std::string_view label_column
   const auto label = static_cast<std::int64_t>(state.label);
 
   const Eigen::Map<const RowMatrix<double>> table(state.values.data(), state.rows, columns);
-  Dataset data;
-  data.features.resize(state.rows, columns - 1);
-  data.labels = table.col(label);
+  CsvTable result;
+  Samples& samples = result.samples;
+  samples.features.resize(state.rows, columns - 1);
+  samples.labels = table.col(label).cast<int>();
   for (std::int64_t c = 0, f = 0; c < columns; ++c) {
     if (c == label) continue;
-    data.features.col(f++) = table.col(c);
-    data.feature_names.push_back(state.header[static_cast<std::size_t>(c)]);
+    samples.features.col(f++) = table.col(c);
+    result.feature_names.push_back(state.header[static_cast<std::size_t>(c)]);
   }
-  data.description = fmt::format("{} ({} samples x {} features)", path.filename().string(),
-                                 data.samples(), data.num_features());
-  return data;
+  return result;
 }
 
 }  // namespace lemmalab

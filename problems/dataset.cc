@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 
 #include "core/error.h"
@@ -9,35 +10,86 @@
 namespace lemmalab {
 
 void StandardizeFeatures(Dataset& data) {
-  const auto n = static_cast<double>(data.samples());
-  for (Eigen::Index j = 0; j < data.features.cols(); ++j) {
-    auto column = data.features.col(j);
+  RowMatrix<double>& train = data.train.features;
+  RowMatrix<double>* test = data.test ? &data.test->features : nullptr;
+  const auto n = static_cast<double>(train.rows());
+  for (Eigen::Index j = 0; j < train.cols(); ++j) {
+    auto column = train.col(j);
     // A constant column is exactly 0 once centred; computing its mean in floating point would
     // leave rounding noise that division by an equally tiny sd blows up to +-1.
     if (column.minCoeff() == column.maxCoeff()) {
+      if (test != nullptr) test->col(j).array() -= column[0];
       column.setZero();
       continue;
     }
     const double mean = column.sum() / n;
     column.array() -= mean;
-    column /= std::sqrt(column.squaredNorm() / n);
+    const double sd = std::sqrt(column.squaredNorm() / n);
+    column /= sd;
+    if (test != nullptr) test->col(j) = (test->col(j).array() - mean) / sd;
   }
   data.description += ", standardized";
 }
 
-namespace {
+void ScalePixels(Dataset& data) {
+  data.train.features /= 255.0;
+  if (data.test) data.test->features /= 255.0;
+  data.description += ", pixels / 255";
+}
 
-Dataset LoadCsv(OptionTable& options, const DataContext& context) {
-  const std::filesystem::path given = options.RequireString("path");
+std::filesystem::path ResolveDataFile(OptionTable& options, std::string_view key,
+                                      const DataContext& context) {
+  const std::filesystem::path given = options.RequireString(key);
   const std::filesystem::path path = given.is_absolute() ? given : context.base_dir / given;
   if (!std::filesystem::exists(path)) {
-    options.Fail("path", fmt::format("data file '{}' not found (looked for {})", given.string(),
-                                     path.lexically_normal().string()));
+    options.Fail(key, fmt::format("data file '{}' not found (looked for {})", given.string(),
+                                  path.lexically_normal().string()));
   }
   if (!std::filesystem::is_regular_file(path)) {
-    options.Fail("path", fmt::format("data file '{}' is not a regular file", given.string()));
+    options.Fail(key, fmt::format("data file '{}' is not a regular file", given.string()));
   }
-  return ReadCsv(path, options.GetString("label", ""));
+  return path;
+}
+
+namespace {
+
+// The number of classes: the `classes` option, or one more than the largest label seen (at
+// least 2). Labels must be below it.
+int CountClasses(OptionTable& options, const Samples& train, const Samples* test) {
+  int largest = train.labels.size() > 0 ? train.labels.maxCoeff() : 0;
+  if (test != nullptr && test->labels.size() > 0)
+    largest = std::max(largest, test->labels.maxCoeff());
+  if (!options.Has("classes")) return std::max(2, largest + 1);
+  const auto classes = static_cast<int>(options.GetInt("classes", 2, 2, 1 << 20));
+  if (largest >= classes) {
+    options.Fail("classes", fmt::format("the data has label {}, but classes = {} allows 0..{}",
+                                        largest, classes, classes - 1));
+  }
+  return classes;
+}
+
+Dataset LoadCsv(OptionTable& options, const DataContext& context) {
+  const std::filesystem::path path = ResolveDataFile(options, "path", context);
+  const std::string label = options.GetString("label", "");
+  CsvTable train = ReadCsv(path, label);
+  Dataset data;
+  data.train = std::move(train.samples);
+  data.feature_names = std::move(train.feature_names);
+  if (options.Has("test_path")) {
+    const std::filesystem::path test_path = ResolveDataFile(options, "test_path", context);
+    CsvTable test = ReadCsv(test_path, label);
+    if (test.feature_names != data.feature_names) {
+      options.Fail("test_path", fmt::format("'{}' has other feature columns than '{}'",
+                                            test_path.string(), path.string()));
+    }
+    data.test = std::move(test.samples);
+  }
+  data.classes = CountClasses(options, data.train, data.test ? &*data.test : nullptr);
+  data.description = fmt::format("{} ({} samples x {} features", path.filename().string(),
+                                 data.train.size(), data.num_features());
+  if (data.test) data.description += fmt::format(", {} test samples", data.test->size());
+  data.description += ")";
+  return data;
 }
 
 Dataset LoadSyntheticLogistic(OptionTable& options, const DataContext& context) {
@@ -53,7 +105,8 @@ const Registry<DataSourceInfo>& DataSources() {
   static const Registry<DataSourceInfo> registry(
       "data source",
       {
-          {"csv", "CSV table with a header row (plain or gzip); label column 0/1", &LoadCsv},
+          {"csv", "CSV table with a header row (plain or gzip); label column of class indices",
+           &LoadCsv},
           {"synthetic-logistic", "Gaussian features, labels from a logistic model with seed",
            &LoadSyntheticLogistic},
       });
@@ -62,10 +115,12 @@ const Registry<DataSourceInfo>& DataSources() {
 
 Dataset LoadData(OptionTable& options, const DataContext& context) {
   const DataSourceInfo& source = DataSources().Get(options, "source");
-  const bool standardize = options.GetBool("standardize", false);
+  static const std::array<std::string, 3> kNormalize = {"none", "standardize", "pixels"};
+  const std::string normalize = options.GetChoice("normalize", "none", kNormalize);
   Dataset data = source.load(options, context);
   options.RejectUnknownKeys();
-  if (standardize) StandardizeFeatures(data);
+  if (normalize == "standardize") StandardizeFeatures(data);
+  if (normalize == "pixels") ScalePixels(data);
   return data;
 }
 

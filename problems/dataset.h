@@ -2,14 +2,17 @@
 //
 // A data source is named in a run spec's [data] table:
 //   [data]
-//   source = "csv"                 # or "synthetic-logistic"
-//   path = "../data/breast_cancer.csv"
-//   standardize = true             # explicit: per-feature z-scores over the whole set
-// Paths are resolved relative to the folder of the spec that names them.
+//   source = "idx"                 # csv, libsvm, idx, cifar10, synthetic-logistic
+//   dir = "/usr/share/datasets/fashion-mnist"
+//   normalize = "pixels"           # none (default), standardize, pixels
+// Paths are resolved relative to the folder of the spec that names them. Every reader validates
+// while it streams (magic numbers, sizes, truncation, labels) and names the file and the line or
+// byte offset of the first problem.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,19 +23,30 @@
 
 namespace lemmalab {
 
-struct Dataset {
-  RowMatrix<double> features;  // one sample per row
-  Eigen::VectorXd labels;      // binary classification: 0 or 1
-  std::vector<std::string> feature_names;
-  std::string description;  // for reports: where the data came from and its shape
+// Labelled samples: one per row of `features`, labels are class indices 0 .. classes-1.
+struct Samples {
+  RowMatrix<double> features;
+  Eigen::VectorXi labels;
 
-  std::int64_t samples() const { return features.rows(); }
-  std::int64_t num_features() const { return features.cols(); }
+  std::int64_t size() const { return features.rows(); }
 };
 
-// Per-feature standardisation to zero mean and unit variance (population variance) over all
-// samples. Constant features become exactly 0 (centred, not scaled).
+struct Dataset {
+  Samples train;
+  std::optional<Samples> test;  // when the source provides one
+  int classes = 2;
+  std::vector<std::string> feature_names;  // may be empty (images)
+  std::string description;                 // for reports: where the data came from and its shape
+
+  std::int64_t num_features() const { return train.features.cols(); }
+};
+
+// Per-feature standardisation to zero mean and unit variance (population variance), with the
+// statistics of the training set applied to both sets. Features constant on the training set
+// become exactly 0 (centred, not scaled).
 void StandardizeFeatures(Dataset& data);
+// Divides every feature by 255: byte-valued pixels to [0, 1].
+void ScalePixels(Dataset& data);
 
 struct DataContext {
   std::uint64_t seed = 0;
@@ -47,14 +61,27 @@ struct DataSourceInfo {
 
 const Registry<DataSourceInfo>& DataSources();
 
-// Loads the data set a [data] table describes, applies the common options (standardize) and
-// rejects unknown keys.
+// Loads the data set a [data] table describes, applies the common option `normalize` and rejects
+// unknown keys.
 Dataset LoadData(OptionTable& options, const DataContext& context);
 
-// Readers behind the registered sources, also usable directly.
+// The path an option names, resolved against the spec's folder; fails (naming the option) when
+// it does not exist or is not a regular file.
+std::filesystem::path ResolveDataFile(OptionTable& options, std::string_view key,
+                                      const DataContext& context);
+
+// Readers behind the registered sources, also usable directly. All throw UserError naming the
+// file and where in it the problem is.
+
 // A CSV file with a header row, plain or gzip-compressed; every field numeric; the label column
-// holds 0 or 1. Errors name the file and line.
-Dataset ReadCsv(const std::filesystem::path& path, std::string_view label_column);
+// (the last one when `label_column` is empty) holds class indices 0, 1, ...
+// Returns the samples and the feature names.
+struct CsvTable {
+  Samples samples;
+  std::vector<std::string> feature_names;
+};
+CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_column);
+
 // n samples with d standard normal features and labels y ~ Bernoulli(sigmoid(a·w*)), where
 // w* ~ N(0, (signal² / d) I), so the logits have standard deviation about `signal`.
 Dataset MakeSyntheticLogistic(std::int64_t samples, std::int64_t features, double signal,

@@ -28,7 +28,7 @@ class LogisticRegression final : public Problem<T> {
                      const Shards& shards)
       : options_(options),
         dimension_(data.num_features() + (options.intercept ? 1 : 0)),
-        samples_(data.samples()),
+        samples_(data.train.size()),
         data_description_(data.description) {
     for (const auto& indices : shards) {
       Shard shard;
@@ -37,9 +37,9 @@ class LogisticRegression final : public Problem<T> {
       shard.y.resize(rows);
       for (Eigen::Index r = 0; r < rows; ++r) {
         const std::int64_t k = indices[static_cast<std::size_t>(r)];
-        shard.a.row(r).head(data.num_features()) = data.features.row(k).template cast<T>();
+        shard.a.row(r).head(data.num_features()) = data.train.features.row(k).template cast<T>();
         if (options.intercept) shard.a(r, dimension_ - 1) = T(1);
-        shard.y[r] = static_cast<T>(data.labels[k]);
+        shard.y[r] = static_cast<T>(data.train.labels[k]);
       }
       shards_.push_back(std::move(shard));
     }

@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/options.h"
 #include "core/registry.h"
@@ -18,11 +20,55 @@
 
 namespace lemmalab {
 
-// Full-batch quantities at one point, in double.
+// Full-batch quantities at one point, in double. Quantities a problem does not have (accuracy of
+// a problem without labels, test metrics without a test set) are empty.
 struct Evaluation {
-  double loss = 0;          // f(x)
-  double accuracy = 0;      // fraction of training samples classified correctly
-  double grad_sq_norm = 0;  // ||grad f(x)||^2
+  double loss = 0;                      // f(x)
+  double grad_sq_norm = 0;              // ||grad f(x)||^2
+  std::optional<double> accuracy;       // fraction of training samples classified correctly
+  std::optional<double> test_loss;      // mean loss over the test set (no regulariser)
+  std::optional<double> test_accuracy;  // fraction of test samples classified correctly
+};
+
+// A named block of the flat parameter vector: entries [offset, offset + rows*cols), viewed as a
+// row-major rows x cols matrix (cols = 1 for a vector). Layer-wise optimizers (LAMB, 1-bit LAMB)
+// and compressors (Block-Sign, PowerSGD) work on these blocks.
+struct Layer {
+  std::string name;
+  std::int64_t offset = 0;
+  std::int64_t rows = 0;
+  std::int64_t cols = 1;
+  std::int64_t size() const { return rows * cols; }
+};
+
+// How far a problem constant can be trusted.
+enum class Certainty {
+  kExact,     // the value itself, by construction or closed form
+  kBound,     // a proven upper bound (for f_star: the value is attained to solver tolerance)
+  kEstimate,  // measured or estimated numerically; not a guarantee
+};
+std::string_view CertaintyName(Certainty certainty);  // "exact", "bound", "estimate"
+
+// A constant of the convergence analyses (birder.txt Assumptions 1-4, spams.txt Assumptions
+// 2-4), named as there:
+//   L        every f_i is L-smooth: ||grad f_i(x) - grad f_i(y)|| <= L ||x - y||
+//   mu       strong convexity of f (when f is strongly convex)
+//   G        ||g|| <= G for every stochastic gradient (the basis says on which region)
+//   sigma    local variance: E ||g_i - grad f_i(x)||^2 <= sigma^2
+//   sigma_g  global variance: (1/n) sum_i ||grad f_i(x) - grad f(x)||^2 <= sigma_g^2
+//   f_star   inf f
+// `basis` says where the value comes from ("largest Hessian eigenvalue", "on ||x - x*|| <= 10").
+struct Constant {
+  std::string name;
+  double value = 0;
+  Certainty certainty = Certainty::kExact;
+  std::string basis;
+};
+
+// Samples and label counts of one worker's shard (data problems only).
+struct ShardSummary {
+  std::int64_t samples = 0;
+  std::vector<std::int64_t> label_counts;  // per class
 };
 
 template <typename T>
@@ -44,6 +90,16 @@ class Problem {
   virtual double Objective(ConstVectorRef<T> x, Vector<T>* gradient) const = 0;
 
   virtual Evaluation Evaluate(ConstVectorRef<T> x) const = 0;
+
+  // The parameter blocks; a problem without structure is one block "x".
+  virtual std::vector<Layer> Layers() const { return {Layer{"x", 0, dimension(), 1}}; }
+
+  // The constants the problem knows a priori (see Constant); estimates that need a run, such as
+  // f_star by L-BFGS, come from problems/reference.h.
+  virtual std::vector<Constant> Constants() const { return {}; }
+
+  // Per-worker shard sizes and label histograms; empty for problems without samples.
+  virtual std::vector<ShardSummary> Shards() const { return {}; }
 
   // One line for reports: data, dimension, shards, batch size.
   virtual std::string Describe() const = 0;

@@ -15,12 +15,12 @@ std::unique_ptr<Problem<T>> LogisticRegressionFromOptions(OptionTable& options,
   o.intercept = options.GetBool("intercept", o.intercept);
   o.batch_size = options.GetInt("batch_size", o.batch_size, 0, 1 << 24);
   const Dataset& data = *context.data;
-  if (data.samples() < context.workers) {
-    options.Fail("name", fmt::format("{} samples cannot be split across {} workers", data.samples(),
-                                     context.workers));
+  if (data.train.size() < context.workers) {
+    options.Fail("name", fmt::format("{} samples cannot be split across {} workers",
+                                     data.train.size(), context.workers));
   }
   return MakeLogisticRegression<T>(data, o,
-                                   IidShards(data.samples(), context.workers, context.seed));
+                                   IidShards(data.train.size(), context.workers, context.seed));
 }
 
 }  // namespace

@@ -20,13 +20,14 @@ Dataset MakeSyntheticLogistic(std::int64_t samples, std::int64_t features, doubl
   for (std::int64_t j = 0; j < features; ++j) w_star[j] = scale * normal(stream);
 
   Dataset data;
-  data.features.resize(samples, features);
-  data.labels.resize(samples);
+  Samples& train = data.train;
+  train.features.resize(samples, features);
+  train.labels.resize(samples);
   for (std::int64_t i = 0; i < samples; ++i) {
-    for (std::int64_t j = 0; j < features; ++j) data.features(i, j) = normal(stream);
-    const double logit = data.features.row(i).dot(w_star);
+    for (std::int64_t j = 0; j < features; ++j) train.features(i, j) = normal(stream);
+    const double logit = train.features.row(i).dot(w_star);
     const double p = 1.0 / (1.0 + std::exp(-logit));
-    data.labels[i] = boost::random::bernoulli_distribution<double>(p)(stream) ? 1.0 : 0.0;
+    train.labels[i] = boost::random::bernoulli_distribution<double>(p)(stream) ? 1 : 0;
   }
   for (std::int64_t j = 0; j < features; ++j) data.feature_names.push_back(fmt::format("x{}", j));
   data.description =

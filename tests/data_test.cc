@@ -32,11 +32,12 @@ void WriteGzip(const std::filesystem::path& path, const std::string& text) {
 }
 
 TEST(Csv, ReadsTheShippedBreastCancerTable) {
-  const Dataset data = ReadCsv(testing::SourceDir() / "data/breast_cancer.csv", "target");
-  EXPECT_EQ(data.samples(), 569);
-  EXPECT_EQ(data.num_features(), 30);
+  const CsvTable table = ReadCsv(testing::SourceDir() / "data/breast_cancer.csv", "target");
+  const Samples& data = table.samples;
+  EXPECT_EQ(data.size(), 569);
+  EXPECT_EQ(data.features.cols(), 30);
   EXPECT_EQ(data.labels.sum(), 357);  // benign = 1, as data/README.md states
-  EXPECT_EQ(data.feature_names.front(), "mean_radius");
+  EXPECT_EQ(table.feature_names.front(), "mean_radius");
   EXPECT_EQ(data.features(0, 0), 17.99);  // first field of the first data row
   EXPECT_EQ(data.features(568, 29), 0.07039);
 }
@@ -46,8 +47,8 @@ TEST(Csv, PlainAndGzipGiveTheSameData) {
   const std::string text = "a,b,y\n1.5,-2,1\n3,4e-3,0\n";
   WriteFile(dir / "t.csv", text);
   WriteGzip(dir / "t.csv.gz", text);
-  const Dataset plain = ReadCsv(dir / "t.csv", "y");
-  const Dataset zipped = ReadCsv(dir / "t.csv.gz", "y");
+  const Samples plain = ReadCsv(dir / "t.csv", "y").samples;
+  const Samples zipped = ReadCsv(dir / "t.csv.gz", "y").samples;
   EXPECT_EQ(plain.features, zipped.features);
   EXPECT_EQ(plain.labels, zipped.labels);
   EXPECT_EQ(plain.features(1, 1), 4e-3);
@@ -56,11 +57,12 @@ TEST(Csv, PlainAndGzipGiveTheSameData) {
 TEST(Csv, LabelColumnAnywhereDefaultingToTheLast) {
   TempDir dir;
   WriteFile(dir / "t.csv", "y,a,b\n1,2,3\n0,5,6\n");
-  const Dataset first = ReadCsv(dir / "t.csv", "y");
-  EXPECT_EQ(first.labels, Eigen::Vector2d(1, 0));
+  WriteFile(dir / "u.csv", "a,y\n1,2.5\n");
+  const Samples first = ReadCsv(dir / "t.csv", "y").samples;
+  EXPECT_EQ(first.labels, Eigen::Vector2i(1, 0));
   EXPECT_EQ(first.features.row(1), Eigen::RowVector2d(5, 6));
-  EXPECT_THAT(CsvError(dir / "t.csv"),
-              HasSubstr("t.csv:2: label column 'b' must be 0 or 1, got 3"));
+  EXPECT_THAT(CsvError(dir / "u.csv"), HasSubstr("u.csv:2: label column 'y' must hold class "
+                                                 "indices 0, 1, ... (at most 1048576), got 2.5"));
 }
 
 TEST(Csv, ErrorsNameFileAndLine) {
@@ -91,7 +93,7 @@ TEST(Csv, ErrorsNameFileAndLine) {
 TEST(Csv, LeadingPlusSignIsANumber) {
   TempDir dir;
   WriteFile(dir / "t.csv", "a,y\n+2.5,1\n+.5,0\n");
-  EXPECT_EQ(ReadCsv(dir / "t.csv", "").features, Eigen::Vector2d(2.5, 0.5));
+  EXPECT_EQ(ReadCsv(dir / "t.csv", "").samples.features, Eigen::Vector2d(2.5, 0.5));
 }
 
 TEST(Csv, LineNumbersStayExactAcrossReadBuffers) {
@@ -134,25 +136,26 @@ TEST(Dataset, StandardizeGivesZeroMeanUnitVarianceAndZeroesConstantColumns) {
   // 0.1 is not a binary fraction: the mean of 569 copies is not exactly 0.1, and a naive
   // (x - mean) / sd turns the rounding noise into +-1.
   Dataset data;
-  data.features.resize(569, 2);
-  for (Eigen::Index i = 0; i < 569; ++i) data.features.row(i) << static_cast<double>(i % 7), 0.1;
+  RowMatrix<double>& x = data.train.features;
+  x.resize(569, 2);
+  for (Eigen::Index i = 0; i < 569; ++i) x.row(i) << static_cast<double>(i % 7), 0.1;
   StandardizeFeatures(data);
-  EXPECT_NEAR(data.features.col(0).mean(), 0, 1e-14);
-  EXPECT_NEAR(data.features.col(0).squaredNorm() / 569, 1, 1e-14);
-  EXPECT_EQ(data.features.col(1), Eigen::VectorXd::Zero(569));
+  EXPECT_NEAR(x.col(0).mean(), 0, 1e-14);
+  EXPECT_NEAR(x.col(0).squaredNorm() / 569, 1, 1e-14);
+  EXPECT_EQ(x.col(1), Eigen::VectorXd::Zero(569));
 }
 
 TEST(Dataset, SyntheticLogisticIsAFunctionOfTheSeed) {
   const Dataset a = MakeSyntheticLogistic(200, 5, 4.0, 1);
   const Dataset b = MakeSyntheticLogistic(200, 5, 4.0, 1);
   const Dataset c = MakeSyntheticLogistic(200, 5, 4.0, 2);
-  EXPECT_EQ(a.features, b.features);
-  EXPECT_EQ(a.labels, b.labels);
-  EXPECT_NE(a.features, c.features);
+  EXPECT_EQ(a.train.features, b.train.features);
+  EXPECT_EQ(a.train.labels, b.train.labels);
+  EXPECT_NE(a.train.features, c.train.features);
   // Standard normal features; both classes present.
-  EXPECT_NEAR(a.features.mean(), 0, 0.1);
-  EXPECT_GT(a.labels.sum(), 40);
-  EXPECT_LT(a.labels.sum(), 160);
+  EXPECT_NEAR(a.train.features.mean(), 0, 0.1);
+  EXPECT_GT(a.train.labels.sum(), 40);
+  EXPECT_LT(a.train.labels.sum(), 160);
 }
 
 TEST(Shards, IidShardsPartitionTheSamplesEvenly) {

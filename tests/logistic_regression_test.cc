@@ -37,7 +37,7 @@ Eigen::VectorXd CentralDifferenceGradient(const Problem<double>& problem,
 
 Eigen::VectorXd RandomPoint(std::int64_t d, std::uint64_t seed) {
   const Dataset noise = MakeSyntheticLogistic(1, d, 1.0, seed);
-  return noise.features.row(0).transpose();
+  return noise.train.features.row(0).transpose();
 }
 
 TEST(LogisticRegression, GradientMatchesCentralFiniteDifferences) {
@@ -75,9 +75,9 @@ TEST(LogisticRegression, FiniteDifferenceCheckCatchesAWrongGradient) {
 TEST(LogisticRegression, HandComputedValues) {
   // Two samples, one feature, no intercept: a = (1, -2), y = (1, 0), x = 0.5, l2 = 0.2.
   Dataset data;
-  data.features.resize(2, 1);
-  data.features << 1, -2;
-  data.labels = Eigen::Vector2d(1, 0);
+  data.train.features.resize(2, 1);
+  data.train.features << 1, -2;
+  data.train.labels = Eigen::Vector2i(1, 0);
   const auto problem = MakeLogisticRegression<double>(data, {0.2, false, 0}, {{0, 1}});
   Eigen::VectorXd x(1);
   x << 0.5;
@@ -98,15 +98,15 @@ TEST(LogisticRegression, HandComputedValues) {
 TEST(LogisticRegression, ObjectiveIsTheMeanOfShardMeans) {
   // Uneven shards {0} and {1, 2}: f = (l_0 + (l_1 + l_2) / 2) / 2, not the mean of all three.
   Dataset data;
-  data.features.resize(3, 1);
-  data.features << 1, 2, 3;
-  data.labels = Eigen::Vector3d(1, 0, 1);
+  data.train.features.resize(3, 1);
+  data.train.features << 1, 2, 3;
+  data.train.labels = Eigen::Vector3i(1, 0, 1);
   const auto problem = MakeLogisticRegression<double>(data, {0, false, 0}, {{0}, {1, 2}});
   Eigen::VectorXd x(1);
   x << 0.3;
   const auto loss = [&](int k) {
-    const double z = data.features(k, 0) * 0.3;
-    return std::log1p(std::exp(z)) - data.labels[k] * z;
+    const double z = data.train.features(k, 0) * 0.3;
+    return std::log1p(std::exp(z)) - data.train.labels[k] * z;
   };
   EXPECT_NEAR(problem->Objective(x, nullptr), (loss(0) + (loss(1) + loss(2)) / 2) / 2, 1e-15);
   EXPECT_EQ(problem->Evaluate(Eigen::VectorXd::Zero(1)).loss, std::log(2.0));
@@ -135,11 +135,11 @@ TEST(LogisticRegression, StochasticGradientAveragesADrawnMinibatch) {
   std::vector<std::int64_t> drawn;
   for (int k = 0; k < 5; ++k) drawn.push_back(shards[1][static_cast<std::size_t>(pick(replay))]);
   Dataset batch;
-  batch.features.resize(5, 3);
-  batch.labels.resize(5);
+  batch.train.features.resize(5, 3);
+  batch.train.labels.resize(5);
   for (int k = 0; k < 5; ++k) {
-    batch.features.row(k) = data.features.row(drawn[static_cast<std::size_t>(k)]);
-    batch.labels[k] = data.labels[drawn[static_cast<std::size_t>(k)]];
+    batch.train.features.row(k) = data.train.features.row(drawn[static_cast<std::size_t>(k)]);
+    batch.train.labels[k] = data.train.labels[drawn[static_cast<std::size_t>(k)]];
   }
   Eigen::VectorXd expected(4);
   MakeLogisticRegression<double>(batch, {0.1, true, 0}, {{0, 1, 2, 3, 4}})->Objective(x, &expected);
