@@ -161,6 +161,26 @@ std::vector<std::string> OptionTable::GetStringList(std::string_view key) {
   return out;
 }
 
+std::vector<std::int64_t> OptionTable::GetIntList(std::string_view key,
+                                                  std::vector<std::int64_t> fallback,
+                                                  std::int64_t min, std::int64_t max) {
+  const OptionValue* value = Lookup(key);
+  if (value == nullptr) return fallback;
+  std::vector<std::int64_t> out;
+  for (const OptionValue& item : Expect<OptionValue::Array>(key, *value, "an array of integers")) {
+    const auto* n = std::get_if<std::int64_t>(&item.data);
+    if (n == nullptr) {
+      Fail(key, fmt::format("{} must be an array of integers, but holds {} {}", key,
+                            item.TypeName(), item.Show()));
+    }
+    if (*n < min || *n > max) {
+      Fail(key, fmt::format("every entry of {} must be in [{}, {}], got {}", key, min, max, *n));
+    }
+    out.push_back(*n);
+  }
+  return out;
+}
+
 std::shared_ptr<OptionTable> OptionTable::GetTable(std::string_view key) {
   const OptionValue* value = Lookup(key);
   return value == nullptr ? nullptr : Expect<OptionValue::Table>(key, *value, "a table");

@@ -79,6 +79,9 @@ class OptionTable {
   std::string GetChoice(std::string_view key, std::string_view fallback,
                         std::span<const std::string> choices);
   std::vector<std::string> GetStringList(std::string_view key);
+  // An array of integers, each in [min, max]; `fallback` when absent.
+  std::vector<std::int64_t> GetIntList(std::string_view key, std::vector<std::int64_t> fallback,
+                                       std::int64_t min, std::int64_t max);
   // A sub-table (nullptr when absent).
   std::shared_ptr<OptionTable> GetTable(std::string_view key);
   // An array of tables, as TOML's [[key]] (empty when absent).

@@ -25,6 +25,7 @@ enum class Purpose : std::uint32_t {
   kMinibatch = 3,          // minibatch sampling, per worker and step
   kWorkerCompression = 4,  // stochastic compressors on a worker
   kServerCompression = 5,  // stochastic compressors at the aggregation point
+  kInitialization = 6,     // random initial parameters (neural networks)
 };
 
 // Worker field of streams that belong to no worker.

@@ -1,26 +1,102 @@
 // The problem registry: adding a problem is one file and one line in the table below.
 #include <fmt/format.h>
 
-#include "problems/logistic_regression.h"
+#include <array>
+
 #include "problems/problem.h"
+#include "problems/supervised.h"
 
 namespace lemmalab {
 namespace {
 
-template <typename T>
-std::unique_ptr<Problem<T>> LogisticRegressionFromOptions(OptionTable& options,
-                                                          const ProblemContext& context) {
-  LogisticRegressionOptions o;
-  o.l2 = options.GetDouble("l2", o.l2, Interval::NonNegative());
-  o.intercept = options.GetBool("intercept", o.intercept);
-  o.batch_size = options.GetInt("batch_size", o.batch_size, 0, 1 << 24);
-  const Dataset& data = *context.data;
-  if (data.train.size() < context.workers) {
-    options.Fail("name", fmt::format("{} samples cannot be split across {} workers",
-                                     data.train.size(), context.workers));
+// The `shards` option of data problems: "iid" (default), "contiguous", "sorted", or
+// { name = "dirichlet", alpha = 0.5 }.
+Shards ShardsFromOptions(OptionTable& options, const Dataset& data, const ProblemContext& context,
+                         std::string& description) {
+  const std::shared_ptr<OptionTable> table = options.GetComponent("shards", "iid");
+  static const std::array<std::string, 4> kRules = {"iid", "contiguous", "sorted", "dirichlet"};
+  const std::string rule = table->GetChoice("name", "iid", kRules);
+  const std::int64_t samples = data.train.size();
+  if (samples < context.workers) {
+    options.Fail("shards", fmt::format("{} training samples cannot be split across {} workers",
+                                       samples, context.workers));
   }
-  return MakeLogisticRegression<T>(data, o,
-                                   IidShards(data.train.size(), context.workers, context.seed));
+  Shards shards;
+  description = rule;
+  if (rule == "iid") shards = IidShards(samples, context.workers, context.seed);
+  if (rule == "contiguous") shards = ContiguousShards(samples, context.workers);
+  if (rule == "sorted") {
+    shards = SortedLabelShards(data.train.labels, context.workers);
+    description = "label-sorted";
+  }
+  if (rule == "dirichlet") {
+    const double alpha = table->RequireDouble("alpha", Interval::Positive());
+    shards = DirichletShards(data.train.labels, data.classes, context.workers, alpha, context.seed);
+    description = fmt::format("Dirichlet({})", alpha);
+  }
+  table->RejectUnknownKeys();
+  return shards;
+}
+
+// Options every data problem shares (batch_size, l2, shards), then the model's own.
+template <typename T>
+std::unique_ptr<Problem<T>> Supervised(OptionTable& options, const ProblemContext& context,
+                                       std::unique_ptr<Model<T>> model, SupervisedOptions o) {
+  o.batch_size = options.GetInt("batch_size", o.batch_size, 0, 1 << 24);
+  o.l2 = options.GetDouble("l2", o.l2, Interval::NonNegative());
+  o.seed = context.seed;
+  const Shards shards = ShardsFromOptions(options, *context.data, context, o.sharding);
+  return MakeSupervisedProblem<T>(std::move(model), *context.data, shards, o);
+}
+
+void RequireBinary(OptionTable& options, const Dataset& data, std::string_view problem) {
+  if (data.classes != 2) {
+    options.Fail("name", fmt::format("problem '{}' is binary, but the data has {} classes; use "
+                                     "multinomial-logreg or mlp",
+                                     problem, data.classes));
+  }
+}
+
+template <typename T>
+std::unique_ptr<Problem<T>> LogregFromOptions(OptionTable& options, const ProblemContext& context) {
+  RequireBinary(options, *context.data, "logreg");
+  const bool intercept = options.GetBool("intercept", true);
+  return Supervised<T>(options, context,
+                       MakeLogisticModel<T>(context.data->num_features(), intercept), {});
+}
+
+template <typename T>
+std::unique_ptr<Problem<T>> NonconvexLogregFromOptions(OptionTable& options,
+                                                       const ProblemContext& context) {
+  RequireBinary(options, *context.data, "nonconvex-logreg");
+  const bool intercept = options.GetBool("intercept", true);
+  SupervisedOptions o;
+  o.nonconvex = options.GetDouble("lambda", 0.1, Interval::Positive());
+  return Supervised<T>(options, context,
+                       MakeLogisticModel<T>(context.data->num_features(), intercept), o);
+}
+
+template <typename T>
+std::unique_ptr<Problem<T>> MultinomialFromOptions(OptionTable& options,
+                                                   const ProblemContext& context) {
+  return Supervised<T>(
+      options, context,
+      MakeMlpModel<T>(context.data->num_features(), {}, context.data->classes, Activation::kRelu),
+      {});
+}
+
+template <typename T>
+std::unique_ptr<Problem<T>> MlpFromOptions(OptionTable& options, const ProblemContext& context) {
+  const std::vector<std::int64_t> hidden = options.GetIntList("hidden", {256}, 1, 1 << 16);
+  static const std::array<std::string, 2> kActivations = {"relu", "tanh"};
+  const Activation activation = options.GetChoice("activation", "relu", kActivations) == "relu"
+                                    ? Activation::kRelu
+                                    : Activation::kTanh;
+  SupervisedOptions o;
+  o.batch_size = 64;
+  return Supervised<T>(
+      options, context,
+      MakeMlpModel<T>(context.data->num_features(), hidden, context.data->classes, activation), o);
 }
 
 }  // namespace
@@ -29,8 +105,14 @@ const Registry<ProblemInfo>& Problems() {
   static const Registry<ProblemInfo> registry(
       "problem",
       {
-          {"logreg", "binary logistic regression with optional L2, exact gradients, iid shards",
-           true, &LogisticRegressionFromOptions<float>, &LogisticRegressionFromOptions<double>},
+          {"logreg", "binary logistic regression, optional L2 and intercept", true,
+           &LogregFromOptions<float>, &LogregFromOptions<double>},
+          {"nonconvex-logreg", "logistic loss + lambda sum x^2/(1+x^2), the nonconvex benchmark",
+           true, &NonconvexLogregFromOptions<float>, &NonconvexLogregFromOptions<double>},
+          {"multinomial-logreg", "softmax regression over the data's classes, optional L2", true,
+           &MultinomialFromOptions<float>, &MultinomialFromOptions<double>},
+          {"mlp", "fully connected network (hidden widths, relu/tanh), softmax cross-entropy", true,
+           &MlpFromOptions<float>, &MlpFromOptions<double>},
       });
   return registry;
 }

@@ -159,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"NoLearningRate", "[schedule]\nlr = 0.1", "",
                  "optimizer 'birder' has no learning rate"},
         BadInput{"MoreWorkersThanSamples", "workers = 4", "workers = 7",
-                 "6 samples cannot be split across 7 workers"}),
+                 "6 training samples cannot be split across 7 workers"}),
     [](const auto& test) { return std::string(test.param.what); });
 
 TEST(Cli, MalformedCsvLineNamesFileAndLine) {

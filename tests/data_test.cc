@@ -181,5 +181,70 @@ TEST(Shards, IidShardsDependOnTheSeedOnly) {
   EXPECT_NE(IidShards(100, 4, 9)[0].back(), 24);
 }
 
+TEST(Shards, ContiguousSendsSampleIToWorkerFloorINOverN) {
+  for (const auto& [samples, workers] : {std::pair{10, 3}, {569, 8}, {7, 7}}) {
+    const Shards shards = ContiguousShards(samples, workers);
+    for (int w = 0; w < workers; ++w) {
+      for (std::int64_t i : shards[static_cast<std::size_t>(w)]) {
+        EXPECT_EQ(i * workers / samples, w);
+      }
+    }
+  }
+  // 10 samples on 3 workers: floor(3i/10) = 0 0 0 0 1 1 1 2 2 2.
+  EXPECT_EQ(ContiguousShards(10, 3), (Shards{{0, 1, 2, 3}, {4, 5, 6}, {7, 8, 9}}));
+}
+
+TEST(Shards, SortedLabelsGiveEachWorkerOneClassWhenTheyDivide) {
+  Eigen::VectorXi labels(12);
+  labels << 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1;
+  const Shards shards = SortedLabelShards(labels, 3);
+  ASSERT_EQ(shards.size(), 3u);
+  for (int w = 0; w < 3; ++w) {
+    for (std::int64_t i : shards[static_cast<std::size_t>(w)]) EXPECT_EQ(labels[i], w);
+    EXPECT_EQ(shards[static_cast<std::size_t>(w)].size(), 4u);
+  }
+}
+
+// Mean over workers of the largest class share in the shard: 1 = one class per worker.
+double MeanLargestShare(const Shards& shards, const Eigen::VectorXi& labels, int classes) {
+  double total = 0;
+  for (const auto& shard : shards) {
+    std::vector<int> counts(static_cast<std::size_t>(classes), 0);
+    for (std::int64_t i : shard) ++counts[static_cast<std::size_t>(labels[i])];
+    total += static_cast<double>(*std::max_element(counts.begin(), counts.end())) /
+             static_cast<double>(shard.size());
+  }
+  return total / static_cast<double>(shards.size());
+}
+
+TEST(Shards, DirichletPartitionsAndSkewsLabelsLessAsAlphaGrows) {
+  Eigen::VectorXi labels(3000);
+  for (Eigen::Index i = 0; i < labels.size(); ++i) labels[i] = static_cast<int>(i % 10);
+  double previous = 1.1;
+  for (const double alpha : {0.05, 1.0, 1000.0}) {
+    const Shards shards = DirichletShards(labels, 10, 8, alpha, 4);
+    EXPECT_EQ(shards, DirichletShards(labels, 10, 8, alpha, 4));
+    std::set<std::int64_t> all;
+    for (const auto& shard : shards) {
+      EXPECT_FALSE(shard.empty());
+      EXPECT_TRUE(std::is_sorted(shard.begin(), shard.end()));
+      all.insert(shard.begin(), shard.end());
+    }
+    EXPECT_EQ(all.size(), 3000u) << "a partition: every sample exactly once";
+    const double share = MeanLargestShare(shards, labels, 10);
+    EXPECT_LT(share, previous) << alpha;
+    previous = share;
+  }
+  // alpha = 1000 is nearly iid: each class about 10% of each shard.
+  EXPECT_LT(previous, 0.15);
+  EXPECT_GT(MeanLargestShare(DirichletShards(labels, 10, 8, 0.05, 4), labels, 10), 0.6);
+}
+
+TEST(Shards, DirichletWithTooSmallAlphaIsAClearError) {
+  Eigen::VectorXi labels = Eigen::VectorXi::Zero(20);
+  EXPECT_THAT(testing::UserErrorOf([&] { DirichletShards(labels, 1, 16, 1e-4, 1); }),
+              HasSubstr("alpha = 0.0001 left some of the 16 workers without samples"));
+}
+
 }  // namespace
 }  // namespace lemmalab

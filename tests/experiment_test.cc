@@ -14,7 +14,7 @@
 #include "compressors/stochastic_binary.h"
 #include "core/error.h"
 #include "optimizers/birder.h"
-#include "problems/logistic_regression.h"
+#include "problems/supervised.h"
 #include "tests/test_util.h"
 #include "theory/birder_probes.h"
 
@@ -202,7 +202,10 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
     }
   };
   const Dataset data = MakeSyntheticLogistic(120, 6, 3.0, 1);
-  const auto problem = MakeLogisticRegression<double>(data, {0.0, true, 4}, IidShards(120, 4, 1));
+  SupervisedOptions logreg;
+  logreg.batch_size = 4;
+  const auto problem = MakeSupervisedProblem<double>(MakeLogisticModel<double>(6, true), data,
+                                                     IidShards(120, 4, 1), logreg);
   auto birder = MakeBirder<double>(
       BirderOptions{}, [] { return MakeStochasticBinary<double>(QuantizerDomain::kClip); },
       {problem->dimension(), 4});

@@ -1,0 +1,232 @@
+// The models behind the supervised problems: binary logistic regression and the fully connected
+// network with softmax cross-entropy (multinomial logistic regression when it has no hidden
+// layer). Both work on a whole batch at once with Eigen matrix products; nothing loops over
+// samples except the per-row softmax of the logits.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <boost/random/uniform_real_distribution.hpp>
+#include <cmath>
+
+#include "core/error.h"
+#include "problems/supervised.h"
+
+namespace lemmalab {
+namespace {
+
+// log(1 + exp(z)) without overflow.
+double Softplus(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
+
+template <typename T>
+T Sigmoid(T z) {
+  if (z >= 0) return T(1) / (T(1) + std::exp(-z));
+  const T e = std::exp(z);
+  return e / (T(1) + e);
+}
+
+template <typename T>
+class LogisticModel final : public Model<T> {
+ public:
+  LogisticModel(std::int64_t features, bool intercept)
+      : features_(features), intercept_(intercept) {}
+
+  std::int64_t dimension() const override { return features_ + (intercept_ ? 1 : 0); }
+
+  std::vector<Layer> Layers() const override {
+    std::vector<Layer> layers = {{"weight", 0, features_, 1}};
+    if (intercept_) layers.push_back({"bias", features_, 1, 1});
+    return layers;
+  }
+
+  Vector<T> InitialPoint(std::uint64_t /*seed*/) const override {
+    return Vector<T>::Zero(dimension());
+  }
+
+  double Sum(Eigen::Ref<const RowMatrix<T>> a, Eigen::Ref<const Eigen::VectorXi> y,
+             ConstVectorRef<T> x, T* gradient, std::int64_t* correct) const override {
+    Vector<T> z = a * x.head(features_);
+    if (intercept_) z.array() += x[features_];
+    Vector<T> residual(z.size());
+    double loss = 0;
+    for (Eigen::Index k = 0; k < z.size(); ++k) {
+      const auto label = static_cast<T>(y[k]);
+      loss += Softplus(static_cast<double>(z[k])) - static_cast<double>(label * z[k]);
+      residual[k] = Sigmoid(z[k]) - label;
+      if (correct != nullptr) *correct += (z[k] >= 0) == (y[k] == 1);
+    }
+    if (gradient != nullptr) {
+      Eigen::Map<Vector<T>> g(gradient, dimension());
+      g.head(features_).noalias() = a.transpose() * residual;
+      if (intercept_) g[features_] = residual.sum();
+    }
+    return loss;
+  }
+
+  std::optional<LinearModelBounds> Bounds() const override {
+    // sigmoid' <= 1/4, and |sigmoid(z) - y| <= 1.
+    return LinearModelBounds{0.25, 1.0, intercept_};
+  }
+
+  std::string Describe() const override {
+    return intercept_ ? "logistic regression (with intercept)" : "logistic regression";
+  }
+
+ private:
+  std::int64_t features_;
+  bool intercept_;
+};
+
+template <typename T>
+class Mlp final : public Model<T> {
+ public:
+  Mlp(std::int64_t features, const std::vector<std::int64_t>& hidden, int classes,
+      Activation activation)
+      : activation_(activation) {
+    widths_.push_back(features);
+    widths_.insert(widths_.end(), hidden.begin(), hidden.end());
+    widths_.push_back(classes);
+    std::int64_t offset = 0;
+    for (std::size_t l = 0; l + 1 < widths_.size(); ++l) {
+      const std::int64_t in = widths_[l], out = widths_[l + 1];
+      layers_.push_back({fmt::format("fc{}.weight", l + 1), offset, out, in});
+      offset += out * in;
+      layers_.push_back({fmt::format("fc{}.bias", l + 1), offset, out, 1});
+      offset += out;
+    }
+    dimension_ = offset;
+  }
+
+  std::int64_t dimension() const override { return dimension_; }
+  std::vector<Layer> Layers() const override { return layers_; }
+
+  Vector<T> InitialPoint(std::uint64_t seed) const override {
+    Vector<T> x = Vector<T>::Zero(dimension_);
+    if (depth() == 1) return x;  // multinomial logistic regression: convex, start at 0
+    // Weights layer by layer in row-major order from one stream; biases stay 0.
+    PhiloxStream stream({seed, Purpose::kInitialization, kGlobalStream, 0});
+    for (int l = 0; l < depth(); ++l) {
+      const Layer& w = layers_[static_cast<std::size_t>(2 * l)];
+      const auto fan_in = static_cast<double>(w.cols), fan_out = static_cast<double>(w.rows);
+      const double limit = activation_ == Activation::kRelu ? std::sqrt(6.0 / fan_in)
+                                                            : std::sqrt(6.0 / (fan_in + fan_out));
+      boost::random::uniform_real_distribution<double> uniform(-limit, limit);
+      for (std::int64_t j = 0; j < w.size(); ++j) x[w.offset + j] = static_cast<T>(uniform(stream));
+    }
+    return x;
+  }
+
+  double Sum(Eigen::Ref<const RowMatrix<T>> a, Eigen::Ref<const Eigen::VectorXi> y,
+             ConstVectorRef<T> x, T* gradient, std::int64_t* correct) const override {
+    const int depth = this->depth();
+    // Forward: z_l = h_l W_l^T + b_l, h_{l+1} = act(z_l); the last z are the logits.
+    std::vector<RowMatrix<T>> h(static_cast<std::size_t>(depth));  // h[0] is `a`, not copied
+    RowMatrix<T> z;
+    for (int l = 0; l < depth; ++l) {
+      const auto input = l == 0 ? Eigen::Ref<const RowMatrix<T>>(a)
+                                : Eigen::Ref<const RowMatrix<T>>(h[static_cast<std::size_t>(l)]);
+      z.noalias() = input * Weight(x, l).transpose();
+      z.rowwise() += Bias(x, l).transpose();
+      if (l + 1 < depth) h[static_cast<std::size_t>(l + 1)] = Activate(z);
+    }
+
+    // Softmax cross-entropy per row, with the gradient p - onehot(y) in place of the logits.
+    double loss = 0;
+    for (Eigen::Index k = 0; k < z.rows(); ++k) {
+      auto row = z.row(k);
+      Eigen::Index predicted = 0;
+      const T top = row.maxCoeff(&predicted);
+      const T log_sum = top + std::log((row.array() - top).exp().sum());
+      loss += static_cast<double>(log_sum) - static_cast<double>(row[y[k]]);
+      if (correct != nullptr) *correct += predicted == y[k];
+      row = (row.array() - log_sum).exp().matrix();
+      row[y[k]] -= T(1);
+    }
+    if (gradient == nullptr) return loss;
+
+    // Backward: dW_l = dz_l^T h_l, db_l = column sums of dz_l, dz_{l-1} = (dz_l W_l) * act'.
+    RowMatrix<T>& dz = z;
+    RowMatrix<T> dh;
+    for (int l = depth - 1; l >= 0; --l) {
+      const auto input = l == 0 ? Eigen::Ref<const RowMatrix<T>>(a)
+                                : Eigen::Ref<const RowMatrix<T>>(h[static_cast<std::size_t>(l)]);
+      WeightGradient(gradient, l).noalias() = dz.transpose() * input;
+      BiasGradient(gradient, l) = dz.colwise().sum().transpose();
+      if (l == 0) break;
+      dh.noalias() = dz * Weight(x, l);
+      dz = dh.cwiseProduct(Derivative(h[static_cast<std::size_t>(l)]));
+    }
+    return loss;
+  }
+
+  std::optional<LinearModelBounds> Bounds() const override {
+    // Without hidden layers: the softmax cross-entropy Hessian in the logits,
+    // diag(p) - p p^T, has norm <= 1/2, and ||p - onehot(y)|| <= sqrt(2).
+    if (depth() != 1) return std::nullopt;
+    return LinearModelBounds{0.5, std::sqrt(2.0), true};
+  }
+
+  std::string Describe() const override {
+    if (depth() == 1)
+      return fmt::format("multinomial logistic regression ({} classes)", widths_.back());
+    return fmt::format("MLP {} {}", fmt::join(widths_, "-"),
+                       activation_ == Activation::kRelu ? "relu" : "tanh");
+  }
+
+ private:
+  int depth() const { return static_cast<int>(widths_.size()) - 1; }
+
+  Eigen::Map<const RowMatrix<T>> Weight(ConstVectorRef<T> x, int l) const {
+    const Layer& w = layers_[static_cast<std::size_t>(2 * l)];
+    return {x.data() + w.offset, w.rows, w.cols};
+  }
+  Eigen::Map<const Vector<T>> Bias(ConstVectorRef<T> x, int l) const {
+    const Layer& b = layers_[static_cast<std::size_t>(2 * l + 1)];
+    return {x.data() + b.offset, b.rows};
+  }
+  Eigen::Map<RowMatrix<T>> WeightGradient(T* g, int l) const {
+    const Layer& w = layers_[static_cast<std::size_t>(2 * l)];
+    return {g + w.offset, w.rows, w.cols};
+  }
+  Eigen::Map<Vector<T>> BiasGradient(T* g, int l) const {
+    const Layer& b = layers_[static_cast<std::size_t>(2 * l + 1)];
+    return {g + b.offset, b.rows};
+  }
+
+  RowMatrix<T> Activate(const RowMatrix<T>& z) const {
+    if (activation_ == Activation::kRelu) return z.cwiseMax(T(0));
+    return z.array().tanh().matrix();
+  }
+  // act'(z) written in terms of h = act(z): relu' = [h > 0], tanh' = 1 - h^2.
+  RowMatrix<T> Derivative(const RowMatrix<T>& h) const {
+    if (activation_ == Activation::kRelu) return (h.array() > T(0)).template cast<T>().matrix();
+    return (T(1) - h.array().square()).matrix();
+  }
+
+  Activation activation_;
+  std::vector<std::int64_t> widths_;
+  std::vector<Layer> layers_;
+  std::int64_t dimension_ = 0;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Model<T>> MakeLogisticModel(std::int64_t features, bool intercept) {
+  return std::make_unique<LogisticModel<T>>(features, intercept);
+}
+
+template <typename T>
+std::unique_ptr<Model<T>> MakeMlpModel(std::int64_t features,
+                                       const std::vector<std::int64_t>& hidden, int classes,
+                                       Activation activation) {
+  return std::make_unique<Mlp<T>>(features, hidden, classes, activation);
+}
+
+template std::unique_ptr<Model<float>> MakeLogisticModel(std::int64_t, bool);
+template std::unique_ptr<Model<double>> MakeLogisticModel(std::int64_t, bool);
+template std::unique_ptr<Model<float>> MakeMlpModel(std::int64_t, const std::vector<std::int64_t>&,
+                                                    int, Activation);
+template std::unique_ptr<Model<double>> MakeMlpModel(std::int64_t, const std::vector<std::int64_t>&,
+                                                     int, Activation);
+
+}  // namespace lemmalab

@@ -1,0 +1,335 @@
+#include "problems/supervised.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace lemmalab {
+namespace {
+
+// Rows per chunk of a full-batch pass: large enough for efficient matrix products, small enough
+// that a chunk's activations stay in cache-sized pieces and chunks spread over threads.
+constexpr std::int64_t kChunkRows = 2048;
+// Below this much work (rows x parameters) a full-batch pass runs on one thread.
+constexpr double kParallelWork = 1 << 22;
+
+template <typename T>
+struct Part {
+  RowMatrix<T> a;
+  Eigen::VectorXi y;
+  std::int64_t size() const { return a.rows(); }
+};
+
+template <typename T>
+Part<T> Gather(const Samples& samples, const std::vector<std::int64_t>& rows) {
+  Part<T> part;
+  part.a.resize(static_cast<Eigen::Index>(rows.size()), samples.features.cols());
+  part.y.resize(static_cast<Eigen::Index>(rows.size()));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto i = static_cast<Eigen::Index>(r);
+    part.a.row(i) = samples.features.row(rows[r]).template cast<T>();
+    part.y[i] = samples.labels[rows[r]];
+  }
+  return part;
+}
+
+template <typename T>
+class SupervisedProblem final : public Problem<T> {
+ public:
+  SupervisedProblem(std::unique_ptr<Model<T>> model, const Dataset& data,
+                    const lemmalab::Shards& shards, const SupervisedOptions& options)
+      : model_(std::move(model)),
+        options_(options),
+        classes_(data.classes),
+        data_description_(data.description) {
+    LEMMALAB_CHECK(!shards.empty(), "no shards");
+    for (const auto& rows : shards) {
+      LEMMALAB_CHECK(!rows.empty(), "empty shard");
+      shards_.push_back(Gather<T>(data.train, rows));
+      ShardSummary summary;
+      summary.samples = static_cast<std::int64_t>(rows.size());
+      summary.label_counts.assign(static_cast<std::size_t>(classes_), 0);
+      for (std::int64_t k : rows)
+        ++summary.label_counts[static_cast<std::size_t>(data.train.labels[k])];
+      summaries_.push_back(std::move(summary));
+      samples_ += static_cast<std::int64_t>(rows.size());
+    }
+    if (data.test) {
+      std::vector<std::int64_t> all(static_cast<std::size_t>(data.test->size()));
+      for (std::size_t k = 0; k < all.size(); ++k) all[k] = static_cast<std::int64_t>(k);
+      test_ = Gather<T>(*data.test, all);
+    }
+    ComputeConstants(data, shards);
+  }
+
+  std::int64_t dimension() const override { return model_->dimension(); }
+  int num_workers() const override { return static_cast<int>(shards_.size()); }
+  Vector<T> InitialPoint() const override { return model_->InitialPoint(options_.seed); }
+  std::vector<Layer> Layers() const override { return model_->Layers(); }
+  std::vector<Constant> Constants() const override { return constants_; }
+  std::vector<ShardSummary> Shards() const override { return summaries_; }
+
+  double StochasticGradient(int worker, ConstVectorRef<T> x, PhiloxStream& stream,
+                            VectorRef<T> g) const override {
+    const Part<T>& shard = shards_[static_cast<std::size_t>(worker)];
+    double loss = 0;
+    std::int64_t rows = shard.size();
+    if (options_.batch_size == 0) {
+      loss = model_->Sum(shard.a, shard.y, x, g.data(), nullptr);
+    } else {
+      rows = options_.batch_size;
+      std::vector<Eigen::Index> batch(static_cast<std::size_t>(rows));
+      boost::random::uniform_int_distribution<Eigen::Index> pick(0, shard.size() - 1);
+      for (auto& k : batch) k = pick(stream);
+      const RowMatrix<T> a = shard.a(batch, Eigen::all);
+      const Eigen::VectorXi y = shard.y(batch);
+      loss = model_->Sum(a, y, x, g.data(), nullptr);
+    }
+    g /= static_cast<T>(rows);
+    return loss / static_cast<double>(rows) + AddRegularizer(x, g);
+  }
+
+  double Objective(ConstVectorRef<T> x, Vector<T>* gradient) const override {
+    return Pass(x, gradient, nullptr);
+  }
+
+  Evaluation Evaluate(ConstVectorRef<T> x) const override {
+    Evaluation e;
+    Vector<T> gradient;
+    std::int64_t correct = 0;
+    e.loss = Pass(x, &gradient, &correct);
+    e.grad_sq_norm = gradient.template cast<double>().squaredNorm();
+    e.accuracy = static_cast<double>(correct) / static_cast<double>(samples_);
+    if (test_) {
+      std::int64_t test_correct = 0;
+      const std::vector<Chunk> chunks = Chunks(*test_, 0);
+      const std::vector<ChunkResult> results = SumChunks(chunks, x, false);
+      double loss = 0;
+      for (const ChunkResult& r : results) {
+        loss += r.loss;
+        test_correct += r.correct;
+      }
+      e.test_loss = loss / static_cast<double>(test_->size());
+      e.test_accuracy = static_cast<double>(test_correct) / static_cast<double>(test_->size());
+    }
+    return e;
+  }
+
+  std::string Describe() const override {
+    std::int64_t smallest = summaries_.front().samples, largest = smallest;
+    for (const ShardSummary& s : summaries_) {
+      smallest = std::min(smallest, s.samples);
+      largest = std::max(largest, s.samples);
+    }
+    const std::string sizes =
+        smallest == largest ? fmt::format("{}", smallest) : fmt::format("{}-{}", smallest, largest);
+    const std::string batch = options_.batch_size == 0
+                                  ? std::string("full shard")
+                                  : fmt::format("batch {}", options_.batch_size);
+    std::string regularizer;
+    if (options_.l2 > 0) regularizer += fmt::format(", l2 = {}", options_.l2);
+    if (options_.nonconvex > 0) {
+      regularizer += fmt::format(", nonconvex lambda = {}", options_.nonconvex);
+    }
+    return fmt::format("{} on {}: d = {}{}, {} {} shards of {}, {}", model_->Describe(),
+                       data_description_, dimension(), regularizer, shards_.size(),
+                       options_.sharding, sizes, batch);
+  }
+
+ private:
+  struct Chunk {
+    const Part<T>* part;
+    std::int64_t begin, rows;
+    int shard;  // -1 for the test set
+  };
+  struct ChunkResult {
+    double loss = 0;
+    std::int64_t correct = 0;
+    Vector<T> gradient;
+  };
+
+  static std::vector<Chunk> Chunks(const Part<T>& part, int shard) {
+    std::vector<Chunk> chunks;
+    for (std::int64_t begin = 0; begin < part.size(); begin += kChunkRows) {
+      chunks.push_back({&part, begin, std::min(kChunkRows, part.size() - begin), shard});
+    }
+    return chunks;
+  }
+
+  std::vector<ChunkResult> SumChunks(const std::vector<Chunk>& chunks, ConstVectorRef<T> x,
+                                     bool with_gradient) const {
+    std::vector<ChunkResult> results(chunks.size());
+    std::int64_t rows = 0;
+    for (const Chunk& c : chunks) rows += c.rows;
+    const double work = static_cast<double>(rows) * static_cast<double>(dimension());
+    const int threads = work < kParallelWork ? 1 : omp_get_max_threads();
+    ParallelFor(static_cast<int>(chunks.size()), threads, [&](int k) {
+      const Chunk& c = chunks[static_cast<std::size_t>(k)];
+      ChunkResult& r = results[static_cast<std::size_t>(k)];
+      if (with_gradient) r.gradient.resize(dimension());
+      r.loss =
+          model_->Sum(c.part->a.middleRows(c.begin, c.rows), c.part->y.segment(c.begin, c.rows), x,
+                      with_gradient ? r.gradient.data() : nullptr, &r.correct);
+    });
+    return results;
+  }
+
+  // f(x) = (1/n) sum_i f_i(x) over the shards, its gradient when asked, and the number of
+  // training samples classified correctly when asked.
+  double Pass(ConstVectorRef<T> x, Vector<T>* gradient, std::int64_t* correct) const {
+    std::vector<Chunk> chunks;
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+      for (const Chunk& c : Chunks(shards_[i], static_cast<int>(i))) chunks.push_back(c);
+    }
+    const std::vector<ChunkResult> results = SumChunks(chunks, x, gradient != nullptr);
+    const auto n = static_cast<double>(shards_.size());
+    std::vector<double> shard_loss(shards_.size(), 0.0);
+    std::vector<Vector<T>> shard_gradient(shards_.size());
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      const auto i = static_cast<std::size_t>(chunks[k].shard);
+      shard_loss[i] += results[k].loss;
+      if (correct != nullptr) *correct += results[k].correct;
+      if (gradient == nullptr) continue;
+      if (shard_gradient[i].size() == 0) {
+        shard_gradient[i] = results[k].gradient;
+      } else {
+        shard_gradient[i] += results[k].gradient;
+      }
+    }
+    double loss = 0;
+    if (gradient != nullptr) gradient->setZero(dimension());
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+      const auto rows = static_cast<double>(shards_[i].size());
+      loss += shard_loss[i] / rows;
+      if (gradient != nullptr) *gradient += shard_gradient[i] / static_cast<T>(rows);
+    }
+    loss /= n;
+    if (gradient != nullptr) *gradient /= static_cast<T>(n);
+    if (gradient != nullptr) {
+      loss += AddRegularizer(x, *gradient);
+    } else {
+      loss += Regularizer(x);
+    }
+    return loss;
+  }
+
+  double Regularizer(ConstVectorRef<T> x) const {
+    double r = 0;
+    if (options_.l2 > 0) r += 0.5 * options_.l2 * x.template cast<double>().squaredNorm();
+    if (options_.nonconvex > 0) {
+      const Eigen::ArrayXd x2 = x.template cast<double>().array().square();
+      r += options_.nonconvex * (x2 / (1 + x2)).sum();
+    }
+    return r;
+  }
+
+  // Adds grad R(x) to g and returns R(x).
+  double AddRegularizer(ConstVectorRef<T> x, VectorRef<T> g) const {
+    if (options_.l2 > 0) g += static_cast<T>(options_.l2) * x;
+    if (options_.nonconvex > 0) {
+      // d/dx lambda x^2 / (1 + x^2) = 2 lambda x / (1 + x^2)^2
+      const auto lambda = static_cast<T>(options_.nonconvex);
+      g.array() += T(2) * lambda * x.array() / (T(1) + x.array().square()).square();
+    }
+    return Regularizer(x);
+  }
+
+  // L, G and sigma for generalised linear models (see LinearModelBounds), from the data in
+  // double. Every f_i's Hessian is at most curvature * lambda_max(A_i^T A_i / N_i) + l2 +
+  // 2 lambda (the regulariser's second derivative (2 - 6x^2)/(1 + x^2)^3 lies in [-1/2, 2]);
+  // per-sample gradients of the loss are at most gradient_factor * ||(a, 1)||, the regulariser's
+  // at most lambda * 3 sqrt(3) / 8 per coordinate (at x = 1/sqrt(3)), and the l2 term is
+  // unbounded. A minibatch of B samples drawn with replacement has variance at most
+  // max ||per-sample gradient||^2 / B.
+  void ComputeConstants(const Dataset& data, const lemmalab::Shards& shards) {
+    const std::optional<LinearModelBounds> bounds = model_->Bounds();
+    if (!bounds) return;
+    const Eigen::Index features = data.num_features();
+    const Eigen::Index columns = features + (bounds->intercept ? 1 : 0);
+    double largest_curvature = 0, largest_row = 0;
+    bool exact_eigenvalues = true;
+    for (const auto& rows : shards) {
+      const auto count = static_cast<Eigen::Index>(rows.size());
+      double mean_sq_norm = 0;
+      for (std::int64_t k : rows) {
+        const double sq = data.train.features.row(k).squaredNorm() + (bounds->intercept ? 1 : 0);
+        largest_row = std::max(largest_row, std::sqrt(sq));
+        mean_sq_norm += sq / static_cast<double>(count);
+      }
+      // The Gram matrix costs N d^2; past a budget, its trace (>= lambda_max) bounds it.
+      if (static_cast<double>(count) * static_cast<double>(columns * columns) > 2e9) {
+        exact_eigenvalues = false;
+        largest_curvature = std::max(largest_curvature, mean_sq_norm);
+        continue;
+      }
+      Eigen::MatrixXd a(count, columns);
+      for (Eigen::Index r = 0; r < count; ++r) {
+        a.row(r).head(features) = data.train.features.row(rows[static_cast<std::size_t>(r)]);
+        if (bounds->intercept) a(r, features) = 1;
+      }
+      const Eigen::MatrixXd gram = a.transpose() * a / static_cast<double>(count);
+      const double top =
+          Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(gram, Eigen::EigenvaluesOnly)
+              .eigenvalues()
+              .maxCoeff();
+      largest_curvature = std::max(largest_curvature, top);
+    }
+    const double lambda = options_.nonconvex;
+    constants_.push_back({"L", bounds->curvature * largest_curvature + options_.l2 + 2 * lambda,
+                          Certainty::kBound,
+                          fmt::format("{} * max_i {} + l2 + 2 lambda", bounds->curvature,
+                                      exact_eigenvalues ? "lambda_max(A_i^T A_i / N_i)"
+                                                        : "trace(A_i^T A_i / N_i)")});
+    const double per_sample = bounds->gradient_factor * largest_row;
+    if (options_.l2 == 0) {
+      constants_.push_back({"G",
+                            per_sample + lambda * 3 * std::sqrt(3.0) / 8 *
+                                             std::sqrt(static_cast<double>(dimension())),
+                            Certainty::kBound,
+                            fmt::format("{:.4g} * max_k ||(a_k, 1)|| + lambda 3 sqrt(3)/8 sqrt(d)",
+                                        bounds->gradient_factor)});
+    }
+    if (options_.batch_size == 0) {
+      constants_.push_back({"sigma", 0, Certainty::kExact, "full-shard gradients are exact"});
+    } else {
+      constants_.push_back({"sigma",
+                            per_sample / std::sqrt(static_cast<double>(options_.batch_size)),
+                            Certainty::kBound, "max per-sample gradient norm / sqrt(batch size)"});
+    }
+  }
+
+  std::unique_ptr<Model<T>> model_;
+  SupervisedOptions options_;
+  int classes_;
+  std::string data_description_;
+  std::vector<Part<T>> shards_;
+  std::vector<ShardSummary> summaries_;
+  std::optional<Part<T>> test_;
+  std::int64_t samples_ = 0;
+  std::vector<Constant> constants_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Problem<T>> MakeSupervisedProblem(std::unique_ptr<Model<T>> model,
+                                                  const Dataset& data, const Shards& shards,
+                                                  const SupervisedOptions& options) {
+  return std::make_unique<SupervisedProblem<T>>(std::move(model), data, shards, options);
+}
+
+template std::unique_ptr<Problem<float>> MakeSupervisedProblem(std::unique_ptr<Model<float>>,
+                                                               const Dataset&, const Shards&,
+                                                               const SupervisedOptions&);
+template std::unique_ptr<Problem<double>> MakeSupervisedProblem(std::unique_ptr<Model<double>>,
+                                                                const Dataset&, const Shards&,
+                                                                const SupervisedOptions&);
+
+}  // namespace lemmalab

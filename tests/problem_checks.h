@@ -1,0 +1,19 @@
+// Checks shared by the problem tests: gradients against Ceres' central finite differences.
+#pragma once
+
+#include <cstdint>
+
+#include "problems/problem.h"
+
+namespace lemmalab::testing {
+
+// grad f(x) by Ceres' central differences of Problem::Objective.
+Eigen::VectorXd CentralDifferenceGradient(const Problem<double>& problem, const Eigen::VectorXd& x);
+
+// ||analytic - numeric|| / (1 + ||analytic||) at x.
+double GradientError(const Problem<double>& problem, const Eigen::VectorXd& x);
+
+// A standard normal point of dimension d, the same for the same seed.
+Eigen::VectorXd RandomPoint(std::int64_t d, std::uint64_t seed);
+
+}  // namespace lemmalab::testing

@@ -1,0 +1,392 @@
+// Supervised problems: every model's gradient against central finite differences (Ceres),
+// values computed by hand, reductions between models, the stochastic oracle, the chunked
+// full-batch pass, the constants each problem reports, and shards.
+#include "problems/supervised.h"
+
+#include <ceres/dynamic_numeric_diff_cost_function.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <Eigen/Eigenvalues>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <cmath>
+#include <set>
+
+#include "problems/sharding.h"
+#include "tests/problem_checks.h"
+#include "tests/test_util.h"
+
+namespace lemmalab {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A data set with `classes` classes: synthetic Gaussian features, labels from a fixed rule so
+// every class appears.
+Dataset MakeClassData(std::int64_t samples, std::int64_t features, int classes,
+                      std::uint64_t seed) {
+  Dataset data = MakeSyntheticLogistic(samples, features, 2.0, seed);
+  if (classes == 2) return data;
+  for (Eigen::Index i = 0; i < samples; ++i) {
+    const double s = data.train.features.row(i).sum();
+    data.train.labels[i] = static_cast<int>(i % classes + (s > 0 ? 1 : 0)) % classes;
+  }
+  data.classes = classes;
+  return data;
+}
+
+template <typename T>
+std::unique_ptr<Problem<T>> Make(std::unique_ptr<Model<T>> model, const Dataset& data,
+                                 const Shards& shards, double l2 = 0, double nonconvex = 0,
+                                 std::int64_t batch = 0) {
+  SupervisedOptions o;
+  o.batch_size = batch;
+  o.l2 = l2;
+  o.nonconvex = nonconvex;
+  o.seed = 3;
+  return MakeSupervisedProblem<T>(std::move(model), data, shards, o);
+}
+
+TEST(Supervised, EveryModelsGradientMatchesCentralFiniteDifferences) {
+  const Dataset binary = MakeClassData(300, 6, 2, 11);
+  const Dataset three = MakeClassData(300, 6, 3, 12);
+  const Shards shards = IidShards(300, 5, 1);
+  struct Case {
+    std::string name;
+    std::unique_ptr<Problem<double>> problem;
+  };
+  std::vector<Case> cases;
+  for (const bool intercept : {false, true}) {
+    for (const double l2 : {0.0, 0.3}) {
+      cases.push_back({fmt::format("logreg intercept {} l2 {}", intercept, l2),
+                       Make(MakeLogisticModel<double>(6, intercept), binary, shards, l2)});
+    }
+  }
+  cases.push_back(
+      {"nonconvex-logreg", Make(MakeLogisticModel<double>(6, true), binary, shards, 0.0, 0.5)});
+  cases.push_back(
+      {"multinomial", Make(MakeMlpModel<double>(6, {}, 3, Activation::kRelu), three, shards, 0.1)});
+  cases.push_back({"mlp relu", Make(MakeMlpModel<double>(6, {5, 4}, 3, Activation::kRelu), three,
+                                    shards, 0.01)});
+  cases.push_back({"mlp tanh", Make(MakeMlpModel<double>(6, {7}, 3, Activation::kTanh), three,
+                                    shards, 0.0, 0.2)});
+  for (const Case& c : cases) {
+    for (std::uint64_t point = 0; point < 3; ++point) {
+      const Eigen::VectorXd x = testing::RandomPoint(c.problem->dimension(), 100 + point);
+      EXPECT_LT(testing::GradientError(*c.problem, x), 1e-7) << c.name << " point " << point;
+    }
+  }
+}
+
+TEST(Supervised, FiniteDifferenceCheckCatchesAWrongGradient) {
+  // Negative control: the gradient of the problem without its penalty is wrong for the problem
+  // with it, and the check must notice.
+  const Dataset data = MakeSyntheticLogistic(100, 4, 3.0, 5);
+  const auto with_l2 = Make(MakeLogisticModel<double>(4, true), data, IidShards(100, 2, 1), 0.01);
+  const auto without = Make(MakeLogisticModel<double>(4, true), data, IidShards(100, 2, 1));
+  const Eigen::VectorXd x = testing::RandomPoint(5, 7);
+  Eigen::VectorXd wrong;
+  without->Objective(x, &wrong);
+  const Eigen::VectorXd numeric = testing::CentralDifferenceGradient(*with_l2, x);
+  EXPECT_GT((wrong - numeric).norm(), 1e-7 * (1 + wrong.norm()));
+}
+
+TEST(Supervised, LogisticHandComputedValues) {
+  // Two samples, one feature, no intercept: a = (1, -2), y = (1, 0), x = 0.5, l2 = 0.2.
+  Dataset data;
+  data.train.features.resize(2, 1);
+  data.train.features << 1, -2;
+  data.train.labels = Eigen::Vector2i(1, 0);
+  const auto problem = Make(MakeLogisticModel<double>(1, false), data, {{0, 1}}, 0.2);
+  const Eigen::VectorXd x = Eigen::VectorXd::Constant(1, 0.5);
+  Eigen::VectorXd g;
+  const double f = problem->Objective(x, &g);
+  // z = (0.5, -1): loss = [log(1+e^0.5) - 0.5 + log(1+e^-1)] / 2 + 0.1 * 0.25
+  const double expected_f =
+      (std::log1p(std::exp(0.5)) - 0.5 + std::log1p(std::exp(-1.0))) / 2 + 0.025;
+  const auto sigmoid = [](double z) { return 1 / (1 + std::exp(-z)); };
+  const double expected_g = ((sigmoid(0.5) - 1) * 1 + sigmoid(-1.0) * -2) / 2 + 0.2 * 0.5;
+  EXPECT_NEAR(f, expected_f, 1e-15);
+  EXPECT_NEAR(g[0], expected_g, 1e-15);
+  const Evaluation e = problem->Evaluate(x);
+  EXPECT_EQ(e.accuracy, 1.0);  // z = 0.5 -> class 1, z = -1 -> class 0
+  EXPECT_NEAR(e.grad_sq_norm, expected_g * expected_g, 1e-15);
+  EXPECT_FALSE(e.test_loss.has_value());
+}
+
+TEST(Supervised, MlpHandComputedValues) {
+  // 1 feature -> 1 relu unit -> 2 classes. x = [w1 = 2, b1 = -1, W2 = (1, -1), b2 = (0, 0.5)].
+  // Sample a = 1.5, y = 1: h = relu(2*1.5 - 1) = 2, logits = (2, -2 + 0.5) = (2, -1.5).
+  Dataset data;
+  data.train.features = RowMatrix<double>::Constant(1, 1, 1.5);
+  data.train.labels = Eigen::VectorXi::Constant(1, 1);
+  const auto problem = Make(MakeMlpModel<double>(1, {1}, 2, Activation::kRelu), data, {{0}});
+  ASSERT_EQ(problem->dimension(), 1 + 1 + 2 + 2);
+  Eigen::VectorXd x(6);
+  x << 2, -1, 1, -1, 0, 0.5;
+  Eigen::VectorXd g;
+  const double f = problem->Objective(x, &g);
+  const double lse = std::log(std::exp(2.0) + std::exp(-1.5));
+  EXPECT_NEAR(f, lse + 1.5, 1e-15);
+  const double p0 = std::exp(2.0 - lse), p1 = std::exp(-1.5 - lse);
+  // d/dlogits = (p0, p1 - 1); dW2 = that * h = 2; db2 = that; dh = p0*1 + (p1-1)*(-1);
+  // dz1 = dh (relu active); dw1 = dz1 * 1.5; db1 = dz1.
+  const double dh = p0 - (p1 - 1);
+  Eigen::VectorXd expected(6);
+  expected << dh * 1.5, dh, 2 * p0, 2 * (p1 - 1), p0, p1 - 1;
+  EXPECT_LT((g - expected).norm(), 1e-14) << g.transpose();
+  EXPECT_EQ(problem->Evaluate(x).accuracy, 0.0);  // predicts class 0
+}
+
+TEST(Supervised, TwoClassSoftmaxReducesToLogisticRegression) {
+  // Softmax with logits (0, w.a + b) is the logistic model with (w, b): the same loss, and the
+  // second row of the softmax gradient is the logistic gradient (the first its negative).
+  const Dataset data = MakeSyntheticLogistic(200, 5, 2.0, 21);
+  const Shards shards = IidShards(200, 3, 2);
+  const auto logistic = Make(MakeLogisticModel<double>(5, true), data, shards);
+  const auto softmax = Make(MakeMlpModel<double>(5, {}, 2, Activation::kRelu), data, shards);
+  const Eigen::VectorXd x = testing::RandomPoint(6, 4);
+  Eigen::VectorXd xs = Eigen::VectorXd::Zero(12);  // W (2x5), b (2)
+  xs.segment(5, 5) = x.head(5);
+  xs[11] = x[5];
+  Eigen::VectorXd g, gs;
+  EXPECT_NEAR(logistic->Objective(x, &g), softmax->Objective(xs, &gs), 1e-14);
+  EXPECT_LT((gs.segment(5, 5) - g.head(5)).norm(), 1e-14);
+  EXPECT_LT((gs.head(5) + g.head(5)).norm(), 1e-14);
+  EXPECT_NEAR(gs[11], g[5], 1e-14);
+  EXPECT_EQ(logistic->Evaluate(x).accuracy, softmax->Evaluate(xs).accuracy);
+}
+
+TEST(Supervised, ObjectiveIsTheMeanOfShardMeans) {
+  // Uneven shards {0} and {1, 2}: f = (l_0 + (l_1 + l_2) / 2) / 2, not the mean of all three.
+  Dataset data;
+  data.train.features.resize(3, 1);
+  data.train.features << 1, 2, 3;
+  data.train.labels = Eigen::Vector3i(1, 0, 1);
+  const auto problem = Make(MakeLogisticModel<double>(1, false), data, {{0}, {1, 2}});
+  const Eigen::VectorXd x = Eigen::VectorXd::Constant(1, 0.3);
+  const auto loss = [&](int k) {
+    const double z = data.train.features(k, 0) * 0.3;
+    return std::log1p(std::exp(z)) - data.train.labels[k] * z;
+  };
+  EXPECT_NEAR(problem->Objective(x, nullptr), (loss(0) + (loss(1) + loss(2)) / 2) / 2, 1e-15);
+  EXPECT_EQ(problem->Evaluate(Eigen::VectorXd::Zero(1)).loss, std::log(2.0));
+}
+
+TEST(Supervised, StochasticGradientAveragesADrawnMinibatch) {
+  const Dataset data = MakeClassData(40, 3, 3, 3);
+  const Shards shards = IidShards(40, 2, 8);
+  const auto model = [] { return MakeMlpModel<double>(3, {4}, 3, Activation::kTanh); };
+  const auto full = Make(model(), data, shards, 0.1);
+  const auto batched = Make(model(), data, shards, 0.1, 0, 5);
+  const Eigen::VectorXd x = testing::RandomPoint(full->dimension(), 9);
+  const auto d = full->dimension();
+
+  // batch_size = 0: the exact shard gradient, whatever the stream.
+  Eigen::VectorXd g_full(d), g_shard(d);
+  PhiloxStream unused({1, Purpose::kMinibatch, 1, 1});
+  full->StochasticGradient(1, x, unused, g_full);
+  Make(model(), data, {shards[1]}, 0.1)->Objective(x, &g_shard);
+  EXPECT_LT((g_full - g_shard).norm(), 1e-15);
+
+  // batch_size = 5: the gradient of the 5 drawn samples, drawn with Boost's uniform int.
+  PhiloxStream stream({1, Purpose::kMinibatch, 1, 1}), replay({1, Purpose::kMinibatch, 1, 1});
+  Eigen::VectorXd g_batch(d);
+  const double loss = batched->StochasticGradient(1, x, stream, g_batch);
+  boost::random::uniform_int_distribution<Eigen::Index> pick(0, shards[1].size() - 1);
+  Dataset batch;
+  batch.classes = 3;
+  batch.train.features.resize(5, 3);
+  batch.train.labels.resize(5);
+  for (int k = 0; k < 5; ++k) {
+    const std::int64_t drawn = shards[1][static_cast<std::size_t>(pick(replay))];
+    batch.train.features.row(k) = data.train.features.row(drawn);
+    batch.train.labels[k] = data.train.labels[drawn];
+  }
+  Eigen::VectorXd expected(d);
+  const double expected_loss =
+      Make(model(), batch, {{0, 1, 2, 3, 4}}, 0.1)->Objective(x, &expected);
+  EXPECT_LT((g_batch - expected).norm(), 1e-14);
+  EXPECT_NEAR(loss, expected_loss, 1e-14);
+}
+
+TEST(Supervised, Fp32AgreesWithFp64) {
+  const Dataset data = MakeClassData(100, 4, 3, 4);
+  const Shards shards = IidShards(100, 3, 2);
+  const auto p64 = Make(MakeMlpModel<double>(4, {8}, 3, Activation::kRelu), data, shards, 0.01);
+  const auto p32 = Make(MakeMlpModel<float>(4, {8}, 3, Activation::kRelu), data, shards, 0.01);
+  const Eigen::VectorXd x = p64->InitialPoint();
+  EXPECT_LT((p32->InitialPoint().cast<double>() - x).norm(), 1e-6);
+  Eigen::VectorXd g64;
+  Vector<float> g32;
+  EXPECT_NEAR(p32->Objective(x.cast<float>(), &g32), p64->Objective(x, &g64), 1e-5);
+  EXPECT_LT((g32.cast<double>() - g64).norm(), 1e-5);
+}
+
+TEST(Supervised, FullBatchPassIsChunkedButExactAndThreadCountFree) {
+  // 5000 samples in 2 shards: several 2048-row chunks per shard, summed in a fixed order.
+  const Dataset data = MakeClassData(5000, 10, 3, 6);
+  const Shards shards = IidShards(5000, 2, 3);
+  const auto problem = Make(MakeMlpModel<double>(10, {16}, 3, Activation::kRelu), data, shards);
+  const Eigen::VectorXd x = problem->InitialPoint();
+  // Reference: each shard's mean in one piece through a one-shard problem of the same model.
+  double expected = 0;
+  Eigen::VectorXd expected_g = Eigen::VectorXd::Zero(problem->dimension());
+  for (const auto& shard : shards) {
+    Eigen::VectorXd g;
+    expected += Make(MakeMlpModel<double>(10, {16}, 3, Activation::kRelu), data, {shard})
+                    ->Objective(x, &g) /
+                2;
+    expected_g += g / 2;
+  }
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Evaluation one = problem->Evaluate(x);
+  omp_set_num_threads(2);
+  const Evaluation two = problem->Evaluate(x);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one.loss, two.loss);
+  EXPECT_EQ(one.grad_sq_norm, two.grad_sq_norm);
+  EXPECT_NEAR(one.loss, expected, 1e-12);
+  EXPECT_NEAR(one.grad_sq_norm, expected_g.squaredNorm(), 1e-12 * expected_g.squaredNorm());
+}
+
+TEST(Supervised, TestSetLossAndAccuracyUseNoRegulariser) {
+  Dataset data = MakeSyntheticLogistic(50, 2, 2.0, 8);
+  data.test = Samples{};
+  data.test->features.resize(2, 2);
+  data.test->features << 1, 0, 0, -1;
+  data.test->labels = Eigen::Vector2i(1, 1);
+  const auto problem = Make(MakeLogisticModel<double>(2, false), data, IidShards(50, 2, 1), 0.5);
+  Eigen::VectorXd x(2);
+  x << 2, 3;  // z = (2, -3): first right, second wrong
+  const Evaluation e = problem->Evaluate(x);
+  ASSERT_TRUE(e.test_loss.has_value());
+  EXPECT_NEAR(*e.test_loss, (std::log1p(std::exp(-2.0)) + std::log1p(std::exp(3.0))) / 2, 1e-15);
+  EXPECT_EQ(e.test_accuracy, 0.5);
+}
+
+TEST(Supervised, LayersTileTheParameterVector) {
+  const auto mlp = MakeMlpModel<float>(784, {256}, 10, Activation::kRelu);
+  EXPECT_EQ(mlp->dimension(), 784 * 256 + 256 + 256 * 10 + 10);
+  const std::vector<Layer> layers = mlp->Layers();
+  ASSERT_EQ(layers.size(), 4u);
+  EXPECT_EQ(layers[0].name, "fc1.weight");
+  EXPECT_EQ(layers[0].rows, 256);
+  EXPECT_EQ(layers[0].cols, 784);
+  EXPECT_EQ(layers[3].name, "fc2.bias");
+  std::int64_t offset = 0;
+  for (const Layer& layer : layers) {
+    EXPECT_EQ(layer.offset, offset);
+    offset += layer.size();
+  }
+  EXPECT_EQ(offset, mlp->dimension());
+  EXPECT_EQ(MakeMlpModel<float>(3072, {512}, 10, Activation::kRelu)->dimension(),
+            3072 * 512 + 512 + 512 * 10 + 10);
+}
+
+TEST(Supervised, InitialPointIsSeededHeUniform) {
+  const Dataset data = MakeClassData(20, 50, 3, 1);
+  const auto problem = Make(MakeMlpModel<double>(50, {40}, 3, Activation::kRelu), data, {{0, 1}});
+  const Eigen::VectorXd x = problem->InitialPoint();
+  EXPECT_EQ(x, problem->InitialPoint());
+  const Layer w = problem->Layers()[0];
+  const auto weights = x.segment(w.offset, w.size());
+  const double limit = std::sqrt(6.0 / 50);
+  EXPECT_LE(weights.cwiseAbs().maxCoeff(), limit);
+  EXPECT_GT(weights.cwiseAbs().maxCoeff(), 0.95 * limit);
+  // Uniform on [-a, a] has variance a^2 / 3; 2000 draws pin it to a few percent.
+  EXPECT_NEAR(weights.squaredNorm() / 2000, limit * limit / 3, 0.1 * limit * limit / 3);
+  EXPECT_EQ(x.segment(problem->Layers()[1].offset, 40), Eigen::VectorXd::Zero(40));
+}
+
+// Largest |eigenvalue| of f_i's Hessian at x, by finite differences of the gradient.
+double HessianNorm(const Problem<double>& problem, const Eigen::VectorXd& x) {
+  const std::int64_t d = problem.dimension();
+  Eigen::MatrixXd h(d, d);
+  const double step = 1e-5;
+  for (std::int64_t j = 0; j < d; ++j) {
+    Eigen::VectorXd up = x, down = x, g_up, g_down;
+    up[j] += step;
+    down[j] -= step;
+    problem.Objective(up, &g_up);
+    problem.Objective(down, &g_down);
+    h.col(j) = (g_up - g_down) / (2 * step);
+  }
+  const Eigen::MatrixXd sym = (h + h.transpose()) / 2;
+  return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(sym).eigenvalues().cwiseAbs().maxCoeff();
+}
+
+double ConstantValue(const std::vector<Constant>& constants, std::string_view name) {
+  for (const Constant& c : constants) {
+    if (c.name == name) return c.value;
+  }
+  ADD_FAILURE() << "no constant " << name;
+  return 0;
+}
+
+TEST(Supervised, ReportedConstantsHold) {
+  const Dataset binary = MakeClassData(240, 4, 2, 31);
+  const Dataset three = MakeClassData(240, 4, 3, 32);
+  const Shards shards = IidShards(240, 3, 1);
+  std::vector<std::pair<std::string, std::unique_ptr<Problem<double>>>> cases;
+  cases.emplace_back("logreg", Make(MakeLogisticModel<double>(4, true), binary, shards, 0, 0, 4));
+  cases.emplace_back("nonconvex-logreg",
+                     Make(MakeLogisticModel<double>(4, true), binary, shards, 0, 0.3, 4));
+  cases.emplace_back("multinomial", Make(MakeMlpModel<double>(4, {}, 3, Activation::kRelu), three,
+                                         shards, 0, 0, 4));
+  for (const auto& [name, problem] : cases) {
+    const std::vector<Constant> constants = problem->Constants();
+    const double L = ConstantValue(constants, "L"), G = ConstantValue(constants, "G");
+    const double sigma = ConstantValue(constants, "sigma");
+    double largest_h = 0;
+    for (int worker = 0; worker < 3; ++worker) {
+      const auto one =
+          Make(name == "multinomial" ? MakeMlpModel<double>(4, {}, 3, Activation::kRelu)
+                                     : MakeLogisticModel<double>(4, true),
+               name == "multinomial" ? three : binary, {shards[worker]}, 0,
+               name == "nonconvex-logreg" ? 0.3 : 0);
+      for (std::uint64_t point = 0; point < 4; ++point) {
+        // Near 0 the logistic curvature is largest (sigmoid' = 1/4 at z = 0).
+        const Eigen::VectorXd x = 0.05 * testing::RandomPoint(problem->dimension(), 40 + point);
+        largest_h = std::max(largest_h, HessianNorm(*one, x));
+      }
+    }
+    EXPECT_LE(largest_h, L * (1 + 1e-6)) << name;
+    EXPECT_GT(largest_h, 0.5 * L) << name << ": the bound should not be loose by 2x here";
+    // Every stochastic gradient within G; their spread within sigma.
+    const Eigen::VectorXd x = testing::RandomPoint(problem->dimension(), 77);
+    Eigen::VectorXd exact, g(problem->dimension());
+    Make(name == "multinomial" ? MakeMlpModel<double>(4, {}, 3, Activation::kRelu)
+                               : MakeLogisticModel<double>(4, true),
+         name == "multinomial" ? three : binary, {shards[0]}, 0,
+         name == "nonconvex-logreg" ? 0.3 : 0)
+        ->Objective(x, &exact);
+    double largest_g = 0, mean_sq_dev = 0;
+    constexpr int kDraws = 400;
+    for (int draw = 0; draw < kDraws; ++draw) {
+      PhiloxStream stream({5, Purpose::kMinibatch, 0, static_cast<std::uint64_t>(draw)});
+      problem->StochasticGradient(0, x, stream, g);
+      largest_g = std::max(largest_g, g.norm());
+      mean_sq_dev += (g - exact).squaredNorm() / kDraws;
+    }
+    EXPECT_LE(largest_g, G) << name;
+    EXPECT_LE(mean_sq_dev, sigma * sigma) << name;
+  }
+}
+
+TEST(Supervised, ReportedLCatchesAPlantedCurvature) {
+  // Negative control: the L reported without l2 does not bound the problem with l2 = 5, and the
+  // Hessian check above notices.
+  const Dataset data = MakeClassData(120, 3, 2, 9);
+  const Shards one_shard = {IidShards(120, 1, 1)[0]};
+  const double plain_l =
+      ConstantValue(Make(MakeLogisticModel<double>(3, true), data, one_shard)->Constants(), "L");
+  const auto stiff = Make(MakeLogisticModel<double>(3, true), data, one_shard, 5.0);
+  EXPECT_GT(HessianNorm(*stiff, Eigen::VectorXd::Zero(4)), plain_l * 1.5);
+  EXPECT_NEAR(ConstantValue(stiff->Constants(), "L"), plain_l + 5, 1e-12);
+}
+
+}  // namespace
+}  // namespace lemmalab
