@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 #include "cli/progress.h"
 #include "comm/simulated_cluster.h"
@@ -14,6 +15,7 @@
 #include "optimizers/optimizer.h"
 #include "optimizers/schedule.h"
 #include "problems/problem.h"
+#include "problems/reference.h"
 #include "theory/probe.h"
 
 namespace lemmalab {
@@ -67,8 +69,9 @@ std::string FailureAfterStep(const DistributedOptimizer<T>& algorithm, int worke
 }
 
 template <typename T>
-RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& problem, int threads,
-                  ResultsWriter& writer, Progress& progress, const std::atomic<bool>* stop) {
+RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& problem,
+                  std::optional<double> f_star, int threads, ResultsWriter& writer,
+                  Progress& progress, const std::atomic<bool>* stop) {
   RunReport report;
   RunRecord& record = report.record;
   record.label = run.spec->label;
@@ -90,6 +93,7 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     if (e.test_accuracy) {
       writer.AddMetric(run_id, step, "test_accuracy", std::nullopt, *e.test_accuracy);
     }
+    if (f_star) writer.AddMetric(run_id, step, "optimality_gap", std::nullopt, e.loss - *f_star);
     return e;
   };
 
@@ -105,16 +109,19 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     const StepContext ctx{t, run.schedule->Rate(t), spec.seed};
     const StepResult& result = cluster.Step(ctx, x);
 
-    double loss = 0;
+    double loss = 0, largest_gradient = 0;
     std::int64_t sent = 0, received = 0;
     for (std::size_t w = 0; w < result.minibatch_loss.size(); ++w) {
       loss += result.minibatch_loss[w];
+      largest_gradient = std::max(largest_gradient, result.gradient_norm[w]);
       sent += result.traffic.sent[w];
       received += result.traffic.received[w];
     }
     bytes_sent += sent;
     writer.AddMetric(run_id, t, "lr", std::nullopt, ctx.lr);
     writer.AddMetric(run_id, t, "minibatch_loss", std::nullopt, loss / n);
+    writer.AddMetric(run_id, t, "max_grad_norm", std::nullopt, largest_gradient);
+    report.observed_g = std::max(report.observed_g, largest_gradient);
     writer.AddMetric(run_id, t, "bits_sent", std::nullopt, 8.0 * static_cast<double>(sent) / n);
     writer.AddMetric(run_id, t, "bits_received", std::nullopt,
                      8.0 * static_cast<double>(received) / n);
@@ -137,7 +144,9 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   record.status = failure.empty() ? std::string("completed")
                                   : fmt::format("diverged at step {}: {}", t, failure);
   record.final_loss = last.loss;
-  record.final_accuracy = last.accuracy.value_or(std::nan(""));
+  record.final_accuracy = last.accuracy;
+  record.final_test_loss = last.test_loss;
+  record.final_test_accuracy = last.test_accuracy;
   record.final_grad_sq_norm = last.grad_sq_norm;
   record.bits_sent_per_worker = 8.0 * static_cast<double>(bytes_sent) / n;
   record.wall_seconds =
@@ -145,6 +154,10 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   LEMMALAB_CHECK(evaluated_at == record.steps_done, "final evaluation at step {}, run ended at {}",
                  evaluated_at, record.steps_done);
   writer.UpdateRun(run_id, record);
+  writer.AddConstant(run_id, {"G", report.observed_g, Certainty::kEstimate,
+                              fmt::format("largest stochastic gradient norm seen in {} steps x {} "
+                                          "workers of this run",
+                                          record.steps_done, spec.workers)});
   for (const auto& probe : run.probes) {
     for (const std::string& line : probe->Summary()) {
       report.probe_lines.push_back(fmt::format("{}: {}", probe->name(), line));
@@ -162,6 +175,18 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   if (spec.data) data = LoadData(*spec.data, {spec.seed, spec.path.parent_path()});
   const std::unique_ptr<Problem<T>> problem =
       MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data ? &*data : nullptr});
+  std::vector<Constant> constants = problem->Constants();
+  if (spec.reference) {
+    if constexpr (std::is_same_v<T, double>) {
+      constants = ReferenceConstants(*problem, spec.seed);
+    } else {
+      const std::unique_ptr<Problem<double>> exact =
+          MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data ? &*data : nullptr});
+      constants = ReferenceConstants(*exact, spec.seed);
+    }
+  }
+  std::optional<double> f_star;
+  if (const Constant* c = FindConstant(constants, "f_star")) f_star = c->value;
   const OptimizerContext optimizer_context{problem->dimension(), spec.workers};
   const ProbeContext probe_context{problem->dimension(), spec.workers};
 
@@ -203,16 +228,20 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   writer.SetMeta("workers", fmt::format("{}", spec.workers));
   writer.SetMeta("precision", PrecisionName(spec.precision));
   writer.SetMeta("problem", problem->Describe());
+  for (const Constant& c : constants) writer.AddConstant(std::nullopt, c);
+  writer.AddShards(problem->Shards());
 
   ExperimentReport report;
   report.problem = problem->Describe();
+  report.constants = constants;
+  report.shards = problem->Shards();
   report.workers = spec.workers;
   report.precision = spec.precision;
   Progress progress(options.progress);
   std::vector<Eigen::VectorXd> params;
   for (PreparedRun<T>& run : runs) {
     report.runs.push_back(
-        Execute(spec, run, *problem, options.threads, writer, progress, options.stop));
+        Execute(spec, run, *problem, f_star, options.threads, writer, progress, options.stop));
     params.push_back(report.runs.back().final_params);
   }
   writer.Commit(params, spec.precision);

@@ -4,8 +4,11 @@
 // into the results folder.
 //
 // Per step, the metrics table receives lr, minibatch_loss (mean over workers), bits_sent and
-// bits_received (per worker, this step); every eval_every steps and at the last step, the
-// full-batch train_loss, train_accuracy and grad_sq_norm (||grad f(x_t)||^2). A run whose
+// bits_received (per worker, this step) and max_grad_norm (the largest ||g|| of the workers'
+// stochastic gradients); every eval_every steps and at the last step, the full-batch
+// train_loss, grad_sq_norm (||grad f(x_t)||^2), train_accuracy, test_loss and test_accuracy
+// (when the problem has them) and optimality_gap (f(x_t) - f_star, when f_star is known or
+// estimated). A run whose
 // parameters, losses or compressor inputs stop being finite is stopped and reported as diverged.
 #pragma once
 
@@ -33,11 +36,14 @@ struct RunReport {
   std::int64_t dimension = 0;
   std::vector<std::string> probe_lines;  // "<probe>: <line>"
   int threads = 1;                       // largest OpenMP team the workers ran on
+  double observed_g = 0;                 // largest stochastic gradient norm seen
   Eigen::VectorXd final_params;
 };
 
 struct ExperimentReport {
-  std::string problem;  // the problem's Describe()
+  std::string problem;              // the problem's Describe()
+  std::vector<Constant> constants;  // known, bounded and (with reference = true) estimated
+  std::vector<ShardSummary> shards;
   int workers = 1;
   Precision precision = Precision::kFp32;
   std::vector<RunReport> runs;

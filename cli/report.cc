@@ -1,63 +1,143 @@
 // The table `lemmalab run` prints.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "cli/experiment.h"
+#include "problems/reference.h"
 
 namespace lemmalab {
+namespace {
 
-std::string FormatReport(const ExperimentReport& report) {
-  std::string out = fmt::format("problem: {}\n{} workers, {}\n\n", report.problem, report.workers,
-                                PrecisionName(report.precision));
+std::string Optional(const std::optional<double>& value, std::string_view format) {
+  return value ? fmt::format(fmt::runtime(format), *value) : std::string("-");
+}
 
-  const std::vector<std::string> header = {
-      "run",      "optimizer",  "status",      "steps",           "train loss",
-      "accuracy", "|grad f|^2", "bits/worker", "bits/param/step", "time"};
-  std::vector<std::vector<std::string>> rows;
-  for (const RunReport& run : report.runs) {
-    const RunRecord& r = run.record;
-    const bool completed = r.status == "completed";
-    const double per_param_step =
-        r.bits_sent_per_worker / (static_cast<double>(run.dimension) *
-                                  static_cast<double>(std::max<std::int64_t>(1, r.steps_done)));
-    rows.push_back({r.label, r.optimizer, completed ? "completed" : "DIVERGED",
-                    fmt::format("{}", r.steps_done), fmt::format("{:.6g}", r.final_loss),
-                    fmt::format("{:.4f}", r.final_accuracy),
-                    fmt::format("{:.3g}", r.final_grad_sq_norm),
-                    fmt::format("{:.4g}", r.bits_sent_per_worker),
-                    fmt::format("{:.3f}", per_param_step), fmt::format("{:.2f}s", r.wall_seconds)});
-  }
-  std::vector<std::size_t> width(header.size());
-  for (std::size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
+// Columns whose quantity no run has are left out.
+struct Column {
+  std::string header;
+  bool left_aligned;
+};
+
+std::string FormatTable(const std::vector<Column>& columns,
+                        const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(columns.size());
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    width[c] = columns[c].header.size();
     for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
   }
   const auto line = [&](const std::vector<std::string>& cells) {
     std::string s;
     for (std::size_t c = 0; c < cells.size(); ++c) {
-      // Names left-aligned, numbers right-aligned.
-      s += c < 3 ? fmt::format("{:<{}}", cells[c], width[c])
-                 : fmt::format("{:>{}}", cells[c], width[c]);
+      s += columns[c].left_aligned ? fmt::format("{:<{}}", cells[c], width[c])
+                                   : fmt::format("{:>{}}", cells[c], width[c]);
       s += c + 1 < cells.size() ? "  " : "\n";
     }
     return s;
   };
-  out += line(header);
+  std::vector<std::string> header;
+  for (const Column& c : columns) header.push_back(c.header);
+  std::string out = line(header);
   for (const auto& row : rows) out += line(row);
+  return out;
+}
 
-  for (const RunReport& run : report.runs) {
-    if (run.record.status != "completed")
-      out += fmt::format("\n{}: {}\n", run.record.label, run.record.status);
+std::string FormatShards(const std::vector<ShardSummary>& shards) {
+  if (shards.empty()) return "";
+  std::int64_t smallest = shards.front().samples, largest = smallest;
+  for (const ShardSummary& s : shards) {
+    smallest = std::min(smallest, s.samples);
+    largest = std::max(largest, s.samples);
   }
+  std::string out =
+      fmt::format("\nshards: {} workers, {} to {} samples each", shards.size(), smallest, largest);
+  constexpr std::size_t kMaxListed = 16, kMaxClasses = 10;
+  if (shards.size() > kMaxListed || shards.front().label_counts.size() > kMaxClasses) {
+    return out + " (label histograms in results.sqlite, table shards)\n";
+  }
+  out += "; label histogram per worker:\n";
+  for (std::size_t w = 0; w < shards.size(); ++w) {
+    out += fmt::format("  worker {:<3} {:>7}  [{}]\n", w, shards[w].samples,
+                       fmt::join(shards[w].label_counts, " "));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatReport(const ExperimentReport& report) {
+  std::string out = fmt::format("problem: {}\n{} workers, {}\n\n", report.problem, report.workers,
+                                PrecisionName(report.precision));
+  const Constant* f_star = FindConstant(report.constants, "f_star");
+  bool accuracy = false, test = false;
+  for (const RunReport& run : report.runs) {
+    accuracy |= run.record.final_accuracy.has_value();
+    test |= run.record.final_test_accuracy.has_value();
+  }
+
+  std::vector<Column> columns = {{"run", true},
+                                 {"optimizer", true},
+                                 {"status", true},
+                                 {"steps", false},
+                                 {"train loss", false}};
+  if (f_star != nullptr) columns.push_back({"f - f*", false});
+  if (accuracy) columns.push_back({"accuracy", false});
+  if (test) columns.insert(columns.end(), {{"test loss", false}, {"test acc.", false}});
+  columns.insert(
+      columns.end(),
+      {{"|grad f|^2", false}, {"bits/worker", false}, {"bits/param/step", false}, {"time", false}});
+  std::vector<std::vector<std::string>> rows;
+  for (const RunReport& run : report.runs) {
+    const RunRecord& r = run.record;
+    const double per_param_step =
+        r.bits_sent_per_worker / (static_cast<double>(run.dimension) *
+                                  static_cast<double>(std::max<std::int64_t>(1, r.steps_done)));
+    std::vector<std::string> row = {
+        r.label, r.optimizer, r.status == "completed" ? "completed" : "DIVERGED",
+        fmt::format("{}", r.steps_done), fmt::format("{:.6g}", r.final_loss)};
+    if (f_star != nullptr) row.push_back(fmt::format("{:.3g}", r.final_loss - f_star->value));
+    if (accuracy) row.push_back(Optional(r.final_accuracy, "{:.4f}"));
+    if (test) {
+      row.push_back(Optional(r.final_test_loss, "{:.4g}"));
+      row.push_back(Optional(r.final_test_accuracy, "{:.4f}"));
+    }
+    row.insert(
+        row.end(),
+        {fmt::format("{:.3g}", r.final_grad_sq_norm), fmt::format("{:.4g}", r.bits_sent_per_worker),
+         fmt::format("{:.3f}", per_param_step), fmt::format("{:.2f}s", r.wall_seconds)});
+    rows.push_back(std::move(row));
+  }
+  out += FormatTable(columns, rows);
+
+  std::size_t label_width = 0;
+  for (const RunReport& run : report.runs) {
+    label_width = std::max(label_width, run.record.label.size());
+    if (run.record.status != "completed") {
+      out += fmt::format("\n{}: {}\n", run.record.label, run.record.status);
+    }
+  }
+  if (!report.constants.empty() || !report.runs.empty()) {
+    out += "\nconstants\n";
+    for (const Constant& c : report.constants) {
+      out += fmt::format("  {:<7} {:>12.6g}  {}: {}\n", c.name, c.value, CertaintyName(c.certainty),
+                         c.basis);
+    }
+    for (const RunReport& run : report.runs) {
+      out += fmt::format("  {:<7} {:>12.6g}  observed: largest ||g|| in run {}\n", "G",
+                         run.observed_g, run.record.label);
+    }
+  }
+  out += FormatShards(report.shards);
+
   bool any_probe = false;
   for (const RunReport& run : report.runs) any_probe |= !run.probe_lines.empty();
   if (any_probe) {
     out += "\nprobes\n";
     for (const RunReport& run : report.runs) {
       for (const std::string& probe_line : run.probe_lines) {
-        out += fmt::format("  {:<{}}  {}\n", run.record.label, width[0], probe_line);
+        out += fmt::format("  {:<{}}  {}\n", run.record.label, label_width, probe_line);
       }
     }
   }

@@ -16,11 +16,17 @@ CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE runs(
   run_id INTEGER PRIMARY KEY, label TEXT NOT NULL UNIQUE, optimizer TEXT NOT NULL,
   schedule TEXT NOT NULL, status TEXT NOT NULL, steps_done INTEGER NOT NULL,
-  final_loss REAL, final_accuracy REAL, final_grad_sq_norm REAL,
-  bits_sent_per_worker REAL, wall_seconds REAL);
+  final_loss REAL, final_accuracy REAL, final_grad_sq_norm REAL, final_test_loss REAL,
+  final_test_accuracy REAL, bits_sent_per_worker REAL, wall_seconds REAL);
 CREATE TABLE metrics(
   run_id INTEGER NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, name TEXT NOT NULL,
   worker INTEGER, value REAL);
+CREATE TABLE constants(
+  run_id INTEGER REFERENCES runs(run_id), name TEXT NOT NULL, value REAL,
+  certainty TEXT NOT NULL, basis TEXT NOT NULL);
+CREATE TABLE shards(
+  worker INTEGER NOT NULL, samples INTEGER NOT NULL, label INTEGER NOT NULL,
+  count INTEGER NOT NULL);
 CREATE TABLE probes(
   run_id INTEGER NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, probe TEXT NOT NULL,
   series TEXT NOT NULL, worker INTEGER, value REAL);
@@ -29,6 +35,7 @@ CREATE TABLE probes(
 // SQLite stores NaN as NULL; the CSV export writes it back as "nan".
 void Bind(sqlite3_stmt* s, int i, double v) { sqlite3_bind_double(s, i, v); }
 void Bind(sqlite3_stmt* s, int i, std::int64_t v) { sqlite3_bind_int64(s, i, v); }
+void Bind(sqlite3_stmt* s, int i, int v) { sqlite3_bind_int(s, i, v); }
 void Bind(sqlite3_stmt* s, int i, std::string_view v) {
   sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
 }
@@ -41,9 +48,10 @@ sqlite3_stmt* Prepare(sqlite3* db, const char* sql) {
   return statement;
 }
 
-void Bind(sqlite3_stmt* s, int i, std::optional<int> v) {
+template <typename V>
+void Bind(sqlite3_stmt* s, int i, const std::optional<V>& v) {
   if (v) {
-    sqlite3_bind_int(s, i, *v);
+    Bind(s, i, *v);
   } else {
     sqlite3_bind_null(s, i);
   }
@@ -151,10 +159,26 @@ std::int64_t ResultsWriter::AddRun(const RunRecord& run) {
 void ResultsWriter::UpdateRun(std::int64_t run_id, const RunRecord& run) {
   ExecuteOnce(db_,
               "UPDATE runs SET status = ?, steps_done = ?, final_loss = ?, final_accuracy = ?, "
-              "final_grad_sq_norm = ?, bits_sent_per_worker = ?, wall_seconds = ? "
-              "WHERE run_id = ?",
+              "final_grad_sq_norm = ?, final_test_loss = ?, final_test_accuracy = ?, "
+              "bits_sent_per_worker = ?, wall_seconds = ? WHERE run_id = ?",
               run.status, run.steps_done, run.final_loss, run.final_accuracy,
-              run.final_grad_sq_norm, run.bits_sent_per_worker, run.wall_seconds, run_id);
+              run.final_grad_sq_norm, run.final_test_loss, run.final_test_accuracy,
+              run.bits_sent_per_worker, run.wall_seconds, run_id);
+}
+
+void ResultsWriter::AddConstant(std::optional<std::int64_t> run_id, const Constant& constant) {
+  ExecuteOnce(db_, "INSERT INTO constants VALUES (?, ?, ?, ?, ?)", run_id, constant.name,
+              constant.value, CertaintyName(constant.certainty), constant.basis);
+}
+
+void ResultsWriter::AddShards(const std::vector<ShardSummary>& shards) {
+  for (std::size_t w = 0; w < shards.size(); ++w) {
+    for (std::size_t label = 0; label < shards[w].label_counts.size(); ++label) {
+      ExecuteOnce(db_, "INSERT INTO shards VALUES (?, ?, ?, ?)", static_cast<std::int64_t>(w),
+                  shards[w].samples, static_cast<std::int64_t>(label),
+                  shards[w].label_counts[label]);
+    }
+  }
 }
 
 void ResultsWriter::AddMetric(std::int64_t run_id, std::int64_t step, std::string_view name,

@@ -9,7 +9,13 @@
 // Schema (results.sqlite):
 //   meta(key, value)                       spec path and text, seed, precision, version, ...
 //   runs(run_id, label, optimizer, schedule, status, steps_done, final_loss, final_accuracy,
-//        final_grad_sq_norm, bits_sent_per_worker, wall_seconds)
+//        final_grad_sq_norm, final_test_loss, final_test_accuracy, bits_sent_per_worker,
+//        wall_seconds)                    NULL where the problem has no such quantity
+//   constants(run_id, name, value, certainty, basis)
+//                                          L, mu, G, sigma, sigma_g, f_star (problems/problem.h);
+//                                          certainty exact / bound / estimate; run_id NULL for
+//                                          the problem's, set for what a run observed (G)
+//   shards(worker, samples, label, count)  shard sizes and label histograms (data problems)
 //   metrics(run_id, step, name, worker, value)
 //   probes(run_id, step, probe, series, worker, value)
 // `worker` is NULL for run-wide values, -1 for the server, i for worker i. Step 0 is the
@@ -26,6 +32,7 @@
 #include <vector>
 
 #include "core/types.h"
+#include "problems/problem.h"
 
 namespace lemmalab {
 
@@ -36,8 +43,10 @@ struct RunRecord {
   std::string status;
   std::int64_t steps_done = 0;
   double final_loss = 0;
-  double final_accuracy = 0;
+  std::optional<double> final_accuracy;
   double final_grad_sq_norm = 0;
+  std::optional<double> final_test_loss;
+  std::optional<double> final_test_accuracy;
   double bits_sent_per_worker = 0;
   double wall_seconds = 0;
 };
@@ -55,6 +64,9 @@ class ResultsWriter {
   void UpdateRun(std::int64_t run_id, const RunRecord& run);
   void AddMetric(std::int64_t run_id, std::int64_t step, std::string_view name,
                  std::optional<int> worker, double value);
+  // A problem constant (run_id empty) or one a run observed.
+  void AddConstant(std::optional<std::int64_t> run_id, const Constant& constant);
+  void AddShards(const std::vector<ShardSummary>& shards);
   void AddProbe(std::int64_t run_id, std::int64_t step, std::string_view probe,
                 std::string_view series, std::optional<int> worker, double value);
 

@@ -81,6 +81,7 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
   spec.precision = root->GetChoice("precision", "fp32", kPrecisions) == "fp64" ? Precision::kFp64
                                                                                : Precision::kFp32;
   spec.eval_every = root->GetInt("eval_every", 1, 1);
+  spec.reference = root->GetBool("reference", false);
 
   spec.probes = root->GetStringList("probes");
   for (std::size_t k = 0; k < spec.probes.size(); ++k) {

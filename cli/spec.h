@@ -6,6 +6,8 @@
 //   workers = 8                  # n simulated workers
 //   precision = "fp32"           # or "fp64"
 //   eval_every = 1               # full-batch loss/accuracy every k steps (and at the last)
+//   reference = false            # estimate f* (Ceres L-BFGS) and L (power iteration) where
+//                                # the problem does not know them; adds optimality_gap
 //   probes = ["ef-norm", ...]    # attached to every optimizer that exposes what they read
 //   [data]      source = "csv", path = "...", ...      (see problems/dataset.h)
 //   [problem]   name = "logreg", ...
@@ -46,6 +48,7 @@ struct RunSpec {
   int workers = 1;
   Precision precision = Precision::kFp32;
   std::int64_t eval_every = 1;
+  bool reference = false;
   std::vector<std::string> probes;
   std::shared_ptr<OptionTable> data;  // null when the spec has no [data]
   std::shared_ptr<OptionTable> problem;

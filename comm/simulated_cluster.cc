@@ -21,6 +21,7 @@ SimulatedCluster<T>::SimulatedCluster(const Problem<T>& problem, DistributedOpti
       uplink_(static_cast<std::size_t>(workers_)) {
   const auto n = static_cast<std::size_t>(workers_);
   result_.minibatch_loss.resize(n);
+  result_.gradient_norm.resize(n);
   result_.traffic.sent.resize(n);
   result_.traffic.received.resize(n);
 }
@@ -31,6 +32,7 @@ const StepResult& SimulatedCluster<T>::Step(const StepContext& ctx, VectorRef<T>
     const auto w = static_cast<std::size_t>(i);
     PhiloxStream batch = ctx.Stream(Purpose::kMinibatch, static_cast<std::uint32_t>(i));
     result_.minibatch_loss[w] = problem_.StochasticGradient(i, x, batch, gradients_[w]);
+    result_.gradient_norm[w] = static_cast<double>(gradients_[w].norm());
     optimizer_.WorkerStep(ctx, i, gradients_[w], uplink_[w]);
   });
   largest_team_ = std::max(largest_team_, team);

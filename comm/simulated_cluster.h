@@ -23,6 +23,7 @@ struct StepTraffic {
 
 struct StepResult {
   std::vector<double> minibatch_loss;  // per worker
+  std::vector<double> gradient_norm;   // ||g|| of each worker's stochastic gradient
   StepTraffic traffic;
 };
 
