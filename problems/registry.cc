@@ -4,7 +4,10 @@
 #include <array>
 
 #include "problems/problem.h"
+#include "problems/quadratic.h"
+#include "problems/rosenbrock.h"
 #include "problems/supervised.h"
+#include "problems/synthetic.h"
 
 namespace lemmalab {
 namespace {
@@ -99,6 +102,54 @@ std::unique_ptr<Problem<T>> MlpFromOptions(OptionTable& options, const ProblemCo
       MakeMlpModel<T>(context.data->num_features(), hidden, context.data->classes, activation), o);
 }
 
+// The options of `quadratic`; `nonconvex-quadratic` adds nu.
+QuadraticOptions ReadQuadraticOptions(OptionTable& options, const ProblemContext& context) {
+  QuadraticOptions o;
+  o.spectrum = ReadSpectrum(options);
+  o.noise = ReadGradientNoise(options);
+  o.heterogeneity = ReadHeterogeneity(options, context.workers);
+  o.radius = ReadRadius(options);
+  return o;
+}
+
+template <typename T>
+std::unique_ptr<Problem<T>> QuadraticFromOptions(OptionTable& options,
+                                                 const ProblemContext& context) {
+  const QuadraticOptions o = ReadQuadraticOptions(options, context);
+  return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
+}
+
+template <typename T>
+std::unique_ptr<Problem<T>> NonconvexQuadraticFromOptions(OptionTable& options,
+                                                          const ProblemContext& context) {
+  QuadraticOptions o = ReadQuadraticOptions(options, context);
+  // nu = L/2: the directions with lambda < L/2 are double wells, and the problem's L stays L.
+  o.nu = options.GetDouble("nu", o.spectrum.l / 2, Interval::Positive());
+  if (o.spectrum.mu == 0) {
+    options.Fail("mu",
+                 "nonconvex-quadratic needs mu > 0: along an eigenvalue 0, -nu log cosh(y) makes "
+                 "f unbounded below");
+  }
+  return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
+}
+
+template <typename T>
+std::unique_ptr<Problem<T>> RosenbrockFromOptions(OptionTable& options,
+                                                  const ProblemContext& context) {
+  RosenbrockOptions o;
+  o.dimension = ReadDimension(options);
+  if (o.dimension < 2) {
+    options.Fail("dimension",
+                 fmt::format("rosenbrock needs dimension >= 2 (its terms couple x_i and x_i+1), "
+                             "got {}",
+                             o.dimension));
+  }
+  o.a = options.GetDouble("a", o.a, Interval::Positive());
+  o.radius = options.GetDouble("radius", o.radius, Interval::Positive());
+  o.noise = ReadGradientNoise(options);
+  return MakeRosenbrock<T>(o, context.workers);
+}
+
 }  // namespace
 
 const Registry<ProblemInfo>& Problems() {
@@ -113,6 +164,16 @@ const Registry<ProblemInfo>& Problems() {
            &MultinomialFromOptions<float>, &MultinomialFromOptions<double>},
           {"mlp", "fully connected network (hidden widths, relu/tanh), softmax cross-entropy", true,
            &MlpFromOptions<float>, &MlpFromOptions<double>},
+          {"nonconvex-quadratic",
+           "sum of double wells lambda/2 y^2 - nu log cosh y along rotated eigenvectors; exact "
+           "L and f_star",
+           false, &NonconvexQuadraticFromOptions<float>, &NonconvexQuadraticFromOptions<double>},
+          {"quadratic",
+           "1/2 x^T A x - (b + delta_i)^T x with a chosen spectrum; exact L, mu, f_star, sigma, "
+           "sigma_g",
+           false, &QuadraticFromOptions<float>, &QuadraticFromOptions<double>},
+          {"rosenbrock", "d-dimensional Rosenbrock; f_star = 0, L and G bounded on a box", false,
+           &RosenbrockFromOptions<float>, &RosenbrockFromOptions<double>},
       });
   return registry;
 }
