@@ -282,19 +282,21 @@ class SupervisedProblem final : public Problem<T> {
       largest_curvature = std::max(largest_curvature, top);
     }
     const double lambda = options_.nonconvex;
+    std::string basis =
+        fmt::format("{} * max_i {}", bounds->curvature,
+                    exact_eigenvalues ? "lambda_max(A_i^T A_i / N_i)" : "trace(A_i^T A_i / N_i)");
+    if (options_.l2 > 0) basis += " + l2";
+    if (lambda > 0) basis += " + 2 lambda";
     constants_.push_back({"L", bounds->curvature * largest_curvature + options_.l2 + 2 * lambda,
-                          Certainty::kBound,
-                          fmt::format("{} * max_i {} + l2 + 2 lambda", bounds->curvature,
-                                      exact_eigenvalues ? "lambda_max(A_i^T A_i / N_i)"
-                                                        : "trace(A_i^T A_i / N_i)")});
+                          Certainty::kBound, basis});
     const double per_sample = bounds->gradient_factor * largest_row;
     if (options_.l2 == 0) {
       constants_.push_back({"G",
                             per_sample + lambda * 3 * std::sqrt(3.0) / 8 *
                                              std::sqrt(static_cast<double>(dimension())),
                             Certainty::kBound,
-                            fmt::format("{:.4g} * max_k ||(a_k, 1)|| + lambda 3 sqrt(3)/8 sqrt(d)",
-                                        bounds->gradient_factor)});
+                            fmt::format("{:.4g} * max_k ||(a_k, 1)||{}", bounds->gradient_factor,
+                                        lambda > 0 ? " + lambda 3 sqrt(3)/8 sqrt(d)" : "")});
     }
     if (options_.batch_size == 0) {
       constants_.push_back({"sigma", 0, Certainty::kExact, "full-shard gradients are exact"});

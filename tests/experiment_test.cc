@@ -193,6 +193,79 @@ TEST(Experiment, ResultsHoldRunsMetricsProbesAndParameters) {
   EXPECT_EQ(std::system(fmt::format("/usr/bin/python3 -c \"{}\"", script).c_str()), 0);
 }
 
+TEST(Experiment, RecordsConstantsShardsTestMetricsAndTheOptimalityGap) {
+  TempDir dir;
+  // A held-out CSV next to the spec; the training set is the shipped breast-cancer table.
+  std::string test_csv = ReadFile(testing::SourceDir() / "data/breast_cancer.csv");
+  test_csv = test_csv.substr(0, test_csv.find('\n', test_csv.find('\n', 2000)) + 1);
+  WriteFile(dir / "held_out.csv", test_csv);
+  const std::string spec_text =
+      fmt::format(R"toml(
+seed = 3
+steps = 20
+workers = 4
+precision = "fp32"
+eval_every = 10
+reference = true
+
+[data]
+source = "csv"
+path = "{}"
+test_path = "held_out.csv"
+label = "target"
+normalize = "standardize"
+
+[problem]
+name = "logreg"
+l2 = 1e-2
+batch_size = 8
+shards = {{ name = "dirichlet", alpha = 0.5 }}
+
+[[optimizer]]
+name = "sgd"
+schedule = {{ lr = 0.5 }}
+)toml",
+                  (testing::SourceDir() / "data/breast_cancer.csv").string());
+  WriteFile(dir / "spec.toml", spec_text);
+  const ExperimentReport report = RunQuietly(LoadSpec(dir / "spec.toml"), dir / "out");
+  const auto db = dir / "out" / "results.sqlite";
+
+  // f* by Ceres on the fp64 problem, L the problem's own bound, G observed by the run.
+  const double f_star = QueryDouble(
+      db, "SELECT value FROM constants WHERE name = 'f_star' AND certainty = 'estimate'");
+  EXPECT_GT(f_star, 0.03);
+  EXPECT_LT(f_star, report.runs[0].record.final_loss);
+  EXPECT_EQ(QueryDouble(db,
+                        "SELECT COUNT(*) FROM constants WHERE name = 'L' AND "
+                        "certainty = 'bound' AND run_id IS NULL"),
+            1);
+  EXPECT_EQ(QueryDouble(db, "SELECT value FROM constants WHERE name = 'G' AND run_id = 1"),
+            QueryDouble(db, "SELECT MAX(value) FROM metrics WHERE name = 'max_grad_norm'"));
+  // optimality_gap = train_loss - f* at every evaluation (steps 0, 10, 20).
+  EXPECT_EQ(QueryDouble(db,
+                        "SELECT COUNT(*) FROM metrics g JOIN metrics l USING (run_id, step) "
+                        "WHERE g.name = 'optimality_gap' AND l.name = 'train_loss' AND "
+                        "g.value = l.value - " +
+                            fmt::format("{:.17g}", f_star)),
+            3);
+  // Test metrics from the held-out file, and the run's final values in the runs table.
+  EXPECT_EQ(QueryDouble(db, "SELECT COUNT(*) FROM metrics WHERE name = 'test_accuracy'"), 3);
+  EXPECT_EQ(QueryDouble(db, "SELECT final_test_accuracy FROM runs"),
+            QueryDouble(db,
+                        "SELECT value FROM metrics WHERE name = 'test_accuracy' AND "
+                        "step = 20"));
+  // Shards: every training sample once, two labels per worker, as the report says.
+  EXPECT_EQ(QueryDouble(db, "SELECT SUM(count) FROM shards"), 569);
+  EXPECT_EQ(QueryDouble(db, "SELECT COUNT(DISTINCT worker) FROM shards"), 4);
+  EXPECT_EQ(QueryDouble(db, "SELECT SUM(count) FROM shards WHERE label = 1"), 357);
+  ASSERT_EQ(report.shards.size(), 4u);
+  const std::string text = FormatReport(report);
+  EXPECT_THAT(text, HasSubstr("Dirichlet(0.5) shards"));
+  EXPECT_THAT(text, HasSubstr("f_star"));
+  EXPECT_THAT(text, HasSubstr("test acc."));
+  EXPECT_THAT(text, HasSubstr("label histogram per worker"));
+}
+
 // The probes report what they claim: replay Birder through the cluster and recompute.
 TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
   struct Sink final : ProbeSink {
