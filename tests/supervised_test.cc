@@ -22,6 +22,13 @@ namespace {
 
 using ::testing::HasSubstr;
 
+Eigen::VectorXi Labels(std::initializer_list<int> values) {
+  Eigen::VectorXi labels(static_cast<Eigen::Index>(values.size()));
+  Eigen::Index i = 0;
+  for (const int v : values) labels[i++] = v;
+  return labels;
+}
+
 // A data set with `classes` classes: synthetic Gaussian features, labels from a fixed rule so
 // every class appears.
 Dataset MakeClassData(std::int64_t samples, std::int64_t features, int classes,
@@ -97,7 +104,7 @@ TEST(Supervised, LogisticHandComputedValues) {
   Dataset data;
   data.train.features.resize(2, 1);
   data.train.features << 1, -2;
-  data.train.labels = Eigen::Vector2i(1, 0);
+  data.train.labels = Labels({1, 0});
   const auto problem = Make(MakeLogisticModel<double>(1, false), data, {{0, 1}}, 0.2);
   const Eigen::VectorXd x = Eigen::VectorXd::Constant(1, 0.5);
   Eigen::VectorXd g;
@@ -163,7 +170,7 @@ TEST(Supervised, ObjectiveIsTheMeanOfShardMeans) {
   Dataset data;
   data.train.features.resize(3, 1);
   data.train.features << 1, 2, 3;
-  data.train.labels = Eigen::Vector3i(1, 0, 1);
+  data.train.labels = Labels({1, 0, 1});
   const auto problem = Make(MakeLogisticModel<double>(1, false), data, {{0}, {1, 2}});
   const Eigen::VectorXd x = Eigen::VectorXd::Constant(1, 0.3);
   const auto loss = [&](int k) {
@@ -257,7 +264,7 @@ TEST(Supervised, TestSetLossAndAccuracyUseNoRegulariser) {
   data.test = Samples{};
   data.test->features.resize(2, 2);
   data.test->features << 1, 0, 0, -1;
-  data.test->labels = Eigen::Vector2i(1, 1);
+  data.test->labels = Labels({1, 1});
   const auto problem = Make(MakeLogisticModel<double>(2, false), data, IidShards(50, 2, 1), 0.5);
   Eigen::VectorXd x(2);
   x << 2, 3;  // z = (2, -3): first right, second wrong
@@ -386,6 +393,64 @@ TEST(Supervised, ReportedLCatchesAPlantedCurvature) {
   const auto stiff = Make(MakeLogisticModel<double>(3, true), data, one_shard, 5.0);
   EXPECT_GT(HessianNorm(*stiff, Eigen::VectorXd::Zero(4)), plain_l * 1.5);
   EXPECT_NEAR(ConstantValue(stiff->Constants(), "L"), plain_l + 5, 1e-12);
+}
+
+// Builds `name` from options given as (key, value) pairs on `data` with 4 workers.
+std::string ProblemError(const Dataset& data,
+                         const std::vector<std::pair<std::string, OptionValue>>& values) {
+  OptionTable options("[problem]", "s.toml:1:1");
+  for (const auto& [key, value] : values) options.Set(key, value);
+  return testing::UserErrorOf([&] { MakeProblem<double>(options, {4, 1, &data}); });
+}
+
+template <typename V>
+OptionValue At(V value, int line) {
+  return OptionValue{std::move(value), fmt::format("s.toml:{}:1", line)};
+}
+
+TEST(Supervised, OptionErrorsNameTheOptionAndTheRule) {
+  const Dataset binary = MakeClassData(100, 3, 2, 1);
+  const Dataset ten = MakeClassData(100, 3, 10, 1);
+  const auto name = [](std::string n) { return At(std::move(n), 2); };
+  EXPECT_THAT(ProblemError(ten, {{"name", name("logreg")}}),
+              HasSubstr("s.toml:2:1: problem 'logreg': problem 'logreg' is binary, but the data "
+                        "has 10 classes; use multinomial-logreg or mlp"));
+  EXPECT_THAT(
+      ProblemError(binary, {{"name", name("mlp")}, {"shards", At(std::string("skewed"), 3)}}),
+      HasSubstr("s.toml:3:1"));
+  auto dirichlet = std::make_shared<OptionTable>("shards", "s.toml:3:1");
+  dirichlet->Set("name", At(std::string("dirichlet"), 3));
+  EXPECT_THAT(ProblemError(binary, {{"name", name("mlp")}, {"shards", At(dirichlet, 3)}}),
+              HasSubstr("alpha"));
+  const OptionValue::Array widths = {At(std::int64_t{8}, 4), At(std::int64_t{0}, 4)};
+  EXPECT_THAT(ProblemError(binary, {{"name", name("mlp")}, {"hidden", At(widths, 4)}}),
+              HasSubstr("s.toml:4:1: problem 'mlp': every entry of hidden must be in [1, 65536], "
+                        "got 0"));
+  EXPECT_THAT(
+      ProblemError(binary, {{"name", name("mlp")}, {"activation", At(std::string("gelu"), 5)}}),
+      HasSubstr("s.toml:5:1"));
+  EXPECT_THAT(ProblemError(binary, {{"name", name("nonconvex-logreg")}, {"lambda", At(-1.0, 6)}}),
+              HasSubstr("s.toml:6:1"));
+}
+
+TEST(Supervised, SpecOptionsReachTheProblem) {
+  const Dataset ten = MakeClassData(200, 3, 10, 1);
+  OptionTable options("[problem]", "s.toml:1:1");
+  options.Set("name", At(std::string("mlp"), 2));
+  options.Set("hidden", At(OptionValue::Array{At(std::int64_t{5}, 3), At(std::int64_t{7}, 3)}, 3));
+  options.Set("activation", At(std::string("tanh"), 4));
+  options.Set("batch_size", At(std::int64_t{0}, 5));
+  options.Set("shards", At(std::string("sorted"), 6));
+  const auto problem = MakeProblem<double>(options, {4, 1, &ten});
+  EXPECT_EQ(problem->dimension(), 3 * 5 + 5 + 5 * 7 + 7 + 7 * 10 + 10);
+  EXPECT_THAT(problem->Describe(), HasSubstr("MLP 3-5-7-10 tanh"));
+  EXPECT_THAT(problem->Describe(), HasSubstr("4 label-sorted shards of 50, full shard"));
+  // Sorted labels: each worker holds 2-3 classes of the 10.
+  for (const ShardSummary& shard : problem->Shards()) {
+    int present = 0;
+    for (std::int64_t count : shard.label_counts) present += count > 0;
+    EXPECT_LE(present, 4);
+  }
 }
 
 }  // namespace
