@@ -2,6 +2,7 @@
 
 #include <ceres/dynamic_numeric_diff_cost_function.h>
 
+#include <Eigen/Eigenvalues>
 #include <boost/random/normal_distribution.hpp>
 
 #include "core/error.h"
@@ -10,29 +11,59 @@ namespace lemmalab::testing {
 namespace {
 
 // f(x) as a Ceres cost function with one residual, so Ceres' central differences give grad f.
-struct ObjectiveFunctor {
-  const Problem<double>* problem;
+struct ScalarFunctor {
+  const std::function<double(const Eigen::VectorXd&)>* f;
+  Eigen::Index d;
   bool operator()(double const* const* parameters, double* residual) const {
-    const Eigen::Map<const Eigen::VectorXd> x(parameters[0], problem->dimension());
-    *residual = problem->Objective(x, nullptr);
+    *residual = (*f)(Eigen::Map<const Eigen::VectorXd>(parameters[0], d));
     return true;
   }
 };
 
 }  // namespace
 
-Eigen::VectorXd CentralDifferenceGradient(const Problem<double>& problem,
+Eigen::VectorXd CentralDifferenceGradient(const std::function<double(const Eigen::VectorXd&)>& f,
                                           const Eigen::VectorXd& x) {
-  ceres::DynamicNumericDiffCostFunction<ObjectiveFunctor, ceres::CENTRAL> cost(
-      new ObjectiveFunctor{&problem});
-  cost.AddParameterBlock(static_cast<int>(problem.dimension()));
+  ceres::DynamicNumericDiffCostFunction<ScalarFunctor, ceres::CENTRAL> cost(
+      new ScalarFunctor{&f, x.size()});
+  cost.AddParameterBlock(static_cast<int>(x.size()));
   cost.SetNumResiduals(1);
   const double* parameters[] = {x.data()};
   double residual;
-  Eigen::VectorXd gradient(problem.dimension());
+  Eigen::VectorXd gradient(x.size());
   double* jacobians[] = {gradient.data()};
   LEMMALAB_CHECK(cost.Evaluate(parameters, &residual, jacobians), "Ceres could not evaluate");
   return gradient;
+}
+
+Eigen::VectorXd CentralDifferenceGradient(const Problem<double>& problem,
+                                          const Eigen::VectorXd& x) {
+  return CentralDifferenceGradient(
+      [&](const Eigen::VectorXd& at) { return problem.Objective(at, nullptr); }, x);
+}
+
+Eigen::MatrixXd DifferenceHessian(const Problem<double>& problem, const Eigen::VectorXd& x,
+                                  double h) {
+  const Eigen::Index d = x.size();
+  Eigen::MatrixXd hessian(d, d);
+  Eigen::VectorXd up, down;
+  for (Eigen::Index k = 0; k < d; ++k) {
+    Eigen::VectorXd plus = x, minus = x;
+    plus[k] += h;
+    minus[k] -= h;
+    problem.Objective(plus, &up);
+    problem.Objective(minus, &down);
+    hessian.col(k) = (up - down) / (2 * h);
+  }
+  return 0.5 * (hessian + hessian.transpose());
+}
+
+double HessianNorm(const Problem<double>& problem, const Eigen::VectorXd& x) {
+  return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(DifferenceHessian(problem, x),
+                                                        Eigen::EigenvaluesOnly)
+      .eigenvalues()
+      .cwiseAbs()
+      .maxCoeff();
 }
 
 double GradientError(const Problem<double>& problem, const Eigen::VectorXd& x) {

@@ -2,13 +2,22 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "problems/problem.h"
 
 namespace lemmalab::testing {
 
-// grad f(x) by Ceres' central differences of Problem::Objective.
+// grad f(x) by Ceres' central differences of f, or of Problem::Objective.
+Eigen::VectorXd CentralDifferenceGradient(const std::function<double(const Eigen::VectorXd&)>& f,
+                                          const Eigen::VectorXd& x);
 Eigen::VectorXd CentralDifferenceGradient(const Problem<double>& problem, const Eigen::VectorXd& x);
+
+// The Hessian of f at x rebuilt column by column from central differences of the gradient
+// (step h), symmetrised; and its largest |eigenvalue|.
+Eigen::MatrixXd DifferenceHessian(const Problem<double>& problem, const Eigen::VectorXd& x,
+                                  double h = 1e-4);
+double HessianNorm(const Problem<double>& problem, const Eigen::VectorXd& x);
 
 // ||analytic - numeric|| / (1 + ||analytic||) at x.
 double GradientError(const Problem<double>& problem, const Eigen::VectorXd& x);

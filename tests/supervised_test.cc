@@ -3,7 +3,6 @@
 // full-batch pass, the constants each problem reports, and shards.
 #include "problems/supervised.h"
 
-#include <ceres/dynamic_numeric_diff_cost_function.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -308,23 +307,6 @@ TEST(Supervised, InitialPointIsSeededHeUniform) {
   EXPECT_EQ(x.segment(problem->Layers()[1].offset, 40), Eigen::VectorXd::Zero(40));
 }
 
-// Largest |eigenvalue| of f_i's Hessian at x, by finite differences of the gradient.
-double HessianNorm(const Problem<double>& problem, const Eigen::VectorXd& x) {
-  const std::int64_t d = problem.dimension();
-  Eigen::MatrixXd h(d, d);
-  const double step = 1e-5;
-  for (std::int64_t j = 0; j < d; ++j) {
-    Eigen::VectorXd up = x, down = x, g_up, g_down;
-    up[j] += step;
-    down[j] -= step;
-    problem.Objective(up, &g_up);
-    problem.Objective(down, &g_down);
-    h.col(j) = (g_up - g_down) / (2 * step);
-  }
-  const Eigen::MatrixXd sym = (h + h.transpose()) / 2;
-  return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(sym).eigenvalues().cwiseAbs().maxCoeff();
-}
-
 double ConstantValue(const std::vector<Constant>& constants, std::string_view name) {
   for (const Constant& c : constants) {
     if (c.name == name) return c.value;
@@ -357,7 +339,7 @@ TEST(Supervised, ReportedConstantsHold) {
       for (std::uint64_t point = 0; point < 4; ++point) {
         // Near 0 the logistic curvature is largest (sigmoid' = 1/4 at z = 0).
         const Eigen::VectorXd x = 0.05 * testing::RandomPoint(problem->dimension(), 40 + point);
-        largest_h = std::max(largest_h, HessianNorm(*one, x));
+        largest_h = std::max(largest_h, testing::HessianNorm(*one, x));
       }
     }
     EXPECT_LE(largest_h, L * (1 + 1e-6)) << name;
@@ -391,7 +373,7 @@ TEST(Supervised, ReportedLCatchesAPlantedCurvature) {
   const double plain_l =
       ConstantValue(Make(MakeLogisticModel<double>(3, true), data, one_shard)->Constants(), "L");
   const auto stiff = Make(MakeLogisticModel<double>(3, true), data, one_shard, 5.0);
-  EXPECT_GT(HessianNorm(*stiff, Eigen::VectorXd::Zero(4)), plain_l * 1.5);
+  EXPECT_GT(testing::HessianNorm(*stiff, Eigen::VectorXd::Zero(4)), plain_l * 1.5);
   EXPECT_NEAR(ConstantValue(stiff->Constants(), "L"), plain_l + 5, 1e-12);
 }
 

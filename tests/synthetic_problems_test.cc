@@ -2,7 +2,6 @@
 // against central finite differences, every reported constant against a check that does not
 // trust the implementation (Hessians rebuilt from gradient differences, brute-force 1-D minima,
 // noise statistics), determinism, fp32 against fp64, and option errors.
-#include <ceres/dynamic_numeric_diff_cost_function.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,10 +17,15 @@
 #include "problems/quadratic.h"
 #include "problems/rosenbrock.h"
 #include "problems/synthetic.h"
+#include "tests/problem_checks.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+using testing::CentralDifferenceGradient;
+using testing::DifferenceHessian;
+using testing::HessianNorm;
 
 using ::testing::HasSubstr;
 
@@ -96,58 +100,16 @@ bool HasConstant(const Problem<double>& problem, std::string_view name) {
   return false;
 }
 
-// f as a Ceres cost function with one residual, so Ceres' central differences give grad f.
-struct ScalarFunctor {
-  std::function<double(const Eigen::VectorXd&)> f;
-  std::int64_t d;
-  bool operator()(double const* const* parameters, double* residual) const {
-    *residual = f(Eigen::Map<const Eigen::VectorXd>(parameters[0], d));
-    return true;
-  }
-};
-
-Eigen::VectorXd CentralDifferenceGradient(const std::function<double(const Eigen::VectorXd&)>& f,
-                                          const Eigen::VectorXd& x) {
-  ceres::DynamicNumericDiffCostFunction<ScalarFunctor, ceres::CENTRAL> cost(
-      new ScalarFunctor{f, x.size()});
-  cost.AddParameterBlock(static_cast<int>(x.size()));
-  cost.SetNumResiduals(1);
-  const double* parameters[] = {x.data()};
-  double residual;
-  Eigen::VectorXd gradient(x.size());
-  double* jacobians[] = {gradient.data()};
-  EXPECT_TRUE(cost.Evaluate(parameters, &residual, jacobians));
-  return gradient;
-}
-
 Eigen::VectorXd Gradient(const Problem<double>& problem, const Eigen::VectorXd& x) {
   Eigen::VectorXd g;
   problem.Objective(x, &g);
   return g;
 }
 
-// The Hessian rebuilt column by column from central differences of the gradient, symmetrised.
-Eigen::MatrixXd DifferenceHessian(const Problem<double>& problem, const Eigen::VectorXd& x,
-                                  double h = 1e-4) {
-  const std::int64_t d = x.size();
-  Eigen::MatrixXd hessian(d, d);
-  for (std::int64_t k = 0; k < d; ++k) {
-    Eigen::VectorXd plus = x, minus = x;
-    plus[k] += h;
-    minus[k] -= h;
-    hessian.col(k) = (Gradient(problem, plus) - Gradient(problem, minus)) / (2 * h);
-  }
-  return 0.5 * (hessian + hessian.transpose());
-}
-
 Eigen::VectorXd HessianEigenvalues(const Problem<double>& problem, const Eigen::VectorXd& x) {
   return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(DifferenceHessian(problem, x),
                                                         Eigen::EigenvaluesOnly)
       .eigenvalues();
-}
-
-double HessianNorm(const Problem<double>& problem, const Eigen::VectorXd& x) {
-  return HessianEigenvalues(problem, x).cwiseAbs().maxCoeff();
 }
 
 // The checks shared by the tests and their negative control.
