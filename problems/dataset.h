@@ -82,6 +82,12 @@ struct CsvTable {
 };
 CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_column);
 
+// IDX images and labels (MNIST, Fashion-MNIST), each plain or gzip-compressed: unsigned bytes,
+// images n x rows x cols (one row-major image per sample), labels n values below `classes`
+// (2..256). Offsets in messages count bytes of the uncompressed stream.
+Samples ReadIdx(const std::filesystem::path& images, const std::filesystem::path& labels,
+                int classes);
+
 // n samples with d standard normal features and labels y ~ Bernoulli(sigmoid(a·w*)), where
 // w* ~ N(0, (signal² / d) I), so the logits have standard deviation about `signal`.
 Dataset MakeSyntheticLogistic(std::int64_t samples, std::int64_t features, double signal,
