@@ -147,6 +147,9 @@ const Registry<DataSourceInfo>& DataSources() {
   static const Registry<DataSourceInfo> registry(
       "data source",
       {
+          {"cifar10",
+           "CIFAR-10 binary batches (plain or gzip): dir, or train = [...], test = [...]",
+           &LoadCifar10},
           {"csv", "CSV table with a header row (plain or gzip); label column of class indices",
            &LoadCsv},
           {"idx", "IDX images and labels, MNIST / Fashion-MNIST (plain or gzip): dir, or files",

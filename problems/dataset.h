@@ -88,6 +88,10 @@ CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_colum
 Samples ReadIdx(const std::filesystem::path& images, const std::filesystem::path& labels,
                 int classes);
 
+// CIFAR-10 binary batches, each plain or gzip-compressed, concatenated in order: 3072 features
+// per image, the red, green and blue 32x32 planes one after another (row-major), labels 0..9.
+Samples ReadCifar10(const std::vector<std::filesystem::path>& files);
+
 // n samples with d standard normal features and labels y ~ Bernoulli(sigmoid(a·w*)), where
 // w* ~ N(0, (signal² / d) I), so the logits have standard deviation about `signal`.
 Dataset MakeSyntheticLogistic(std::int64_t samples, std::int64_t features, double signal,

@@ -1,6 +1,6 @@
-// The IDX reader and its source: round trips through files the tests write in the exact format
-// (plain and gzip), every rejection naming the file and where in it, and the real Fashion-MNIST
-// that scripts/install-deps installs.
+// The IDX and CIFAR-10 readers and their sources: round trips through files the tests write in
+// the exact formats (plain and gzip), every rejection naming the file and where in it,
+// and the real Fashion-MNIST that scripts/install-deps installs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -67,6 +67,12 @@ OptionTable DataTable(std::initializer_list<std::pair<std::string, OptionValue>>
 }
 
 OptionValue Text(std::string s) { return {std::move(s), ""}; }
+
+OptionValue List(std::initializer_list<std::string> items) {
+  OptionValue::Array array;
+  for (const std::string& item : items) array.push_back({item, ""});
+  return {std::move(array), ""};
+}
 
 std::string LoadError(OptionTable options, const std::filesystem::path& base) {
   return UserErrorOf([&] { LoadData(options, {0, base}); });
@@ -338,6 +344,127 @@ TEST(IdxSource, ReadsFashionMnist) {
     const std::int64_t per_class = s->size() / 10;
     for (int c = 0; c < 10; ++c) EXPECT_EQ((s->labels.array() == c).count(), per_class) << c;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CIFAR-10
+
+// A record whose red plane is 10, green 20 and blue 30, but for three marked pixels.
+std::string CifarRecord(int label) {
+  std::string r(3073, '\0');
+  r[0] = static_cast<char>(label);
+  std::fill(r.begin() + 1, r.begin() + 1025, 10);
+  std::fill(r.begin() + 1025, r.begin() + 2049, 20);
+  std::fill(r.begin() + 2049, r.end(), 30);
+  r[1 + 1] = 1;                    // red, row 0, column 1
+  r[1 + 1024 + 32 * 1 + 0] = 2;    // green, row 1, column 0
+  r[1 + 2048 + 32 * 31 + 31] = 3;  // blue, row 31, column 31
+  return r;
+}
+
+TEST(Cifar10, KeepsTheRecordOrderRedGreenBluePlanesRowMajor) {
+  TempDir dir;
+  WriteFile(dir / "a.bin", CifarRecord(7) + CifarRecord(0));
+  WriteGzipFile(dir / "b.bin.gz", CifarRecord(9));
+  const Samples s = ReadCifar10({dir / "a.bin", dir / "b.bin.gz"});
+  ASSERT_EQ(s.features.rows(), 3);
+  ASSERT_EQ(s.features.cols(), 3072);
+  EXPECT_EQ(s.labels, Eigen::Vector3i(7, 0, 9));
+  for (Eigen::Index i = 0; i < 3; ++i) {
+    EXPECT_EQ(s.features(i, 0), 10);
+    EXPECT_EQ(s.features(i, 1), 1);
+    EXPECT_EQ(s.features(i, 1023), 10);
+    EXPECT_EQ(s.features(i, 1024), 20);
+    EXPECT_EQ(s.features(i, 1056), 2);
+    EXPECT_EQ(s.features(i, 2048), 30);
+    EXPECT_EQ(s.features(i, 3071), 3);
+    EXPECT_EQ(s.features.row(i).sum(), 1023 * 10 + 1 + 1023 * 20 + 2 + 1023 * 30 + 3);
+  }
+}
+
+TEST(Cifar10, TruncatedLabelOutOfRangeAndEmptyFilesAreErrors) {
+  TempDir dir;
+  const std::string cut = CifarRecord(1) + CifarRecord(2) + std::string(100, '\5');
+  WriteFile(dir / "cut.bin", cut);
+  WriteGzipFile(dir / "cut.bin.gz", cut);
+  for (const char* file : {"cut.bin", "cut.bin.gz"}) {
+    EXPECT_EQ(UserErrorOf([&] { ReadCifar10({dir / file}); }),
+              (dir / file).string() +
+                  ": truncated: the data ends at byte 6246 of the uncompressed stream; the "
+                  "incomplete record 2 starts at byte 6146 (CIFAR-10 records are 3073 bytes: 1 "
+                  "label byte + 3072 pixel bytes)");
+  }
+  std::string records;
+  for (int i = 0; i < 20; ++i) records += CifarRecord(i % 10);
+  for (int i = 0; i < 20; ++i)
+    std::copy_n(NoiseBytes(3072, i).begin(), 3072, &records[3073 * i + 1]);
+  WriteGzipFile(dir / "whole.bin.gz", records);
+  const std::string zipped = ReadFile(dir / "whole.bin.gz");
+  WriteFile(dir / "half.bin.gz", zipped.substr(0, zipped.size() / 2));
+  EXPECT_THAT(UserErrorOf([&] { ReadCifar10({dir / "half.bin.gz"}); }),
+              AllOf(HasSubstr("half.bin.gz: truncated: the gzip stream is cut off after byte "),
+                    HasSubstr(" of the uncompressed stream (unexpected end of file)")));
+
+  WriteFile(dir / "label.bin", CifarRecord(3) + CifarRecord(10));
+  EXPECT_EQ(UserErrorOf([&] {
+              ReadCifar10({dir / "a.bin", dir / "label.bin"});
+            }),
+            (dir / "a.bin").string() + ": cannot open for reading: No such file or directory");
+  EXPECT_EQ(UserErrorOf([&] { ReadCifar10({dir / "label.bin"}); }),
+            (dir / "label.bin").string() +
+                ": record 1 (byte 3073 of the uncompressed stream) has label 10; CIFAR-10 labels "
+                "are 0..9");
+  WriteFile(dir / "empty.bin", "");
+  EXPECT_EQ(UserErrorOf([&] { ReadCifar10({dir / "empty.bin"}); }),
+            (dir / "empty.bin").string() +
+                ": empty file, expected CIFAR-10 records of 3073 bytes (1 label byte + 3072 pixel "
+                "bytes)");
+}
+
+TEST(Cifar10Source, ReadsConsecutiveBatchesFromAFolderOrListedFiles) {
+  TempDir dir;
+  const std::filesystem::path folder = dir / "cifar-10-batches-bin";
+  std::filesystem::create_directory(folder);
+  WriteFile(folder / "data_batch_1.bin", CifarRecord(1));
+  WriteGzipFile(folder / "data_batch_2.bin.gz", CifarRecord(2) + CifarRecord(3));
+  WriteFile(folder / "test_batch.bin", CifarRecord(4));
+  WriteFile(folder / "batches.meta.txt", "airplane\n");
+  OptionTable options =
+      DataTable({{"source", Text("cifar10")}, {"dir", Text("cifar-10-batches-bin")}});
+  const Dataset data = LoadData(options, {0, dir.path()});
+  EXPECT_EQ(data.train.labels, Eigen::Vector3i(1, 2, 3));
+  ASSERT_TRUE(data.test.has_value());
+  EXPECT_EQ(data.test->labels, Eigen::VectorXi::Constant(1, 4));
+  EXPECT_EQ(data.classes, 10);
+  EXPECT_EQ(data.description, "cifar-10-batches-bin: 3 train + 1 test images 32x32x3");
+
+  WriteFile(folder / "data_batch_4.bin", CifarRecord(5));
+  EXPECT_EQ(
+      LoadError(DataTable({{"source", Text("cifar10")}, {"dir", Text("cifar-10-batches-bin")}}),
+                dir.path()),
+      "s.toml:3:1: [data]: folder '" + folder.string() +
+          "' has data_batch_4.bin but no data_batch_3.bin; the batches must be consecutive "
+          "from data_batch_1.bin");
+
+  OptionTable listed = DataTable({{"source", Text("cifar10")},
+                                  {"train", List({"cifar-10-batches-bin/data_batch_4.bin",
+                                                  "cifar-10-batches-bin/data_batch_1.bin"})},
+                                  {"test", List({folder.string() + "/test_batch.bin"})}});
+  const Dataset listed_data = LoadData(listed, {0, dir.path()});
+  EXPECT_EQ(listed_data.train.labels, Eigen::Vector2i(5, 1));
+  EXPECT_EQ(listed_data.description, "data_batch_4.bin: 2 train + 1 test images 32x32x3");
+
+  EXPECT_EQ(LoadError(DataTable({{"source", Text("cifar10")},
+                                 {"train", List({"cifar-10-batches-bin/data_batch_1.bin",
+                                                 "data_batch_9.bin"})}}),
+                      dir.path()),
+            "s.toml:3:1: [data]: data file 'data_batch_9.bin' not found (looked for " +
+                (dir / "data_batch_9.bin").string() + ")");
+  EXPECT_EQ(LoadError(DataTable({{"source", Text("cifar10")}, {"train", List({})}}), dir.path()),
+            "s.toml:3:1: [data]: train must name at least one file");
+  EXPECT_EQ(LoadError(DataTable({{"source", Text("cifar10")}, {"dir", Text(".")}}), dir.path()),
+            "s.toml:3:1: [data]: folder '" + (dir / ".").string() +
+                "' has no data_batch_1.bin (or .bin.gz)");
 }
 
 }  // namespace
