@@ -15,6 +15,7 @@ namespace lemmalab {
 
 Dataset LoadIdx(OptionTable& options, const DataContext& context);
 Dataset LoadCifar10(OptionTable& options, const DataContext& context);
+Dataset LoadLibsvm(OptionTable& options, const DataContext& context);
 
 // `given` (the value of option `key`, or one entry of it) resolved as ResolveDataFile does.
 std::filesystem::path ResolveDataPath(OptionTable& options, std::string_view key,

@@ -154,6 +154,8 @@ const Registry<DataSourceInfo>& DataSources() {
            &LoadCsv},
           {"idx", "IDX images and labels, MNIST / Fashion-MNIST (plain or gzip): dir, or files",
            &LoadIdx},
+          {"libsvm", "LIBSVM / SVMlight text, binary labels -1/+1 or 0/1 (plain or gzip)",
+           &LoadLibsvm},
           {"synthetic-logistic", "Gaussian features, labels from a logistic model with seed",
            &LoadSyntheticLogistic},
       });

@@ -92,6 +92,11 @@ Samples ReadIdx(const std::filesystem::path& images, const std::filesystem::path
 // per image, the red, green and blue 32x32 planes one after another (row-major), labels 0..9.
 Samples ReadCifar10(const std::vector<std::filesystem::path>& files);
 
+// A LIBSVM / SVMlight text file for binary classification, plain or gzip-compressed. Labels are
+// all -1/+1 or all 0/1 (class 0 and class 1). `features` fixes the number of columns (indices
+// above it are errors); 0 takes the largest index in the file.
+Samples ReadLibsvm(const std::filesystem::path& path, std::int64_t features);
+
 // n samples with d standard normal features and labels y ~ Bernoulli(sigmoid(a·w*)), where
 // w* ~ N(0, (signal² / d) I), so the logits have standard deviation about `signal`.
 Dataset MakeSyntheticLogistic(std::int64_t samples, std::int64_t features, double signal,

@@ -1,5 +1,5 @@
-// The IDX and CIFAR-10 readers and their sources: round trips through files the tests write in
-// the exact formats (plain and gzip), every rejection naming the file and where in it,
+// The IDX, CIFAR-10 and LIBSVM readers and their sources: round trips through files the tests
+// write in the exact formats (plain and gzip), every rejection naming the file and where in it,
 // and the real Fashion-MNIST that scripts/install-deps installs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -465,6 +465,145 @@ TEST(Cifar10Source, ReadsConsecutiveBatchesFromAFolderOrListedFiles) {
   EXPECT_EQ(LoadError(DataTable({{"source", Text("cifar10")}, {"dir", Text(".")}}), dir.path()),
             "s.toml:3:1: [data]: folder '" + (dir / ".").string() +
                 "' has no data_batch_1.bin (or .bin.gz)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// LIBSVM
+
+std::string LibsvmError(const std::filesystem::path& path, std::int64_t features = 0) {
+  return UserErrorOf([&] { ReadLibsvm(path, features); });
+}
+
+TEST(Libsvm, ReadsSparseLinesDenselyPlainOrGzip) {
+  TempDir dir;
+  // Comments, a blank line, tabs, CRLF, SVMlight's qid, "+1", and no newline at the end.
+  const std::string text =
+      "# a9a-like\n"
+      "+1 1:0.5 3:-2 # first\n"
+      "\n"
+      "-1\tqid:7\t2:1e-3 4:+4\r\n"
+      "   # only a comment\n"
+      "1 4:1.25";
+  WriteFile(dir / "t.svm", text);
+  WriteGzipFile(dir / "t.svm.gz", text);
+  RowMatrix<double> expected(3, 4);
+  expected << 0.5, 0, -2, 0,  //
+      0, 1e-3, 0, 4,          //
+      0, 0, 0, 1.25;
+  for (const char* file : {"t.svm", "t.svm.gz"}) {
+    const Samples s = ReadLibsvm(dir / file, 0);
+    EXPECT_EQ(s.features, expected) << file;
+    EXPECT_EQ(s.labels, Eigen::Vector3i(1, 0, 1)) << file;
+  }
+  const Samples wide = ReadLibsvm(dir / "t.svm", 6);
+  EXPECT_EQ(wide.features.cols(), 6);
+  EXPECT_EQ(wide.features.leftCols(4), expected);
+  EXPECT_EQ(wide.features.rightCols(2), RowMatrix<double>::Zero(3, 2));
+
+  WriteFile(dir / "zero-one.svm", "0 2:1\n1 1:3\n0\n");
+  const Samples zero_one = ReadLibsvm(dir / "zero-one.svm", 0);
+  EXPECT_EQ(zero_one.labels, Eigen::Vector3i(0, 1, 0));
+  EXPECT_EQ(zero_one.features.row(1), Eigen::RowVector2d(3, 0));
+}
+
+TEST(Libsvm, MalformedLinesNameFileLineAndToken) {
+  TempDir dir;
+  const std::pair<std::string, std::string> cases[] = {
+      {"+1 0:1", ":2: token '0:1': index 0; indices start at 1"},
+      {"+1 3:1 2:1", ":2: token '2:1': index 2 after index 3; indices must be strictly ascending"},
+      {"+1 2:1 2:5", ":2: token '2:5': index 2 after index 2; indices must be strictly ascending"},
+      {"+1 9:1", ":2: token '9:1': index 9 exceeds features = 8"},
+      {"+1 2:abc", ":2: token '2:abc': value 'abc' is not a finite number"},
+      {"+1 2:nan", ":2: token '2:nan': value 'nan' is not a finite number"},
+      {"+1 2:inf", ":2: token '2:inf': value 'inf' is not a finite number"},
+      {"+1 2:", ":2: token '2:': value '' is not a finite number"},
+      {"+1 x:1", ":2: token 'x:1': index 'x' is not a positive integer"},
+      {"+1 -3:1", ":2: token '-3:1': index '-3' is not a positive integer"},
+      {"+1 7", ":2: token '7' is not index:value"},
+      {"2 1:1", ":2: label '2': labels must all be -1/+1 or all 0/1 (binary classification)"},
+      {"0.5 1:1", ":2: label '0.5': labels must all be -1/+1 or all 0/1"},
+      {"yes 1:1", ":2: label 'yes': labels must all be -1/+1 or all 0/1"},
+      {"0 1:1",
+       ":2: label '0' mixes conventions: label -1 on line 1 and label 0 on line 2; "
+       "labels must all be -1/+1 or all 0/1"},
+  };
+  for (const auto& [line, message] : cases) {
+    WriteFile(dir / "bad.svm", "-1 1:1\n" + line + "\n+1 1:1\n");
+    EXPECT_THAT(LibsvmError(dir / "bad.svm", 8), HasSubstr((dir / "bad.svm").string() + message))
+        << line;
+  }
+  WriteFile(dir / "nul.svm", std::string("+1 1:1\n-1 1:\0\n", 14));
+  EXPECT_EQ(LibsvmError(dir / "nul.svm"),
+            (dir / "nul.svm").string() + ":2: NUL byte: not a text file");
+}
+
+TEST(Libsvm, EmptyTruncatedAndTooLargeFilesAreErrors) {
+  TempDir dir;
+  WriteFile(dir / "empty.svm", "# nothing\n\n");
+  EXPECT_EQ(LibsvmError(dir / "empty.svm"),
+            (dir / "empty.svm").string() + ": no samples (only blank or comment lines)");
+  WriteFile(dir / "labels.svm", "+1\n-1\n");
+  EXPECT_EQ(LibsvmError(dir / "labels.svm"),
+            (dir / "labels.svm").string() + ": no features: no line has an index:value pair");
+
+  // Long enough that half the compressed file ends in the middle of the text.
+  std::string text;
+  for (int i = 0; i < 4000; ++i)
+    text += fmt::format("{} 1:{} 7:{}\n", i % 2 ? "+1" : "-1", i, 3 * i + 1);
+  WriteGzipFile(dir / "long.svm.gz", text);
+  const std::string zipped = ReadFile(dir / "long.svm.gz");
+  WriteFile(dir / "cut.svm.gz", zipped.substr(0, zipped.size() / 2));
+  EXPECT_THAT(
+      LibsvmError(dir / "cut.svm.gz"),
+      AllOf(HasSubstr((dir / "cut.svm.gz").string() + ": truncated: the data ends at byte "),
+            HasSubstr(" of the uncompressed stream (gzip stream cut off); lines after "
+                      "line ")));
+  EXPECT_EQ(ReadLibsvm(dir / "long.svm.gz", 0).size(), 4000);
+
+  // 1 x 600 million doubles is 4.5 GiB: refused before any allocation.
+  WriteFile(dir / "wide.svm", "+1 600000000:1\n");
+  EXPECT_EQ(LibsvmError(dir / "wide.svm"),
+            (dir / "wide.svm").string() +
+                ": 1 samples x 600000000 features would take 4.5 GiB as dense doubles, more than "
+                "the 4 GiB lemmalab allows");
+}
+
+TEST(LibsvmSource, BothSetsGetTheWiderWidthUnlessFeaturesIsGiven) {
+  TempDir dir;
+  WriteFile(dir / "train.svm", "+1 1:1 3:3\n-1 2:2\n");
+  WriteFile(dir / "test.svm", "-1 5:5\n");
+  OptionTable options = DataTable(
+      {{"source", Text("libsvm")}, {"path", Text("train.svm")}, {"test_path", Text("test.svm")}});
+  const Dataset data = LoadData(options, {0, dir.path()});
+  EXPECT_EQ(data.classes, 2);
+  EXPECT_EQ(data.num_features(), 5);
+  EXPECT_EQ(data.test->features.cols(), 5);
+  EXPECT_EQ(data.test->features(0, 4), 5);
+  EXPECT_EQ(data.train.labels, Eigen::Vector2i(1, 0));
+  EXPECT_EQ(data.description, "train.svm (libsvm: 2 samples x 5 features, 1 test samples)");
+
+  OptionTable fixed = DataTable({{"source", Text("libsvm")},
+                                 {"path", Text("train.svm")},
+                                 {"features", {std::int64_t{7}, ""}}});
+  EXPECT_EQ(LoadData(fixed, {0, dir.path()}).num_features(), 7);
+
+  EXPECT_EQ(LoadError(DataTable({{"source", Text("libsvm")},
+                                 {"path", Text("train.svm")},
+                                 {"test_path", Text("test.svm")},
+                                 {"features", {std::int64_t{4}, ""}}}),
+                      dir.path()),
+            (dir / "test.svm").string() + ":1: token '5:5': index 5 exceeds features = 4");
+  EXPECT_EQ(LoadError(DataTable({{"source", Text("libsvm")},
+                                 {"path", Text("train.svm")},
+                                 {"test_path", Text("nope.svm")}}),
+                      dir.path()),
+            "s.toml:4:1: [data]: data file 'nope.svm' not found (looked for " +
+                (dir / "nope.svm").string() + ")");
+  EXPECT_THAT(LoadError(DataTable({{"source", Text("libsvm")},
+                                   {"path", Text("train.svm")},
+                                   {"features", {std::int64_t{0}, ""}}}),
+                        dir.path()),
+              HasSubstr("s.toml:4:1: [data]: features must be in [1, "));
 }
 
 }  // namespace
