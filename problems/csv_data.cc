@@ -6,13 +6,12 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <optional>
 
 #include "core/error.h"
+#include "problems/data_reader.h"
 #include "problems/dataset.h"
 
 namespace lemmalab {
@@ -24,22 +23,6 @@ std::string_view Trim(std::string_view s) {
     s.remove_suffix(1);
   }
   return s;
-}
-
-std::optional<double> ParseNumber(std::string_view text) {
-  text = Trim(text);
-  // from_chars takes no leading '+'; accept one only where a number follows ("+-1" stays bad).
-  if (text.size() > 1 && text[0] == '+' &&
-      (std::isdigit(static_cast<unsigned char>(text[1])) || text[1] == '.')) {
-    text.remove_prefix(1);
-  }
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
-      !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 // State shared with libcsv's C callbacks. Callbacks cannot throw through C frames, so the first
@@ -95,7 +78,7 @@ void OnRow(int /*terminator*/, void* data) {
     return;
   }
   for (std::size_t c = 0; c < fields.size(); ++c) {
-    const std::optional<double> value = ParseNumber(fields[c]);
+    const std::optional<double> value = ParseFiniteNumber(Trim(fields[c]));
     if (!value) {
       state->error = fmt::format("{}:{}: field {} ('{}'): '{}' is not a finite number", state->file,
                                  state->line, c + 1, state->header[c], fields[c]);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "problems/data_sources.h"
 
 namespace lemmalab {
 
@@ -37,9 +38,9 @@ void ScalePixels(Dataset& data) {
   data.description += ", pixels / 255";
 }
 
-std::filesystem::path ResolveDataFile(OptionTable& options, std::string_view key,
-                                      const DataContext& context) {
-  const std::filesystem::path given = options.RequireString(key);
+std::filesystem::path ResolveDataPath(OptionTable& options, std::string_view key,
+                                      const std::string& given_text, const DataContext& context) {
+  const std::filesystem::path given = given_text;
   const std::filesystem::path path = given.is_absolute() ? given : context.base_dir / given;
   if (!std::filesystem::exists(path)) {
     options.Fail(key, fmt::format("data file '{}' not found (looked for {})", given.string(),
@@ -49,6 +50,47 @@ std::filesystem::path ResolveDataFile(OptionTable& options, std::string_view key
     options.Fail(key, fmt::format("data file '{}' is not a regular file", given.string()));
   }
   return path;
+}
+
+std::filesystem::path ResolveDataFile(OptionTable& options, std::string_view key,
+                                      const DataContext& context) {
+  return ResolveDataPath(options, key, options.RequireString(key), context);
+}
+
+std::filesystem::path ResolveDataDir(OptionTable& options, std::string_view key,
+                                     const DataContext& context) {
+  const std::filesystem::path given = options.RequireString(key);
+  const std::filesystem::path path = given.is_absolute() ? given : context.base_dir / given;
+  if (!std::filesystem::exists(path)) {
+    options.Fail(key, fmt::format("data folder '{}' not found (looked for {})", given.string(),
+                                  path.lexically_normal().string()));
+  }
+  if (!std::filesystem::is_directory(path)) {
+    options.Fail(key, fmt::format("data folder '{}' is not a folder", given.string()));
+  }
+  return path;
+}
+
+std::optional<std::filesystem::path> FindDataFile(OptionTable& options, std::string_view key,
+                                                  const std::filesystem::path& dir,
+                                                  const std::string& name) {
+  const std::filesystem::path plain = dir / name;
+  const std::filesystem::path zipped = dir / (name + ".gz");
+  const bool has_plain = std::filesystem::is_regular_file(plain);
+  const bool has_zipped = std::filesystem::is_regular_file(zipped);
+  if (has_plain && has_zipped) {
+    options.Fail(key,
+                 fmt::format("'{}' holds both {} and {}.gz; keep one", dir.string(), name, name));
+  }
+  if (has_plain) return plain;
+  if (has_zipped) return zipped;
+  return std::nullopt;
+}
+
+std::string FolderName(const std::filesystem::path& dir) {
+  std::filesystem::path normal = std::filesystem::absolute(dir).lexically_normal();
+  if (!normal.has_filename()) normal = normal.parent_path();
+  return normal.filename().string();
 }
 
 namespace {
@@ -105,8 +147,15 @@ const Registry<DataSourceInfo>& DataSources() {
   static const Registry<DataSourceInfo> registry(
       "data source",
       {
+          {"cifar10",
+           "CIFAR-10 binary batches (plain or gzip): dir, or train = [...], test = [...]",
+           &LoadCifar10},
           {"csv", "CSV table with a header row (plain or gzip); label column of class indices",
            &LoadCsv},
+          {"idx", "IDX images and labels, MNIST / Fashion-MNIST (plain or gzip): dir, or files",
+           &LoadIdx},
+          {"libsvm", "LIBSVM / SVMlight text, binary labels -1/+1 or 0/1 (plain or gzip)",
+           &LoadLibsvm},
           {"synthetic-logistic", "Gaussian features, labels from a logistic model with seed",
            &LoadSyntheticLogistic},
       });

@@ -82,6 +82,21 @@ struct CsvTable {
 };
 CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_column);
 
+// IDX images and labels (MNIST, Fashion-MNIST), each plain or gzip-compressed: unsigned bytes,
+// images n x rows x cols (one row-major image per sample), labels n values below `classes`
+// (2..256). Offsets in messages count bytes of the uncompressed stream.
+Samples ReadIdx(const std::filesystem::path& images, const std::filesystem::path& labels,
+                int classes);
+
+// CIFAR-10 binary batches, each plain or gzip-compressed, concatenated in order: 3072 features
+// per image, the red, green and blue 32x32 planes one after another (row-major), labels 0..9.
+Samples ReadCifar10(const std::vector<std::filesystem::path>& files);
+
+// A LIBSVM / SVMlight text file for binary classification, plain or gzip-compressed. Labels are
+// all -1/+1 or all 0/1 (class 0 and class 1). `features` fixes the number of columns (indices
+// above it are errors); 0 takes the largest index in the file.
+Samples ReadLibsvm(const std::filesystem::path& path, std::int64_t features);
+
 // n samples with d standard normal features and labels y ~ Bernoulli(sigmoid(a·w*)), where
 // w* ~ N(0, (signal² / d) I), so the logits have standard deviation about `signal`.
 Dataset MakeSyntheticLogistic(std::int64_t samples, std::int64_t features, double signal,

@@ -2,7 +2,6 @@
 // data, standardisation, iid shards.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <set>
@@ -18,17 +17,10 @@ namespace {
 using ::testing::HasSubstr;
 using testing::TempDir;
 using testing::WriteFile;
+using testing::WriteGzipFile;
 
 std::string CsvError(const std::filesystem::path& path, std::string_view label = "") {
   return testing::UserErrorOf([&] { ReadCsv(path, label); });
-}
-
-void WriteGzip(const std::filesystem::path& path, const std::string& text) {
-  gzFile out = gzopen(path.string().c_str(), "wb");
-  ASSERT_NE(out, nullptr);
-  ASSERT_EQ(gzwrite(out, text.data(), static_cast<unsigned>(text.size())),
-            static_cast<int>(text.size()));
-  gzclose(out);
 }
 
 TEST(Csv, ReadsTheShippedBreastCancerTable) {
@@ -46,7 +38,7 @@ TEST(Csv, PlainAndGzipGiveTheSameData) {
   TempDir dir;
   const std::string text = "a,b,y\n1.5,-2,1\n3,4e-3,0\n";
   WriteFile(dir / "t.csv", text);
-  WriteGzip(dir / "t.csv.gz", text);
+  WriteGzipFile(dir / "t.csv.gz", text);
   const Samples plain = ReadCsv(dir / "t.csv", "y").samples;
   const Samples zipped = ReadCsv(dir / "t.csv.gz", "y").samples;
   EXPECT_EQ(plain.features, zipped.features);
@@ -126,7 +118,7 @@ TEST(Csv, TruncatedGzipIsAnErrorNotAShortTable) {
   TempDir dir;
   std::string text = "a,b,y\n";
   for (int i = 0; i < 2000; ++i) text += fmt::format("{},{},{}\n", i, 2 * i, i % 2);
-  WriteGzip(dir / "t.csv.gz", text);
+  WriteGzipFile(dir / "t.csv.gz", text);
   const std::string bytes = testing::ReadFile(dir / "t.csv.gz");
   WriteFile(dir / "cut.csv.gz", bytes.substr(0, bytes.size() / 2));
   EXPECT_THAT(CsvError(dir / "cut.csv.gz"), HasSubstr("truncated or corrupt"));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include <fstream>
 #include <sstream>
@@ -36,6 +37,15 @@ void WriteFile(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+void WriteGzipFile(const std::filesystem::path& path, const std::string& bytes) {
+  gzFile out = gzopen(path.string().c_str(), "wb");
+  if (out == nullptr) throw std::runtime_error("cannot write " + path.string());
+  const int written = gzwrite(out, bytes.data(), static_cast<unsigned>(bytes.size()));
+  if (gzclose(out) != Z_OK || written != static_cast<int>(bytes.size())) {
+    throw std::runtime_error("cannot write " + path.string());
+  }
 }
 
 int SpawnLemmalab(const std::vector<std::string>& arguments, const std::filesystem::path& out,

@@ -25,6 +25,8 @@ class TempDir {
 
 std::string ReadFile(const std::filesystem::path& path);
 void WriteFile(const std::filesystem::path& path, const std::string& text);
+// Writes `bytes` gzip-compressed through zlib.
+void WriteGzipFile(const std::filesystem::path& path, const std::string& bytes);
 
 struct CommandResult {
   int exit_code = -1;

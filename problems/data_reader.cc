@@ -1,0 +1,113 @@
+#include "problems/data_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace lemmalab {
+
+GzipReader::GzipReader(const std::filesystem::path& path) : file_(path.string()) {
+  in_ = gzopen(file_.c_str(), "rb");
+  if (in_ == nullptr) {
+    throw UserError(fmt::format("{}: cannot open for reading: {}", file_, std::strerror(errno)));
+  }
+  // zlib's default 8 KiB input buffer costs a system call per 8 KiB; large reads inflate straight
+  // into the caller's buffer, so a bigger input buffer is all that is left to gain.
+  gzbuffer(in_, 1 << 18);
+}
+
+GzipReader::~GzipReader() { gzclose(in_); }
+
+std::size_t GzipReader::Read(void* data, std::size_t size) {
+  auto* out = static_cast<unsigned char*>(data);
+  std::size_t done = 0;
+  while (done < size) {
+    // gzread counts in unsigned and answers in int.
+    const auto want = static_cast<unsigned>(std::min<std::size_t>(size - done, 1u << 30));
+    const int got = gzread(in_, out + done, want);
+    int error = Z_OK;
+    const char* message = gzerror(in_, &error);
+    if (got < 0 || (error != Z_OK && error != Z_BUF_ERROR)) {
+      throw UserError(fmt::format(
+          "{}: read error after byte {} of the uncompressed stream: {} (corrupt gzip data?)", file_,
+          offset_, error == Z_ERRNO ? std::strerror(errno) : message));
+    }
+    done += static_cast<std::size_t>(got);
+    offset_ += static_cast<std::uint64_t>(got);
+    // Z_BUF_ERROR: the compressed input ended inside a gzip stream ("unexpected end of file").
+    if (error == Z_BUF_ERROR) cut_off_ = true;
+    if (static_cast<unsigned>(got) < want) break;
+  }
+  return done;
+}
+
+std::vector<unsigned char> GzipReader::ReadToEnd() {
+  std::vector<unsigned char> bytes;
+  std::size_t size = 0;
+  for (;;) {
+    if (size == bytes.size()) bytes.resize(std::max<std::size_t>(1 << 20, 2 * size));
+    const std::size_t want = bytes.size() - size;
+    const std::size_t got = Read(bytes.data() + size, want);
+    size += got;
+    if (got < want) break;
+  }
+  if (cut_off_) FailCutOff();
+  bytes.resize(size);
+  return bytes;
+}
+
+std::uint64_t GzipReader::SkipRest() {
+  const std::uint64_t start = offset_;
+  std::vector<unsigned char> scratch(1 << 16);
+  while (Read(scratch.data(), scratch.size()) == scratch.size()) {
+  }
+  if (cut_off_) FailCutOff();
+  return offset_ - start;
+}
+
+void GzipReader::FailTruncated(std::string_view detail) const {
+  throw UserError(
+      fmt::format("{}: truncated: the data ends at byte {} of the uncompressed stream{}; {}", file_,
+                  offset_, cut_off_ ? " (gzip stream cut off)" : "", detail));
+}
+
+void GzipReader::FailCutOff() const {
+  throw UserError(fmt::format(
+      "{}: truncated: the gzip stream is cut off after byte {} of the uncompressed stream "
+      "(unexpected end of file)",
+      file_, offset_));
+}
+
+void CheckDenseSize(std::string_view what, std::int64_t samples, std::int64_t features) {
+  const double bytes = static_cast<double>(samples) * static_cast<double>(features) * 8;
+  if (bytes > kMaxDenseBytes) {
+    throw UserError(fmt::format(
+        "{}: {} samples x {} features would take {:.1f} GiB as dense doubles, more than the "
+        "{:.0f} GiB lemmalab allows",
+        what, samples, features, bytes / (1 << 30), kMaxDenseBytes / (1 << 30)));
+  }
+}
+
+std::optional<double> ParseFiniteNumber(std::string_view text) {
+  // from_chars takes no leading '+'; accept one only where a number follows ("+-1" stays bad).
+  if (text.size() > 1 && text[0] == '+' &&
+      (std::isdigit(static_cast<unsigned char>(text[1])) || text[1] == '.')) {
+    text.remove_prefix(1);
+  }
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+      !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace lemmalab

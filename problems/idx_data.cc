@@ -1,0 +1,237 @@
+// IDX reader (the format of MNIST and Fashion-MNIST, LeCun et al.): a big-endian header (magic
+// number 0x0000TTDD: element type TT, DD dimensions, then DD 32-bit sizes) and the elements in
+// row-major order. Only unsigned bytes (TT = 0x08) occur in these data sets.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string_view>
+
+#include "core/error.h"
+#include "problems/data_reader.h"
+#include "problems/data_sources.h"
+#include "problems/dataset.h"
+
+namespace lemmalab {
+namespace {
+
+constexpr int kUnsignedByte = 0x08;
+
+std::string_view ElementTypeName(int type) {
+  switch (type) {
+    case 0x08:
+      return "unsigned byte";
+    case 0x09:
+      return "signed byte";
+    case 0x0B:
+      return "16-bit integer";
+    case 0x0C:
+      return "32-bit integer";
+    case 0x0D:
+      return "32-bit float";
+    case 0x0E:
+      return "64-bit float";
+    default:
+      return "unknown type";
+  }
+}
+
+// Reads the magic number and the `rank` sizes of an IDX file of unsigned bytes; `kind` names the
+// expected content ("images") in messages.
+std::vector<std::uint32_t> ReadIdxHeader(GzipReader& in, int rank, std::string_view kind) {
+  const std::uint32_t expected = (kUnsignedByte << 8) | rank;
+  std::array<unsigned char, 4> magic;
+  if (in.Read(magic.data(), 4) < 4) {
+    in.FailTruncated(fmt::format("an IDX file starts with a 4-byte magic number (0x{:08x} for {})",
+                                 expected, kind));
+  }
+  const std::uint32_t found = (std::uint32_t{magic[0]} << 24) | (std::uint32_t{magic[1]} << 16) |
+                              (std::uint32_t{magic[2]} << 8) | magic[3];
+  if (magic[0] != 0 || magic[1] != 0) {
+    throw UserError(fmt::format(
+        "{}: not an IDX file: magic number 0x{:08x} at byte 0, expected 0x{:08x} ({}: unsigned "
+        "bytes, {} dimension{})",
+        in.file(), found, expected, kind, rank, rank == 1 ? "" : "s"));
+  }
+  if (magic[2] != kUnsignedByte) {
+    throw UserError(fmt::format(
+        "{}: IDX element type 0x{:02x} ({}) in magic number 0x{:08x} is not supported; expected "
+        "0x{:08x} (unsigned bytes, as in MNIST)",
+        in.file(), magic[2], ElementTypeName(magic[2]), found, expected));
+  }
+  if (magic[3] != rank) {
+    throw UserError(fmt::format(
+        "{}: magic number 0x{:08x} declares {} dimension(s), but IDX {} have {} (magic 0x{:08x}); "
+        "are images and labels swapped?",
+        in.file(), found, magic[3], kind, rank, expected));
+  }
+  std::vector<unsigned char> bytes(4 * static_cast<std::size_t>(rank));
+  if (in.Read(bytes.data(), bytes.size()) < bytes.size()) {
+    in.FailTruncated(fmt::format("the {}-byte IDX header ({} dimension sizes) is incomplete",
+                                 4 + bytes.size(), rank));
+  }
+  std::vector<std::uint32_t> sizes;
+  for (int k = 0; k < rank; ++k) {
+    const unsigned char* p = &bytes[4 * static_cast<std::size_t>(k)];
+    sizes.push_back((std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
+                    (std::uint32_t{p[2]} << 8) | p[3]);
+    if (sizes.back() == 0) {
+      throw UserError(fmt::format("{}: dimension {} of the IDX header (bytes {}..{}) is 0",
+                                  in.file(), k + 1, 4 + 4 * k, 7 + 4 * k));
+    }
+  }
+  return sizes;
+}
+
+// After the data the header declares, the file must end: extra bytes mean a different layout.
+void ExpectEnd(GzipReader& in, std::string_view what) {
+  const std::uint64_t end = in.offset();
+  if (const std::uint64_t extra = in.SkipRest(); extra > 0) {
+    throw UserError(fmt::format(
+        "{}: {} unexpected byte(s) after the {} the header declares, from byte {} of the "
+        "uncompressed stream",
+        in.file(), extra, what, end));
+  }
+}
+
+struct IdxImages {
+  Samples samples;
+  std::uint32_t rows = 0, cols = 0;
+};
+
+IdxImages ReadImagesAndLabels(const std::filesystem::path& images,
+                              const std::filesystem::path& labels, int classes) {
+  LEMMALAB_CHECK(classes >= 2 && classes <= 256, "classes = {} outside [2, 256]", classes);
+  GzipReader image_in(images);
+  GzipReader label_in(labels);
+  const std::vector<std::uint32_t> image_sizes = ReadIdxHeader(image_in, 3, "images");
+  const std::vector<std::uint32_t> label_sizes = ReadIdxHeader(label_in, 1, "labels");
+  const std::int64_t n = image_sizes[0];
+  const std::int64_t pixels = std::int64_t{image_sizes[1]} * image_sizes[2];
+  if (label_sizes[0] != n) {
+    throw UserError(fmt::format("{} holds {} images but {} holds {} labels", image_in.file(), n,
+                                label_in.file(), label_sizes[0]));
+  }
+  CheckDenseSize(image_in.file(), n, pixels);
+
+  IdxImages result{{}, image_sizes[1], image_sizes[2]};
+  Samples& samples = result.samples;
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(n));
+  if (label_in.Read(bytes.data(), bytes.size()) < bytes.size()) {
+    label_in.FailTruncated(
+        fmt::format("the header promises {} bytes ({} labels after an 8-byte header)", 8 + n, n));
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (bytes[i] >= classes) {
+      throw UserError(
+          fmt::format("{}: label {} of sample {} (byte {} of the uncompressed stream) is not below "
+                      "classes = {}",
+                      label_in.file(), bytes[i], i, 8 + i, classes));
+    }
+  }
+  ExpectEnd(label_in, "labels");
+  samples.labels =
+      Eigen::Map<const Eigen::Matrix<unsigned char, Eigen::Dynamic, 1>>(bytes.data(), n)
+          .cast<int>();
+
+  // Large reads (zlib inflates straight into the buffer) converted chunk by chunk while the
+  // bytes are still in cache.
+  samples.features.resize(n, pixels);
+  double* out = samples.features.data();
+  const std::uint64_t total = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(pixels);
+  bytes.resize(std::min<std::uint64_t>(total, 1 << 20));
+  for (std::uint64_t done = 0; done < total;) {
+    const std::size_t want = std::min<std::uint64_t>(bytes.size(), total - done);
+    const std::size_t got = image_in.Read(bytes.data(), want);
+    for (std::size_t k = 0; k < got; ++k) out[done + k] = bytes[k];
+    done += got;
+    if (got < want) {
+      image_in.FailTruncated(
+          fmt::format("the header promises {} bytes ({} images of {}x{} after a 16-byte header)",
+                      16 + total, n, image_sizes[1], image_sizes[2]));
+    }
+  }
+  ExpectEnd(image_in, "images");
+  return result;
+}
+
+}  // namespace
+
+Samples ReadIdx(const std::filesystem::path& images, const std::filesystem::path& labels,
+                int classes) {
+  return ReadImagesAndLabels(images, labels, classes).samples;
+}
+
+Dataset LoadIdx(OptionTable& options, const DataContext& context) {
+  const int classes = static_cast<int>(options.GetInt("classes", 10, 2, 256));
+  // The keys of the explicit files and the names of the files in a folder, as MNIST ships them.
+  constexpr std::array<std::string_view, 4> kKeys = {"train_images", "train_labels", "test_images",
+                                                     "test_labels"};
+  const std::array<std::string, 4> kNames = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                             "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+  std::array<std::optional<std::filesystem::path>, 4> files;
+  std::string name;
+  std::string_view test_key = "dir";  // where a problem with the test files is reported
+  if (options.Has("dir")) {
+    for (const std::string_view key : kKeys) {
+      if (options.Has(key)) {
+        options.Fail(key, fmt::format("give either dir or the files (train_images, ...), not "
+                                      "both; {} is set with dir",
+                                      key));
+      }
+    }
+    const std::filesystem::path dir = ResolveDataDir(options, "dir", context);
+    for (std::size_t k = 0; k < 4; ++k) files[k] = FindDataFile(options, "dir", dir, kNames[k]);
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (!files[k]) {
+        options.Fail("dir", fmt::format("folder '{}' has no {} (or {}.gz)", dir.string(), kNames[k],
+                                        kNames[k]));
+      }
+    }
+    if (files[2].has_value() != files[3].has_value()) {
+      const std::size_t present = files[2] ? 2 : 3, absent = 5 - present;
+      options.Fail("dir", fmt::format("folder '{}' has {} but no {} (or {}.gz); the test set "
+                                      "needs both files or neither",
+                                      dir.string(), files[present]->filename().string(),
+                                      kNames[absent], kNames[absent]));
+    }
+    name = FolderName(dir);
+  } else {
+    if (!options.Has("train_images")) {
+      options.Fail("dir",
+                   "missing the data: give dir = \"<folder>\" or train_images and "
+                   "train_labels");
+    }
+    for (std::size_t k = 0; k < 4; ++k) {
+      if (k < 2 || options.Has(kKeys[k])) files[k] = ResolveDataFile(options, kKeys[k], context);
+    }
+    if (files[2].has_value() != files[3].has_value()) {
+      const std::string_view present = files[2] ? kKeys[2] : kKeys[3];
+      const std::string_view absent = files[2] ? kKeys[3] : kKeys[2];
+      options.Fail(present, fmt::format("{} needs {} too: the test set needs both files or neither",
+                                        present, absent));
+    }
+    test_key = kKeys[2];
+    name = files[0]->filename().string();
+  }
+
+  IdxImages train = ReadImagesAndLabels(*files[0], *files[1], classes);
+  Dataset data;
+  data.classes = classes;
+  data.train = std::move(train.samples);
+  data.description = fmt::format("{}: {} train", name, data.train.size());
+  if (files[2]) {
+    IdxImages test = ReadImagesAndLabels(*files[2], *files[3], classes);
+    if (test.rows != train.rows || test.cols != train.cols) {
+      options.Fail(test_key, fmt::format("the test images are {}x{}, the train images {}x{}",
+                                         test.rows, test.cols, train.rows, train.cols));
+    }
+    data.test = std::move(test.samples);
+    data.description += fmt::format(" + {} test", data.test->size());
+  }
+  data.description += fmt::format(" images {}x{}", train.rows, train.cols);
+  return data;
+}
+
+}  // namespace lemmalab
