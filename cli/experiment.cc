@@ -178,11 +178,11 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   std::vector<Constant> constants = problem->Constants();
   if (spec.reference) {
     if constexpr (std::is_same_v<T, double>) {
-      constants = ReferenceConstants(*problem, spec.seed);
+      constants = ReferenceConstants(*problem, spec.seed, spec.reference_iterations);
     } else {
       const std::unique_ptr<Problem<double>> exact =
           MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data ? &*data : nullptr});
-      constants = ReferenceConstants(*exact, spec.seed);
+      constants = ReferenceConstants(*exact, spec.seed, spec.reference_iterations);
     }
   }
   std::optional<double> f_star;

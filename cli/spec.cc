@@ -82,6 +82,8 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
                                                                                : Precision::kFp32;
   spec.eval_every = root->GetInt("eval_every", 1, 1);
   spec.reference = root->GetBool("reference", false);
+  spec.reference_iterations =
+      static_cast<int>(root->GetInt("reference_iterations", spec.reference_iterations, 1, 1 << 30));
 
   spec.probes = root->GetStringList("probes");
   for (std::size_t k = 0; k < spec.probes.size(); ++k) {

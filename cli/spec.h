@@ -8,6 +8,7 @@
 //   eval_every = 1               # full-batch loss/accuracy every k steps (and at the last)
 //   reference = false            # estimate f* (Ceres L-BFGS) and L (power iteration) where
 //                                # the problem does not know them; adds optimality_gap
+//   reference_iterations = 10000 # L-BFGS iterations at most (each is a full-batch gradient)
 //   probes = ["ef-norm", ...]    # attached to every optimizer that exposes what they read
 //   [data]      source = "csv", path = "...", ...      (see problems/dataset.h)
 //   [problem]   name = "logreg", ...
@@ -49,6 +50,7 @@ struct RunSpec {
   Precision precision = Precision::kFp32;
   std::int64_t eval_every = 1;
   bool reference = false;
+  int reference_iterations = 10000;
   std::vector<std::string> probes;
   std::shared_ptr<OptionTable> data;  // null when the spec has no [data]
   std::shared_ptr<OptionTable> problem;

@@ -35,12 +35,12 @@ class FullBatchObjective final : public ceres::FirstOrderFunction {
 }  // namespace
 
 FullBatchMinimum MinimizeFullBatch(const Problem<double>& problem, const Eigen::VectorXd& start,
-                                   double gradient_tolerance) {
+                                   int max_iterations, double gradient_tolerance) {
   // The GradientProblem owns the function it is given.
   ceres::GradientProblem gradient_problem(new FullBatchObjective(problem));
   ceres::GradientProblemSolver::Options options;
   options.line_search_direction_type = ceres::LBFGS;
-  options.max_num_iterations = 100000;
+  options.max_num_iterations = max_iterations;
   options.gradient_tolerance = gradient_tolerance;
   options.function_tolerance = 1e-16;
   options.parameter_tolerance = 1e-16;
@@ -91,17 +91,18 @@ const Constant* FindConstant(const std::vector<Constant>& constants, std::string
   return nullptr;
 }
 
-std::vector<Constant> ReferenceConstants(const Problem<double>& problem, std::uint64_t seed) {
+std::vector<Constant> ReferenceConstants(const Problem<double>& problem, std::uint64_t seed,
+                                         int max_iterations) {
   std::vector<Constant> constants = problem.Constants();
   const Eigen::VectorXd start = problem.InitialPoint();
   std::optional<FullBatchMinimum> minimum;
   if (FindConstant(constants, "f_star") == nullptr) {
-    minimum = MinimizeFullBatch(problem, start);
+    minimum = MinimizeFullBatch(problem, start, max_iterations);
     constants.push_back(
         {"f_star", minimum->value, Certainty::kEstimate,
-         fmt::format("Ceres L-BFGS from x_0: {} iterations, |grad f| = {:.3g} at the end (the "
-                     "global minimum if f is convex, else a local one)",
-                     minimum->iterations, minimum->grad_norm)});
+         fmt::format("Ceres L-BFGS from x_0: {} iterations, |grad f| = {:.3g} at the end, "
+                     "stopped: {} (the global minimum if f is convex, else a local one)",
+                     minimum->iterations, minimum->grad_norm, minimum->termination)});
   }
   if (FindConstant(constants, "L") == nullptr) {
     double L = EstimateSmoothness(problem, start, seed);

@@ -20,10 +20,11 @@ struct FullBatchMinimum {
 };
 
 // Minimises f from `start` with Ceres' GradientProblemSolver (L-BFGS, strong Wolfe line search)
-// until the gradient's max-norm falls below `gradient_tolerance` or progress stops at rounding
-// level. For a convex problem the value is f* to that tolerance; otherwise a local minimum.
+// until the gradient's max-norm falls below `gradient_tolerance`, progress stops at rounding
+// level, or after `max_iterations`. For a convex problem the value is f* to that tolerance;
+// otherwise a local minimum. `termination` says which.
 FullBatchMinimum MinimizeFullBatch(const Problem<double>& problem, const Eigen::VectorXd& start,
-                                   double gradient_tolerance = 1e-10);
+                                   int max_iterations = 10000, double gradient_tolerance = 1e-10);
 
 // The largest |eigenvalue| of the Hessian of f at x, by power iteration on central
 // finite-difference Hessian-vector products (H v ~ (grad f(x + h v) - grad f(x - h v)) / 2h),
@@ -34,8 +35,9 @@ double EstimateSmoothness(const Problem<double>& problem, const Eigen::VectorXd&
 
 // The problem's own constants, plus estimates of f_star (when the problem has none) and of L
 // (when it has none): L is the larger of the estimates at the initial point and at the
-// minimiser. Each estimate says how it was made.
-std::vector<Constant> ReferenceConstants(const Problem<double>& problem, std::uint64_t seed);
+// minimiser. Each estimate says how it was made. `max_iterations` bounds L-BFGS.
+std::vector<Constant> ReferenceConstants(const Problem<double>& problem, std::uint64_t seed,
+                                         int max_iterations = 10000);
 
 // The constant called `name`, or null.
 const Constant* FindConstant(const std::vector<Constant>& constants, std::string_view name);
