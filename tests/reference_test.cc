@@ -51,6 +51,15 @@ TEST(Reference, CeresOptimumAgreesWithALongGradientDescentRun) {
       << "GD " << f << " Ceres " << minimum.value;
 }
 
+TEST(Reference, IterationLimitIsHonouredAndReported) {
+  const auto problem = BreastCancerLogreg(1e-3);
+  const std::vector<Constant> constants = ReferenceConstants(*problem, 1, 3);
+  const Constant* f_star = FindConstant(constants, "f_star");
+  ASSERT_NE(f_star, nullptr);
+  EXPECT_THAT(f_star->basis, ::testing::HasSubstr("Maximum number of iterations reached"));
+  EXPECT_GT(f_star->value, MinimizeFullBatch(*problem, problem->InitialPoint()).value + 1e-6);
+}
+
 TEST(Reference, PowerIterationFindsTheLargestEigenvalue) {
   QuadraticOptions o;
   o.spectrum.dimension = 30;
