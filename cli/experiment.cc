@@ -175,6 +175,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   if (spec.data) data = LoadData(*spec.data, {spec.seed, spec.path.parent_path()});
   const std::unique_ptr<Problem<T>> problem =
       MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data ? &*data : nullptr});
+  problem->set_threads(options.threads);
   std::vector<Constant> constants = problem->Constants();
   if (spec.reference) {
     if constexpr (std::is_same_v<T, double>) {

@@ -86,6 +86,8 @@ void GzipReader::FailCutOff() const {
 }
 
 void CheckDenseSize(std::string_view what, std::int64_t samples, std::int64_t features) {
+  LEMMALAB_CHECK(samples >= 0 && features >= 0, "{}: {} samples x {} features", what, samples,
+                 features);
   const double bytes = static_cast<double>(samples) * static_cast<double>(features) * 8;
   if (bytes > kMaxDenseBytes) {
     throw UserError(fmt::format(

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "problems/data_reader.h"
 #include "problems/data_sources.h"
 
 namespace lemmalab {
@@ -138,6 +139,7 @@ Dataset LoadSyntheticLogistic(OptionTable& options, const DataContext& context) 
   const std::int64_t samples = options.GetInt("samples", 1000, 1, std::int64_t{1} << 31);
   const std::int64_t features = options.GetInt("features", 20, 1, 1 << 24);
   const double signal = options.GetDouble("signal", 4.0, Interval::NonNegative());
+  CheckDenseSize("synthetic-logistic", samples, features);
   return MakeSyntheticLogistic(samples, features, signal, context.seed);
 }
 

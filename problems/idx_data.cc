@@ -17,6 +17,8 @@ namespace lemmalab {
 namespace {
 
 constexpr int kUnsignedByte = 0x08;
+// Far above any image data set (CIFAR-size images have 3072 pixels, ImageNet-size 150528).
+constexpr std::int64_t kMaxImagePixels = std::int64_t{1} << 24;
 
 std::string_view ElementTypeName(int type) {
   switch (type) {
@@ -108,6 +110,13 @@ IdxImages ReadImagesAndLabels(const std::filesystem::path& images,
   const std::vector<std::uint32_t> image_sizes = ReadIdxHeader(image_in, 3, "images");
   const std::vector<std::uint32_t> label_sizes = ReadIdxHeader(label_in, 1, "labels");
   const std::int64_t n = image_sizes[0];
+  // Two 32-bit sizes can multiply past int64: judge a corrupt header before forming the product.
+  if (static_cast<double>(image_sizes[1]) * static_cast<double>(image_sizes[2]) > kMaxImagePixels) {
+    throw UserError(fmt::format(
+        "{}: the IDX header (bytes 8..15) declares images of {}x{} pixels, more than the {} "
+        "pixels an image may have; is the file corrupt?",
+        image_in.file(), image_sizes[1], image_sizes[2], kMaxImagePixels));
+  }
   const std::int64_t pixels = std::int64_t{image_sizes[1]} * image_sizes[2];
   if (label_sizes[0] != n) {
     throw UserError(fmt::format("{} holds {} images but {} holds {} labels", image_in.file(), n,

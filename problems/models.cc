@@ -52,7 +52,8 @@ class LogisticModel final : public Model<T> {
       const auto label = static_cast<T>(y[k]);
       loss += Softplus(static_cast<double>(z[k])) - static_cast<double>(label * z[k]);
       residual[k] = Sigmoid(z[k]) - label;
-      if (correct != nullptr) *correct += (z[k] >= 0) == (y[k] == 1);
+      // Class 1 only when z > 0: a tie goes to the lower class, as softmax's argmax does.
+      if (correct != nullptr) *correct += (z[k] > 0) == (y[k] == 1);
     }
     if (gradient != nullptr) {
       Eigen::Map<Vector<T>> g(gradient, dimension());

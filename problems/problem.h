@@ -98,6 +98,10 @@ class Problem {
   // f_star by L-BFGS, come from problems/reference.h.
   virtual std::vector<Constant> Constants() const { return {}; }
 
+  // Threads for full-batch passes (Objective, Evaluate): 0 lets the problem choose by the size
+  // of the pass. Results never depend on it; problems whose passes are cheap ignore it.
+  virtual void set_threads(int threads) { (void)threads; }
+
   // Per-worker shard sizes and label histograms; empty for problems without samples.
   virtual std::vector<ShardSummary> Shards() const { return {}; }
 

@@ -113,7 +113,7 @@ std::vector<Constant> ReferenceConstants(const Problem<double>& problem, std::ui
     }
     constants.push_back({"L", L, Certainty::kEstimate,
                          fmt::format("power iteration on finite-difference Hessian-vector "
-                                     "products of f at {}",
+                                     "products of f (not of each f_i) at {}",
                                      where)});
   }
   return constants;

@@ -75,6 +75,7 @@ class SupervisedProblem final : public Problem<T> {
   std::vector<Layer> Layers() const override { return model_->Layers(); }
   std::vector<Constant> Constants() const override { return constants_; }
   std::vector<ShardSummary> Shards() const override { return summaries_; }
+  void set_threads(int threads) override { threads_ = threads; }
 
   double StochasticGradient(int worker, ConstVectorRef<T> x, PhiloxStream& stream,
                             VectorRef<T> g) const override {
@@ -109,7 +110,7 @@ class SupervisedProblem final : public Problem<T> {
     e.accuracy = static_cast<double>(correct) / static_cast<double>(samples_);
     if (test_) {
       std::int64_t test_correct = 0;
-      const std::vector<Chunk> chunks = Chunks(*test_, 0);
+      const std::vector<Chunk> chunks = Chunks(*test_, -1);
       const std::vector<ChunkResult> results = SumChunks(chunks, x, false);
       double loss = 0;
       for (const ChunkResult& r : results) {
@@ -147,7 +148,7 @@ class SupervisedProblem final : public Problem<T> {
   struct Chunk {
     const Part<T>* part;
     std::int64_t begin, rows;
-    int shard;  // -1 for the test set
+    int shard;  // index of the training shard; -1 for the test set
   };
   struct ChunkResult {
     double loss = 0;
@@ -169,7 +170,7 @@ class SupervisedProblem final : public Problem<T> {
     std::int64_t rows = 0;
     for (const Chunk& c : chunks) rows += c.rows;
     const double work = static_cast<double>(rows) * static_cast<double>(dimension());
-    const int threads = work < kParallelWork ? 1 : omp_get_max_threads();
+    const int threads = threads_ > 0 ? threads_ : work < kParallelWork ? 1 : omp_get_max_threads();
     ParallelFor(static_cast<int>(chunks.size()), threads, [&](int k) {
       const Chunk& c = chunks[static_cast<std::size_t>(k)];
       ChunkResult& r = results[static_cast<std::size_t>(k)];
@@ -295,7 +296,8 @@ class SupervisedProblem final : public Problem<T> {
                             per_sample + lambda * 3 * std::sqrt(3.0) / 8 *
                                              std::sqrt(static_cast<double>(dimension())),
                             Certainty::kBound,
-                            fmt::format("{:.4g} * max_k ||(a_k, 1)||{}", bounds->gradient_factor,
+                            fmt::format("{:.4g} * max_k ||{}||{}", bounds->gradient_factor,
+                                        bounds->intercept ? "(a_k, 1)" : "a_k",
                                         lambda > 0 ? " + lambda 3 sqrt(3)/8 sqrt(d)" : "")});
     }
     if (options_.batch_size == 0) {
@@ -316,6 +318,7 @@ class SupervisedProblem final : public Problem<T> {
   std::optional<Part<T>> test_;
   std::int64_t samples_ = 0;
   std::vector<Constant> constants_;
+  int threads_ = 0;
 };
 
 }  // namespace

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <cmath>
 #include <set>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "problems/dataset.h"
 #include "problems/sharding.h"
 #include "tests/test_util.h"
@@ -236,6 +239,57 @@ TEST(Shards, DirichletWithTooSmallAlphaIsAClearError) {
   Eigen::VectorXi labels = Eigen::VectorXi::Zero(20);
   EXPECT_THAT(testing::UserErrorOf([&] { DirichletShards(labels, 1, 16, 1e-4, 1); }),
               HasSubstr("alpha = 0.0001 left some of the 16 workers without samples"));
+}
+
+TEST(Dataset, StandardizeAppliesTrainingStatisticsToTheTestSet) {
+  Dataset data;
+  data.train.features.resize(4, 2);
+  data.train.features << 1, 5, 3, 5, 5, 5, 7, 5;  // column 0: mean 4, sd sqrt(5); column 1 constant
+  data.test = Samples{};
+  data.test->features.resize(2, 2);
+  data.test->features << 4, 5, 9, 8;
+  StandardizeFeatures(data);
+  EXPECT_DOUBLE_EQ(data.test->features(0, 0), 0);
+  EXPECT_DOUBLE_EQ(data.test->features(1, 0), 5 / std::sqrt(5.0));
+  // A column constant on the training set is centred by that constant, not scaled.
+  EXPECT_EQ(data.test->features(0, 1), 0);
+  EXPECT_EQ(data.test->features(1, 1), 3);
+  EXPECT_EQ(data.train.features.col(1), Eigen::VectorXd::Zero(4));
+}
+
+TEST(Data, ClassCountIncludesTheTestSetsLabels) {
+  TempDir dir;
+  WriteFile(dir / "train.csv", "a,y\n1,0\n2,1\n");
+  WriteFile(dir / "test.csv", "a,y\n1,2\n");
+  OptionTable options("[data]", "s.toml:1:1");
+  options.Set("source", {std::string("csv"), "s.toml:2:1"});
+  options.Set("path", {std::string("train.csv"), "s.toml:3:1"});
+  options.Set("test_path", {std::string("test.csv"), "s.toml:4:1"});
+  EXPECT_EQ(LoadData(options, {0, dir.path()}).classes, 3);
+  options.Set("classes", {std::int64_t{2}, "s.toml:5:1"});
+  EXPECT_THAT(testing::UserErrorOf([&] {
+                LoadData(options, {0, dir.path()});
+              }),
+              HasSubstr("s.toml:5:1: [data]: the data has label 2, but classes = 2 allows 0..1"));
+}
+
+TEST(Shards, IidShardsReplayTheDocumentedShuffle) {
+  // An independent Fisher-Yates over the documented stream, cut at floor(w N / n).
+  const std::int64_t samples = 50;
+  std::vector<std::int64_t> order(samples);
+  for (std::int64_t i = 0; i < samples; ++i) order[static_cast<std::size_t>(i)] = i;
+  PhiloxStream stream({77, Purpose::kShardShuffle, kGlobalStream, 0});
+  for (std::int64_t i = samples - 1; i >= 1; --i) {
+    const auto j = boost::random::uniform_int_distribution<std::int64_t>(0, i)(stream);
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  const Shards shards = IidShards(samples, 3, 77);
+  for (int w = 0; w < 3; ++w) {
+    std::vector<std::int64_t> expected(order.begin() + samples * w / 3,
+                                       order.begin() + samples * (w + 1) / 3);
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(shards[static_cast<std::size_t>(w)], expected) << "worker " << w;
+  }
 }
 
 }  // namespace

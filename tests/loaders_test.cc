@@ -131,6 +131,19 @@ TEST(Idx, WrongMagicNumberNamesTheFileAndTheValue) {
                 "0x00000803); are images and labels swapped?");
 }
 
+TEST(Idx, ImpossibleImageSizesInACorruptHeaderAreAClearError) {
+  // 0xFFFFFFFF x 0xFFFFFFFF pixels overflows a 64-bit product: the reader must judge the sizes
+  // before multiplying them, and say which file is corrupt rather than run out of memory.
+  SmallIdx idx;
+  WriteFile(idx.dir / "huge", IdxImages(3, 0xFFFFFFFFu, 0xFFFFFFFFu, idx.pixels));
+  EXPECT_EQ(idx.Error("huge"), (idx.dir / "huge").string() +
+                                   ": the IDX header (bytes 8..15) declares images of "
+                                   "4294967295x4294967295 pixels, more than the 16777216 pixels "
+                                   "an image may have; is the file corrupt?");
+  WriteFile(idx.dir / "many", IdxImages(3, 4097, 4096, idx.pixels));
+  EXPECT_THAT(idx.Error("many"), HasSubstr("4097x4096 pixels"));
+}
+
 TEST(Idx, TruncatedFileNamesWhereTheDataEndsAndWhatTheHeaderPromised) {
   SmallIdx idx;
   const std::string cut = idx.images.substr(0, idx.images.size() - 5);

@@ -234,26 +234,24 @@ TEST(Supervised, FullBatchPassIsChunkedButExactAndThreadCountFree) {
   // 5000 samples in 2 shards: several 2048-row chunks per shard, summed in a fixed order.
   const Dataset data = MakeClassData(5000, 10, 3, 6);
   const Shards shards = IidShards(5000, 2, 3);
-  const auto problem = Make(MakeMlpModel<double>(10, {16}, 3, Activation::kRelu), data, shards);
+  const auto model = [] { return MakeMlpModel<double>(10, {16}, 3, Activation::kRelu); };
+  const auto problem = Make(model(), data, shards);
   const Eigen::VectorXd x = problem->InitialPoint();
   // Reference: each shard's mean in one piece through a one-shard problem of the same model.
   double expected = 0;
   Eigen::VectorXd expected_g = Eigen::VectorXd::Zero(problem->dimension());
   for (const auto& shard : shards) {
     Eigen::VectorXd g;
-    expected += Make(MakeMlpModel<double>(10, {16}, 3, Activation::kRelu), data, {shard})
-                    ->Objective(x, &g) /
-                2;
+    expected += Make(model(), data, {shard})->Objective(x, &g) / 2;
     expected_g += g / 2;
   }
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
+  problem->set_threads(1);
   const Evaluation one = problem->Evaluate(x);
-  omp_set_num_threads(2);
+  problem->set_threads(2);  // the parallel path, whatever the size of the pass
   const Evaluation two = problem->Evaluate(x);
-  omp_set_num_threads(threads);
   EXPECT_EQ(one.loss, two.loss);
   EXPECT_EQ(one.grad_sq_norm, two.grad_sq_norm);
+  EXPECT_EQ(one.accuracy, two.accuracy);
   EXPECT_NEAR(one.loss, expected, 1e-12);
   EXPECT_NEAR(one.grad_sq_norm, expected_g.squaredNorm(), 1e-12 * expected_g.squaredNorm());
 }
@@ -433,6 +431,97 @@ TEST(Supervised, SpecOptionsReachTheProblem) {
     for (std::int64_t count : shard.label_counts) present += count > 0;
     EXPECT_LE(present, 4);
   }
+}
+
+TEST(Supervised, TiesGoToTheLowerClassInBothModels) {
+  // At x = 0 every logit ties: both models predict class 0, so accuracy is the share of label 0.
+  const Dataset data = MakeSyntheticLogistic(101, 3, 2.0, 13);
+  const Shards shards = IidShards(101, 2, 1);
+  const double zeros = static_cast<double>((data.train.labels.array() == 0).count()) / 101;
+  EXPECT_EQ(Make(MakeLogisticModel<double>(3, true), data, shards)
+                ->Evaluate(Eigen::VectorXd::Zero(4))
+                .accuracy,
+            zeros);
+  EXPECT_EQ(Make(MakeMlpModel<double>(3, {}, 2, Activation::kRelu), data, shards)
+                ->Evaluate(Eigen::VectorXd::Zero(8))
+                .accuracy,
+            zeros);
+}
+
+TEST(Supervised, LossesStayExactAtExtremeLogits) {
+  // z = +-1000: log(1 + e^z) must not overflow, and softmax must shift by the largest logit.
+  Dataset data;
+  data.train.features.resize(2, 1);
+  data.train.features << 1, -1;
+  data.train.labels = Labels({0, 0});
+  const auto logistic = Make(MakeLogisticModel<double>(1, false), data, {{0, 1}});
+  // Sample 0: z = 1000, y = 0, loss 1000; sample 1: z = -1000, loss ~ e^-1000 = 0.
+  EXPECT_DOUBLE_EQ(logistic->Objective(Eigen::VectorXd::Constant(1, 1000), nullptr), 500);
+  const auto softmax = Make(MakeMlpModel<double>(1, {}, 2, Activation::kRelu), data, {{0, 1}});
+  Eigen::VectorXd x(4);  // W = (0, 1000)^T, b = 0: logits (0, 1000) and (0, -1000)
+  x << 0, 1000, 0, 0;
+  Eigen::VectorXd g;
+  EXPECT_DOUBLE_EQ(softmax->Objective(x, &g), 500);
+  EXPECT_TRUE(g.allFinite());
+  const auto softmax32 = Make(MakeMlpModel<float>(1, {}, 2, Activation::kRelu), data, {{0, 1}});
+  EXPECT_NEAR(softmax32->Objective(Vector<float>(x.cast<float>()), nullptr), 500, 1e-3);
+}
+
+TEST(Supervised, BoundsAreAttainedWhereTheyCanBe) {
+  // G counts the intercept's 1: with features of 1e-3 and a saturated sigmoid, the gradient
+  // norm is ||(a, 1)|| itself.
+  Dataset tiny;
+  tiny.train.features = RowMatrix<double>::Constant(4, 4, 1e-3);
+  tiny.train.labels = Labels({0, 0, 0, 0});
+  const auto with_intercept = Make(MakeLogisticModel<double>(4, true), tiny, {{0, 1, 2, 3}});
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(5), g;
+  x[4] = 30;
+  with_intercept->Objective(x, &g);
+  const double g_bound = ConstantValue(with_intercept->Constants(), "G");
+  EXPECT_LE(g.norm(), g_bound);
+  EXPECT_GT(g.norm(), 0.999 * g_bound);
+  EXPECT_THAT(with_intercept->Constants()[1].basis, HasSubstr("||(a_k, 1)||"));
+  // The regulariser's part 3 sqrt(3)/8 lambda per coordinate is reached at x_j = 1/sqrt(3).
+  const auto nonconvex = Make(MakeLogisticModel<double>(4, false), tiny, {{0, 1, 2, 3}}, 0, 1.0);
+  nonconvex->Objective(Eigen::VectorXd::Constant(4, 1 / std::sqrt(3.0)), &g);
+  const double nonconvex_bound = ConstantValue(nonconvex->Constants(), "G");
+  EXPECT_LE(g.norm(), nonconvex_bound);
+  EXPECT_GT(g.norm(), 0.99 * nonconvex_bound);
+  // No G with l2 > 0: its gradient l2 x is unbounded.
+  for (const Constant& c :
+       Make(MakeLogisticModel<double>(4, true), tiny, {{0, 1}}, 0.1)->Constants()) {
+    EXPECT_NE(c.name, "G");
+  }
+  // sigma: per-sample gradients +-1/2 around a zero mean (x = 0, a = 1, labels 0 and 1) give a
+  // batch-of-16 variance of (1/4)/16, a quarter of the bound max||g_k||^2 / 16.
+  Dataset pair;
+  pair.train.features = RowMatrix<double>::Constant(2, 1, 1.0);
+  pair.train.labels = Labels({0, 1});
+  const auto batched = Make(MakeLogisticModel<double>(1, false), pair, {{0, 1}}, 0, 0, 16);
+  const double sigma = ConstantValue(batched->Constants(), "sigma");
+  EXPECT_DOUBLE_EQ(sigma, 0.25);
+  double variance = 0;
+  Eigen::VectorXd draw(1);
+  for (int k = 0; k < 4000; ++k) {
+    PhiloxStream stream({1, Purpose::kMinibatch, 0, static_cast<std::uint64_t>(k)});
+    batched->StochasticGradient(0, Eigen::VectorXd::Zero(1), stream, draw);
+    variance += draw.squaredNorm() / 4000;
+  }
+  // 4000 draws of a variance-1/64 mean: the estimate's sd is about 2% of its value.
+  EXPECT_NEAR(variance, 1.0 / 64, 0.1 / 64);
+  EXPECT_LE(variance, sigma * sigma);
+}
+
+TEST(Supervised, TanhInitialPointIsGlorotUniform) {
+  const Dataset data = MakeClassData(20, 50, 3, 1);
+  const auto problem = Make(MakeMlpModel<double>(50, {30}, 3, Activation::kTanh), data, {{0, 1}});
+  const Layer w = problem->Layers()[0];
+  const Eigen::VectorXd x = problem->InitialPoint();
+  const auto weights = x.segment(w.offset, w.size());
+  const double limit = std::sqrt(6.0 / (50 + 30));
+  EXPECT_LE(weights.cwiseAbs().maxCoeff(), limit);
+  EXPECT_GT(weights.cwiseAbs().maxCoeff(), 0.95 * limit);
+  EXPECT_NEAR(weights.squaredNorm() / 1500, limit * limit / 3, 0.1 * limit * limit / 3);
 }
 
 }  // namespace
