@@ -296,6 +296,25 @@ TEST(Quadratic, GBoundsEveryStochasticGradientOnTheBall) {
   EXPECT_TRUE(HasConstant(*MakeQuadratic<double>(BuildQuadraticModel(o, 3, 4)), "G"));
 }
 
+TEST(Quadratic, GCountsTheHeterogeneityShifts) {
+  // On a tiny ball around x*, worker i's exact gradient is -delta_i: the bound must include
+  // max_i ||delta_i||, and nearly nothing else.
+  QuadraticOptions o = SmallQuadratic(8, 2.0);
+  o.radius = 1e-9;
+  const QuadraticModel model = BuildQuadraticModel(o, 4, 6);
+  const auto problem = MakeQuadratic<double>(model);
+  double largest = 0;
+  for (int i = 0; i < 4; ++i) {
+    Eigen::VectorXd g(8);
+    PhiloxStream stream = StepStream(6, i, 1);
+    problem->StochasticGradient(i, model.minimizer, stream, g);
+    largest = std::max(largest, g.norm());
+  }
+  const double g_bound = ConstantValue(*problem, "G");
+  EXPECT_TRUE(NeverExceeds(largest, g_bound)) << largest << " > " << g_bound;
+  EXPECT_GT(largest, 0.999 * g_bound);
+}
+
 // ---------------------------------------------------------------------------------------------
 // nonconvex-quadratic
 
@@ -397,6 +416,23 @@ TEST(NonconvexQuadratic, SmoothnessConstantIsTheSupremumOfTheHessianNorm) {
     EXPECT_TRUE(NeverExceeds(largest, l)) << largest << " > " << l;
     EXPECT_GT(largest, 0.99 * l);
   }
+}
+
+TEST(NonconvexQuadratic, ConvexWhenNuIsBelowMuWithMuShifted) {
+  // nu < lambda_min: every direction stays convex, and the smallest Hessian eigenvalue,
+  // lambda_min - nu sech^2(0), is reached at the centre.
+  QuadraticOptions o = SmallQuadratic(6);
+  o.nu = 0.05;
+  const QuadraticModel model = BuildQuadraticModel(o, 1, 8);
+  const auto problem = MakeQuadratic<double>(model);
+  const double mu = ConstantValue(*problem, "mu");
+  EXPECT_NEAR(mu, 0.1 - 0.05, 1e-15);
+  const Eigen::VectorXd at_centre =
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(DifferenceHessian(*problem, model.centre))
+          .eigenvalues();
+  EXPECT_NEAR(at_centre.minCoeff(), mu, 1e-6);
+  o.nu = 0.5;  // now some directions are double wells: no strong convexity to report
+  EXPECT_FALSE(HasConstant(*MakeQuadratic<double>(BuildQuadraticModel(o, 1, 8)), "mu"));
 }
 
 TEST(SyntheticProblems, NegativeControlAPlantedWrongLIsCaught) {
