@@ -1,11 +1,14 @@
 #include "tests/problem_checks.h"
 
 #include <ceres/dynamic_numeric_diff_cost_function.h>
+#include <gtest/gtest.h>
 
 #include <Eigen/Eigenvalues>
 #include <boost/random/normal_distribution.hpp>
+#include <cmath>
 
 #include "core/error.h"
+#include "problems/reference.h"
 
 namespace lemmalab::testing {
 namespace {
@@ -70,6 +73,15 @@ double GradientError(const Problem<double>& problem, const Eigen::VectorXd& x) {
   Eigen::VectorXd analytic;
   problem.Objective(x, &analytic);
   return (analytic - CentralDifferenceGradient(problem, x)).norm() / (1 + analytic.norm());
+}
+
+double ConstantValue(const std::vector<Constant>& constants, std::string_view name) {
+  const Constant* constant = FindConstant(constants, name);
+  if (constant == nullptr) {
+    ADD_FAILURE() << "no constant " << name;
+    return std::nan("");
+  }
+  return constant->value;
 }
 
 Eigen::VectorXd RandomPoint(std::int64_t d, std::uint64_t seed) {

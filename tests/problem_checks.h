@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
+#include <vector>
 
 #include "problems/problem.h"
 
@@ -21,6 +23,9 @@ double HessianNorm(const Problem<double>& problem, const Eigen::VectorXd& x);
 
 // ||analytic - numeric|| / (1 + ||analytic||) at x.
 double GradientError(const Problem<double>& problem, const Eigen::VectorXd& x);
+
+// The value of the constant called `name`; a test failure (and NaN) when there is none.
+double ConstantValue(const std::vector<Constant>& constants, std::string_view name);
 
 // A standard normal point of dimension d, the same for the same seed.
 Eigen::VectorXd RandomPoint(std::int64_t d, std::uint64_t seed);

@@ -305,14 +305,6 @@ TEST(Supervised, InitialPointIsSeededHeUniform) {
   EXPECT_EQ(x.segment(problem->Layers()[1].offset, 40), Eigen::VectorXd::Zero(40));
 }
 
-double ConstantValue(const std::vector<Constant>& constants, std::string_view name) {
-  for (const Constant& c : constants) {
-    if (c.name == name) return c.value;
-  }
-  ADD_FAILURE() << "no constant " << name;
-  return 0;
-}
-
 TEST(Supervised, ReportedConstantsHold) {
   const Dataset binary = MakeClassData(240, 4, 2, 31);
   const Dataset three = MakeClassData(240, 4, 3, 32);
@@ -325,8 +317,9 @@ TEST(Supervised, ReportedConstantsHold) {
                                          shards, 0, 0, 4));
   for (const auto& [name, problem] : cases) {
     const std::vector<Constant> constants = problem->Constants();
-    const double L = ConstantValue(constants, "L"), G = ConstantValue(constants, "G");
-    const double sigma = ConstantValue(constants, "sigma");
+    const double L = testing::ConstantValue(constants, "L"),
+                 G = testing::ConstantValue(constants, "G");
+    const double sigma = testing::ConstantValue(constants, "sigma");
     double largest_h = 0;
     for (int worker = 0; worker < 3; ++worker) {
       const auto one =
@@ -368,11 +361,11 @@ TEST(Supervised, ReportedLCatchesAPlantedCurvature) {
   // Hessian check above notices.
   const Dataset data = MakeClassData(120, 3, 2, 9);
   const Shards one_shard = {IidShards(120, 1, 1)[0]};
-  const double plain_l =
-      ConstantValue(Make(MakeLogisticModel<double>(3, true), data, one_shard)->Constants(), "L");
+  const double plain_l = testing::ConstantValue(
+      Make(MakeLogisticModel<double>(3, true), data, one_shard)->Constants(), "L");
   const auto stiff = Make(MakeLogisticModel<double>(3, true), data, one_shard, 5.0);
   EXPECT_GT(testing::HessianNorm(*stiff, Eigen::VectorXd::Zero(4)), plain_l * 1.5);
-  EXPECT_NEAR(ConstantValue(stiff->Constants(), "L"), plain_l + 5, 1e-12);
+  EXPECT_NEAR(testing::ConstantValue(stiff->Constants(), "L"), plain_l + 5, 1e-12);
 }
 
 // Builds `name` from options given as (key, value) pairs on `data` with 4 workers.
@@ -477,14 +470,14 @@ TEST(Supervised, BoundsAreAttainedWhereTheyCanBe) {
   Eigen::VectorXd x = Eigen::VectorXd::Zero(5), g;
   x[4] = 30;
   with_intercept->Objective(x, &g);
-  const double g_bound = ConstantValue(with_intercept->Constants(), "G");
+  const double g_bound = testing::ConstantValue(with_intercept->Constants(), "G");
   EXPECT_LE(g.norm(), g_bound);
   EXPECT_GT(g.norm(), 0.999 * g_bound);
   EXPECT_THAT(with_intercept->Constants()[1].basis, HasSubstr("||(a_k, 1)||"));
   // The regulariser's part 3 sqrt(3)/8 lambda per coordinate is reached at x_j = 1/sqrt(3).
   const auto nonconvex = Make(MakeLogisticModel<double>(4, false), tiny, {{0, 1, 2, 3}}, 0, 1.0);
   nonconvex->Objective(Eigen::VectorXd::Constant(4, 1 / std::sqrt(3.0)), &g);
-  const double nonconvex_bound = ConstantValue(nonconvex->Constants(), "G");
+  const double nonconvex_bound = testing::ConstantValue(nonconvex->Constants(), "G");
   EXPECT_LE(g.norm(), nonconvex_bound);
   EXPECT_GT(g.norm(), 0.99 * nonconvex_bound);
   // No G with l2 > 0: its gradient l2 x is unbounded.
@@ -498,7 +491,7 @@ TEST(Supervised, BoundsAreAttainedWhereTheyCanBe) {
   pair.train.features = RowMatrix<double>::Constant(2, 1, 1.0);
   pair.train.labels = Labels({0, 1});
   const auto batched = Make(MakeLogisticModel<double>(1, false), pair, {{0, 1}}, 0, 0, 16);
-  const double sigma = ConstantValue(batched->Constants(), "sigma");
+  const double sigma = testing::ConstantValue(batched->Constants(), "sigma");
   EXPECT_DOUBLE_EQ(sigma, 0.25);
   double variance = 0;
   Eigen::VectorXd draw(1);

@@ -86,11 +86,7 @@ PhiloxStream StepStream(std::uint64_t seed, int worker, std::uint64_t step) {
 }
 
 double ConstantValue(const Problem<double>& problem, std::string_view name) {
-  for (const Constant& c : problem.Constants()) {
-    if (c.name == name) return c.value;
-  }
-  ADD_FAILURE() << "no constant " << name;
-  return std::nan("");
+  return testing::ConstantValue(problem.Constants(), name);
 }
 
 bool HasConstant(const Problem<double>& problem, std::string_view name) {
