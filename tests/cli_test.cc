@@ -159,7 +159,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"NoLearningRate", "[schedule]\nlr = 0.1", "",
                  "optimizer 'birder' has no learning rate"},
         BadInput{"MoreWorkersThanSamples", "workers = 4", "workers = 7",
-                 "6 training samples cannot be split across 7 workers"}),
+                 "6 training samples cannot be split across 7 workers"},
+        BadInput{"DirichletWithoutAlpha", "batch_size = 2",
+                 "batch_size = 2\nshards = { name = \"dirichlet\" }", "alpha"},
+        BadInput{"UnknownShardRule", "batch_size = 2", "batch_size = 2\nshards = \"skewed\"",
+                 "spec.toml:14:1: problem 'logreg': shards: name must be one of iid, contiguous, "
+                 "sorted, dirichlet; got 'skewed'"},
+        BadInput{"MissingDataFolder", "source = \"csv\"\npath = \"table.csv\"\nlabel = \"y\"",
+                 "source = \"idx\"\ndir = \"nowhere\"",
+                 "spec.toml:8:1: [data]: data folder 'nowhere' not found"},
+        BadInput{"UnknownNormalization", "label = \"y\"", "label = \"y\"\nnormalize = \"zscore\"",
+                 "spec.toml:10:1: [data]: normalize must be one of none, standardize, pixels; got "
+                 "'zscore'"},
+        BadInput{"BinaryProblemOnManyClasses", "label = \"y\"", "label = \"y\"\nclasses = 3",
+                 "problem 'logreg' is binary, but the data has 3 classes; use multinomial-logreg "
+                 "or mlp"}),
     [](const auto& test) { return std::string(test.param.what); });
 
 TEST(Cli, MalformedCsvLineNamesFileAndLine) {
