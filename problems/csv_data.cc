@@ -3,11 +3,11 @@
 #include <csv.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "core/error.h"
@@ -100,11 +100,12 @@ void OnRow(int /*terminator*/, void* data) {
 
 CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_column) {
   const std::string file = path.string();
-  gzFile in = gzopen(file.c_str(), "rb");
-  if (in == nullptr) throw UserError(fmt::format("{}: cannot open for reading", file));
+  GzipReader in(path);
 
   csv_parser parser;
   csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI);
+  // GzipReader throws on corrupt data; the parser's buffers go with it.
+  const std::unique_ptr<csv_parser, decltype(&csv_free)> free_parser(&parser, &csv_free);
   CsvState state;
   state.file = file;
   state.label_name = label_column;
@@ -113,9 +114,8 @@ CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_colum
   // a row callback fires. NUL bytes mean a binary file, not a table with a strange field.
   std::vector<char> buffer(1 << 16);
   state.line = 1;
-  int got;
-  while (state.error.empty() &&
-         (got = gzread(in, buffer.data(), static_cast<unsigned>(buffer.size()))) > 0) {
+  std::size_t got;
+  while (state.error.empty() && (got = in.Read(buffer.data(), buffer.size())) > 0) {
     const char* p = buffer.data();
     const char* const end = p + got;
     while (p < end && state.error.empty()) {
@@ -132,18 +132,14 @@ CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_colum
       p = stop;
     }
   }
-  int zerr = Z_OK;
-  const char* zmessage = gzerror(in, &zerr);
-  if (state.error.empty() && zerr != Z_OK && zerr != Z_STREAM_END) {
-    state.error = fmt::format("{}:{}: read error: {} (truncated or corrupt file?)", file,
-                              state.line, zmessage);
+  if (state.error.empty() && in.cut_off()) {
+    state.error = fmt::format(
+        "{}:{}: read error: unexpected end of file (truncated or corrupt file?)", file, state.line);
   }
   if (state.error.empty() && csv_fini(&parser, OnField, OnRow, &state) != 0) {
     state.error = fmt::format("{}:{}: malformed CSV at end of file: {}", file, state.line,
                               csv_strerror(csv_error(&parser)));
   }
-  csv_free(&parser);
-  gzclose(in);
   if (!state.error.empty()) throw UserError(state.error);
   if (state.header.empty()) throw UserError(fmt::format("{}: empty file, expected a header", file));
   if (state.rows == 0) throw UserError(fmt::format("{}: no data rows after the header", file));

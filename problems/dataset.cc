@@ -39,14 +39,26 @@ void ScalePixels(Dataset& data) {
   data.description += ", pixels / 255";
 }
 
+namespace {
+
+// `given` resolved against the spec's folder; fails, naming the option, when nothing is there.
+std::filesystem::path ExistingPath(OptionTable& options, std::string_view key,
+                                   const std::filesystem::path& given, std::string_view kind,
+                                   const DataContext& context) {
+  const std::filesystem::path path = given.is_absolute() ? given : context.base_dir / given;
+  if (!std::filesystem::exists(path)) {
+    options.Fail(key, fmt::format("data {} '{}' not found (looked for {})", kind, given.string(),
+                                  path.lexically_normal().string()));
+  }
+  return path;
+}
+
+}  // namespace
+
 std::filesystem::path ResolveDataPath(OptionTable& options, std::string_view key,
                                       const std::string& given_text, const DataContext& context) {
   const std::filesystem::path given = given_text;
-  const std::filesystem::path path = given.is_absolute() ? given : context.base_dir / given;
-  if (!std::filesystem::exists(path)) {
-    options.Fail(key, fmt::format("data file '{}' not found (looked for {})", given.string(),
-                                  path.lexically_normal().string()));
-  }
+  const std::filesystem::path path = ExistingPath(options, key, given, "file", context);
   if (!std::filesystem::is_regular_file(path)) {
     options.Fail(key, fmt::format("data file '{}' is not a regular file", given.string()));
   }
@@ -61,11 +73,7 @@ std::filesystem::path ResolveDataFile(OptionTable& options, std::string_view key
 std::filesystem::path ResolveDataDir(OptionTable& options, std::string_view key,
                                      const DataContext& context) {
   const std::filesystem::path given = options.RequireString(key);
-  const std::filesystem::path path = given.is_absolute() ? given : context.base_dir / given;
-  if (!std::filesystem::exists(path)) {
-    options.Fail(key, fmt::format("data folder '{}' not found (looked for {})", given.string(),
-                                  path.lexically_normal().string()));
-  }
+  const std::filesystem::path path = ExistingPath(options, key, given, "folder", context);
   if (!std::filesystem::is_directory(path)) {
     options.Fail(key, fmt::format("data folder '{}' is not a folder", given.string()));
   }
