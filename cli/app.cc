@@ -81,12 +81,30 @@ int RunCommand(const std::string& spec_path, std::string out_dir, int threads) {
   return kExitOk;
 }
 
+// Optimizers with their paper reference and every option they read.
+void AddOptimizers(nlohmann::json& json, std::string& text) {
+  text += "optimizers\n";
+  auto& items = json["optimizers"] = nlohmann::json::array();
+  for (const OptimizerInfo& e : Optimizers().entries()) {
+    text += fmt::format("  {}  {}\n      source: {}\n", e.name, e.summary, e.reference);
+    nlohmann::json options = nlohmann::json::array();
+    for (const OptionTable::Use& use : OptimizerOptions(e)) {
+      text += fmt::format("      {} = {}\n", use.key, use.description);
+      options.push_back({{"key", use.key}, {"description", use.description}});
+    }
+    items.push_back({{"name", e.name},
+                     {"summary", e.summary},
+                     {"reference", e.reference},
+                     {"options", std::move(options)}});
+  }
+}
+
 }  // namespace
 
 std::string ListRegistries(bool json) {
   nlohmann::json doc = nlohmann::json::object();
   std::string text;
-  AddSection(Optimizers(), "optimizers", doc, text);
+  AddOptimizers(doc, text);
   AddSection(Compressors(), "compressors", doc, text);
   AddSection(Problems(), "problems", doc, text);
   AddSection(DataSources(), "data", doc, text);

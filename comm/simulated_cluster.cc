@@ -30,10 +30,13 @@ template <typename T>
 const StepResult& SimulatedCluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
   const int team = ParallelFor(workers_, threads_, [&](int i) {
     const auto w = static_cast<std::size_t>(i);
+    const Vector<T>* local = optimizer_.LocalParameters(i);
+    const ConstVectorRef<T> x_i =
+        local != nullptr ? ConstVectorRef<T>(*local) : ConstVectorRef<T>(x);
     PhiloxStream batch = ctx.Stream(Purpose::kMinibatch, static_cast<std::uint32_t>(i));
-    result_.minibatch_loss[w] = problem_.StochasticGradient(i, x, batch, gradients_[w]);
+    result_.minibatch_loss[w] = problem_.StochasticGradient(i, x_i, batch, gradients_[w]);
     result_.gradient_norm[w] = static_cast<double>(gradients_[w].norm());
-    optimizer_.WorkerStep(ctx, i, gradients_[w], uplink_[w]);
+    optimizer_.WorkerStep(ctx, i, x_i, gradients_[w], uplink_[w]);
   });
   largest_team_ = std::max(largest_team_, team);
   optimizer_.ServerStep(ctx, uplink_, downlink_);

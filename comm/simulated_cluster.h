@@ -4,7 +4,9 @@
 // the n messages in worker order, and the replica applies the broadcast.
 //
 // All replicas apply the same message to the same parameters, so one copy of x stands for all
-// of them. Traffic is counted from the messages themselves.
+// of them; an algorithm whose replicas drift apart between synchronisations (local SGD) keeps
+// them itself, and each worker's gradient is taken at its own replica
+// (DistributedOptimizer::LocalParameters). Traffic is counted from the messages themselves.
 #pragma once
 
 #include <cstdint>

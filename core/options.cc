@@ -1,7 +1,9 @@
 #include "core/options.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -82,10 +84,52 @@ const V& OptionTable::Expect(std::string_view key, const OptionValue& value,
   return *v;
 }
 
-bool OptionTable::Has(std::string_view key) { return Lookup(key) != nullptr; }
+void OptionTable::Note(std::string_view key, std::string description) {
+  for (Use& use : uses_) {
+    if (use.key == key) {
+      use.description = std::move(description);
+      return;
+    }
+  }
+  uses_.push_back({std::string(key), std::move(description)});
+}
+
+namespace {
+
+std::string IntRule(std::int64_t min, std::int64_t max) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+  if (min == kMin && max == kMax) return "any";
+  if (max == kMax) return fmt::format(">= {}", min);
+  if (min == kMin) return fmt::format("<= {}", max);
+  return fmt::format("in [{}, {}]", min, max);
+}
+
+std::string NumberUse(const Interval& rule) {
+  return rule.lo == Interval::Any().lo && rule.hi == Interval::Any().hi
+             ? "a number"
+             : fmt::format("a number {}", rule.ToString());
+}
+
+std::string IntUse(std::int64_t min, std::int64_t max) {
+  const std::string rule = IntRule(min, max);
+  return rule == "any" ? "an integer" : fmt::format("an integer {}", rule);
+}
+
+}  // namespace
+
+bool OptionTable::Has(std::string_view key) {
+  const bool present = Lookup(key) != nullptr;
+  if (std::none_of(uses_.begin(), uses_.end(), [&](const Use& u) { return u.key == key; })) {
+    Note(key, "optional");
+  }
+  return present;
+}
 
 double OptionTable::GetDouble(std::string_view key, double fallback, const Interval& rule) {
-  return Has(key) ? RequireDouble(key, rule) : fallback;
+  const double x = Has(key) ? RequireDouble(key, rule) : fallback;
+  Note(key, fmt::format("{}; default {}", NumberUse(rule), fallback));
+  return x;
 }
 
 double OptionTable::RequireDouble(std::string_view key, const Interval& rule) {
@@ -98,47 +142,50 @@ double OptionTable::RequireDouble(std::string_view key, const Interval& rule) {
     x = Expect<double>(key, *value, "a number");
   }
   if (!rule.Contains(x)) Fail(key, fmt::format("{} must be {}, got {}", key, rule.ToString(), x));
+  Note(key, fmt::format("{}; required", NumberUse(rule)));
   return x;
 }
 
 std::int64_t OptionTable::GetInt(std::string_view key, std::int64_t fallback, std::int64_t min,
                                  std::int64_t max) {
-  return Has(key) ? RequireInt(key, min, max) : fallback;
+  const std::int64_t x = Has(key) ? RequireInt(key, min, max) : fallback;
+  Note(key, fmt::format("{}; default {}", IntUse(min, max), fallback));
+  return x;
 }
 
 std::int64_t OptionTable::RequireInt(std::string_view key, std::int64_t min, std::int64_t max) {
   const OptionValue* value = Lookup(key);
   if (value == nullptr) Fail(key, fmt::format("missing required key '{}'", key));
   const std::int64_t x = Expect<std::int64_t>(key, *value, "an integer");
-  if (x < min || x > max) {
-    constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
-    constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
-    const std::string rule = max == kMax   ? fmt::format(">= {}", min)
-                             : min == kMin ? fmt::format("<= {}", max)
-                                           : fmt::format("in [{}, {}]", min, max);
-    Fail(key, fmt::format("{} must be {}, got {}", key, rule, x));
-  }
+  if (x < min || x > max)
+    Fail(key, fmt::format("{} must be {}, got {}", key, IntRule(min, max), x));
+  Note(key, fmt::format("{}; required", IntUse(min, max)));
   return x;
 }
 
 bool OptionTable::GetBool(std::string_view key, bool fallback) {
   const OptionValue* value = Lookup(key);
+  Note(key, fmt::format("true or false; default {}", fallback));
   return value == nullptr ? fallback : Expect<bool>(key, *value, "true or false");
 }
 
 std::string OptionTable::GetString(std::string_view key, std::string_view fallback) {
   const OptionValue* value = Lookup(key);
+  Note(key, fallback.empty() ? "a string" : fmt::format("a string; default '{}'", fallback));
   return value == nullptr ? std::string(fallback) : Expect<std::string>(key, *value, "a string");
 }
 
 std::string OptionTable::RequireString(std::string_view key) {
   if (!Has(key)) Fail(key, fmt::format("missing required key '{}'", key));
-  return GetString(key, "");
+  std::string s = GetString(key, "");
+  Note(key, "a string; required");
+  return s;
 }
 
 std::string OptionTable::GetChoice(std::string_view key, std::string_view fallback,
                                    std::span<const std::string> choices) {
   std::string s = GetString(key, fallback);
+  Note(key, fmt::format("one of {}; default '{}'", JoinNames(choices), fallback));
   for (const std::string& c : choices) {
     if (c == s) return s;
   }
@@ -148,6 +195,7 @@ std::string OptionTable::GetChoice(std::string_view key, std::string_view fallba
 
 std::vector<std::string> OptionTable::GetStringList(std::string_view key) {
   const OptionValue* value = Lookup(key);
+  Note(key, "an array of strings; default []");
   if (value == nullptr) return {};
   std::vector<std::string> out;
   for (const OptionValue& item : Expect<OptionValue::Array>(key, *value, "an array of strings")) {
@@ -165,6 +213,8 @@ std::vector<std::int64_t> OptionTable::GetIntList(std::string_view key,
                                                   std::vector<std::int64_t> fallback,
                                                   std::int64_t min, std::int64_t max) {
   const OptionValue* value = Lookup(key);
+  Note(key, fmt::format("an array of integers {}; default [{}]", IntRule(min, max),
+                        fmt::join(fallback, ", ")));
   if (value == nullptr) return fallback;
   std::vector<std::int64_t> out;
   for (const OptionValue& item : Expect<OptionValue::Array>(key, *value, "an array of integers")) {
@@ -183,6 +233,7 @@ std::vector<std::int64_t> OptionTable::GetIntList(std::string_view key,
 
 std::shared_ptr<OptionTable> OptionTable::GetTable(std::string_view key) {
   const OptionValue* value = Lookup(key);
+  Note(key, "a table");
   return value == nullptr ? nullptr : Expect<OptionValue::Table>(key, *value, "a table");
 }
 
@@ -205,6 +256,8 @@ std::vector<std::shared_ptr<OptionTable>> OptionTable::GetTableArray(std::string
 std::shared_ptr<OptionTable> OptionTable::GetComponent(std::string_view key,
                                                        std::string_view fallback_name) {
   const OptionValue* value = Lookup(key);
+  Note(key,
+       fmt::format("a component (a name or a table with a name); default '{}'", fallback_name));
   const std::string context = fmt::format("{}: {}", context_, key);
   if (value == nullptr) {
     auto table = std::make_shared<OptionTable>(context, where_);

@@ -94,11 +94,26 @@ class OptionTable {
   // Fails on the first key no getter has asked for, suggesting the closest known key.
   void RejectUnknownKeys() const;
 
+  // What the getters asked for, in the order they first asked: each key with its type, rule
+  // and default ("a number in [0, 1); default 0.95"). `lemmalab list` builds each component
+  // from an empty table and prints this, so the listing cannot drift from the code that reads.
+  struct Use {
+    std::string key;
+    std::string description;
+  };
+  const std::vector<Use>& uses() const { return uses_; }
+  // Describes a key that is read conditionally (after Has), for the listing.
+  void Describe(std::string_view key, std::string description) {
+    Note(key, std::move(description));
+  }
+
   // Throws UserError "<where>: <context>: <message>", located at `key` when it is present.
   [[noreturn]] void Fail(std::string_view key, std::string_view message) const;
 
  private:
   const OptionValue* Lookup(std::string_view key);
+  // Records (or refines) what `key` is; outer getters call it last, so theirs is what stays.
+  void Note(std::string_view key, std::string description);
   template <typename V>
   const V& Expect(std::string_view key, const OptionValue& value, std::string_view what) const;
 
@@ -106,6 +121,7 @@ class OptionTable {
   std::string where_;
   std::map<std::string, OptionValue, std::less<>> values_;
   std::set<std::string, std::less<>> known_;
+  std::vector<Use> uses_;
 };
 
 }  // namespace lemmalab

@@ -19,7 +19,8 @@ class AveragedGradientOptimizer : public DistributedOptimizer<T> {
     for (int i = 0; i < context.workers; ++i) worker_wire_.push_back(MakeIdentity<T>());
   }
 
-  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> g, Message& out) final {
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+                  Message& out) final {
     PhiloxStream stream =
         ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
     worker_wire_[static_cast<std::size_t>(worker)]->Encode(g, stream, out);

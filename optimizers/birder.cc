@@ -2,41 +2,23 @@
 
 #include <vector>
 
-#include "compressors/error_feedback.h"
+#include "compressors/identity.h"
 
 namespace lemmalab {
 namespace {
 
-FeedbackKind Feedback(bool enabled) {
-  return enabled ? FeedbackKind::kClassic : FeedbackKind::kNone;
-}
-
 template <typename T>
 class Birder final : public DistributedOptimizer<T> {
  public:
-  Birder(const BirderOptions& options, const CompressorMaker<T>& make_compressor,
+  Birder(const BirderOptions& options, const ExchangeConfig<T>& exchange,
          const OptimizerContext& context)
-      : options_(options),
-        server_{Vector<T>::Zero(context.dimension),
-                ErrorFeedback<T>(Feedback(options.server_error_feedback), context.dimension),
-                make_compressor(context.shape()),
-                {}},
-        u_bar_(context.dimension) {
+      : options_(options), exchange_(exchange, context), u_bar_(context.dimension) {
     const Vector<T> zero = Vector<T>::Zero(context.dimension);
-    for (int i = 0; i < context.workers; ++i) {
-      workers_.push_back(
-          {zero,
-           zero,
-           zero,
-           zero,
-           zero,
-           ErrorFeedback<T>(Feedback(options.worker_error_feedback), context.dimension),
-           make_compressor(context.shape()),
-           {}});
-    }
+    workers_.assign(static_cast<std::size_t>(context.workers), {zero, zero, zero, zero, zero});
   }
 
-  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> g, Message& out) override {
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+                  Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
     const T beta = static_cast<T>(options_.beta);
     const T one_minus_beta = T(1) - beta;
@@ -49,97 +31,144 @@ class Birder final : public DistributedOptimizer<T> {
     }
     w.denominator = w.b.array() + static_cast<T>(options_.eps);  // footnote 5
     w.update = w.m.cwiseQuotient(w.denominator);
-    PhiloxStream stream =
-        ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-    w.stats = w.ef.Compress(w.update, *w.q, stream, out);  // lines 8-10
+    exchange_.Send(ctx, worker, w.update, out);  // lines 8-10: u = Q(m/b + e), e update
   }
 
   void ServerStep(const StepContext& ctx, std::span<const Message> received,
                   Message& out) override {
-    MeanOfMessages(*server_.q, received, server_.mean_u);  // line 12: (1/n) sum u^(i)
-    PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
-    server_.stats = server_.ef.Compress(server_.mean_u, *server_.q, stream, out);  // 12-14
+    exchange_.Reduce(ctx, received, out);  // lines 12-14: u_bar = Q(mean u + e_bar), e_bar
   }
 
   void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
-    server_.q->Decode(broadcast, u_bar_);
+    exchange_.Receive(broadcast, u_bar_);
     x -= static_cast<T>(ctx.lr) * u_bar_;  // line 16
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (worker == kServer) {
-      if (quantity == Quantity::kServerError && server_.ef.enabled()) return &server_.ef.error();
-      return nullptr;
-    }
+    if (worker == kServer) return exchange_.Observe(quantity, worker);
     const Worker& w = workers_[static_cast<std::size_t>(worker)];
     switch (quantity) {
       case Quantity::kMomentum:
         return &w.m;
-      case Quantity::kWorkerError:
-        return w.ef.enabled() ? &w.ef.error() : nullptr;
       case Quantity::kDenominator:
         return &w.denominator;
       case Quantity::kRawDenominator:
         return &w.b;
       default:
-        return nullptr;
+        return exchange_.Observe(quantity, worker);
     }
   }
 
-  const EncodeStats* LastEncode(int worker) const override {
-    return worker == kServer ? &server_.stats : &workers_[static_cast<std::size_t>(worker)].stats;
-  }
+  const EncodeStats* LastEncode(int worker) const override { return exchange_.LastEncode(worker); }
 
  private:
   struct Worker {
     Vector<T> m, b_hat, b;
     Vector<T> denominator;  // b + eps
     Vector<T> update;       // m / (b + eps), in [-1, 1]
-    ErrorFeedback<T> ef;    // e^(i)
-    std::unique_ptr<Compressor<T>> q;
-    EncodeStats stats;
-  };
-  struct Server {
-    Vector<T> mean_u;     // (1/n) sum_i u^(i)
-    ErrorFeedback<T> ef;  // e_bar
-    std::unique_ptr<Compressor<T>> q;
-    EncodeStats stats;
   };
 
   BirderOptions options_;
   std::vector<Worker> workers_;
-  Server server_;
+  CompressedExchange<T> exchange_;
   Vector<T> u_bar_;
 };
+
+// SoftSignSGD (birder.txt App. B: "the uncompressed Birder"), written out on its own so that
+// Birder's reduction to it is a test of Birder rather than of a shared code path: every worker
+// keeps m and b of Eq. 4, sends m/(b + eps) in full precision, the server averages, and the
+// replicas step by -alpha_t times the average. With one worker it is the single-machine form.
+template <typename T>
+class SoftSignSgd final : public DistributedOptimizer<T> {
+ public:
+  SoftSignSgd(double beta, double eps, const OptimizerContext& context)
+      : beta_(static_cast<T>(beta)),
+        eps_(static_cast<T>(eps)),
+        m_(static_cast<std::size_t>(context.workers), Vector<T>::Zero(context.dimension)),
+        b_(m_),
+        wire_(MakeIdentity<T>()),
+        mean_(context.dimension) {}
+
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+                  Message& out) override {
+    const auto i = static_cast<std::size_t>(worker);
+    m_[i] = beta_ * m_[i] + (T(1) - beta_) * g;
+    b_[i] = beta_ * b_[i] + (T(1) - beta_) * g.cwiseAbs();
+    const Vector<T> ratio = m_[i].array() / (b_[i].array() + eps_);
+    PhiloxStream unused = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(i));
+    wire_->Encode(ratio, unused, out);
+  }
+
+  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+                  Message& out) override {
+    MeanOfMessages(*wire_, received, mean_);
+    PhiloxStream unused = ctx.Stream(Purpose::kServerCompression, kServerStream);
+    wire_->Encode(mean_, unused, out);
+  }
+
+  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
+    wire_->Decode(broadcast, mean_);
+    x -= static_cast<T>(ctx.lr) * mean_;
+  }
+
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    if (worker == kServer) return nullptr;
+    if (quantity == Quantity::kMomentum) return &m_[static_cast<std::size_t>(worker)];
+    if (quantity == Quantity::kRawDenominator) return &b_[static_cast<std::size_t>(worker)];
+    return nullptr;
+  }
+
+ private:
+  T beta_, eps_;
+  std::vector<Vector<T>> m_, b_;
+  std::unique_ptr<Compressor<T>> wire_;  // identity: a stateless codec, shared by all senders
+  Vector<T> mean_;
+};
+
+BirderOptions ReadBirderOptions(OptionTable& options) {
+  BirderOptions o;
+  o.beta = options.GetDouble("beta", o.beta, Interval::ClosedOpen(0, 1));
+  o.eps = options.GetDouble("eps", o.eps, Interval::NonNegative());
+  return o;
+}
 
 }  // namespace
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeBirder(const BirderOptions& options,
-                                                    CompressorMaker<T> compressor,
+                                                    const ExchangeConfig<T>& exchange,
                                                     const OptimizerContext& context) {
-  return std::make_unique<Birder<T>>(options, compressor, context);
+  return std::make_unique<Birder<T>>(options, exchange, context);
 }
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable& options,
                                                            const OptimizerContext& context) {
-  BirderOptions o;
-  o.beta = options.GetDouble("beta", o.beta, Interval::ClosedOpen(0, 1));
-  o.eps = options.GetDouble("eps", o.eps, Interval::NonNegative());
+  BirderOptions o = ReadBirderOptions(options);
   if (options.Has("t0")) o.t0 = options.GetInt("t0", 0, 0);
-  o.worker_error_feedback = options.GetBool("worker_error_feedback", o.worker_error_feedback);
-  o.server_error_feedback = options.GetBool("server_error_feedback", o.server_error_feedback);
-  CompressorMaker<T> compressor =
-      MakeCompressorMaker<T>(*options.GetComponent("compressor", "stochastic-binary"));
-  return MakeBirder<T>(o, std::move(compressor), context);
+  options.Describe("t0", "an integer >= 0; absent: no max rule (line 7)");
+  const ExchangeConfig<T> exchange =
+      ExchangeFromOptions<T>(options, {.compressor = "stochastic-binary",
+                                       .worker_feedback = FeedbackKind::kClassic,
+                                       .server_recompresses = true,
+                                       .server_feedback = FeedbackKind::kClassic});
+  return MakeBirder<T>(o, exchange, context);
 }
 
-#define LEMMALAB_INSTANTIATE(T)                                                     \
-  template std::unique_ptr<DistributedOptimizer<T>> MakeBirder(                     \
-      const BirderOptions&, CompressorMaker<T>, const OptimizerContext&);           \
-  template std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable&, \
-                                                                      const OptimizerContext&);
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> SoftSignSgdFromOptions(OptionTable& options,
+                                                                const OptimizerContext& context) {
+  const BirderOptions o = ReadBirderOptions(options);
+  return std::make_unique<SoftSignSgd<T>>(o.beta, o.eps, context);
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                                 \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeBirder(                                 \
+      const BirderOptions&, const ExchangeConfig<T>&, const OptimizerContext&);                 \
+  template std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable&,             \
+                                                                      const OptimizerContext&); \
+  template std::unique_ptr<DistributedOptimizer<T>> SoftSignSgdFromOptions(                     \
+      OptionTable&, const OptimizerContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)
 #undef LEMMALAB_INSTANTIATE

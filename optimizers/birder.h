@@ -18,6 +18,7 @@
 
 #include <optional>
 
+#include "optimizers/compressed_exchange.h"
 #include "optimizers/optimizer.h"
 
 namespace lemmalab {
@@ -26,19 +27,21 @@ struct BirderOptions {
   double beta = 0.95;  // in [0, 1); 0.95 in the paper's ResNet and ViT runs, 0.9 for BERT
   double eps = 1e-8;   // >= 0; the constant added to b (footnote 5). 0 is Eq. 4 exactly, which is
                        // 0/0 where b_j = 0: the run then stops, reported as diverged
-  std::optional<std::int64_t> t0;     // line 7's T0; absent: b = b_hat at every step (the paper
-                                      // notes the max rule is not used in practice, footnote 5)
-  bool worker_error_feedback = true;  // lines 8-9
-  bool server_error_feedback = true;  // lines 12-13
+  std::optional<std::int64_t> t0;  // line 7's T0; absent: b = b_hat at every step (the paper
+                                   // notes the max rule is not used in practice, footnote 5)
 };
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeBirder(const BirderOptions& options,
-                                                    CompressorMaker<T> compressor,
+                                                    const ExchangeConfig<T>& exchange,
                                                     const OptimizerContext& context);
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable& options,
                                                            const OptimizerContext& context);
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> SoftSignSgdFromOptions(OptionTable& options,
+                                                                const OptimizerContext& context);
 
 }  // namespace lemmalab

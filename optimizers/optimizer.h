@@ -38,13 +38,19 @@ struct StepContext {
 // Worker index meaning "the aggregation point" in Observe and LastEncode.
 inline constexpr int kServer = -1;
 
-// State an optimizer can expose to probes.
+// State an optimizer can expose to probes. Observe returns nullptr for what an algorithm does
+// not have; per-layer scalars are vectors with one entry per layer.
 enum class Quantity {
-  kMomentum,        // m_t^(i): worker momentum
-  kWorkerError,     // e_t^(i): worker error feedback
-  kServerError,     // e-bar_t: server error feedback
+  kMomentum,        // m_t^(i): worker momentum (kServer: the server's or the synchronised m)
+  kWorkerError,     // e_t^(i) / delta_t^(i): worker error feedback
+  kServerError,     // e-bar_t / delta-bar_t: server error feedback
   kDenominator,     // b_t + eps: what Birder's update divides by (rho = eps bounds it below)
   kRawDenominator,  // b_t as in birder Alg. 1 line 7, before the constant is added
+  kVariance,        // v_t: second-moment estimate (1-bit LAMB: the fresh v of line 16)
+  kFrozenVariance,  // v_Tw: the variance frozen at the end of warmup (1-bit Adam, 1-bit LAMB)
+  kMaxVariance,     // v-hat_t = max(v-hat_{t-1}, v_t) (AMSGrad, SPAMS)
+  kLayerRatio,      // per layer: 1-bit LAMB's r_t^(l) (Alg. 1 lines 17-19)
+  kLayerScale,      // per layer: LAMB's c_t^(l) (Eq. 1; 1-bit LAMB line 20)
 };
 
 template <typename T>
@@ -52,11 +58,18 @@ class DistributedOptimizer {
  public:
   virtual ~DistributedOptimizer() = default;
 
-  virtual void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> g,
-                          Message& out) = 0;
+  // Worker `worker` at parameters x (its own replica, see LocalParameters) with its
+  // stochastic gradient g computes the message it sends.
+  virtual void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> x,
+                          ConstVectorRef<T> g, Message& out) = 0;
   virtual void ServerStep(const StepContext& ctx, std::span<const Message> received,
                           Message& out) = 0;
   virtual void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) = 0;
+
+  // Algorithms whose replicas drift apart between synchronisations (local SGD) keep each
+  // worker's parameters x^(i) and return them here; the runner evaluates worker i's gradient
+  // there. nullptr (the default) means every replica equals the synchronised x.
+  virtual const Vector<T>* LocalParameters(int /*worker*/) const { return nullptr; }
 
   // A state vector after the last step, or nullptr when the algorithm has no such quantity.
   // `worker` is a worker index or kServer.
@@ -83,11 +96,16 @@ using OptimizerFactory = std::unique_ptr<DistributedOptimizer<T>> (*)(
 struct OptimizerInfo {
   std::string_view name;
   std::string_view summary;
+  std::string_view reference;  // the paper and the algorithm box or lines it implements
   OptimizerFactory<float> make_f32;
   OptimizerFactory<double> make_f64;
 };
 
 const Registry<OptimizerInfo>& Optimizers();
+
+// The options an optimizer reads, with their types, rules and defaults, found by building it
+// from an empty table (so the listing is what the code reads).
+std::vector<OptionTable::Use> OptimizerOptions(const OptimizerInfo& info);
 
 // Builds the optimizer an [[optimizer]] table names and rejects keys no one has read; callers
 // read their own keys (label, schedule) from the table first.

@@ -10,15 +10,20 @@ namespace lemmalab {
 
 const Registry<OptimizerInfo>& Optimizers() {
   static const Registry<OptimizerInfo> registry(
-      "optimizer",
-      {
-          {"adam", "Adam (Kingma & Ba 2015) on the averaged fp gradient; bias correction option",
-           &AdamFromOptions<float>, &AdamFromOptions<double>},
-          {"birder", "Birder (birder.txt Alg. 1): 1-bit Q(m/b) with worker and server EF",
-           &BirderFromOptions<float>, &BirderFromOptions<double>},
-          {"sgd", "SGD on the averaged fp gradient", &SgdFromOptions<float>,
-           &SgdFromOptions<double>},
-      });
+      "optimizer", {
+                       {"adam", "Adam on the averaged fp gradient; bias correction option",
+                        "Kingma & Ba, ICLR 2015, Algorithm 1", &AdamFromOptions<float>,
+                        &AdamFromOptions<double>},
+                       {"birder", "Birder: 1-bit Q(m/b) with worker and server EF",
+                        "birder.txt Algorithm 1 (lines 1-17), Eq. 4-5, footnote 5",
+                        &BirderFromOptions<float>, &BirderFromOptions<double>},
+                       {"sgd", "SGD on the averaged fp gradient", "Robbins & Monro 1951",
+                        &SgdFromOptions<float>, &SgdFromOptions<double>},
+                       {"softsign-sgd",
+                        "SoftSignSGD: Birder without quantization, m/(b + eps) in full precision",
+                        "birder.txt App. B (the uncompressed Birder), Eq. 4",
+                        &SoftSignSgdFromOptions<float>, &SoftSignSgdFromOptions<double>},
+                   });
   return registry;
 }
 
@@ -29,6 +34,16 @@ std::unique_ptr<DistributedOptimizer<T>> MakeOptimizer(OptionTable& options,
   std::unique_ptr<DistributedOptimizer<T>> optimizer = FactoryFor<T>(info)(options, context);
   options.RejectUnknownKeys();
   return optimizer;
+}
+
+std::vector<OptionTable::Use> OptimizerOptions(const OptimizerInfo& info) {
+  OptionTable table(fmt::format("optimizer '{}'", info.name), "");
+  table.Set("name", {std::string(info.name), ""});
+  const OptimizerContext context{8, 2};
+  info.make_f64(table, context);
+  std::vector<OptionTable::Use> uses = table.uses();
+  std::erase_if(uses, [](const OptionTable::Use& use) { return use.key == "name"; });
+  return uses;
 }
 
 template std::unique_ptr<DistributedOptimizer<float>> MakeOptimizer(OptionTable&,

@@ -10,6 +10,7 @@
 #include <thread>
 #include <tuple>
 
+#include "optimizers/optimizer.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
@@ -81,8 +82,17 @@ TEST(Cli, ListNamesEveryRegistryAndSpeaksJson) {
   const auto doc = nlohmann::json::parse(json.out);
   std::vector<std::string> optimizers;
   for (const auto& o : doc.at("optimizers")) optimizers.push_back(o.at("name"));
-  EXPECT_EQ(optimizers, (std::vector<std::string>{"adam", "birder", "sgd"}));
-  EXPECT_FALSE(doc.at("optimizers")[1].at("summary").get<std::string>().empty());
+  EXPECT_EQ(optimizers, Optimizers().names());
+  for (const auto& o : doc.at("optimizers")) {
+    EXPECT_FALSE(o.at("summary").get<std::string>().empty()) << o.at("name");
+    EXPECT_FALSE(o.at("reference").get<std::string>().empty()) << o.at("name");
+  }
+  // Options come with their rule and default, as the optimizer reads them.
+  const auto& birder = doc.at("optimizers")[1];
+  ASSERT_EQ(birder.at("name"), "birder");
+  EXPECT_EQ(birder.at("options")[0].at("key"), "beta");
+  EXPECT_EQ(birder.at("options")[0].at("description"), "a number in [0, 1); default 0.95");
+  EXPECT_THAT(text.out, HasSubstr("beta = a number in [0, 1); default 0.95"));
   for (const char* section : {"compressors", "problems", "data", "schedules", "probes"}) {
     EXPECT_FALSE(doc.at(section).empty()) << section;
   }

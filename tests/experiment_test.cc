@@ -279,12 +279,10 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
   logreg.batch_size = 4;
   const auto problem = MakeSupervisedProblem<double>(MakeLogisticModel<double>(6, true), data,
                                                      IidShards(120, 4, 1), logreg);
-  auto birder = MakeBirder<double>(BirderOptions{},
-                                   [](const CompressorShape& shape) {
-                                     return MakeStochasticBinary<double>(QuantizerDomain::kClip,
-                                                                         shape.dimension);
-                                   },
-                                   {problem->dimension(), 4});
+  const CompressorMaker<double> q = [](const CompressorShape& shape) {
+    return MakeStochasticBinary<double>(QuantizerDomain::kClip, shape.dimension);
+  };
+  auto birder = MakeBirder<double>(BirderOptions{}, Symmetric(q), {problem->dimension(), 4});
   SimulatedCluster<double> cluster(*problem, *birder);
   const ProbeContext context{problem->dimension(), 4};
   auto ef = MakeErrorNormProbe<double>(context);

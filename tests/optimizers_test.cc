@@ -24,7 +24,7 @@ void Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
   std::vector<Message> up(gradients.size());
   Message down;
   for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), gradients[i], up[i]);
+    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
   }
   opt.ServerStep(ctx, up, down);
   opt.Apply(ctx, down, x);
@@ -98,7 +98,7 @@ TEST(Birder, TwoStepsOfAlgorithm1ByHand) {
   BirderOptions o;
   o.beta = 0.5;
   o.eps = 0.0;
-  auto birder = MakeBirder<double>(o, BinaryQ(), {3, 2});
+  auto birder = MakeBirder<double>(o, Symmetric(BinaryQ()), {3, 2});
   constexpr auto kWorker = Purpose::kWorkerCompression;
   constexpr auto kServerQ = Purpose::kServerCompression;
 
@@ -167,17 +167,16 @@ TEST(Birder, TwoStepsOfAlgorithm1ByHand) {
 }
 
 TEST(Birder, SendsOneBitPerElementBothWays) {
-  auto birder = MakeBirder<float>(BirderOptions{},
-                                  [](const CompressorShape& shape) {
-                                    return MakeStochasticBinary<float>(QuantizerDomain::kClip,
-                                                                       shape.dimension);
-                                  },
-                                  {1001, 3});
+  const CompressorMaker<float> q = [](const CompressorShape& shape) {
+    return MakeStochasticBinary<float>(QuantizerDomain::kClip, shape.dimension);
+  };
+  auto birder = MakeBirder<float>(BirderOptions{}, Symmetric(q), {1001, 3});
   const StepContext ctx{1, 0.1, kSeed};
   const Vector<float> g = Vector<float>::LinSpaced(1001, -1, 1);
   std::vector<Message> up(3);
   Message down;
-  for (int i = 0; i < 3; ++i) birder->WorkerStep(ctx, i, g, up[static_cast<std::size_t>(i)]);
+  const Vector<float> x = Vector<float>::Zero(1001);
+  for (int i = 0; i < 3; ++i) birder->WorkerStep(ctx, i, x, g, up[static_cast<std::size_t>(i)]);
   birder->ServerStep(ctx, up, down);
   for (const Message& m : up) EXPECT_EQ(m.bits(), 1008);  // ceil(1001 / 8) bytes
   EXPECT_EQ(down.bits(), 1008);
@@ -187,7 +186,7 @@ TEST(Birder, ConstantIsAddedToTheDenominator) {
   BirderOptions o;
   o.beta = 0.5;
   o.eps = 0.5;
-  auto birder = MakeBirder<double>(o, BinaryQ(), {3, 1});
+  auto birder = MakeBirder<double>(o, Symmetric(BinaryQ()), {3, 1});
   Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
   Step(*birder, 1, 0.1, {Vec({1, -2, 0})}, x);
   EXPECT_EQ(*birder->Observe(Quantity::kRawDenominator, 0), Vec({0.5, 1, 0}));
@@ -203,7 +202,7 @@ TEST(Birder, MaxRuleAppliesOnlyAfterStepT0) {
   o.eps = 0.0;
   for (const bool max_rule : {false, true}) {
     o.t0 = max_rule ? std::optional<std::int64_t>(2) : std::nullopt;
-    auto birder = MakeBirder<double>(o, BinaryQ(), {3, 1});
+    auto birder = MakeBirder<double>(o, Symmetric(BinaryQ()), {3, 1});
     Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
     Step(*birder, 1, 0.1, {Vec({3, -1, -0.5})}, x);
     Step(*birder, 2, 0.1, {Vec({1, 1, 1})}, x);
@@ -223,8 +222,8 @@ TEST(Birder, WithIdentityCompressorReducesToAveragedSoftSign) {
   o.eps = 1e-3;
   const int n = 3;
   const Eigen::Index d = 5;
-  auto birder =
-      MakeBirder<double>(o, [](const CompressorShape&) { return MakeIdentity<double>(); }, {d, n});
+  auto birder = MakeBirder<double>(
+      o, Symmetric<double>([](const CompressorShape&) { return MakeIdentity<double>(); }), {d, n});
   Eigen::VectorXd x = Eigen::VectorXd::Zero(d), expected = x;
   std::vector<Eigen::VectorXd> m(n, Eigen::VectorXd::Zero(d)), b = m;
   for (std::int64_t t = 1; t <= 6; ++t) {

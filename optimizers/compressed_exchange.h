@@ -1,0 +1,96 @@
+// The message pattern that compressed algorithms share, written once.
+//
+//   worker i:  sends C_w(y^(i) + a e^(i)) and keeps e^(i) <- y^(i) + a e^(i) - C_w(...)
+//   server:    y_bar = (1/n) sum_i decode(message_i), summed in worker order;
+//              sends C_s(y_bar + a e_bar) and keeps e_bar <- y_bar + a e_bar - C_s(...)
+//   replicas:  decode the reply
+//
+// y is whatever the algorithm sends: Birder's m/b (birder.txt Alg. 1 lines 8-14), 1-bit Adam's
+// and 1-bit LAMB's momentum (onebit-adam.txt Alg. 1 lines 7-11, onebit-lamb.txt Alg. 1 lines
+// 6-11), a gradient (EF-SGD, DoubleSqueeze, SPAMS Alg. 2 lines 7-12). The error feedback of
+// each side is one of compressors/error_feedback.h's kinds (a = 1, or a = gamma_{t-1}/gamma_t
+// for "scaled"); a side without feedback sends C(y). A server that does not re-compress uses
+// the identity "compressor": it sends y_bar in the run's precision, and its error stays 0.
+//
+// The server error is computed from the messages actually received (DOMAIN.md convention 4).
+// Streams: worker i draws from (seed, kWorkerCompression, i, t), the server from
+// (seed, kServerCompression, kServerStream, t), so results do not depend on scheduling.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "compressors/error_feedback.h"
+#include "optimizers/optimizer.h"
+
+namespace lemmalab {
+
+template <typename T>
+struct ExchangeConfig {
+  CompressorMaker<T> worker_compressor;
+  FeedbackKind worker_feedback = FeedbackKind::kClassic;
+  CompressorMaker<T> server_compressor;  // identity: the server sends the mean as is
+  FeedbackKind server_feedback = FeedbackKind::kNone;
+};
+
+// One compressor configuration on both sides (Birder, 1-bit Adam, DoubleSqueeze).
+template <typename T>
+ExchangeConfig<T> Symmetric(CompressorMaker<T> compressor,
+                            FeedbackKind worker_feedback = FeedbackKind::kClassic,
+                            FeedbackKind server_feedback = FeedbackKind::kClassic) {
+  return {compressor, worker_feedback, compressor, server_feedback};
+}
+
+// What an algorithm's exchange defaults to; every field is an option of the algorithm:
+//   compressor       the worker compressor                        (default `compressor`)
+//   worker_feedback  none | classic | scaled | scaled-as-printed  (default `worker_feedback`)
+//   server_compressor  the server's; absent: the worker's configuration when the server
+//                    re-compresses by default, "identity" otherwise
+//   server_feedback  as worker_feedback                            (default `server_feedback`)
+struct ExchangeDefaults {
+  std::string_view compressor = "identity";
+  FeedbackKind worker_feedback = FeedbackKind::kClassic;
+  bool server_recompresses = false;
+  FeedbackKind server_feedback = FeedbackKind::kNone;
+};
+
+template <typename T>
+ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaults& defaults);
+
+template <typename T>
+class CompressedExchange {
+ public:
+  CompressedExchange(const ExchangeConfig<T>& config, const OptimizerContext& context);
+
+  // Worker phase: compresses y (with the worker's error feedback) into `out`.
+  void Send(const StepContext& ctx, int worker, ConstVectorRef<T> y, Message& out);
+  // Server phase: averages the received messages into mean(), then compresses it (with the
+  // server's error feedback) into `out`.
+  void Reduce(const StepContext& ctx, std::span<const Message> received, Message& out);
+  // Apply phase: the server's reply, decoded.
+  void Receive(const Message& reply, Vector<T>& out) const;
+
+  // (1/n) sum of the decoded worker messages of the last Reduce.
+  const Vector<T>& mean() const { return mean_; }
+  // Worker i's or the server's error after the last step; nullptr without feedback.
+  const Vector<T>* WorkerError(int worker) const;
+  const Vector<T>* ServerError() const;
+  // Observe() and LastEncode() for the exchange's quantities (errors and encode statistics).
+  const Vector<T>* Observe(Quantity quantity, int worker) const;
+  const EncodeStats* LastEncode(int worker) const;
+
+ private:
+  struct Sender {
+    ErrorFeedback<T> ef;
+    std::unique_ptr<Compressor<T>> compressor;
+    EncodeStats stats;
+  };
+  std::vector<Sender> workers_;
+  Sender server_;
+  std::unique_ptr<Compressor<T>> worker_decoder_;  // decodes workers' messages at the server
+  Vector<T> mean_;
+};
+
+}  // namespace lemmalab
