@@ -1,6 +1,8 @@
 #include "optimizers/adam.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "optimizers/averaged_gradient.h"
 
@@ -14,30 +16,71 @@ class Adam final : public AveragedGradientOptimizer<T> {
       : AveragedGradientOptimizer<T>(context),
         options_(options),
         m_(Vector<T>::Zero(context.dimension)),
-        v_(Vector<T>::Zero(context.dimension)) {}
+        v_(Vector<T>::Zero(context.dimension)),
+        v_max_(options.amsgrad ? Vector<T>::Zero(context.dimension) : Vector<T>()) {}
+
+  const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
+    switch (quantity) {
+      case Quantity::kMomentum:
+        return &m_;
+      case Quantity::kVariance:
+        return &v_;
+      case Quantity::kMaxVariance:
+        return options_.amsgrad ? &v_max_ : nullptr;
+      default:
+        return nullptr;
+    }
+  }
 
  protected:
   void ApplyMean(const StepContext& ctx, const Vector<T>& g, VectorRef<T> x) override {
     const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
     m_ = beta1 * m_ + (T(1) - beta1) * g;
     v_ = beta2 * v_ + (T(1) - beta2) * g.cwiseAbs2();
-    double m_scale = 1.0, v_scale = 1.0;
+    // AMSGrad as PyTorch documents it: the max of the raw v, bias-corrected afterwards.
+    if (options_.amsgrad) v_max_ = v_max_.cwiseMax(v_);
+    const Vector<T>& v = options_.amsgrad ? v_max_ : v_;
+    double c1 = 1.0, c2 = 1.0;
     if (options_.bias_correction) {
       const auto t = static_cast<double>(ctx.t);
-      m_scale = 1.0 / (1.0 - std::pow(options_.beta1, t));
-      v_scale = 1.0 / (1.0 - std::pow(options_.beta2, t));
+      c1 = 1.0 - std::pow(options_.beta1, t);
+      c2 = 1.0 - std::pow(options_.beta2, t);
     }
-    const T step = static_cast<T>(ctx.lr * m_scale);
+    const T step = static_cast<T>(ctx.lr / c1);
     const T eps = static_cast<T>(options_.eps);
-    x.array() -= step * m_.array() / ((static_cast<T>(v_scale) * v_.array()).sqrt() + eps);
+    // PyTorch's order of operations: x + (-step) * (m / denominator).
+    if (options_.eps_placement == EpsPlacement::kOutside) {
+      const T sqrt_c2 = static_cast<T>(std::sqrt(c2));
+      x.array() -= step * (m_.array() / (v.array().sqrt() / sqrt_c2 + eps));
+    } else {
+      x.array() -= step * (m_.array() / (v.array() / static_cast<T>(c2) + eps).sqrt());
+    }
   }
 
  private:
   AdamOptions options_;
   Vector<T> m_, v_;
+  Vector<T> v_max_;  // AMSGrad only
 };
 
 }  // namespace
+
+EpsPlacement EpsPlacementFromOptions(OptionTable& options, EpsPlacement fallback) {
+  static const std::vector<std::string> kPlacements = {"outside", "inside"};
+  const std::string name = options.GetChoice(
+      "eps_placement", fallback == EpsPlacement::kOutside ? "outside" : "inside", kPlacements);
+  return name == "inside" ? EpsPlacement::kInside : EpsPlacement::kOutside;
+}
+
+AdamOptions ReadAdamOptions(OptionTable& options, const AdamOptions& defaults) {
+  AdamOptions o = defaults;
+  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
+  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
+  o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
+  o.bias_correction = options.GetBool("bias_correction", o.bias_correction);
+  o.eps_placement = EpsPlacementFromOptions(options, o.eps_placement);
+  return o;
+}
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeAdam(const AdamOptions& options,
@@ -48,19 +91,24 @@ std::unique_ptr<DistributedOptimizer<T>> MakeAdam(const AdamOptions& options,
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> AdamFromOptions(OptionTable& options,
                                                          const OptimizerContext& context) {
-  AdamOptions o;
-  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
-  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
-  o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
-  o.bias_correction = options.GetBool("bias_correction", o.bias_correction);
+  return MakeAdam<T>(ReadAdamOptions(options, AdamOptions{}), context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> AmsgradFromOptions(OptionTable& options,
+                                                            const OptimizerContext& context) {
+  AdamOptions o = ReadAdamOptions(options, AdamOptions{});
+  o.amsgrad = true;
   return MakeAdam<T>(o, context);
 }
 
-#define LEMMALAB_INSTANTIATE(T)                                                        \
-  template std::unique_ptr<DistributedOptimizer<T>> MakeAdam(const AdamOptions&,       \
-                                                             const OptimizerContext&); \
-  template std::unique_ptr<DistributedOptimizer<T>> AdamFromOptions(OptionTable&,      \
-                                                                    const OptimizerContext&);
+#define LEMMALAB_INSTANTIATE(T)                                                               \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeAdam(const AdamOptions&,              \
+                                                             const OptimizerContext&);        \
+  template std::unique_ptr<DistributedOptimizer<T>> AdamFromOptions(OptionTable&,             \
+                                                                    const OptimizerContext&); \
+  template std::unique_ptr<DistributedOptimizer<T>> AmsgradFromOptions(OptionTable&,          \
+                                                                       const OptimizerContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)
 #undef LEMMALAB_INSTANTIATE

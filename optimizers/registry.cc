@@ -3,6 +3,7 @@
 
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
+#include "optimizers/onebit_adam.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
 
@@ -14,9 +15,26 @@ const Registry<OptimizerInfo>& Optimizers() {
                        {"adam", "Adam on the averaged fp gradient; bias correction option",
                         "Kingma & Ba, ICLR 2015, Algorithm 1", &AdamFromOptions<float>,
                         &AdamFromOptions<double>},
+                       {"adam-1bit-naive", "Adam (1-bit naive): Adam on the EF-compressed gradient",
+                        "onebit-adam.txt Sec. 3.2, 4.2, 7.2", &AdamOnebitNaiveFromOptions<float>,
+                        &AdamOnebitNaiveFromOptions<double>},
+                       {"adamw", "AdamW: Adam with decoupled weight decay",
+                        "Loshchilov & Hutter, ICLR 2019, Algorithm 2", &AdamFromOptions<float>,
+                        &AdamFromOptions<double>},
+                       {"amsgrad", "AMSGrad: Adam dividing by the running max of v",
+                        "Reddi, Kale & Kumar, ICLR 2018, Algorithm 2; PyTorch's amsgrad formula",
+                        &AmsgradFromOptions<float>, &AmsgradFromOptions<double>},
                        {"birder", "Birder: 1-bit Q(m/b) with worker and server EF",
                         "birder.txt Algorithm 1 (lines 1-17), Eq. 4-5, footnote 5",
                         &BirderFromOptions<float>, &BirderFromOptions<double>},
+                       {"onebit-adam",
+                        "1-bit Adam: Adam warmup, then frozen v and compressed momentum with EF",
+                        "onebit-adam.txt Algorithm 1 (lines 1-15), Sec. 4.3; ICML version Alg. 1",
+                        &OnebitAdamFromOptions<float>, &OnebitAdamFromOptions<double>},
+                       {"onebit-adam-fp32",
+                        "1-bit Adam (32-bits): the same schedule, momentum uncompressed",
+                        "onebit-adam.txt Sec. 7.2", &OnebitAdamFp32FromOptions<float>,
+                        &OnebitAdamFp32FromOptions<double>},
                        {"sgd", "SGD on the averaged fp gradient", "Robbins & Monro 1951",
                         &SgdFromOptions<float>, &SgdFromOptions<double>},
                        {"softsign-sgd",

@@ -1,4 +1,4 @@
-// SGD, Adam and Birder, step by step against values computed by hand, and Birder's reduction to
+// SGD and Birder, step by step against values computed by hand, and Birder's reduction to
 // its uncompressed form.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,6 @@
 
 #include "compressors/identity.h"
 #include "compressors/stochastic_binary.h"
-#include "optimizers/adam.h"
 #include "optimizers/birder.h"
 #include "optimizers/sgd.h"
 
@@ -56,39 +55,6 @@ TEST(Sgd, AppliesTheMeanGradient) {
   Eigen::VectorXd x = Vec({1, 2, 3});
   Step(*sgd, 1, 0.5, {Vec({1, 0, -2}), Vec({3, 4, 0})}, x);
   EXPECT_EQ(x, Vec({1 - 0.5 * 2, 2 - 0.5 * 2, 3 - 0.5 * -1}));
-}
-
-TEST(Adam, TwoStepsByHand) {
-  for (const bool bias_correction : {true, false}) {
-    AdamOptions o;
-    o.bias_correction = bias_correction;
-    auto adam = MakeAdam<double>(o, {2, 1});
-    Eigen::VectorXd x = Vec({0.5, -0.5});
-    const Eigen::VectorXd g1 = Vec({0.1, -0.2}), g2 = Vec({0.3, 0.1});
-    Step(*adam, 1, 0.01, {g1}, x);
-    Step(*adam, 2, 0.01, {g2}, x);
-
-    Eigen::VectorXd expected = Vec({0.5, -0.5});
-    Eigen::VectorXd m = Eigen::VectorXd::Zero(2), v = Eigen::VectorXd::Zero(2);
-    int t = 0;
-    for (const Eigen::VectorXd& g : {g1, g2}) {
-      ++t;
-      m = 0.9 * m + 0.1 * g;
-      v = 0.999 * v + 0.001 * g.cwiseAbs2();
-      const double cm = bias_correction ? 1 - std::pow(0.9, t) : 1.0;
-      const double cv = bias_correction ? 1 - std::pow(0.999, t) : 1.0;
-      for (int j = 0; j < 2; ++j) expected[j] -= 0.01 * (m[j] / cm) / (std::sqrt(v[j] / cv) + 1e-8);
-    }
-    EXPECT_NEAR((x - expected).norm(), 0, 1e-15) << "bias_correction " << bias_correction;
-    if (bias_correction) {
-      // The first bias-corrected Adam step is lr * sign(g) up to eps.
-      Eigen::VectorXd y = Vec({0.5, -0.5});
-      auto fresh = MakeAdam<double>(o, {2, 1});
-      Step(*fresh, 1, 0.01, {g1}, y);
-      EXPECT_NEAR(y[0], 0.49, 1e-9);
-      EXPECT_NEAR(y[1], -0.49, 1e-9);
-    }
-  }
 }
 
 // Birder Algorithm 1 with d = 3, n = 2, beta = 0.5, eps = 0 (Eq. 4 exactly), alpha = 0.1: two

@@ -1,0 +1,313 @@
+#include "optimizers/onebit_adam.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "compressors/identity.h"
+#include "core/error.h"
+#include "optimizers/averaged_gradient.h"
+
+namespace lemmalab {
+namespace {
+
+// x <- x - lr m / (sqrt(v) + eta), or m / sqrt(v + eta) with eta inside.
+template <typename T>
+void PreconditionedStep(double lr, const Vector<T>& m, const Vector<T>& v, T eta,
+                        EpsPlacement placement, VectorRef<T> x) {
+  const T step = static_cast<T>(lr);
+  if (placement == EpsPlacement::kOutside) {
+    x.array() -= step * (m.array() / (v.array().sqrt() + eta));
+  } else {
+    x.array() -= step * (m.array() / (v.array() + eta).sqrt());
+  }
+}
+
+template <typename T>
+class OnebitAdam final : public DistributedOptimizer<T> {
+ public:
+  OnebitAdam(const OnebitAdamOptions& options, const ExchangeConfig<T>& exchange,
+             const OptimizerContext& context)
+      : options_(options),
+        beta1_(static_cast<T>(options.beta1)),
+        beta2_(static_cast<T>(options.beta2)),
+        eta_(static_cast<T>(options.eps)),
+        wire_(MakeIdentity<T>()),
+        exchange_(exchange, context),
+        m_(Vector<T>::Zero(context.dimension)),
+        v_(Vector<T>::Zero(context.dimension)),
+        g_(Vector<T>::Zero(context.dimension)) {
+    workers_.assign(static_cast<std::size_t>(context.workers),
+                    {Vector<T>::Zero(context.dimension), {}});
+  }
+
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+                  Message& out) override {
+    Worker& w = workers_[static_cast<std::size_t>(worker)];
+    if (Warmup(ctx.t)) {  // line 2: the original Adam, the gradient in full precision
+      PhiloxStream unused =
+          ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
+      w.warmup_stats = wire_->Encode(g, unused, out);
+      return;
+    }
+    // Line 6. "own" starts from the synchronised m at the first compressed step.
+    const bool own =
+        options_.local_momentum == LocalMomentum::kOwn && ctx.t > options_.warmup_steps + 1;
+    const Vector<T>& m_previous = own ? w.m : m_;
+    w.m = beta1_ * m_previous + (T(1) - beta1_) * g;
+    exchange_.Send(ctx, worker, w.m, out);  // lines 7-8
+  }
+
+  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+                  Message& out) override {
+    if (Warmup(ctx.t)) {
+      MeanOfMessages(*wire_, received, g_);
+      PhiloxStream unused = ctx.Stream(Purpose::kServerCompression, kServerStream);
+      server_warmup_stats_ = wire_->Encode(g_, unused, out);
+      return;
+    }
+    exchange_.Reduce(ctx, received, out);  // lines 10-11
+  }
+
+  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
+    t_ = ctx.t;
+    if (Warmup(ctx.t)) {  // Eq. 1 without bias correction; v is v_Tw after step T_w
+      wire_->Decode(broadcast, g_);
+      m_ = beta1_ * m_ + (T(1) - beta1_) * g_;
+      v_ = beta2_ * v_ + (T(1) - beta2_) * g_.cwiseAbs2();
+    } else {
+      exchange_.Receive(broadcast, m_);  // line 13: m = m_bar
+    }
+    PreconditionedStep<T>(ctx.lr, m_, v_, eta_, options_.eps_placement, x);  // line 13
+  }
+
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    switch (quantity) {
+      case Quantity::kMomentum:
+        // During warmup every worker holds the synchronised m; after it, its own m^(i).
+        if (worker == kServer || Warmup(t_)) return &m_;
+        return &workers_[static_cast<std::size_t>(worker)].m;
+      case Quantity::kVariance:
+        return &v_;
+      case Quantity::kFrozenVariance:
+        return t_ >= options_.warmup_steps ? &v_ : nullptr;
+      default:
+        return exchange_.Observe(quantity, worker);
+    }
+  }
+
+  // The full-precision messages' statistics during warmup, the exchange's after it.
+  const EncodeStats* LastEncode(int worker) const override {
+    if (t_ > 0 && !Warmup(t_)) return exchange_.LastEncode(worker);
+    return worker == kServer ? &server_warmup_stats_
+                             : &workers_[static_cast<std::size_t>(worker)].warmup_stats;
+  }
+
+ private:
+  struct Worker {
+    Vector<T> m;  // m^(i) of line 6
+    EncodeStats warmup_stats;
+  };
+
+  bool Warmup(std::int64_t t) const { return t <= options_.warmup_steps; }
+
+  OnebitAdamOptions options_;
+  T beta1_, beta2_, eta_;
+  std::unique_ptr<Compressor<T>> wire_;  // identity, for warmup: a stateless codec, shared
+  CompressedExchange<T> exchange_;
+  std::vector<Worker> workers_;
+  Vector<T> m_;  // the synchronised m (line 13)
+  Vector<T> v_;  // v; frozen (v_Tw) after step T_w
+  Vector<T> g_;  // the averaged gradient during warmup
+  EncodeStats server_warmup_stats_;
+  std::int64_t t_ = 0;  // the last step applied
+};
+
+// 1-bit Adam (32-bits) of Sec. 7.2: the momentum is not compressed (see the header).
+template <typename T>
+class OnebitAdamFp32 final : public AveragedGradientOptimizer<T> {
+ public:
+  OnebitAdamFp32(const OnebitAdamOptions& options, const OptimizerContext& context)
+      : AveragedGradientOptimizer<T>(context),
+        options_(options),
+        m_(Vector<T>::Zero(context.dimension)),
+        v_(Vector<T>::Zero(context.dimension)) {}
+
+  const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
+    switch (quantity) {
+      case Quantity::kMomentum:
+        return &m_;
+      case Quantity::kVariance:
+        return &v_;
+      case Quantity::kFrozenVariance:
+        return t_ >= options_.warmup_steps ? &v_ : nullptr;
+      default:
+        return nullptr;
+    }
+  }
+
+ protected:
+  void ApplyMean(const StepContext& ctx, const Vector<T>& g, VectorRef<T> x) override {
+    t_ = ctx.t;
+    const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
+    const T eta = static_cast<T>(options_.eps);
+    m_ = beta1 * m_ + (T(1) - beta1) * g;
+    if (ctx.t <= options_.warmup_steps) v_ = beta2 * v_ + (T(1) - beta2) * g.cwiseAbs2();
+    const T lr = static_cast<T>(ctx.lr);
+    if (options_.eps_placement == EpsPlacement::kOutside) {
+      x.array() -= lr * (m_.array() / (v_.array().sqrt() + eta));
+    } else {
+      x.array() -= lr * (m_.array() / (v_.array() + eta).sqrt());
+    }
+  }
+
+ private:
+  OnebitAdamOptions options_;
+  Vector<T> m_, v_;
+  std::int64_t t_ = 0;
+};
+
+// Adam (1-bit naive) of Sec. 3.2 (see the header).
+template <typename T>
+class AdamOnebitNaive final : public DistributedOptimizer<T> {
+ public:
+  AdamOnebitNaive(const AdamOptions& options, const ExchangeConfig<T>& exchange,
+                  const OptimizerContext& context)
+      : options_(options),
+        exchange_(exchange, context),
+        m_(Vector<T>::Zero(context.dimension)),
+        v_(Vector<T>::Zero(context.dimension)),
+        g_(Vector<T>::Zero(context.dimension)) {}
+
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+                  Message& out) override {
+    exchange_.Send(ctx, worker, g, out);  // C(g + delta), worker EF
+  }
+
+  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+                  Message& out) override {
+    exchange_.Reduce(ctx, received, out);
+  }
+
+  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
+    exchange_.Receive(broadcast, g_);
+    // Sec. 4.2: v follows the compressed gradient, whose errors do not cancel in its square.
+    const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
+    m_ = beta1 * m_ + (T(1) - beta1) * g_;
+    v_ = beta2 * v_ + (T(1) - beta2) * g_.cwiseAbs2();
+    double c1 = 1.0, c2 = 1.0;
+    if (options_.bias_correction) {
+      const auto t = static_cast<double>(ctx.t);
+      c1 = 1.0 - std::pow(options_.beta1, t);
+      c2 = 1.0 - std::pow(options_.beta2, t);
+    }
+    const T step = static_cast<T>(ctx.lr / c1);
+    const T eps = static_cast<T>(options_.eps);
+    if (options_.eps_placement == EpsPlacement::kOutside) {
+      x.array() -= step * (m_.array() / (v_.array().sqrt() / static_cast<T>(std::sqrt(c2)) + eps));
+    } else {
+      x.array() -= step * (m_.array() / (v_.array() / static_cast<T>(c2) + eps).sqrt());
+    }
+  }
+
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    if (quantity == Quantity::kMomentum) return &m_;
+    if (quantity == Quantity::kVariance) return &v_;
+    return exchange_.Observe(quantity, worker);
+  }
+
+  const EncodeStats* LastEncode(int worker) const override { return exchange_.LastEncode(worker); }
+
+ private:
+  AdamOptions options_;
+  CompressedExchange<T> exchange_;
+  Vector<T> m_, v_;  // every replica's
+  Vector<T> g_;      // the decoded gradient
+};
+
+// The exchange of onebit-adam and adam-1bit-naive: scaled sign with classic error feedback on
+// both sides, the server re-compressing the mean (Alg. 1 lines 7 and 10).
+constexpr ExchangeDefaults kOnebitExchange = {.compressor = "scaled-sign",
+                                              .worker_feedback = FeedbackKind::kClassic,
+                                              .server_recompresses = true,
+                                              .server_feedback = FeedbackKind::kClassic};
+
+OnebitAdamOptions ReadOnebitAdamOptions(OptionTable& options, bool read_local_momentum) {
+  OnebitAdamOptions o;
+  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
+  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
+  o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
+  o.eps_placement = EpsPlacementFromOptions(options, o.eps_placement);
+  o.warmup_steps = options.GetInt("warmup_steps", o.warmup_steps, 0);
+  if (read_local_momentum) {
+    static const std::vector<std::string> kLocal = {"sync", "own"};
+    o.local_momentum = options.GetChoice("local_momentum", "sync", kLocal) == "own"
+                           ? LocalMomentum::kOwn
+                           : LocalMomentum::kSync;
+  }
+  return o;
+}
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdam(const OnebitAdamOptions& options,
+                                                        const ExchangeConfig<T>& exchange,
+                                                        const OptimizerContext& context) {
+  return std::make_unique<OnebitAdam<T>>(options, exchange, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFromOptions(OptionTable& options,
+                                                               const OptimizerContext& context) {
+  const OnebitAdamOptions o = ReadOnebitAdamOptions(options, true);
+  return MakeOnebitAdam<T>(o, ExchangeFromOptions<T>(options, kOnebitExchange), context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdamFp32(const OnebitAdamOptions& options,
+                                                            const OptimizerContext& context) {
+  return std::make_unique<OnebitAdamFp32<T>>(options, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFp32FromOptions(
+    OptionTable& options, const OptimizerContext& context) {
+  return MakeOnebitAdamFp32<T>(ReadOnebitAdamOptions(options, false), context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> MakeAdamOnebitNaive(const AdamOptions& options,
+                                                             const ExchangeConfig<T>& exchange,
+                                                             const OptimizerContext& context) {
+  LEMMALAB_CHECK(!options.amsgrad, "adam-1bit-naive has no AMSGrad form");
+  return std::make_unique<AdamOnebitNaive<T>>(options, exchange, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> AdamOnebitNaiveFromOptions(
+    OptionTable& options, const OptimizerContext& context) {
+  AdamOptions defaults;
+  defaults.bias_correction = false;  // the paper's Adam (Eq. 1)
+  const AdamOptions o = ReadAdamOptions(options, defaults);
+  return MakeAdamOnebitNaive<T>(o, ExchangeFromOptions<T>(options, kOnebitExchange), context);
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                                  \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdam(                              \
+      const OnebitAdamOptions&, const ExchangeConfig<T>&, const OptimizerContext&);              \
+  template std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFromOptions(                       \
+      OptionTable&, const OptimizerContext&);                                                    \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdamFp32(const OnebitAdamOptions&, \
+                                                                       const OptimizerContext&); \
+  template std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFp32FromOptions(                   \
+      OptionTable&, const OptimizerContext&);                                                    \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeAdamOnebitNaive(                         \
+      const AdamOptions&, const ExchangeConfig<T>&, const OptimizerContext&);                    \
+  template std::unique_ptr<DistributedOptimizer<T>> AdamOnebitNaiveFromOptions(                  \
+      OptionTable&, const OptimizerContext&);
+LEMMALAB_INSTANTIATE(float)
+LEMMALAB_INSTANTIATE(double)
+#undef LEMMALAB_INSTANTIATE
+
+}  // namespace lemmalab
