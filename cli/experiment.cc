@@ -197,7 +197,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
     PreparedRun<T> run;
     run.spec = &o;
     run.optimizer = o.options->GetString("name", "");
-    run.schedule = MakeSchedule(*o.schedule);
+    run.schedule = MakeSchedule(*o.schedule, {spec.steps});
     run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
     for (std::size_t k = 0; k < spec.probes.size(); ++k) {
       auto probe = FactoryFor<T>(*Probes().Find(spec.probes[k]))(probe_context);

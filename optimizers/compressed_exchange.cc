@@ -11,6 +11,11 @@ ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaul
       MakeCompressorMaker<T>(*options.GetComponent("compressor", defaults.compressor));
   config.worker_feedback =
       FeedbackFromOptions(options, "worker_feedback", defaults.worker_feedback);
+  if (!defaults.server_options) {
+    config.server_compressor = [](const CompressorShape&) { return MakeIdentity<T>(); };
+    config.server_feedback = FeedbackKind::kNone;
+    return config;
+  }
   if (options.Has("server_compressor") || !defaults.server_recompresses) {
     config.server_compressor =
         MakeCompressorMaker<T>(*options.GetComponent("server_compressor", "identity"));
@@ -53,9 +58,14 @@ void CompressedExchange<T>::Send(const StepContext& ctx, int worker, ConstVector
 template <typename T>
 void CompressedExchange<T>::Reduce(const StepContext& ctx, std::span<const Message> received,
                                    Message& out) {
-  MeanOfMessages(*worker_decoder_, received, mean_);
+  Average(received);
   PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
   server_.stats = server_.ef.Compress(mean_, *server_.compressor, stream, out, ctx.lr);
+}
+
+template <typename T>
+void CompressedExchange<T>::Average(std::span<const Message> received) {
+  MeanOfMessages(*worker_decoder_, received, mean_);
 }
 
 template <typename T>

@@ -54,6 +54,9 @@ struct ExchangeDefaults {
   FeedbackKind worker_feedback = FeedbackKind::kClassic;
   bool server_recompresses = false;
   FeedbackKind server_feedback = FeedbackKind::kNone;
+  // false: the algorithm's server does something else with the mean (SPAMS's AMSGrad step), so
+  // there are no server_* options and Reduce is not used.
+  bool server_options = true;
 };
 
 template <typename T>
@@ -69,6 +72,9 @@ class CompressedExchange {
   // Server phase: averages the received messages into mean(), then compresses it (with the
   // server's error feedback) into `out`.
   void Reduce(const StepContext& ctx, std::span<const Message> received, Message& out);
+  // The first half of Reduce, for servers that compute something else from the mean (SPAMS's
+  // AMSGrad step): averages the received messages into mean().
+  void Average(std::span<const Message> received);
   // Apply phase: the server's reply, decoded.
   void Receive(const Message& reply, Vector<T>& out) const;
 

@@ -99,6 +99,9 @@ struct OptimizerInfo {
   std::string_view reference;  // the paper and the algorithm box or lines it implements
   OptimizerFactory<float> make_f32;
   OptimizerFactory<double> make_f64;
+  // The default of the `weight_decay` option every optimizer has (optimizers/weight_decay.h):
+  // 0 (off) except for AdamW.
+  double weight_decay = 0.0;
 };
 
 const Registry<OptimizerInfo>& Optimizers();
@@ -107,8 +110,9 @@ const Registry<OptimizerInfo>& Optimizers();
 // from an empty table (so the listing is what the code reads).
 std::vector<OptionTable::Use> OptimizerOptions(const OptimizerInfo& info);
 
-// Builds the optimizer an [[optimizer]] table names and rejects keys no one has read; callers
-// read their own keys (label, schedule) from the table first.
+// Builds the optimizer an [[optimizer]] table names, with the weight decay its `weight_decay`
+// and `weight_decay_mode` options ask for, and rejects keys no one has read; callers read their
+// own keys (label, schedule) from the table first.
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeOptimizer(OptionTable& options,
                                                        const OptimizerContext& context);

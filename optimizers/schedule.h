@@ -1,9 +1,18 @@
-// Learning-rate schedules alpha_t, t = 1, 2, ...
+// Learning-rate schedules alpha_t, t = 1, 2, ..., T (T = the run's steps).
 //
 //   [schedule]
-//   name = "constant"   # alpha_t = lr
-//   name = "inv-sqrt"   # alpha_t = lr / sqrt(t): the c / sqrt(t) of Birder's Theorem 1
-//   lr = 0.01           # > 0
+//   name = "constant"       # alpha_t = lr
+//   name = "inv-sqrt"       # alpha_t = lr / sqrt(t): the c / sqrt(t) of Birder's Theorem 1
+//   name = "step"           # alpha_t = lr gamma^k, k = the number of decay points before t:
+//                           #   every `step_size` steps, or at the steps listed in `milestones`
+//   name = "warmup-linear"  # linear warmup over `warmup` steps (alpha_t = lr t / warmup), then
+//                           #   linear decay towards 0 at T + 1 (BERT; onebit-lamb App. A.1)
+//   name = "warmup-exp"     # linear warmup, then lr times gamma after every `every` steps:
+//                           #   alpha_t = lr gamma^floor((t - warmup - 1) / every)
+//                           #   (onebit-adam.txt Sec. 7.1: "0.99 ... after every 520 steps")
+//   lr = 0.01               # > 0, required
+//
+// Every schedule is positive for t <= T (scaled error feedback divides by it).
 #pragma once
 
 #include <cstdint>
@@ -22,15 +31,20 @@ class Schedule {
   virtual std::string Describe() const = 0;
 };
 
+// What a schedule may need to know about the run.
+struct ScheduleContext {
+  std::int64_t steps = 1;  // T
+};
+
 struct ScheduleInfo {
   std::string_view name;
   std::string_view summary;
-  std::unique_ptr<Schedule> (*make)(OptionTable& options);
+  std::unique_ptr<Schedule> (*make)(OptionTable& options, const ScheduleContext& context);
 };
 
 const Registry<ScheduleInfo>& Schedules();
 
 // Builds the schedule a table names (name defaults to "constant") and rejects unknown keys.
-std::unique_ptr<Schedule> MakeSchedule(OptionTable& options);
+std::unique_ptr<Schedule> MakeSchedule(OptionTable& options, const ScheduleContext& context);
 
 }  // namespace lemmalab

@@ -135,12 +135,35 @@ TEST(Amsgrad, ThreeStepsMatchThePyTorchFormula) {
                        "no bias correction");
 }
 
-// AdamW's registry entry builds the Adam step (the decoupled decay is MakeOptimizer's).
+// AdamW's registry entry builds the Adam step; MakeOptimizer adds the decoupled decay.
 TEST(AdamW, EntryIsTheAdamStep) {
   const OptimizerContext context{3, 2};
   auto adamw = Build("adamw", {}, context);
   auto adam = Build("adam", {}, context);
   EXPECT_EQ(RunThreeSteps(*adamw), RunThreeSteps(*adam));
+}
+
+// torch.optim.AdamW's documented step: x <- x - lr lambda x first, then the Adam step above;
+// computed as the Adam values (python3, same gradients and rates) with x[j] *= 1 - lr * wd
+// before each step's update. lambda defaults to 0.01 (PyTorch's default) for adamw only.
+TEST(AdamW, ThreeStepsMatchThePyTorchFormula) {
+  const OptimizerContext context{3, 2};
+  const auto make = [&](const Options& options) {
+    OptionTable table("optimizer 'adamw'", "");
+    table.Set("name", {std::string("adamw"), ""});
+    for (const auto& [key, value] : options) table.Set(key, value);
+    return MakeOptimizer<double>(table, context);
+  };
+  ExpectRelativelyNear(RunThreeSteps(*make({})),
+                       Vec({0.8305454867046014, -1.8699347495599656, 0.35469560555431096}), 1e-12,
+                       "default weight decay 0.01");
+  ExpectRelativelyNear(RunThreeSteps(*make({{"weight_decay", {0.2, ""}}})),
+                       Vec({0.8000742636575071, -1.8073632248145788, 0.34015988478487813}), 1e-12,
+                       "weight decay 0.2");
+  // Without decay it is Adam again (the values of Adam.ThreeStepsMatchThePyTorchFormula).
+  ExpectRelativelyNear(RunThreeSteps(*make({{"weight_decay", {0.0, ""}}})),
+                       Vec({0.832164993286034, -1.8732597037044674, 0.35546842248954474}), 1e-12,
+                       "no weight decay");
 }
 
 TEST(Adam, TwoStepsByHand) {

@@ -1,0 +1,189 @@
+#include "optimizers/spams.h"
+
+#include "compressors/identity.h"
+#include "optimizers/compressed_exchange.h"
+
+namespace lemmalab {
+namespace {
+
+// The server half both forms share: AMSGrad on the gradient the server ends up with, and the
+// direction m / sqrt(v_hat + eps) it sends back (spams.txt Alg. 2 lines 13-16, Alg. 3 7-10).
+template <typename T>
+class AmsGradServer {
+ public:
+  AmsGradServer(const SpamsOptions& options, std::int64_t dimension)
+      : beta1_(static_cast<T>(options.beta1)),
+        beta2_(static_cast<T>(options.beta2)),
+        eps_(static_cast<T>(options.eps)),
+        m_(Vector<T>::Zero(dimension)),
+        v_(m_),
+        v_hat_(m_),
+        direction_(m_),
+        wire_(MakeIdentity<T>()) {}
+
+  void Step(const StepContext& ctx, const Vector<T>& g, Message& out) {
+    m_ = beta1_ * m_ + (T(1) - beta1_) * g;                    // line 13
+    v_ = beta2_ * v_ + (T(1) - beta2_) * g.cwiseAbs2();        // line 14
+    v_hat_ = v_hat_.cwiseMax(v_);                              // line 15
+    direction_ = m_.array() / (v_hat_.array() + eps_).sqrt();  // line 16
+    PhiloxStream unused = ctx.Stream(Purpose::kServerCompression, kServerStream);
+    wire_->Encode(direction_, unused, out);
+  }
+
+  void Apply(const StepContext& ctx, const Message& reply, VectorRef<T> x) {
+    wire_->Decode(reply, direction_);
+    x -= static_cast<T>(ctx.lr) * direction_;  // line 16: theta_{t+1} = theta_t - eta_t (...)
+  }
+
+  const Vector<T>* Observe(Quantity quantity) const {
+    switch (quantity) {
+      case Quantity::kMomentum:
+        return &m_;
+      case Quantity::kVariance:
+        return &v_;
+      case Quantity::kMaxVariance:
+        return &v_hat_;
+      default:
+        return nullptr;
+    }
+  }
+
+ private:
+  T beta1_, beta2_, eps_;
+  Vector<T> m_, v_, v_hat_, direction_;
+  std::unique_ptr<Compressor<T>> wire_;
+};
+
+template <typename T>
+class DistSpams final : public DistributedOptimizer<T> {
+ public:
+  DistSpams(const SpamsOptions& options, const ExchangeConfig<T>& exchange,
+            const OptimizerContext& context)
+      : exchange_(exchange, context), server_(options, context.dimension) {}
+
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+                  Message& out) override {
+    exchange_.Send(ctx, worker, g, out);  // lines 7-9: g~ = C(g + e), e <- e + g - g~
+  }
+
+  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+                  Message& out) override {
+    exchange_.Average(received);               // line 12
+    server_.Step(ctx, exchange_.mean(), out);  // lines 13-16
+  }
+
+  void Apply(const StepContext& ctx, const Message& reply, VectorRef<T> x) override {
+    server_.Apply(ctx, reply, x);
+  }
+
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    if (worker == kServer) {
+      if (const Vector<T>* v = server_.Observe(quantity)) return v;
+    }
+    return exchange_.Observe(quantity, worker);
+  }
+
+  const EncodeStats* LastEncode(int worker) const override {
+    return worker == kServer ? nullptr : exchange_.LastEncode(worker);
+  }
+
+ private:
+  CompressedExchange<T> exchange_;
+  AmsGradServer<T> server_;
+};
+
+template <typename T>
+class Spams final : public DistributedOptimizer<T> {
+ public:
+  Spams(const SpamsOptions& options, const CompressorMaker<T>& compressor, FeedbackKind feedback,
+        const OptimizerContext& context)
+      : wire_(MakeIdentity<T>()),
+        compressor_(compressor(context.shape())),
+        ef_(feedback, context.dimension),
+        g_(Vector<T>::Zero(context.dimension)),
+        g_tilde_(g_),
+        server_(options, context.dimension) {}
+
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+                  Message& out) override {
+    PhiloxStream unused =
+        ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
+    wire_->Encode(g, unused, out);
+  }
+
+  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+                  Message& out) override {
+    MeanOfMessages(*wire_, received, g_);  // g_t
+    // Lines 5-6: g~ = Top-k(g + e), e <- e + g - g~, with the error kept where the compression
+    // happens; the compressed message never leaves the server, so it is decoded in place.
+    PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
+    stats_ = ef_.Compress(g_, *compressor_, stream, compressed_, ctx.lr);
+    compressor_->Decode(compressed_, g_tilde_);
+    server_.Step(ctx, g_tilde_, out);  // lines 7-10
+  }
+
+  void Apply(const StepContext& ctx, const Message& reply, VectorRef<T> x) override {
+    server_.Apply(ctx, reply, x);
+  }
+
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    if (worker != kServer) return nullptr;
+    if (quantity == Quantity::kServerError) return ef_.enabled() ? &ef_.error() : nullptr;
+    return server_.Observe(quantity);
+  }
+
+  const EncodeStats* LastEncode(int worker) const override {
+    return worker == kServer ? &stats_ : nullptr;
+  }
+
+ private:
+  std::unique_ptr<Compressor<T>> wire_;  // workers' full-precision gradients
+  std::unique_ptr<Compressor<T>> compressor_;
+  ErrorFeedback<T> ef_;
+  Vector<T> g_, g_tilde_;
+  Message compressed_;
+  EncodeStats stats_;
+  AmsGradServer<T> server_;
+};
+
+SpamsOptions ReadSpamsOptions(OptionTable& options) {
+  SpamsOptions o;
+  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
+  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
+  o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
+  return o;
+}
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> DistSpamsFromOptions(OptionTable& options,
+                                                              const OptimizerContext& context) {
+  const SpamsOptions o = ReadSpamsOptions(options);
+  ExchangeConfig<T> exchange =
+      ExchangeFromOptions<T>(options, {.compressor = "block-sign",
+                                       .worker_feedback = FeedbackKind::kClassic,
+                                       .server_options = false});
+  return std::make_unique<DistSpams<T>>(o, exchange, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> SpamsFromOptions(OptionTable& options,
+                                                          const OptimizerContext& context) {
+  const SpamsOptions o = ReadSpamsOptions(options);
+  const CompressorMaker<T> compressor =
+      MakeCompressorMaker<T>(*options.GetComponent("compressor", "block-sign"));
+  const FeedbackKind feedback = FeedbackFromOptions(options, "feedback", FeedbackKind::kClassic);
+  return std::make_unique<Spams<T>>(o, compressor, feedback, context);
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                                    \
+  template std::unique_ptr<DistributedOptimizer<T>> DistSpamsFromOptions(OptionTable&,             \
+                                                                         const OptimizerContext&); \
+  template std::unique_ptr<DistributedOptimizer<T>> SpamsFromOptions(OptionTable&,                 \
+                                                                     const OptimizerContext&);
+LEMMALAB_INSTANTIATE(float)
+LEMMALAB_INSTANTIATE(double)
+#undef LEMMALAB_INSTANTIATE
+
+}  // namespace lemmalab

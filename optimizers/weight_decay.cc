@@ -1,0 +1,82 @@
+#include "optimizers/weight_decay.h"
+
+#include <string>
+#include <vector>
+
+namespace lemmalab {
+namespace {
+
+template <typename T>
+class WeightDecayed final : public DistributedOptimizer<T> {
+ public:
+  WeightDecayed(std::unique_ptr<DistributedOptimizer<T>> inner, const WeightDecay& decay,
+                const OptimizerContext& context)
+      : inner_(std::move(inner)), decay_(decay) {
+    if (decay_.mode == WeightDecayMode::kL2) {
+      gradients_.assign(static_cast<std::size_t>(context.workers), Vector<T>(context.dimension));
+    }
+  }
+
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> x, ConstVectorRef<T> g,
+                  Message& out) override {
+    if (decay_.mode == WeightDecayMode::kDecoupled) {
+      inner_->WorkerStep(ctx, worker, x, g, out);
+      return;
+    }
+    Vector<T>& decayed = gradients_[static_cast<std::size_t>(worker)];
+    decayed = g + static_cast<T>(decay_.lambda) * x;
+    inner_->WorkerStep(ctx, worker, x, decayed, out);
+  }
+
+  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+                  Message& out) override {
+    inner_->ServerStep(ctx, received, out);
+  }
+
+  void Apply(const StepContext& ctx, const Message& reply, VectorRef<T> x) override {
+    if (decay_.mode == WeightDecayMode::kDecoupled) {
+      x *= static_cast<T>(1.0 - ctx.lr * decay_.lambda);
+    }
+    inner_->Apply(ctx, reply, x);
+  }
+
+  const Vector<T>* LocalParameters(int worker) const override {
+    return inner_->LocalParameters(worker);
+  }
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    return inner_->Observe(quantity, worker);
+  }
+  const EncodeStats* LastEncode(int worker) const override { return inner_->LastEncode(worker); }
+
+ private:
+  std::unique_ptr<DistributedOptimizer<T>> inner_;
+  WeightDecay decay_;
+  std::vector<Vector<T>> gradients_;  // g + lambda x, one per worker (workers run in parallel)
+};
+
+}  // namespace
+
+WeightDecay WeightDecayFromOptions(OptionTable& options, double fallback) {
+  static const std::vector<std::string> kModes = {"decoupled", "l2"};
+  WeightDecay decay;
+  decay.lambda = options.GetDouble("weight_decay", fallback, Interval::NonNegative());
+  decay.mode = options.GetChoice("weight_decay_mode", "decoupled", kModes) == "l2"
+                   ? WeightDecayMode::kL2
+                   : WeightDecayMode::kDecoupled;
+  return decay;
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> WithWeightDecay(
+    std::unique_ptr<DistributedOptimizer<T>> inner, const WeightDecay& decay,
+    const OptimizerContext& context) {
+  if (decay.lambda == 0) return inner;
+  return std::make_unique<WeightDecayed<T>>(std::move(inner), decay, context);
+}
+
+template std::unique_ptr<DistributedOptimizer<float>> WithWeightDecay(
+    std::unique_ptr<DistributedOptimizer<float>>, const WeightDecay&, const OptimizerContext&);
+template std::unique_ptr<DistributedOptimizer<double>> WithWeightDecay(
+    std::unique_ptr<DistributedOptimizer<double>>, const WeightDecay&, const OptimizerContext&);
+
+}  // namespace lemmalab

@@ -1,0 +1,98 @@
+// What every registered optimizer must do, checked for all of them (new ones included
+// automatically): build from an empty table (valid defaults, listed options), run in both
+// precisions, repeat itself bit for bit, and descend on a quadratic whose answer is known.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "optimizers/optimizer.h"
+
+namespace lemmalab {
+namespace {
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> Build(const OptimizerInfo& info, int workers,
+                                               std::int64_t dimension) {
+  OptionTable table(std::string(info.name), "");
+  table.Set("name", {std::string(info.name), ""});
+  return MakeOptimizer<T>(table, OptimizerContext{dimension, workers});
+}
+
+// f(x) = (1/2) sum_j x_j^2 split over n workers; worker i sees x + noise_i with sum_i noise_i = 0
+// so the mean gradient is exactly x. Returns the parameters after `steps` steps and the bytes
+// of every message, in order.
+template <typename T>
+Vector<T> RunQuadratic(DistributedOptimizer<T>& opt, int workers, int steps, double lr,
+                       std::vector<std::uint8_t>* wire) {
+  Vector<T> x(6);
+  x << 1, -2, 0.5, 3, -1, 0.25;
+  std::vector<Vector<T>> g(static_cast<std::size_t>(workers));
+  std::vector<Message> up(static_cast<std::size_t>(workers));
+  Message down;
+  for (int t = 1; t <= steps; ++t) {
+    const StepContext ctx{t, lr, 99};
+    for (int i = 0; i < workers; ++i) {
+      const Vector<T>* local = opt.LocalParameters(i);
+      const Vector<T> at = local != nullptr ? *local : x;
+      const T noise = static_cast<T>(0.1 * (2 * i - (workers - 1)) * std::cos(t));
+      auto& gi = g[static_cast<std::size_t>(i)];
+      gi = at.array() + noise;
+      opt.WorkerStep(ctx, i, at, gi, up[static_cast<std::size_t>(i)]);
+    }
+    opt.ServerStep(ctx, up, down);
+    opt.Apply(ctx, down, x);
+    if (wire != nullptr) {
+      for (const Message& m : up) wire->insert(wire->end(), m.bytes.begin(), m.bytes.end());
+      wire->insert(wire->end(), down.bytes.begin(), down.bytes.end());
+    }
+  }
+  return x;
+}
+
+class EveryOptimizer : public ::testing::TestWithParam<std::string> {
+ protected:
+  const OptimizerInfo& info() const { return *Optimizers().Find(GetParam()); }
+};
+
+TEST_P(EveryOptimizer, HasAReferenceAndListsItsOptionsWithDefaults) {
+  EXPECT_FALSE(info().reference.empty());
+  for (const OptionTable::Use& use : OptimizerOptions(info())) {
+    EXPECT_FALSE(use.description.empty()) << use.key;
+    EXPECT_NE(use.description, "optional") << use.key << ": describe it (OptionTable::Describe)";
+  }
+}
+
+TEST_P(EveryOptimizer, RepeatsItselfBitForBit) {
+  std::vector<std::uint8_t> wire1, wire2;
+  auto a = Build<float>(info(), 3, 6), b = Build<float>(info(), 3, 6);
+  const Vector<float> x1 = RunQuadratic(*a, 3, 20, 0.01, &wire1),
+                      x2 = RunQuadratic(*b, 3, 20, 0.01, &wire2);
+  EXPECT_EQ(x1, x2);
+  EXPECT_EQ(wire1, wire2);
+}
+
+// Every algorithm, with its defaults, must make progress on the simplest problem there is; a
+// sign error or a dropped update anywhere fails this for the algorithm that has it.
+TEST_P(EveryOptimizer, DescendsOnAQuadraticInBothPrecisions) {
+  auto f = [](const auto& x) { return 0.5 * static_cast<double>(x.squaredNorm()); };
+  auto single = Build<float>(info(), 2, 6);
+  auto dbl = Build<double>(info(), 2, 6);
+  const double f0 = 0.5 * (1 + 4 + 0.25 + 9 + 1 + 0.0625);
+  const double f_float = f(RunQuadratic(*single, 2, 400, 0.02, nullptr));
+  const double f_double = f(RunQuadratic(*dbl, 2, 400, 0.02, nullptr));
+  EXPECT_LT(f_float, 0.25 * f0);
+  EXPECT_LT(f_double, 0.25 * f0);
+  EXPECT_TRUE(std::isfinite(f_float) && std::isfinite(f_double));
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryOptimizer, ::testing::ValuesIn(Optimizers().names()),
+                         [](const auto& param) {
+                           std::string name = param.param;
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace lemmalab
