@@ -5,6 +5,7 @@
 #include "optimizers/birder.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
+#include "optimizers/sign_sgd.h"
 
 namespace lemmalab {
 
@@ -19,6 +20,15 @@ const Registry<OptimizerInfo>& Optimizers() {
                         &BirderFromOptions<float>, &BirderFromOptions<double>},
                        {"sgd", "SGD on the averaged fp gradient", "Robbins & Monro 1951",
                         &SgdFromOptions<float>, &SgdFromOptions<double>},
+                       {"sgdm", "m = beta m + (1-beta) g on the averaged fp gradient",
+                        "onebit-adam-icml App. 10 item 2; DOMAIN.md convention 9",
+                        &SgdmFromOptions<float>, &SgdmFromOptions<double>},
+                       {"sgdm-torch", "PyTorch SGD momentum: first buf = g; nesterov",
+                        "torch.optim.SGD; DOMAIN.md convention 9",
+                        &SgdmTorchFromOptions<float>, &SgdmTorchFromOptions<double>},
+                       {"signsgd", "signSGD reference: true sign in fp; mean or majority",
+                        "Bernstein et al., ICML 2018 (signSGD, majority vote)",
+                        &SignSgdFromOptions<float>, &SignSgdFromOptions<double>},
                        {"softsign-sgd",
                         "SoftSignSGD: Birder without quantization, m/(b + eps) in full precision",
                         "birder.txt App. B (the uncompressed Birder), Eq. 4",
