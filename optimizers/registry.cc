@@ -3,6 +3,7 @@
 
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
+#include "optimizers/ef_sgd.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
 #include "optimizers/sign_sgd.h"
@@ -18,6 +19,18 @@ const Registry<OptimizerInfo>& Optimizers() {
                        {"birder", "Birder: 1-bit Q(m/b) with worker and server EF",
                         "birder.txt Algorithm 1 (lines 1-17), Eq. 4-5, footnote 5",
                         &BirderFromOptions<float>, &BirderFromOptions<double>},
+                       {"double-squeeze", "DoubleSqueeze: C(g + e), worker and server EF",
+                        "Tang et al., ICML 2019; onebit-adam-icml App. 10 item 1",
+                        &DoubleSqueezeFromOptions<float>, &DoubleSqueezeFromOptions<double>},
+                       {"ef-sgd", "EF-SGD: C(g + e), worker EF; fp mean back",
+                        "Karimireddy et al., ICML 2019 EF-SGD; Stich et al., NeurIPS 2018",
+                        &EfSgdFromOptions<float>, &EfSgdFromOptions<double>},
+                       {"ef-sgdm", "EF momentum SGD: each worker's m sent as C(m + e)",
+                        "Zheng et al., NeurIPS 2019; onebit-adam-icml App. 10 item 3",
+                        &EfSgdmFromOptions<float>, &EfSgdmFromOptions<double>},
+                       {"ef-signsgd", "EF-signSGD: block-sign ||p_B||_1/d_B sign(p_B)",
+                        "Karimireddy et al., ICML 2019, Algorithm EF-SIGNSGD",
+                        &EfSignSgdFromOptions<float>, &EfSignSgdFromOptions<double>},
                        {"sgd", "SGD on the averaged fp gradient", "Robbins & Monro 1951",
                         &SgdFromOptions<float>, &SgdFromOptions<double>},
                        {"sgdm", "m = beta m + (1-beta) g on the averaged fp gradient",
