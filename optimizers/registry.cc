@@ -4,6 +4,7 @@
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
 #include "optimizers/ef_sgd.h"
+#include "optimizers/local_sgd.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
 #include "optimizers/sign_sgd.h"
@@ -31,6 +32,12 @@ const Registry<OptimizerInfo>& Optimizers() {
                        {"ef-signsgd", "EF-signSGD: block-sign ||p_B||_1/d_B sign(p_B)",
                         "Karimireddy et al., ICML 2019, Algorithm EF-SIGNSGD",
                         &EfSignSgdFromOptions<float>, &EfSignSgdFromOptions<double>},
+                       {"local-sgd", "local SGD: replicas averaged every tau steps",
+                        "Stich, ICLR 2019; onebit-adam-icml App. 10 item 4",
+                        &LocalSgdFromOptions<float>, &LocalSgdFromOptions<double>},
+                       {"local-sgdm", "local SGD with each worker's own momentum",
+                        "Lin et al., ICLR 2020; onebit-adam-icml App. 10 item 5",
+                        &LocalSgdmFromOptions<float>, &LocalSgdmFromOptions<double>},
                        {"sgd", "SGD on the averaged fp gradient", "Robbins & Monro 1951",
                         &SgdFromOptions<float>, &SgdFromOptions<double>},
                        {"sgdm", "m = beta m + (1-beta) g on the averaged fp gradient",
