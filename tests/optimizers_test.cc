@@ -1,4 +1,4 @@
-// SGD, Adam and Birder, step by step against values computed by hand, and Birder's reduction to
+// Adam and Birder, step by step against values computed by hand, and Birder's reduction to
 // its uncompressed form.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,6 @@
 #include "compressors/stochastic_binary.h"
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
-#include "optimizers/sgd.h"
 
 namespace lemmalab {
 namespace {
@@ -48,14 +47,6 @@ CompressorMaker<double> BinaryQ() {
   return [](const CompressorShape& shape) {
     return MakeStochasticBinary<double>(QuantizerDomain::kClip, shape.dimension);
   };
-}
-
-TEST(Sgd, AppliesTheMeanGradient) {
-  auto sgd =
-      SgdFromOptions<double>(*std::make_shared<OptionTable>("sgd", ""), OptimizerContext{3, 2});
-  Eigen::VectorXd x = Vec({1, 2, 3});
-  Step(*sgd, 1, 0.5, {Vec({1, 0, -2}), Vec({3, 4, 0})}, x);
-  EXPECT_EQ(x, Vec({1 - 0.5 * 2, 2 - 0.5 * 2, 3 - 0.5 * -1}));
 }
 
 TEST(Adam, TwoStepsByHand) {
