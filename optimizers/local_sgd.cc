@@ -42,7 +42,7 @@ class LocalSgd final : public DistributedOptimizer<T> {
       return;
     }
     w.message.head(d_) = w.x;
-    if (options_.average_momentum) w.message.tail(d_) = w.m;
+    if (AveragesMomentum()) w.message.tail(d_) = w.m;
     PhiloxStream unused =
         ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
     w.wire->Encode(w.message, unused, out);
@@ -69,7 +69,7 @@ class LocalSgd final : public DistributedOptimizer<T> {
     x = mean_.head(d_);
     for (Worker& w : workers_) {
       w.x = x;
-      if (options_.average_momentum) w.m = mean_.tail(d_);
+      if (AveragesMomentum()) w.m = mean_.tail(d_);
     }
   }
 
@@ -91,7 +91,9 @@ class LocalSgd final : public DistributedOptimizer<T> {
     std::unique_ptr<Compressor<T>> wire;
   };
 
-  Eigen::Index Sends() const { return options_.average_momentum ? 2 : 1; }
+  // Plain local SGD has no momentum to average, whatever the option says.
+  bool AveragesMomentum() const { return options_.beta && options_.average_momentum; }
+  Eigen::Index Sends() const { return AveragesMomentum() ? 2 : 1; }
   bool Synchronises(const StepContext& ctx) const { return ctx.t % options_.tau == 0; }
 
   LocalSgdOptions options_;
