@@ -3,6 +3,7 @@
 
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
+#include "optimizers/lamb.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
 
@@ -17,6 +18,12 @@ const Registry<OptimizerInfo>& Optimizers() {
                        {"birder", "Birder: 1-bit Q(m/b) with worker and server EF",
                         "birder.txt Algorithm 1 (lines 1-17), Eq. 4-5, footnote 5",
                         &BirderFromOptions<float>, &BirderFromOptions<double>},
+                       {"lamb", "LAMB: m/(sqrt(v) + eta) scaled per layer by a clipped ||x||/||u||",
+                        "onebit-lamb.txt Eq. (1), footnote 3; You et al., ICLR 2020",
+                        &LambFromOptions<float>, &LambFromOptions<double>},
+                       {"onebit-lamb", "1-bit LAMB: LAMB warmup, then 1-bit momentum, c = r c_avg",
+                        "onebit-lamb.txt Algorithm 1, Sec. 4, App. A.5.1-A.5.2",
+                        &OnebitLambFromOptions<float>, &OnebitLambFromOptions<double>},
                        {"sgd", "SGD on the averaged fp gradient", "Robbins & Monro 1951",
                         &SgdFromOptions<float>, &SgdFromOptions<double>},
                        {"softsign-sgd",
