@@ -282,6 +282,21 @@ TEST(OnebitLambTest, AfterWarmupRatioFollowsFreshVarianceThroughBothClips) {
   EXPECT_TRUE(Near(x, Vec({0.9880004521691375, -2.0027340244012692, 0.4926570560317656}), 1e-14));
 }
 
+// Line 19 comes after line 18, so r always ends in [r_min, r_max]. The order matters only when
+// line 18's band around r_prev misses [r_min, r_max]: at the first compressed step r_prev = 1
+// (line 1), outside [0.5, 0.8] here. Line 18 gives [0.9, 1.1] and line 19 then 0.8; the other
+// order (DeepSpeed's) would end at 0.9 > r_max.
+TEST(OnebitLambTest, RangeClipComesLast) {
+  OnebitLambOptions o = ClipOptions();
+  o.r_max = 0.8;
+  auto onebit = MakeOnebitLamb<double>(o, IdentityExchange(), TwoLayers(2));
+  Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
+  for (std::int64_t t = 1; t <= 3; ++t) {
+    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x);
+  }
+  EXPECT_EQ(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({0.8, 0.8}));
+}
+
 // DeepSpeed's ratio, max (sqrt(v_Tw) + eta) / (sqrt(v_fresh) + eta), on the run above at t = 3:
 // layer 1 raw 0.2098 -> 0.9 (line 18), layer 2 raw 1.00929 (the square root of the paper's
 // 1.0187, softened by eta).
