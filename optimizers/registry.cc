@@ -4,6 +4,7 @@
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
 #include "optimizers/ef_sgd.h"
+#include "optimizers/lamb.h"
 #include "optimizers/local_sgd.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
@@ -39,12 +40,18 @@ const Registry<OptimizerInfo>& Optimizers() {
           {"ef-signsgd", "EF-signSGD: block-sign ||p_B||_1/d_B sign(p_B)",
            "Karimireddy et al., ICML 2019, Algorithm EF-SIGNSGD", &EfSignSgdFromOptions<float>,
            &EfSignSgdFromOptions<double>},
+          {"lamb", "LAMB: m/(sqrt(v) + eta) scaled per layer by a clipped ||x||/||u||",
+           "onebit-lamb.txt Eq. (1), footnote 3; You et al., ICLR 2020", &LambFromOptions<float>,
+           &LambFromOptions<double>},
           {"local-sgd", "local SGD: replicas averaged every tau steps",
            "Stich, ICLR 2019; onebit-adam-icml App. 10 item 4", &LocalSgdFromOptions<float>,
            &LocalSgdFromOptions<double>},
           {"local-sgdm", "local SGD with each worker's own momentum",
            "Lin et al., ICLR 2020; onebit-adam-icml App. 10 item 5", &LocalSgdmFromOptions<float>,
            &LocalSgdmFromOptions<double>},
+          {"onebit-lamb", "1-bit LAMB: LAMB warmup, then 1-bit momentum, c = r c_avg",
+           "onebit-lamb.txt Algorithm 1, Sec. 4, App. A.5.1-A.5.2", &OnebitLambFromOptions<float>,
+           &OnebitLambFromOptions<double>},
           {"sgd", "SGD on the averaged fp gradient", "Robbins & Monro 1951", &SgdFromOptions<float>,
            &SgdFromOptions<double>},
           {"sgdm", "m = beta m + (1-beta) g on the averaged fp gradient",
