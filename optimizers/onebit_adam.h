@@ -32,11 +32,10 @@
 
 #include "optimizers/adam.h"
 #include "optimizers/compressed_exchange.h"
+#include "optimizers/lamb.h"  // LocalMomentum, shared with 1-bit LAMB
 #include "optimizers/optimizer.h"
 
 namespace lemmalab {
-
-enum class LocalMomentum { kSync, kOwn };
 
 struct OnebitAdamOptions {
   double beta1 = 0.9;    // in [0, 1); onebit-adam.txt Sec. 7.1 (BERT)

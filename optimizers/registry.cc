@@ -3,9 +3,13 @@
 
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
+#include "optimizers/ef_sgd.h"
+#include "optimizers/lamb.h"
+#include "optimizers/local_sgd.h"
 #include "optimizers/onebit_adam.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
+#include "optimizers/sign_sgd.h"
 #include "optimizers/spams.h"
 #include "optimizers/weight_decay.h"
 
@@ -30,25 +34,58 @@ const Registry<OptimizerInfo>& Optimizers() {
           {"birder", "Birder: 1-bit Q(m/b) with worker and server EF",
            "birder.txt Algorithm 1 (lines 1-17), Eq. 4-5, footnote 5", &BirderFromOptions<float>,
            &BirderFromOptions<double>},
+          {"dist-spams",
+           "distributed SPAMS: workers send C(g + e) with EF, the server runs AMSGrad",
+           "spams.txt Algorithm 2 (lines 1-17); DOMAIN.md convention 6",
+           &DistSpamsFromOptions<float>, &DistSpamsFromOptions<double>},
+          {"double-squeeze", "DoubleSqueeze: C(g + e), worker and server EF",
+           "Tang et al., ICML 2019; onebit-adam-icml App. 10 item 1",
+           &DoubleSqueezeFromOptions<float>, &DoubleSqueezeFromOptions<double>},
+          {"ef-sgd", "EF-SGD: C(g + e), worker EF; fp mean back",
+           "Karimireddy et al., ICML 2019 EF-SGD; Stich et al., NeurIPS 2018",
+           &EfSgdFromOptions<float>, &EfSgdFromOptions<double>},
+          {"ef-sgdm", "EF momentum SGD: each worker's m sent as C(m + e)",
+           "Zheng et al., NeurIPS 2019; onebit-adam-icml App. 10 item 3", &EfSgdmFromOptions<float>,
+           &EfSgdmFromOptions<double>},
+          {"ef-signsgd", "EF-signSGD: block-sign ||p_B||_1/d_B sign(p_B)",
+           "Karimireddy et al., ICML 2019, Algorithm EF-SIGNSGD", &EfSignSgdFromOptions<float>,
+           &EfSignSgdFromOptions<double>},
+          {"lamb", "LAMB: m/(sqrt(v) + eta) scaled per layer by a clipped ||x||/||u||",
+           "onebit-lamb.txt Eq. (1), footnote 3; You et al., ICLR 2020", &LambFromOptions<float>,
+           &LambFromOptions<double>},
+          {"local-sgd", "local SGD: replicas averaged every tau steps",
+           "Stich, ICLR 2019; onebit-adam-icml App. 10 item 4", &LocalSgdFromOptions<float>,
+           &LocalSgdFromOptions<double>},
+          {"local-sgdm", "local SGD with each worker's own momentum",
+           "Lin et al., ICLR 2020; onebit-adam-icml App. 10 item 5", &LocalSgdmFromOptions<float>,
+           &LocalSgdmFromOptions<double>},
           {"onebit-adam", "1-bit Adam: Adam warmup, then frozen v and compressed momentum with EF",
            "onebit-adam.txt Algorithm 1 (lines 1-15), Sec. 4.3; ICML version Alg. 1",
            &OnebitAdamFromOptions<float>, &OnebitAdamFromOptions<double>},
           {"onebit-adam-fp32", "1-bit Adam (32-bits): the same schedule, momentum uncompressed",
            "onebit-adam.txt Sec. 7.2", &OnebitAdamFp32FromOptions<float>,
            &OnebitAdamFp32FromOptions<double>},
+          {"onebit-lamb", "1-bit LAMB: LAMB warmup, then 1-bit momentum, c = r c_avg",
+           "onebit-lamb.txt Algorithm 1, Sec. 4, App. A.5.1-A.5.2", &OnebitLambFromOptions<float>,
+           &OnebitLambFromOptions<double>},
           {"sgd", "SGD on the averaged fp gradient", "Robbins & Monro 1951", &SgdFromOptions<float>,
            &SgdFromOptions<double>},
-          {"dist-spams",
-           "distributed SPAMS: workers send C(g + e) with EF, the server runs AMSGrad",
-           "spams.txt Algorithm 2 (lines 1-17); DOMAIN.md convention 6",
-           &DistSpamsFromOptions<float>, &DistSpamsFromOptions<double>},
-          {"spams", "single-machine SPAMS: EF compression of the (averaged) gradient, then AMSGrad",
-           "spams.txt Algorithm 3 (lines 1-11); n workers: on the averaged gradient",
-           &SpamsFromOptions<float>, &SpamsFromOptions<double>},
+          {"sgdm", "m = beta m + (1-beta) g on the averaged fp gradient",
+           "onebit-adam-icml App. 10 item 2; DOMAIN.md convention 9", &SgdmFromOptions<float>,
+           &SgdmFromOptions<double>},
+          {"sgdm-torch", "PyTorch SGD momentum: first buf = g; nesterov",
+           "torch.optim.SGD; DOMAIN.md convention 9", &SgdmTorchFromOptions<float>,
+           &SgdmTorchFromOptions<double>},
+          {"signsgd", "signSGD reference: true sign in fp; mean or majority",
+           "Bernstein et al., ICML 2018 (signSGD, majority vote)", &SignSgdFromOptions<float>,
+           &SignSgdFromOptions<double>},
           {"softsign-sgd",
            "SoftSignSGD: Birder without quantization, m/(b + eps) in full precision",
            "birder.txt App. B (the uncompressed Birder), Eq. 4", &SoftSignSgdFromOptions<float>,
            &SoftSignSgdFromOptions<double>},
+          {"spams", "single-machine SPAMS: EF compression of the (averaged) gradient, then AMSGrad",
+           "spams.txt Algorithm 3 (lines 1-11); n workers: on the averaged gradient",
+           &SpamsFromOptions<float>, &SpamsFromOptions<double>},
       });
   return registry;
 }

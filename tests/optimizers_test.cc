@@ -1,4 +1,4 @@
-// SGD and Birder, step by step against values computed by hand, and Birder's reduction to
+// Birder, step by step against values computed by hand, and Birder's reduction to
 // its uncompressed form.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,6 @@
 #include "compressors/identity.h"
 #include "compressors/stochastic_binary.h"
 #include "optimizers/birder.h"
-#include "optimizers/sgd.h"
 
 namespace lemmalab {
 namespace {
@@ -47,14 +46,6 @@ CompressorMaker<double> BinaryQ() {
   return [](const CompressorShape& shape) {
     return MakeStochasticBinary<double>(QuantizerDomain::kClip, shape.dimension);
   };
-}
-
-TEST(Sgd, AppliesTheMeanGradient) {
-  auto sgd =
-      SgdFromOptions<double>(*std::make_shared<OptionTable>("sgd", ""), OptimizerContext{3, 2});
-  Eigen::VectorXd x = Vec({1, 2, 3});
-  Step(*sgd, 1, 0.5, {Vec({1, 0, -2}), Vec({3, 4, 0})}, x);
-  EXPECT_EQ(x, Vec({1 - 0.5 * 2, 2 - 0.5 * 2, 3 - 0.5 * -1}));
 }
 
 // Birder Algorithm 1 with d = 3, n = 2, beta = 0.5, eps = 0 (Eq. 4 exactly), alpha = 0.1: two

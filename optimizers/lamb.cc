@@ -1,0 +1,432 @@
+// LAMB and 1-bit LAMB. Paper lines cite onebit-lamb.txt: Eq. (1) for LAMB, Algorithm 1 for
+// 1-bit LAMB ("line N" is the box's line), Sec. 4 and App. A.5 for what the box leaves out.
+#include "optimizers/lamb.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compressors/identity.h"
+#include "core/error.h"
+#include "optimizers/averaged_gradient.h"
+
+namespace lemmalab {
+namespace {
+
+using LayerRanges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// clip(x, a, b) := min{max{x, a}, b} (Sec. 2). A NaN x stays NaN, so a broken step shows.
+double Clip(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
+
+// c^(l) of Eq. (1) from ||x_{t-1}^(l)|| and ||u_t^(l)||.
+double ScalingCoefficient(double x_norm, double u_norm, const LambOptions& o) {
+  if (x_norm == 0 || u_norm == 0) {
+    if (o.zero_norm == LambZeroNorm::kOne) return 1.0;  // apex / DeepSpeed: unclipped 1
+    // Eq. (1) as written (DOMAIN.md convention 8): ||x|| = 0 is the ratio 0; ||u|| = 0 < ||x||
+    // is its limit +infinity. The 0/0 of an all-zero layer counts as ||x|| = 0.
+    return x_norm == 0 ? o.c_min : o.c_max;
+  }
+  return Clip(x_norm / u_norm, o.c_min, o.c_max);
+}
+
+// Eq. (1) on the replicas' state (m, v, and the last c per layer): the whole of `lamb` and the
+// warmup stage of 1-bit LAMB (Alg. 1 line 2).
+template <typename T>
+class LambState {
+ public:
+  LambState(const LambOptions& options, const OptimizerContext& context)
+      : options_(options),
+        ranges_(context.shape().LayerRanges()),
+        m_(Vector<T>::Zero(context.dimension)),
+        v_(Vector<T>::Zero(context.dimension)),
+        c_(Vector<T>::Zero(static_cast<Eigen::Index>(ranges_.size()))),
+        u_(context.dimension) {}
+
+  // One step of Eq. (1) with the averaged gradient g.
+  void Step(const StepContext& ctx, const Vector<T>& g, VectorRef<T> x) {
+    const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
+    m_ = beta1 * m_ + (T(1) - beta1) * g;
+    v_ = beta2 * v_ + (T(1) - beta2) * g.cwiseAbs2();
+    double m_scale = 1.0, v_scale = 1.0;
+    if (options_.bias_correction) {  // You et al.'s LAMB, not Eq. (1)
+      const auto t = static_cast<double>(ctx.t);
+      m_scale = 1.0 / (1.0 - std::pow(options_.beta1, t));
+      v_scale = 1.0 / (1.0 - std::pow(options_.beta2, t));
+    }
+    u_.array() = static_cast<T>(m_scale) * m_.array() /
+                 ((static_cast<T>(v_scale) * v_.array()).sqrt() + static_cast<T>(options_.eps));
+    for (std::size_t l = 0; l < ranges_.size(); ++l) {
+      const auto [begin, end] = ranges_[l];
+      const double c =
+          ScalingCoefficient(static_cast<double>(x.segment(begin, end - begin).norm()),
+                             static_cast<double>(u_.segment(begin, end - begin).norm()), options_);
+      c_[static_cast<Eigen::Index>(l)] = static_cast<T>(c);
+      x.segment(begin, end - begin) -= static_cast<T>(ctx.lr * c) * u_.segment(begin, end - begin);
+    }
+  }
+
+  const LayerRanges& ranges() const { return ranges_; }
+  Vector<T>& m() { return m_; }
+  const Vector<T>& m() const { return m_; }
+  Vector<T>& v() { return v_; }
+  const Vector<T>& v() const { return v_; }
+  Vector<T>& c() { return c_; }
+  const Vector<T>& c() const { return c_; }
+
+ private:
+  LambOptions options_;
+  LayerRanges ranges_;
+  Vector<T> m_, v_;
+  Vector<T> c_;  // c_t^(l), one per layer
+  Vector<T> u_;  // u_t of Eq. (1)
+};
+
+// State every replica holds identically; Observe answers for any worker and for kServer.
+template <typename T>
+class Lamb final : public AveragedGradientOptimizer<T> {
+ public:
+  Lamb(const LambOptions& options, const OptimizerContext& context)
+      : AveragedGradientOptimizer<T>(context), state_(options, context) {}
+
+  const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
+    switch (quantity) {
+      case Quantity::kMomentum:
+        return &state_.m();
+      case Quantity::kVariance:
+        return &state_.v();
+      case Quantity::kLayerScale:
+        return &state_.c();
+      default:
+        return nullptr;
+    }
+  }
+
+ protected:
+  void ApplyMean(const StepContext& ctx, const Vector<T>& g_mean, VectorRef<T> x) override {
+    state_.Step(ctx, g_mean, x);
+  }
+
+ private:
+  LambState<T> state_;
+};
+
+// 1-bit LAMB, Algorithm 1. Replica state (m_t, the fresh v, v_Tw, c_avg, r, c) is held once;
+// workers hold their momentum m^(i) and their exchange sender.
+//
+// Momentum scaling (App. A.5.2, "an average momentum scale at the end of warmup ... a momentum
+// scale coefficient for each layer"), in DeepSpeed's reading (OnebitLamb in
+// deepspeed/runtime/fp16/onebit/lamb.py: momentum_scales, united_scale, scaling_coeff): at the
+// end of step T_w, s_l = ||m_Tw^(l)|| / sqrt(d_l), s_avg = the mean of s_l over all layers, and
+// k_l = s_avg / s_l. Workers send C(k m^(i) + delta^(i)) layer by layer; the replicas divide
+// layer l of the decoded mean by k_l. A layer with s_l = 0 (zero momentum, or no elements) gets
+// k_l = 1 where DeepSpeed would divide by zero; it still counts in s_avg, as in DeepSpeed.
+template <typename T>
+class OnebitLamb final : public DistributedOptimizer<T> {
+ public:
+  OnebitLamb(const OnebitLambOptions& options, const ExchangeConfig<T>& exchange,
+             const OptimizerContext& context)
+      : options_(options),
+        lamb_(options.lamb, context),
+        exchange_(exchange, context),
+        server_wire_(MakeIdentity<T>()),
+        mean_(context.dimension),
+        v_frozen_(Vector<T>::Zero(context.dimension)),
+        g_(context.dimension),
+        layers_(static_cast<Eigen::Index>(lamb_.ranges().size())),
+        c_avg_(static_cast<std::size_t>(layers_), 0.0),  // line 1
+        r_(Vector<T>::Ones(layers_)),                    // line 1: r^(l) = 1
+        k_(static_cast<std::size_t>(layers_), 1.0) {
+    LEMMALAB_CHECK(!options.lamb.bias_correction,
+                   "1-bit LAMB runs Eq. (1), which has no bias correction");
+    for (int i = 0; i < context.workers; ++i) {
+      workers_.push_back({MakeIdentity<T>(),
+                          {},
+                          Vector<T>::Zero(context.dimension),
+                          Vector<T>(context.dimension)});
+    }
+    if (options_.warmup_steps == 0) Freeze();
+  }
+
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+                  Message& out) override {
+    Worker& w = workers_[static_cast<std::size_t>(worker)];
+    if (ctx.t <= options_.warmup_steps) {  // line 2: LAMB on the full-precision gradient
+      PhiloxStream stream =
+          ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
+      w.warmup_stats = w.wire->Encode(g, stream, out);
+      return;
+    }
+    const T beta1 = static_cast<T>(options_.lamb.beta1);
+    // line 5; m_{t-1} is the synchronised m of line 13 ("sync") or the worker's own ("own").
+    if (options_.local_momentum == LocalMomentum::kSync) {
+      w.m = beta1 * lamb_.m() + (T(1) - beta1) * g;
+    } else {
+      w.m = beta1 * w.m + (T(1) - beta1) * g;
+    }
+    if (!options_.momentum_scaling) {
+      exchange_.Send(ctx, worker, w.m, out);  // lines 6-8
+      return;
+    }
+    const LayerRanges& ranges = lamb_.ranges();
+    for (std::size_t l = 0; l < ranges.size(); ++l) {  // App. A.5.2: k_l m^(i)
+      const auto [begin, end] = ranges[l];
+      w.scaled.segment(begin, end - begin) =
+          static_cast<T>(k_[l]) * w.m.segment(begin, end - begin);
+    }
+    exchange_.Send(ctx, worker, w.scaled, out);  // lines 6-8 on the scaled momentum
+  }
+
+  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+                  Message& out) override {
+    if (ctx.t <= options_.warmup_steps) {  // line 2: the mean gradient, uncompressed
+      MeanOfMessages(*server_wire_, received, mean_);
+      PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
+      server_warmup_stats_ = server_wire_->Encode(mean_, stream, out);
+      return;
+    }
+    exchange_.Reduce(ctx, received, out);  // lines 9-11
+  }
+
+  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
+    compressed_ = ctx.t > options_.warmup_steps;
+    if (!compressed_) {
+      server_wire_->Decode(broadcast, mean_);
+      lamb_.Step(ctx, mean_, x);  // line 2: Eq. (1)
+      const double beta3 = options_.beta3;
+      for (Eigen::Index l = 0; l < layers_; ++l) {  // line 2
+        const auto i = static_cast<std::size_t>(l);
+        c_avg_[i] = beta3 * c_avg_[i] + (1 - beta3) * static_cast<double>(lamb_.c()[l]);
+      }
+      if (ctx.t == options_.warmup_steps) Freeze();  // line 3
+      return;
+    }
+
+    exchange_.Receive(broadcast, mean_);  // m_bar_t (line 11)
+    const LayerRanges& ranges = lamb_.ranges();
+    if (options_.momentum_scaling) {  // App. A.5.2: undo k_l on the mean
+      for (std::size_t l = 0; l < ranges.size(); ++l) {
+        const auto [begin, end] = ranges[l];
+        mean_.segment(begin, end - begin) /= static_cast<T>(k_[l]);
+      }
+    }
+    // Line 13 sets m_t = m_bar_t; m_{t-1} stays in lamb_.m() until line 15 has used it.
+    Vector<T>& m = lamb_.m();
+    Vector<T>& v = lamb_.v();  // the fresh v: LAMB's v, still updated after T_w (line 3)
+    const T beta1 = static_cast<T>(options_.lamb.beta1);
+    const T beta2 = static_cast<T>(options_.lamb.beta2);
+    g_ = (mean_ - beta1 * m) / (T(1) - beta1);        // line 15
+    v = beta2 * v + (T(1) - beta2) * g_.cwiseAbs2();  // line 16
+    const T eps = static_cast<T>(options_.lamb.eps);
+    const double threshold = options_.r_threshold;
+    for (std::size_t l = 0; l < ranges.size(); ++l) {
+      const auto [begin, end] = ranges[l];
+      const Eigen::Index n = end - begin;
+      const auto li = static_cast<Eigen::Index>(l);
+      const double r_prev = r_[li];
+      double r = Ratio(begin, n, r_prev);                               // line 17
+      r = Clip(r, (1 - threshold) * r_prev, (1 + threshold) * r_prev);  // line 18
+      r = Clip(r, options_.r_min, options_.r_max);                      // line 19
+      r_[li] = static_cast<T>(r);
+      const double c = r * c_avg_[l];  // line 20
+      lamb_.c()[li] = static_cast<T>(c);
+      // Line 21 prints sqrt(v_{t-1}), but Sec. 4 freezes the variance for the update ("store the
+      // frozen variance to be used during compression stage") and keeps the fresh v for the
+      // ratio only; DeepSpeed divides by the frozen one too. So v_Tw.
+      x.segment(begin, n).array() -= static_cast<T>(ctx.lr * c) * mean_.segment(begin, n).array() /
+                                     (v_frozen_.segment(begin, n).array().sqrt() + eps);
+    }
+    m = mean_;  // line 13
+  }
+
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    switch (quantity) {
+      case Quantity::kMomentum:  // workers: m^(i) of line 5 once compression starts
+        if (worker == kServer || !frozen_) return &lamb_.m();
+        return &workers_[static_cast<std::size_t>(worker)].m;
+      case Quantity::kVariance:
+        return &lamb_.v();
+      case Quantity::kFrozenVariance:  // zero until the end of step T_w
+        return &v_frozen_;
+      case Quantity::kLayerRatio:
+        return &r_;
+      case Quantity::kLayerScale:
+        return &lamb_.c();
+      default:
+        return exchange_.Observe(quantity, worker);
+    }
+  }
+
+  const EncodeStats* LastEncode(int worker) const override {
+    if (compressed_) return exchange_.LastEncode(worker);
+    if (worker == kServer) return &server_warmup_stats_;
+    return &workers_[static_cast<std::size_t>(worker)].warmup_stats;
+  }
+
+ private:
+  struct Worker {
+    std::unique_ptr<Compressor<T>> wire;  // identity: the warmup's full-precision gradient
+    EncodeStats warmup_stats;
+    Vector<T> m;       // m^(i)_t of line 5
+    Vector<T> scaled;  // k_l m^(i) per layer (App. A.5.2)
+  };
+
+  // Line 3 at the end of step T_w: store v_Tw (the fresh v goes on from it) and stop updating
+  // c_avg (Apply no longer does); App. A.5.2's k_l from m_Tw.
+  void Freeze() {
+    v_frozen_ = lamb_.v();
+    for (Worker& w : workers_) w.m = lamb_.m();  // "own" starts from m_Tw
+    if (options_.momentum_scaling) {
+      const LayerRanges& ranges = lamb_.ranges();
+      std::vector<double> s(ranges.size(), 0.0);
+      double s_sum = 0;
+      for (std::size_t l = 0; l < ranges.size(); ++l) {
+        const auto [begin, end] = ranges[l];
+        if (end > begin) {
+          s[l] = static_cast<double>(lamb_.m().segment(begin, end - begin).norm()) /
+                 std::sqrt(static_cast<double>(end - begin));
+        }
+        s_sum += s[l];
+      }
+      const double s_avg = s_sum / static_cast<double>(ranges.size());
+      for (std::size_t l = 0; l < ranges.size(); ++l) k_[l] = s[l] > 0 ? s_avg / s[l] : 1.0;
+    }
+    frozen_ = true;
+  }
+
+  // Line 17's r for the layer [begin, begin + n), before the clips; r_prev when no coordinate
+  // has a defined ratio.
+  double Ratio(std::int64_t begin, Eigen::Index n, double r_prev) const {
+    const auto frozen = v_frozen_.segment(begin, n);
+    const auto fresh = lamb_.v().segment(begin, n);
+    double r = -std::numeric_limits<double>::infinity();
+    bool defined = false;
+    for (Eigen::Index j = 0; j < n; ++j) {
+      const auto vf = static_cast<double>(frozen[j]), vt = static_cast<double>(fresh[j]);
+      if (options_.ratio == OnebitLambRatio::kDenominator) {
+        const double eps = options_.lamb.eps;
+        r = std::max(r, (std::sqrt(vf) + eps) / (std::sqrt(vt) + eps));
+        defined = true;
+      } else if (vt != 0) {
+        // v_fresh,j = 0 (a coordinate whose reconstructed gradient has always been 0) has no
+        // ratio: v_Tw,j / 0 is +infinity or NaN. It is skipped rather than letting one dead
+        // coordinate pin the layer's r at the clip bounds.
+        r = std::max(r, vf / vt);
+        defined = true;
+      }
+    }
+    return defined ? r : r_prev;
+  }
+
+  OnebitLambOptions options_;
+  LambState<T> lamb_;  // m_t (synchronised), v (fresh after T_w), c_t per layer
+  CompressedExchange<T> exchange_;
+  std::unique_ptr<Compressor<T>> server_wire_;  // identity, for the warmup's mean gradient
+  EncodeStats server_warmup_stats_;
+  std::vector<Worker> workers_;
+  Vector<T> mean_;      // warmup: the mean gradient; compression: m_bar_t
+  Vector<T> v_frozen_;  // v_Tw
+  Vector<T> g_;         // line 15's reconstructed gradient
+  Eigen::Index layers_;
+  std::vector<double> c_avg_;  // c_avg^(l)
+  Vector<T> r_;                // r_t^(l)
+  std::vector<double> k_;      // k_l of App. A.5.2 (1 without momentum scaling)
+  bool frozen_ = false;        // step T_w is over
+  bool compressed_ = false;    // the last step was a compression step
+};
+
+const std::array<std::string, 2> kZeroNormChoices = {"clip", "one"};
+const std::array<std::string, 2> kRatioChoices = {"variance", "denominator"};
+const std::array<std::string, 2> kLocalMomentumChoices = {"sync", "own"};
+
+// Fails unless lo <= hi, naming both options and their values; located at whichever of the two
+// the table sets (the lower one when both).
+void RequireOrdered(OptionTable& options, std::string_view lo_key, double lo,
+                    std::string_view hi_key, double hi) {
+  if (lo <= hi) return;
+  options.Fail(options.Has(lo_key) ? lo_key : hi_key,
+               fmt::format("{} must be <= {} ({}), got {}", lo_key, hi_key, hi, lo));
+}
+
+LambOptions ReadLambOptions(OptionTable& options) {
+  LambOptions o;
+  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
+  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
+  o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
+  o.c_min = options.GetDouble("c_min", o.c_min, Interval::NonNegative());
+  o.c_max = options.GetDouble("c_max", o.c_max, Interval::NonNegative());
+  RequireOrdered(options, "c_min", o.c_min, "c_max", o.c_max);
+  o.zero_norm = options.GetChoice("zero_norm", "clip", kZeroNormChoices) == "one"
+                    ? LambZeroNorm::kOne
+                    : LambZeroNorm::kClip;
+  return o;
+}
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> MakeLamb(const LambOptions& options,
+                                                  const OptimizerContext& context) {
+  return std::make_unique<Lamb<T>>(options, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> MakeOnebitLamb(const OnebitLambOptions& options,
+                                                        const ExchangeConfig<T>& exchange,
+                                                        const OptimizerContext& context) {
+  return std::make_unique<OnebitLamb<T>>(options, exchange, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> LambFromOptions(OptionTable& options,
+                                                         const OptimizerContext& context) {
+  LambOptions o = ReadLambOptions(options);
+  o.bias_correction = options.GetBool("bias_correction", o.bias_correction);
+  return MakeLamb<T>(o, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> OnebitLambFromOptions(OptionTable& options,
+                                                               const OptimizerContext& context) {
+  OnebitLambOptions o;
+  o.lamb = ReadLambOptions(options);
+  o.beta3 = options.GetDouble("beta3", o.beta3, Interval::ClosedOpen(0, 1));
+  o.warmup_steps = options.GetInt("warmup_steps", o.warmup_steps, 0);
+  o.r_min = options.GetDouble("r_min", o.r_min, Interval::Positive());
+  o.r_max = options.GetDouble("r_max", o.r_max, Interval::NonNegative());
+  RequireOrdered(options, "r_min", o.r_min, "r_max", o.r_max);
+  o.r_threshold = options.GetDouble("r_threshold", o.r_threshold, Interval::ClosedOpen(0, 1));
+  o.momentum_scaling = options.GetBool("momentum_scaling", o.momentum_scaling);
+  o.ratio = options.GetChoice("ratio", "variance", kRatioChoices) == "denominator"
+                ? OnebitLambRatio::kDenominator
+                : OnebitLambRatio::kVariance;
+  o.local_momentum = options.GetChoice("local_momentum", "sync", kLocalMomentumChoices) == "own"
+                         ? LocalMomentum::kOwn
+                         : LocalMomentum::kSync;
+  const ExchangeConfig<T> exchange =
+      ExchangeFromOptions<T>(options, {.compressor = "scaled-sign",
+                                       .worker_feedback = FeedbackKind::kClassic,
+                                       .server_recompresses = true,
+                                       .server_feedback = FeedbackKind::kClassic});
+  return MakeOnebitLamb<T>(o, exchange, context);
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                               \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeLamb(const LambOptions&,              \
+                                                             const OptimizerContext&);        \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeOnebitLamb(                           \
+      const OnebitLambOptions&, const ExchangeConfig<T>&, const OptimizerContext&);           \
+  template std::unique_ptr<DistributedOptimizer<T>> LambFromOptions(OptionTable&,             \
+                                                                    const OptimizerContext&); \
+  template std::unique_ptr<DistributedOptimizer<T>> OnebitLambFromOptions(                    \
+      OptionTable&, const OptimizerContext&);
+LEMMALAB_INSTANTIATE(float)
+LEMMALAB_INSTANTIATE(double)
+#undef LEMMALAB_INSTANTIATE
+
+}  // namespace lemmalab

@@ -1,0 +1,147 @@
+#include "optimizers/local_sgd.h"
+
+#include <vector>
+
+#include "compressors/identity.h"
+#include "core/error.h"
+
+namespace lemmalab {
+namespace {
+
+template <typename T>
+class LocalSgd final : public DistributedOptimizer<T> {
+ public:
+  LocalSgd(const LocalSgdOptions& options, const OptimizerContext& context)
+      : options_(options),
+        d_(context.dimension),
+        workers_(static_cast<std::size_t>(context.workers)),
+        server_wire_(MakeIdentity<T>()),
+        mean_(Sends() * d_) {
+    LEMMALAB_CHECK(options_.tau >= 1, "tau must be >= 1, got {}", options_.tau);
+    for (Worker& w : workers_) {
+      w.wire = MakeIdentity<T>();
+      if (options_.beta) w.m = Vector<T>::Zero(d_);
+      w.message.resize(Sends() * d_);
+    }
+  }
+
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> x, ConstVectorRef<T> g,
+                  Message& out) override {
+    Worker& w = workers_[static_cast<std::size_t>(worker)];
+    if (w.x.size() == 0) w.x = x;  // the first step: every replica starts at x_0
+    const T lr = static_cast<T>(ctx.lr);
+    if (options_.beta) {
+      const T beta = static_cast<T>(*options_.beta);
+      w.m = beta * w.m + (T(1) - beta) * g;
+      w.x -= lr * w.m;
+    } else {
+      w.x -= lr * g;
+    }
+    if (!Synchronises(ctx)) {
+      out.bytes.clear();  // nothing crosses the network
+      return;
+    }
+    w.message.head(d_) = w.x;
+    if (AveragesMomentum()) w.message.tail(d_) = w.m;
+    PhiloxStream unused =
+        ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
+    w.wire->Encode(w.message, unused, out);
+  }
+
+  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+                  Message& out) override {
+    if (!Synchronises(ctx)) {
+      for (const Message& m : received) {
+        LEMMALAB_CHECK(m.bytes.empty(), "local SGD: a worker sent {} bytes at t = {}, tau = {}",
+                       m.bytes.size(), ctx.t, options_.tau);
+      }
+      out.bytes.clear();
+      return;
+    }
+    MeanOfMessages(*server_wire_, received, mean_);
+    PhiloxStream unused = ctx.Stream(Purpose::kServerCompression, kServerStream);
+    server_wire_->Encode(mean_, unused, out);
+  }
+
+  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
+    if (!Synchronises(ctx)) return;  // x is the model of the last synchronisation
+    server_wire_->Decode(broadcast, mean_);
+    x = mean_.head(d_);
+    for (Worker& w : workers_) {
+      w.x = x;
+      if (AveragesMomentum()) w.m = mean_.tail(d_);
+    }
+  }
+
+  const Vector<T>* LocalParameters(int worker) const override {
+    const Worker& w = workers_[static_cast<std::size_t>(worker)];
+    return w.x.size() == 0 ? nullptr : &w.x;
+  }
+
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    if (quantity != Quantity::kMomentum || !options_.beta || worker == kServer) return nullptr;
+    return &workers_[static_cast<std::size_t>(worker)].m;
+  }
+
+ private:
+  struct Worker {
+    Vector<T> x;        // x^(i); empty before the first step
+    Vector<T> m;        // m^(i) (local-sgdm)
+    Vector<T> message;  // x^(i), then m^(i) when the momentum is averaged
+    std::unique_ptr<Compressor<T>> wire;
+  };
+
+  // Plain local SGD has no momentum to average, whatever the option says.
+  bool AveragesMomentum() const { return options_.beta && options_.average_momentum; }
+  Eigen::Index Sends() const { return AveragesMomentum() ? 2 : 1; }
+  bool Synchronises(const StepContext& ctx) const { return ctx.t % options_.tau == 0; }
+
+  LocalSgdOptions options_;
+  Eigen::Index d_;
+  std::vector<Worker> workers_;
+  std::unique_ptr<Compressor<T>> server_wire_;
+  Vector<T> mean_;
+};
+
+std::int64_t ReadTau(OptionTable& options) {
+  return options.GetInt("tau", LocalSgdOptions{}.tau, 1);
+}
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> MakeLocalSgd(const LocalSgdOptions& options,
+                                                      const OptimizerContext& context) {
+  return std::make_unique<LocalSgd<T>>(options, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> LocalSgdFromOptions(OptionTable& options,
+                                                             const OptimizerContext& context) {
+  LocalSgdOptions o;
+  o.tau = ReadTau(options);
+  return MakeLocalSgd<T>(o, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> LocalSgdmFromOptions(OptionTable& options,
+                                                              const OptimizerContext& context) {
+  LocalSgdOptions o;
+  o.tau = ReadTau(options);
+  o.beta = options.GetDouble("beta", 0.9, Interval::ClosedOpen(0, 1));
+  o.average_momentum = options.GetBool("average_momentum", o.average_momentum);
+  return MakeLocalSgd<T>(o, context);
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                                   \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeLocalSgd(const LocalSgdOptions&,          \
+                                                                 const OptimizerContext&);        \
+  template std::unique_ptr<DistributedOptimizer<T>> LocalSgdFromOptions(OptionTable&,             \
+                                                                        const OptimizerContext&); \
+  template std::unique_ptr<DistributedOptimizer<T>> LocalSgdmFromOptions(OptionTable&,            \
+                                                                         const OptimizerContext&);
+LEMMALAB_INSTANTIATE(float)
+LEMMALAB_INSTANTIATE(double)
+#undef LEMMALAB_INSTANTIATE
+
+}  // namespace lemmalab
