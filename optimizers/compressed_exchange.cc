@@ -1,8 +1,17 @@
 #include "optimizers/compressed_exchange.h"
 
+#include <string>
+#include <vector>
+
 #include "compressors/identity.h"
 
 namespace lemmalab {
+
+LocalMomentum LocalMomentumFromOptions(OptionTable& options) {
+  static const std::vector<std::string> kChoices = {"sync", "own"};
+  return options.GetChoice("local_momentum", "sync", kChoices) == "own" ? LocalMomentum::kOwn
+                                                                        : LocalMomentum::kSync;
+}
 
 template <typename T>
 ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaults& defaults) {

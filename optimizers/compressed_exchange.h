@@ -27,6 +27,19 @@
 
 namespace lemmalab {
 
+// Where a worker's momentum starts each compressed step in the algorithms that
+// exchange a compressed momentum (1-bit Adam, 1-bit LAMB; DOMAIN.md convention 1).
+enum class LocalMomentum {
+  kSync,  // m^(i) = beta1 m_{t-1} + (1 - beta1) g^(i) from the synchronised m of line 13
+          // (DeepSpeed: the fused buffer is overwritten by the allreduce)
+  kOwn,   // m^(i) = beta1 m^(i)_{t-1} + (1 - beta1) g^(i), each worker's own m since the
+          // end of warmup
+          // (line 5's superscript read literally)
+};
+
+// Reads `local_momentum` ("sync" or "own"; default "sync").
+LocalMomentum LocalMomentumFromOptions(OptionTable& options);
+
 template <typename T>
 struct ExchangeConfig {
   CompressorMaker<T> worker_compressor;

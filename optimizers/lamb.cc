@@ -342,7 +342,6 @@ class OnebitLamb final : public DistributedOptimizer<T> {
 
 const std::array<std::string, 2> kZeroNormChoices = {"clip", "one"};
 const std::array<std::string, 2> kRatioChoices = {"variance", "denominator"};
-const std::array<std::string, 2> kLocalMomentumChoices = {"sync", "own"};
 
 // Fails unless lo <= hi, naming both options and their values; located at whichever of the two
 // the table sets (the lower one when both).
@@ -405,9 +404,7 @@ std::unique_ptr<DistributedOptimizer<T>> OnebitLambFromOptions(OptionTable& opti
   o.ratio = options.GetChoice("ratio", "variance", kRatioChoices) == "denominator"
                 ? OnebitLambRatio::kDenominator
                 : OnebitLambRatio::kVariance;
-  o.local_momentum = options.GetChoice("local_momentum", "sync", kLocalMomentumChoices) == "own"
-                         ? LocalMomentum::kOwn
-                         : LocalMomentum::kSync;
+  o.local_momentum = LocalMomentumFromOptions(options);
   const ExchangeConfig<T> exchange =
       ExchangeFromOptions<T>(options, {.compressor = "scaled-sign",
                                        .worker_feedback = FeedbackKind::kClassic,

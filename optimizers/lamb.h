@@ -53,14 +53,6 @@ enum class OnebitLambRatio {
   kDenominator,
 };
 
-// Where a worker's momentum starts each compressed step (DOMAIN.md convention 1, as 1-bit Adam).
-enum class LocalMomentum {
-  kSync,  // m^(i) = beta1 m_{t-1} + (1 - beta1) g^(i) from the synchronised m of line 13
-          // (DeepSpeed: the fused buffer is overwritten by the allreduce)
-  kOwn,   // m^(i) = beta1 m^(i)_{t-1} + (1 - beta1) g^(i), each worker's own m since step T_w
-          // (line 5's superscript read literally)
-};
-
 struct OnebitLambOptions {
   LambOptions lamb;    // warmup LAMB (line 2); bias_correction must stay off (Eq. 1)
   double beta3 = 0.9;  // in [0, 1); c_avg's decay (line 2); line 157

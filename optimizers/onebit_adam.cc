@@ -240,10 +240,7 @@ OnebitAdamOptions ReadOnebitAdamOptions(OptionTable& options, bool read_local_mo
   o.eps_placement = EpsPlacementFromOptions(options, o.eps_placement);
   o.warmup_steps = options.GetInt("warmup_steps", o.warmup_steps, 0);
   if (read_local_momentum) {
-    static const std::vector<std::string> kLocal = {"sync", "own"};
-    o.local_momentum = options.GetChoice("local_momentum", "sync", kLocal) == "own"
-                           ? LocalMomentum::kOwn
-                           : LocalMomentum::kSync;
+    o.local_momentum = LocalMomentumFromOptions(options);
   }
   return o;
 }

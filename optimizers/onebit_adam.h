@@ -32,7 +32,6 @@
 
 #include "optimizers/adam.h"
 #include "optimizers/compressed_exchange.h"
-#include "optimizers/lamb.h"  // LocalMomentum, shared with 1-bit LAMB
 #include "optimizers/optimizer.h"
 
 namespace lemmalab {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -88,8 +89,11 @@ TEST(Cli, ListNamesEveryRegistryAndSpeaksJson) {
     EXPECT_FALSE(o.at("reference").get<std::string>().empty()) << o.at("name");
   }
   // Options come with their rule and default, as the optimizer reads them.
-  const auto& birder = doc.at("optimizers")[1];
-  ASSERT_EQ(birder.at("name"), "birder");
+  const auto& list = doc.at("optimizers");
+  const auto birder_it = std::find_if(list.begin(), list.end(),
+                                      [](const auto& o) { return o.at("name") == "birder"; });
+  ASSERT_NE(birder_it, list.end());
+  const auto& birder = *birder_it;
   EXPECT_EQ(birder.at("options")[0].at("key"), "beta");
   EXPECT_EQ(birder.at("options")[0].at("description"), "a number in [0, 1); default 0.95");
   EXPECT_THAT(text.out, HasSubstr("beta = a number in [0, 1); default 0.95"));
