@@ -130,6 +130,33 @@ TEST(Spams, CompressesTheMeanGradientWithTheServersError) {
   EXPECT_NEAR((x - Eigen::Vector3d(-1, 1, -1)).norm(), 0.0, 1e-12);
 }
 
+// DOMAIN.md convention 6 and the reduction: with the identity compressor the error stays
+// zero, and with one worker Algorithm 2 is AMSGrad with eps inside the root, no bias correction.
+TEST(DistSpams, WithIdentityAndOneWorkerIsAmsGradWithEpsInsideTheRoot) {
+  const Eigen::Index d = 5;
+  auto spams = Make("name = 'dist-spams'\ncompressor = 'identity'\neps = 1e-6", d, 1);
+  auto amsgrad =
+      Make("name = 'amsgrad'\nbias_correction = false\neps_placement = 'inside'\neps = 1e-6", d, 1);
+  Eigen::VectorXd x1 = Eigen::VectorXd::LinSpaced(d, -1, 1), x2 = x1;
+  for (std::int64_t t = 1; t <= 8; ++t) {
+    const auto g = Gradients(t, 1, d);
+    Step(*spams, t, 0.03, g, x1);
+    Step(*amsgrad, t, 0.03, g, x2);
+    // The same operations in the same order: equal to the last bit.
+    EXPECT_EQ(x1, x2) << "t = " << t;
+    EXPECT_EQ(*spams->Observe(Quantity::kWorkerError, 0), Eigen::VectorXd::Zero(d));
+  }
+  // Negative control: AMSGrad with eps outside the root is a different algorithm.
+  auto outside = Make("name = 'amsgrad'\nbias_correction = false\neps = 1e-6", d, 1);
+  Eigen::VectorXd x3 = Eigen::VectorXd::LinSpaced(d, -1, 1), x4 = x3;
+  auto spams2 = Make("name = 'dist-spams'\ncompressor = 'identity'\neps = 1e-6", d, 1);
+  for (std::int64_t t = 1; t <= 8; ++t) {
+    Step(*spams2, t, 0.03, Gradients(t, 1, d), x3);
+    Step(*outside, t, 0.03, Gradients(t, 1, d), x4);
+  }
+  EXPECT_GT((x3 - x4).norm(), 1e-9);
+}
+
 TEST(Spams, RejectsBadOptions) {
   EXPECT_THAT([] { Make("name = 'dist-spams'\nbeta2 = 1", 4, 1); },
               ::testing::ThrowsMessage<UserError>(::testing::HasSubstr("beta2 must be in [0, 1)")));
