@@ -5,50 +5,26 @@
 
 #include <cmath>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "optimizers/adam.h"
+#include "tests/optimizer_test_util.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::OptionPairs;
+using testing::Step;
 using testing::UserErrorOf;
-
-constexpr std::uint64_t kSeed = 2024;
-
-void Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
-          const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x) {
-  const StepContext ctx{t, lr, kSeed};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-}
-
-Eigen::VectorXd Vec(std::initializer_list<double> v) {
-  Eigen::VectorXd out(static_cast<Eigen::Index>(v.size()));
-  std::copy(v.begin(), v.end(), out.data());
-  return out;
-}
-
-using Options = std::vector<std::pair<std::string, OptionValue>>;
+using testing::Vec;
 
 // The registered factory of `name` (not MakeOptimizer, so no generic weight decay is added).
-std::unique_ptr<DistributedOptimizer<double>> Build(const std::string& name, const Options& options,
+std::unique_ptr<DistributedOptimizer<double>> Build(std::string_view name,
+                                                    const OptionPairs& options,
                                                     const OptimizerContext& context) {
-  OptionTable table("optimizer '" + name + "'", "");
-  for (const auto& [key, value] : options) table.Set(key, value);
-  const OptimizerInfo* info = Optimizers().Find(name);
-  EXPECT_NE(info, nullptr) << name;
-  auto optimizer = info->make_f64(table, context);
-  table.RejectUnknownKeys();
-  return optimizer;
+  return testing::MakeNamed(name, options, context, testing::Through::kFactory);
 }
 
 // Three steps, d = 3, n = 2 workers, alpha_t = 0.1, 0.05, 0.02, x_0 = (1, -2, 0.5), default
@@ -148,11 +124,8 @@ TEST(AdamW, EntryIsTheAdamStep) {
 // before each step's update. lambda defaults to 0.01 (PyTorch's default) for adamw only.
 TEST(AdamW, ThreeStepsMatchThePyTorchFormula) {
   const OptimizerContext context{3, 2};
-  const auto make = [&](const Options& options) {
-    OptionTable table("optimizer 'adamw'", "");
-    table.Set("name", {std::string("adamw"), ""});
-    for (const auto& [key, value] : options) table.Set(key, value);
-    return MakeOptimizer<double>(table, context);
+  const auto make = [&](const OptionPairs& options) {
+    return testing::MakeNamed("adamw", options, context);
   };
   ExpectRelativelyNear(RunThreeSteps(*make({})),
                        Vec({0.8305454867046014, -1.8699347495599656, 0.35469560555431096}), 1e-12,

@@ -8,23 +8,13 @@
 #include "compressors/identity.h"
 #include "optimizers/birder.h"
 #include "optimizers/sign_sgd.h"
+#include "tests/optimizer_test_util.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
 
-// One synchronous step of the three phases with the given per-worker gradients.
-void Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
-          const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x) {
-  const StepContext ctx{t, lr, 2024};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-}
+using testing::Step;
 
 // Gaussian gradients for worker i at step t (never exactly 0).
 std::vector<Eigen::VectorXd> Gradients(int n, std::int64_t t, Eigen::Index d) {

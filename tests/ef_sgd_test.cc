@@ -3,58 +3,24 @@
 // Karimireddy et al.'s box (the learning rate inside the feedback) written out in the test.
 #include "optimizers/ef_sgd.h"
 
-#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "optimizers/sgd.h"
+#include "tests/optimizer_test_util.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
 
 using ::testing::ElementsAre;
-
-struct Traffic {
-  std::vector<std::size_t> up;  // bytes each worker sent
-  std::size_t down = 0;         // bytes the server sent back
-};
-
-// One synchronous step of the three phases with the given per-worker gradients.
-Traffic Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
-             const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x) {
-  const StepContext ctx{t, lr, 2024};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-  Traffic traffic{{}, down.bytes.size()};
-  for (const Message& m : up) traffic.up.push_back(m.bytes.size());
-  return traffic;
-}
-
-Eigen::VectorXd Vec(std::initializer_list<double> v) {
-  Eigen::VectorXd out(static_cast<Eigen::Index>(v.size()));
-  std::copy(v.begin(), v.end(), out.data());
-  return out;
-}
-
-OptionValue Str(const char* s) { return {std::string(s), ""}; }
-
-// An optimizer built through the registry from `name` and the given options.
-std::unique_ptr<DistributedOptimizer<double>> Make(
-    std::string_view name, std::initializer_list<std::pair<std::string, OptionValue>> options,
-    const OptimizerContext& context) {
-  OptionTable table(fmt::format("optimizer '{}'", name), "spec.toml:1:1");
-  table.Set("name", {std::string(name), ""});
-  for (const auto& [key, value] : options) table.Set(key, value);
-  return MakeOptimizer<double>(table, context);
-}
+using testing::MakeNamed;
+using testing::Step;
+using testing::Str;
+using testing::Traffic;
+using testing::Vec;
 
 // Gaussian gradients for n workers and `steps` steps, d = 5.
 std::vector<std::vector<Eigen::VectorXd>> GaussianGradients(int n, int steps) {
@@ -71,8 +37,8 @@ std::vector<std::vector<Eigen::VectorXd>> GaussianGradients(int n, int steps) {
 // With C = identity the worker error stays 0 and ef-sgd is SGD, with the same operations in the
 // same order (the mean of the n messages, then x -= lr mean): equal bit for bit.
 TEST(EfSgd, WithIdentityIsSgd) {
-  auto ef = Make("ef-sgd", {{"compressor", Str("identity")}}, {5, 3});
-  auto sgd = Make("sgd", {}, {5, 3});
+  auto ef = MakeNamed("ef-sgd", {{"compressor", Str("identity")}}, {5, 3});
+  auto sgd = MakeNamed("sgd", {}, {5, 3});
   Eigen::VectorXd x_ef = testing::GaussianVector(5, 7), x_sgd = x_ef;
   const auto g = GaussianGradients(3, 6);
   for (std::size_t s = 0; s < g.size(); ++s) {
@@ -101,7 +67,7 @@ const std::vector<std::vector<Eigen::VectorXd>>& SignSteps() {
 }
 
 TEST(EfSgd, SignCompressorTwoStepsByHand) {
-  auto ef = Make("ef-sgd", {{"compressor", Str("sign")}}, {3, 2});
+  auto ef = MakeNamed("ef-sgd", {{"compressor", Str("sign")}}, {3, 2});
   Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
   Traffic traffic = Step(*ef, 1, 0.5, SignSteps()[0], x);
   EXPECT_EQ(*ef->Observe(Quantity::kWorkerError, 0), Vec({-0.5, 0.75, -1}));
@@ -121,7 +87,7 @@ TEST(EfSgd, SignCompressorTwoStepsByHand) {
 //   t = 2: mean = (-1, 0, 0), mean + e_bar = (-2, -1, 0), C = (-1, -1, 1), e_bar = (-1, 0, -1),
 //          x = (-0.5, -0.5, -0.5) - 0.5 (-1, -1, 1) = (0, 0, -1)
 TEST(DoubleSqueeze, ServerErrorTwoStepsByHand) {
-  auto ds = Make("double-squeeze", {{"compressor", Str("sign")}}, {3, 2});
+  auto ds = MakeNamed("double-squeeze", {{"compressor", Str("sign")}}, {3, 2});
   Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
   const Traffic traffic = Step(*ds, 1, 0.5, SignSteps()[0], x);
   EXPECT_EQ(*ds->Observe(Quantity::kWorkerError, 0), Vec({-0.5, 0.75, -1}));
@@ -140,20 +106,20 @@ TEST(DoubleSqueeze, ServerErrorTwoStepsByHand) {
 TEST(EfSgd, DefaultCompressorsByHand) {
   const Eigen::VectorXd g = Vec({1, -1, 3, 5});
   const Eigen::VectorXd sign = Vec({1, -1, 1, 1});
-  auto ef = Make("ef-sgd", {}, {4, 1});
+  auto ef = MakeNamed("ef-sgd", {}, {4, 1});
   Eigen::VectorXd x = Eigen::VectorXd::Zero(4);
   const Traffic traffic = Step(*ef, 1, 1.0, {g}, x);
   EXPECT_EQ(x, -3 * sign);
   EXPECT_EQ(*ef->Observe(Quantity::kWorkerError, 0), g - 3 * sign);
   EXPECT_THAT(traffic.up, ElementsAre(5));  // a float32 scale and 4 bits
 
-  auto ef_sign = Make("ef-signsgd", {}, {4, 1});
+  auto ef_sign = MakeNamed("ef-signsgd", {}, {4, 1});
   x.setZero();
   Step(*ef_sign, 1, 1.0, {g}, x);
   EXPECT_EQ(x, -2.5 * sign);
 
   const OptimizerContext layered{4, 1, {Layer{"a", 0, 2, 1}, Layer{"b", 2, 2, 1}}};
-  auto ef_layers = Make("ef-signsgd", {}, layered);
+  auto ef_layers = MakeNamed("ef-signsgd", {}, layered);
   x.setZero();
   Step(*ef_layers, 1, 1.0, {g}, x);
   EXPECT_EQ(x, -Vec({1, -1, 4, 4}));
@@ -169,8 +135,8 @@ TEST(EfSgd, DefaultCompressorsByHand) {
 TEST(EfSignSgd, ScaledFeedbackIsThePapersBoxWithAVaryingRate) {
   const std::vector<double> rates = {0.5, 0.25, 0.125, 0.5, 1.0, 0.0625};
   const auto g = GaussianGradients(1, static_cast<int>(rates.size()));
-  auto scaled = Make("ef-signsgd", {{"worker_feedback", Str("scaled")}}, {5, 1});
-  auto classic = Make("ef-signsgd", {}, {5, 1});
+  auto scaled = MakeNamed("ef-signsgd", {{"worker_feedback", Str("scaled")}}, {5, 1});
+  auto classic = MakeNamed("ef-signsgd", {}, {5, 1});
   Eigen::VectorXd x_box = Eigen::VectorXd::Zero(5), x_scaled = x_box, x_classic = x_box;
   Eigen::VectorXd e = Eigen::VectorXd::Zero(5);
   double classic_gap = 0;
@@ -196,8 +162,8 @@ TEST(EfSignSgd, ScaledFeedbackIsThePapersBoxWithAVaryingRate) {
 // against beta m + (1-beta) mean g), so they agree to rounding: each step adds a few ulps of |m|
 // (|g| ~ 1, |m| <= 3), and lr = 0.1 over 8 steps keeps |x_ef - x_sgdm| far below 1e-14.
 TEST(EfSgdm, WithIdentityIsSgdmOnTheMeanGradient) {
-  auto ef = Make("ef-sgdm", {{"compressor", Str("identity")}, {"beta", {0.9, ""}}}, {5, 3});
-  auto sgdm = Make("sgdm", {{"beta", {0.9, ""}}}, {5, 3});
+  auto ef = MakeNamed("ef-sgdm", {{"compressor", Str("identity")}, {"beta", {0.9, ""}}}, {5, 3});
+  auto sgdm = MakeNamed("sgdm", {{"beta", {0.9, ""}}}, {5, 3});
   Eigen::VectorXd x_ef = Eigen::VectorXd::Zero(5), x_sgdm = x_ef;
   const auto g = GaussianGradients(3, 8);
   for (std::size_t s = 0; s < g.size(); ++s) {
@@ -211,7 +177,7 @@ TEST(EfSgdm, WithIdentityIsSgdmOnTheMeanGradient) {
   }
   EXPECT_GT(x_sgdm.norm(), 0.1);  // the steps are not vanishingly small
   // The first momentum is (1 - beta) g exactly: the workers keep their own m^(i).
-  auto fresh = Make("ef-sgdm", {{"compressor", Str("identity")}}, {5, 3});
+  auto fresh = MakeNamed("ef-sgdm", {{"compressor", Str("identity")}}, {5, 3});
   Eigen::VectorXd x = Eigen::VectorXd::Zero(5);
   Step(*fresh, 1, 0.1, g[0], x);
   for (int i = 0; i < 3; ++i) {
@@ -225,7 +191,7 @@ TEST(EfSgdm, WithIdentityIsSgdmOnTheMeanGradient) {
 // t = 2: g = (-4, 1), m = (-1.5, 0.25), m + e = (-1.5, 0.75), C = (-1, 1), e = (-0.5, -0.25),
 // x = (0, 0).
 TEST(EfSgdm, SignCompressorTwoStepsByHand) {
-  auto ef = Make("ef-sgdm", {{"compressor", Str("sign")}, {"beta", {0.5, ""}}}, {2, 1});
+  auto ef = MakeNamed("ef-sgdm", {{"compressor", Str("sign")}, {"beta", {0.5, ""}}}, {2, 1});
   Eigen::VectorXd x = Eigen::VectorXd::Zero(2);
   Step(*ef, 1, 0.5, {Vec({2, -1})}, x);
   EXPECT_EQ(*ef->Observe(Quantity::kMomentum, 0), Vec({1, -0.5}));

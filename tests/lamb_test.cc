@@ -15,35 +15,18 @@
 #include "compressors/scaled_sign.h"
 #include "core/error.h"
 #include "optimizers/adam.h"
-#include "test_util.h"
+#include "tests/optimizer_test_util.h"
+#include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::Step;
+using testing::Vec;
 
+// The StepContext seed of every Step in this file.
 constexpr std::uint64_t kSeed = 7;
-
-// One synchronous step of the three phases; `up` receives the workers' messages.
-void Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
-          const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x,
-          std::vector<Message>* up_out = nullptr) {
-  const StepContext ctx{t, lr, kSeed};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-  if (up_out != nullptr) *up_out = std::move(up);
-}
-
-Eigen::VectorXd Vec(std::initializer_list<double> v) {
-  Eigen::VectorXd out(static_cast<Eigen::Index>(v.size()));
-  std::copy(v.begin(), v.end(), out.data());
-  return out;
-}
 
 // |a - b| <= tol (1 + |b|) elementwise.
 ::testing::AssertionResult Near(const Eigen::VectorXd& a, const Eigen::VectorXd& b, double tol) {
@@ -97,7 +80,7 @@ TEST(LambTest, ThreeStepsByHand) {
       Vec({1.819713153099554, -1.4681395599509597, 0.503328925215508, -0.0019385516094369529}),
       Vec({1.7084701280114212, -1.4653495018609906, 0.46130394135077657, -0.0031056177700157653})};
   for (std::size_t s = 0; s < 3; ++s) {
-    Step(*lamb, static_cast<std::int64_t>(s + 1), 0.1, kGradients[s], x);
+    Step(*lamb, static_cast<std::int64_t>(s + 1), 0.1, kGradients[s], x, kSeed);
     // Python and Eigen round differently (norms, fused updates): a few ulps over three steps.
     EXPECT_TRUE(Near(*lamb->Observe(Quantity::kLayerScale, 0), expected_c[s], 1e-14))
         << "t = " << s + 1;
@@ -121,8 +104,8 @@ TEST(LambTest, WithUnitScaleReducesToAdam) {
     Eigen::VectorXd x = kX0, y = kX0;
     for (std::int64_t t = 1; t <= 6; ++t) {
       const auto& g = kGradients[static_cast<std::size_t>(t - 1) % 3];
-      Step(*lamb, t, 0.1, g, x);
-      Step(*adam, t, 0.1, g, y);
+      Step(*lamb, t, 0.1, g, x, kSeed);
+      Step(*adam, t, 0.1, g, y, kSeed);
       EXPECT_TRUE(Near(x, y, 1e-15)) << "bias_correction " << bias_correction << ", t = " << t;
       EXPECT_EQ(*lamb->Observe(Quantity::kLayerScale, 0), Vec({1, 1, 1}));
     }
@@ -136,8 +119,8 @@ TEST(LambTest, NoLayersIsOneLayer) {
   auto one = MakeLamb<double>(LambOptions{}, OptimizerContext{4, 2, {Layer{"all", 0, 4, 1}}});
   Eigen::VectorXd x = kX0, y = kX0;
   for (std::size_t s = 0; s < 3; ++s) {
-    Step(*flat, static_cast<std::int64_t>(s + 1), 0.1, kGradients[s], x);
-    Step(*one, static_cast<std::int64_t>(s + 1), 0.1, kGradients[s], y);
+    Step(*flat, static_cast<std::int64_t>(s + 1), 0.1, kGradients[s], x, kSeed);
+    Step(*one, static_cast<std::int64_t>(s + 1), 0.1, kGradients[s], y, kSeed);
   }
   EXPECT_EQ(x, y);
   EXPECT_EQ(flat->Observe(Quantity::kLayerScale, 0)->size(), 1);
@@ -153,7 +136,7 @@ TEST(LambTest, ZeroNormRules) {
     o.zero_norm = rule;
     auto lamb = MakeLamb<double>(o, ThreeLayers(1));
     Eigen::VectorXd x = x0;
-    Step(*lamb, 1, 0.1, {g}, x);
+    Step(*lamb, 1, 0.1, {g}, x, kSeed);
     const Eigen::VectorXd& c = *lamb->Observe(Quantity::kLayerScale, 0);
     if (rule == LambZeroNorm::kClip) {
       EXPECT_EQ(c[0], 0.01) << "||x|| = 0: the ratio is 0, clipped to c_min";
@@ -189,8 +172,8 @@ TEST(OnebitLambTest, WarmupIsLamb) {
   Eigen::VectorXd x = kX0, y = kX0;
   std::vector<Message> up;
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], x, &up);
-    Step(*lamb, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], y);
+    Step(*onebit, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], x, kSeed, &up);
+    Step(*lamb, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], y, kSeed);
     EXPECT_EQ(x, y) << "t = " << t;
     for (const Quantity q : {Quantity::kMomentum, Quantity::kVariance, Quantity::kLayerScale}) {
       EXPECT_EQ(*onebit->Observe(q, kServer), *lamb->Observe(q, kServer)) << "t = " << t;
@@ -200,7 +183,7 @@ TEST(OnebitLambTest, WarmupIsLamb) {
   EXPECT_EQ(*onebit->Observe(Quantity::kFrozenVariance, kServer),
             *lamb->Observe(Quantity::kVariance, kServer))
       << "line 3: v_Tw stored at the end of step T_w";
-  Step(*onebit, 4, 0.1, kGradients[0], x, &up);
+  Step(*onebit, 4, 0.1, kGradients[0], x, kSeed, &up);
   EXPECT_EQ(up[0].bits(), 8 + 32) << "scaled sign: 4 sign bits (one byte) and a float32 scale";
   EXPECT_NE(onebit->LastEncode(0), nullptr);
 }
@@ -213,13 +196,13 @@ TEST(OnebitLambTest, ScaleAverageIsTrackedDuringWarmupThenFrozen) {
   o.r_min = o.r_max = 1;
   auto onebit = MakeOnebitLamb<double>(o, ScaledSignExchange(), ThreeLayers(2));
   Eigen::VectorXd x = kX0;
-  Step(*onebit, 1, 0.1, kGradients[0], x);
-  Step(*onebit, 2, 0.1, kGradients[1], x);
+  Step(*onebit, 1, 0.1, kGradients[0], x, kSeed);
+  Step(*onebit, 2, 0.1, kGradients[1], x, kSeed);
   // c_avg = 0.9 (0.1 c_1) + 0.1 c_2.
   const Eigen::VectorXd c_avg =
       Vec({0.056999999999999995, 0.04423204947075771, 0.0019000000000000002});
   for (std::int64_t t = 3; t <= 4; ++t) {
-    Step(*onebit, t, 0.1, kGradients[2], x);
+    Step(*onebit, t, 0.1, kGradients[2], x, kSeed);
     EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerScale, kServer), c_avg, 1e-15))
         << "t = " << t;
     EXPECT_EQ(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({1, 1, 1}));
@@ -255,15 +238,15 @@ const std::vector<std::vector<Eigen::VectorXd>> kClipGradients = {
 TEST(OnebitLambTest, AfterWarmupRatioFollowsFreshVarianceThroughBothClips) {
   auto onebit = MakeOnebitLamb<double>(ClipOptions(), IdentityExchange(), TwoLayers(2));
   Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
-  Step(*onebit, 1, 0.05, kClipGradients[0], x);
-  Step(*onebit, 2, 0.05, kClipGradients[1], x);
+  Step(*onebit, 1, 0.05, kClipGradients[0], x, kSeed);
+  Step(*onebit, 2, 0.05, kClipGradients[1], x, kSeed);
   EXPECT_TRUE(Near(*onebit->Observe(Quantity::kFrozenVariance, kServer),
                    Vec({0.027500000000000004, 0.09000000000000001, 0.030000000000000006}), 1e-15));
   EXPECT_TRUE(Near(x, Vec({0.9945319339132765, -2.0050212956770315, 0.4945878171218437}), 1e-15));
 
   // The reconstruction (m_t - beta1 m_{t-1}) / (1 - beta1) cancels: rounding of m (~1e-17 here)
   // is amplified by 1 / (1 - beta1) = 10, hence 1e-14.
-  Step(*onebit, 3, 0.05, kClipGradients[2], x);
+  Step(*onebit, 3, 0.05, kClipGradients[2], x, kSeed);
   EXPECT_TRUE(Near(*onebit->Observe(Quantity::kVariance, kServer),
                    Vec({2.01375, 2.045, 0.02945000000000001}), 1e-14));
   EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({0.9, 1.0186757215619693}),
@@ -273,7 +256,7 @@ TEST(OnebitLambTest, AfterWarmupRatioFollowsFreshVarianceThroughBothClips) {
   EXPECT_TRUE(Near(x, Vec({0.990923380463476, -2.0037576098893175, 0.49372961883780675}), 1e-14));
   EXPECT_EQ(*onebit->Observe(Quantity::kWorkerError, 0), Eigen::VectorXd::Zero(3));
 
-  Step(*onebit, 4, 0.05, kClipGradients[3], x);
+  Step(*onebit, 4, 0.05, kClipGradients[3], x, kSeed);
   EXPECT_TRUE(Near(*onebit->Observe(Quantity::kVariance, kServer),
                    Vec({1.006875, 1.0225, 0.02752500000000001}), 1e-14));
   EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({0.81, 1.05}), 1e-14));
@@ -292,7 +275,7 @@ TEST(OnebitLambTest, RangeClipComesLast) {
   auto onebit = MakeOnebitLamb<double>(o, IdentityExchange(), TwoLayers(2));
   Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x);
+    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, kSeed);
   }
   EXPECT_EQ(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({0.8, 0.8}));
 }
@@ -306,7 +289,7 @@ TEST(OnebitLambTest, DenominatorRatioOption) {
   auto onebit = MakeOnebitLamb<double>(o, IdentityExchange(), TwoLayers(2));
   Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x);
+    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, kSeed);
   }
   EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({0.9, 1.0092946112174959}),
                    1e-14));
@@ -322,7 +305,7 @@ TEST(OnebitLambTest, DeadLayerKeepsPreviousRatio) {
   for (std::int64_t t = 1; t <= 5; ++t) {
     std::vector<Eigen::VectorXd> g = kClipGradients[static_cast<std::size_t>(t - 1) % 4];
     for (Eigen::VectorXd& gi : g) gi[2] = 0;
-    Step(*onebit, t, 0.05, g, x);
+    Step(*onebit, t, 0.05, g, x, kSeed);
   }
   EXPECT_EQ((*onebit->Observe(Quantity::kLayerRatio, kServer))[1], 1.0);
   EXPECT_EQ(x[2], 0.5);
@@ -342,7 +325,7 @@ TEST(OnebitLambTest, MomentumScaleCoefficientsByHand) {
   Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
   std::vector<Message> up;
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, &up);
+    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, kSeed, &up);
   }
   const double k1 = 0.8905713173549977, k2 = 1.1400879657344891;
   for (int i = 0; i < 2; ++i) {
@@ -371,11 +354,11 @@ TEST(OnebitLambTest, ScalingAndLocalMomentumCancelUnderIdentity) {
   Eigen::VectorXd xa = Vec({1.0, -2.0, 0.5}), xb = xa, xc = xa, xd = xa, xe = xa;
   for (std::int64_t t = 1; t <= 6; ++t) {
     const auto& g = kClipGradients[static_cast<std::size_t>(t - 1) % 4];
-    Step(*a, t, 0.05, g, xa);
-    Step(*b, t, 0.05, g, xb);
-    Step(*c, t, 0.05, g, xc);
-    Step(*d, t, 0.05, g, xd);
-    Step(*e, t, 0.05, g, xe);
+    Step(*a, t, 0.05, g, xa, kSeed);
+    Step(*b, t, 0.05, g, xb, kSeed);
+    Step(*c, t, 0.05, g, xc, kSeed);
+    Step(*d, t, 0.05, g, xd, kSeed);
+    Step(*e, t, 0.05, g, xe, kSeed);
     EXPECT_TRUE(Near(xb, xa, 1e-14)) << "t = " << t;
     EXPECT_TRUE(Near(xc, xa, 1e-14)) << "t = " << t;
   }
@@ -388,7 +371,7 @@ TEST(OnebitLambTest, NoWarmupNeverMoves) {
   auto onebit = MakeOnebitLamb<double>(OnebitOptions(0), ScaledSignExchange(), ThreeLayers(2));
   Eigen::VectorXd x = kX0;
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], x);
+    Step(*onebit, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], x, kSeed);
   }
   EXPECT_EQ(x, kX0);
   EXPECT_EQ(*onebit->Observe(Quantity::kLayerScale, kServer), Vec({0, 0, 0}));

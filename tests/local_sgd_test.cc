@@ -3,12 +3,12 @@
 // worker's gradient at its own replica.
 #include "optimizers/local_sgd.h"
 
-#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "comm/simulated_cluster.h"
 #include "optimizers/sgd.h"
+#include "tests/optimizer_test_util.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
@@ -16,55 +16,19 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::Int;
+using testing::MakeNamed;
+using testing::Step;
+using testing::Traffic;
 using testing::UserErrorOf;
-
-struct Traffic {
-  std::vector<std::size_t> up;  // bytes each worker sent
-  std::size_t down = 0;         // bytes the server sent back
-};
-
-// One synchronous step of the three phases with the given per-worker gradients (given, not
-// computed at the replicas: the hand computations below fix them).
-Traffic Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
-             const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x) {
-  const StepContext ctx{t, lr, 2024};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    const Vector<double>* local = opt.LocalParameters(static_cast<int>(i));
-    opt.WorkerStep(ctx, static_cast<int>(i), local != nullptr ? *local : x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-  Traffic traffic{{}, down.bytes.size()};
-  for (const Message& m : up) traffic.up.push_back(m.bytes.size());
-  return traffic;
-}
-
-Eigen::VectorXd Vec(std::initializer_list<double> v) {
-  Eigen::VectorXd out(static_cast<Eigen::Index>(v.size()));
-  std::copy(v.begin(), v.end(), out.data());
-  return out;
-}
-
-OptionValue Int(std::int64_t v) { return {v, ""}; }
-
-// An optimizer built through the registry from `name` and the given options.
-std::unique_ptr<DistributedOptimizer<double>> Make(
-    std::string_view name, std::initializer_list<std::pair<std::string, OptionValue>> options,
-    const OptimizerContext& context) {
-  OptionTable table(fmt::format("optimizer '{}'", name), "spec.toml:1:1");
-  table.Set("name", {std::string(name), ""});
-  for (const auto& [key, value] : options) table.Set(key, value);
-  return MakeOptimizer<double>(table, context);
-}
+using testing::Vec;
 
 // With tau = 1 every step averages x - lr g_i, which in exact arithmetic is SGD's
 // x - lr mean g_i. Small integer gradients, lr = 1/2 and n = 4 keep every operation exact, so
 // the two agree bit for bit.
 TEST(LocalSgd, TauOneIsSgdExactly) {
-  auto local = Make("local-sgd", {{"tau", Int(1)}}, {3, 4});
-  auto sgd = Make("sgd", {}, {3, 4});
+  auto local = MakeNamed("local-sgd", {{"tau", Int(1)}}, {3, 4});
+  auto sgd = MakeNamed("sgd", {}, {3, 4});
   Eigen::VectorXd x_local = Vec({1, 2, -3}), x_sgd = x_local;
   for (std::int64_t t = 1; t <= 5; ++t) {
     std::vector<Eigen::VectorXd> g;
@@ -84,8 +48,8 @@ TEST(LocalSgd, TauOneIsSgdExactly) {
 // by a few ulps of |x| per step (each of the n subtractions, the sum and the division round
 // once), so after 10 steps they agree to 1e-14 relative to max |x|.
 TEST(LocalSgd, TauOneIsSgdUpToRounding) {
-  auto local = Make("local-sgd", {{"tau", Int(1)}}, {5, 3});
-  auto sgd = Make("sgd", {}, {5, 3});
+  auto local = MakeNamed("local-sgd", {{"tau", Int(1)}}, {5, 3});
+  auto sgd = MakeNamed("sgd", {}, {5, 3});
   Eigen::VectorXd x_local = testing::GaussianVector(5, 1), x_sgd = x_local;
   for (std::int64_t t = 1; t <= 10; ++t) {
     std::vector<Eigen::VectorXd> g;
@@ -106,7 +70,7 @@ TEST(LocalSgd, TauOneIsSgdUpToRounding) {
 //          synchronised: x = x^(0) = x^(1) = (0.5, 0.5)
 //   t = 4: x^(0) = (0.5, 0.5) - (0.5, -1) = (0, 1.5), x^(1) unchanged (zero gradient); x stays
 TEST(LocalSgd, TauThreeByHand) {
-  auto local = Make("local-sgd", {{"tau", Int(3)}}, {2, 2});
+  auto local = MakeNamed("local-sgd", {{"tau", Int(3)}}, {2, 2});
   Eigen::VectorXd x = Vec({1, 2});
   EXPECT_EQ(local->LocalParameters(0), nullptr);  // before the first step: the runner uses x
 
@@ -146,9 +110,9 @@ TEST(LocalSgd, TauThreeByHand) {
 //          local:    m = (0.5, 1),     x^(i) = (-1.5, -1.75)
 TEST(LocalSgdm, MomentumAveragedOrKeptLocalByHand) {
   for (const bool average : {false, true}) {
-    auto local =
-        Make("local-sgdm",
-             {{"tau", Int(2)}, {"beta", {0.5, ""}}, {"average_momentum", {average, ""}}}, {1, 2});
+    auto local = MakeNamed(
+        "local-sgdm", {{"tau", Int(2)}, {"beta", {0.5, ""}}, {"average_momentum", {average, ""}}},
+        {1, 2});
     Eigen::VectorXd x = Vec({0});
     Step(*local, 1, 0.5, {Vec({4}), Vec({0})}, x);
     EXPECT_EQ(*local->Observe(Quantity::kMomentum, 0), Vec({2}));
@@ -191,7 +155,7 @@ class Quadratic final : public Problem<double> {
 TEST(LocalSgd, RunnerTakesGradientsAtTheReplicas) {
   const Quadratic problem;
   for (const int threads : {1, 2}) {
-    auto local = Make("local-sgd", {{"tau", Int(2)}}, {2, 2});
+    auto local = MakeNamed("local-sgd", {{"tau", Int(2)}}, {2, 2});
     SimulatedCluster<double> cluster(problem, *local, threads);
     Eigen::VectorXd x = Eigen::VectorXd::Zero(2);
     const StepResult& r1 = cluster.Step({1, 0.5, 7}, x);
@@ -211,16 +175,16 @@ TEST(LocalSgd, RunnerTakesGradientsAtTheReplicas) {
 
 TEST(LocalSgd, BadOptionsNameKeyValueAndRule) {
   EXPECT_THAT(UserErrorOf([] {
-                Make("local-sgd", {{"tau", Int(0)}}, {2, 2});
+                MakeNamed("local-sgd", {{"tau", Int(0)}}, {2, 2});
               }),
               HasSubstr("tau must be >= 1, got 0"));
   EXPECT_THAT(UserErrorOf([] {
-                Make("local-sgdm", {{"beta", {1.0, ""}}}, {2, 2});
+                MakeNamed("local-sgdm", {{"beta", {1.0, ""}}}, {2, 2});
               }),
               HasSubstr("beta must be in [0, 1), got 1"));
   // Plain local SGD has no momentum to set.
   EXPECT_THAT(UserErrorOf([] {
-                Make("local-sgd", {{"beta", {0.9, ""}}}, {2, 2});
+                MakeNamed("local-sgd", {{"beta", {0.9, ""}}}, {2, 2});
               }),
               HasSubstr("unknown key 'beta'"));
 }

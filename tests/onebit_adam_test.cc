@@ -8,43 +8,27 @@
 
 #include <cmath>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "compressors/identity.h"
 #include "compressors/scaled_sign.h"
 #include "optimizers/adam.h"
+#include "tests/optimizer_test_util.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::Int;
+using testing::MakeNamed;
+using testing::Step;
+using testing::Str;
 using testing::UserErrorOf;
+using testing::Vec;
 
-constexpr std::uint64_t kSeed = 2024;
-
-template <typename T>
-void Step(DistributedOptimizer<T>& opt, std::int64_t t, double lr,
-          const std::vector<Vector<T>>& gradients, Vector<T>& x,
-          std::vector<Message>* uplink = nullptr, Message* downlink = nullptr) {
-  const StepContext ctx{t, lr, kSeed};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-  if (uplink != nullptr) *uplink = up;
-  if (downlink != nullptr) *downlink = down;
-}
-
-Eigen::VectorXd Vec(std::initializer_list<double> v) {
-  Eigen::VectorXd out(static_cast<Eigen::Index>(v.size()));
-  std::copy(v.begin(), v.end(), out.data());
-  return out;
-}
+// Step's seed, which the streams below replay.
+constexpr std::uint64_t kSeed = testing::kStepSeed;
 
 // Worker i's gradient at step t: smooth, of mixed signs, different on every worker.
 std::vector<Eigen::VectorXd> Gradients(std::int64_t t, int n, Eigen::Index d) {
@@ -61,23 +45,6 @@ std::vector<Eigen::VectorXd> Gradients(std::int64_t t, int n, Eigen::Index d) {
 
 double Rate(std::int64_t t) { return 0.01 / std::sqrt(static_cast<double>(t)); }
 
-using Options = std::vector<std::pair<std::string, OptionValue>>;
-
-OptionValue Str(const char* s) { return {std::string(s), ""}; }
-OptionValue Int(std::int64_t i) { return {i, ""}; }
-
-template <typename T = double>
-std::unique_ptr<DistributedOptimizer<T>> Build(const std::string& name, const Options& options,
-                                               const OptimizerContext& context) {
-  OptionTable table("optimizer '" + name + "'", "");
-  for (const auto& [key, value] : options) table.Set(key, value);
-  const OptimizerInfo* info = Optimizers().Find(name);
-  EXPECT_NE(info, nullptr) << name;
-  auto optimizer = FactoryFor<T>(*info)(table, context);
-  table.RejectUnknownKeys();
-  return optimizer;
-}
-
 double RelativeDistance(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
   return (a - b).norm() / b.norm();
 }
@@ -88,10 +55,10 @@ TEST(OnebitAdam, WarmupIsAdamWithoutBiasCorrection) {
   const int n = 3;
   const Eigen::Index d = 4;
   for (const char* placement : {"outside", "inside"}) {
-    auto onebit =
-        Build("onebit-adam", {{"warmup_steps", Int(8)}, {"eps_placement", Str(placement)}}, {d, n});
-    auto adam = Build("adam", {{"bias_correction", {false, ""}}, {"eps_placement", Str(placement)}},
-                      {d, n});
+    auto onebit = MakeNamed("onebit-adam",
+                            {{"warmup_steps", Int(8)}, {"eps_placement", Str(placement)}}, {d, n});
+    auto adam = MakeNamed(
+        "adam", {{"bias_correction", {false, ""}}, {"eps_placement", Str(placement)}}, {d, n});
     Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 1), y = x;
     for (std::int64_t t = 1; t <= 8; ++t) {
       Step(*onebit, t, Rate(t), Gradients(t, n, d), x);
@@ -116,13 +83,13 @@ TEST(OnebitAdam, IdentityCompressionIsOnebitAdamFp32) {
   const Eigen::Index d = 5;
   const std::int64_t warmup = 3;
   for (const char* local : {"sync", "own"}) {
-    auto onebit = Build("onebit-adam",
-                        {{"warmup_steps", Int(warmup)},
-                         {"compressor", Str("identity")},
-                         {"server_compressor", Str("identity")},
-                         {"local_momentum", Str(local)}},
-                        {d, n});
-    auto fp32 = Build("onebit-adam-fp32", {{"warmup_steps", Int(warmup)}}, {d, n});
+    auto onebit = MakeNamed("onebit-adam",
+                            {{"warmup_steps", Int(warmup)},
+                             {"compressor", Str("identity")},
+                             {"server_compressor", Str("identity")},
+                             {"local_momentum", Str(local)}},
+                            {d, n});
+    auto fp32 = MakeNamed("onebit-adam-fp32", {{"warmup_steps", Int(warmup)}}, {d, n});
     Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, 1, 3), y = x;
     for (std::int64_t t = 1; t <= 12; ++t) {
       Step(*onebit, t, Rate(t), Gradients(t, n, d), x);
@@ -157,11 +124,11 @@ TEST(OnebitAdam, LocalMomentumOwnAndSyncAgreeOnlyWithoutCompression) {
   for (const char* compressor : {"identity", "scaled-sign"}) {
     std::vector<Eigen::VectorXd> result, worker_m;
     for (const char* local : {"sync", "own"}) {
-      auto opt = Build("onebit-adam",
-                       {{"warmup_steps", Int(2)},
-                        {"compressor", Str(compressor)},
-                        {"local_momentum", Str(local)}},
-                       {d, n});
+      auto opt = MakeNamed("onebit-adam",
+                           {{"warmup_steps", Int(2)},
+                            {"compressor", Str(compressor)},
+                            {"local_momentum", Str(local)}},
+                           {d, n});
       Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 2);
       for (std::int64_t t = 1; t <= 8; ++t) Step(*opt, t, Rate(t), Gradients(t, n, d), x);
       result.push_back(x);
@@ -182,7 +149,7 @@ TEST(OnebitAdam, VarianceIsFrozenAfterWarmup) {
   const Eigen::Index d = 3;
   const std::int64_t warmup = 3;
   for (const char* name : {"onebit-adam", "onebit-adam-fp32"}) {
-    auto opt = Build(name, {{"warmup_steps", Int(warmup)}}, {d, n});
+    auto opt = MakeNamed(name, {{"warmup_steps", Int(warmup)}}, {d, n});
     Eigen::VectorXd x = Eigen::VectorXd::Zero(d);
     Eigen::VectorXd v_previous = Eigen::VectorXd::Zero(d), v_tw;
     EXPECT_EQ(opt->Observe(Quantity::kFrozenVariance, kServer), nullptr) << name;
@@ -214,7 +181,7 @@ void CheckWireSizes() {
   const int n = 2;
   const Eigen::Index d = 13;
   const std::int64_t warmup = 2;
-  auto opt = Build<T>("onebit-adam", {{"warmup_steps", Int(warmup)}}, {d, n});
+  auto opt = MakeNamed<T>("onebit-adam", {{"warmup_steps", Int(warmup)}}, {d, n});
   const std::unique_ptr<Compressor<T>> scaled_sign = MakeScaledSign<T>(d);
   Message reference;
   PhiloxStream stream({kSeed, Purpose::kWorkerCompression, 0, 1});
@@ -226,7 +193,7 @@ void CheckWireSizes() {
     for (const Eigen::VectorXd& gi : Gradients(t, n, d)) g.push_back(gi.cast<T>());
     std::vector<Message> up;
     Message down;
-    Step<T>(*opt, t, Rate(t), g, x, &up, &down);
+    Step<T>(*opt, t, Rate(t), g, x, kSeed, &up, &down);
     const std::size_t expected =
         t <= warmup ? static_cast<std::size_t>(d) * sizeof(T) : reference.bytes.size();
     for (const Message& m : up) EXPECT_EQ(m.bytes.size(), expected) << "t = " << t;
@@ -247,7 +214,7 @@ TEST(OnebitAdam, WireSizesOfBothPhases) {
 TEST(OnebitAdam, CompressedStepsFollowAlgorithm1) {
   const int n = 2;
   const Eigen::Index d = 4;
-  auto opt = Build("onebit-adam", {{"warmup_steps", Int(1)}}, {d, n});
+  auto opt = MakeNamed("onebit-adam", {{"warmup_steps", Int(1)}}, {d, n});
   const std::unique_ptr<Compressor<double>> c = MakeScaledSign<double>(d);
   PhiloxStream unused({kSeed, Purpose::kWorkerCompression, 0, 1});
 
@@ -294,8 +261,8 @@ TEST(OnebitAdam, CompressedStepsFollowAlgorithm1) {
 // g_hat = (2, -2, 2, -2): v = 0.001 g_hat^2 = 0.004 everywhere, where Adam on the true mean
 // gradient (3, -2, 1, -1) has v = 0.001 (9, 4, 1, 1).
 TEST(AdamOnebitNaive, VarianceFollowsTheCompressedGradient) {
-  auto naive = Build("adam-1bit-naive", {}, {4, 2});
-  auto adam = Build("adam", {{"bias_correction", {false, ""}}}, {4, 2});
+  auto naive = MakeNamed("adam-1bit-naive", {}, {4, 2});
+  auto adam = MakeNamed("adam", {{"bias_correction", {false, ""}}}, {4, 2});
   const std::vector<Eigen::VectorXd> g = {Vec({5, -3, 1, -1}), Vec({1, -1, 1, -1})};
   Eigen::VectorXd x = Eigen::VectorXd::Zero(4), y = x;
   Step(*naive, 1, 0.1, g, x);
@@ -319,10 +286,10 @@ TEST(AdamOnebitNaive, IdentityCompressionIsAdam) {
   const int n = 3;
   const Eigen::Index d = 4;
   for (const bool bias_correction : {false, true}) {
-    auto naive = Build(
+    auto naive = MakeNamed(
         "adam-1bit-naive",
         {{"compressor", Str("identity")}, {"bias_correction", {bias_correction, ""}}}, {d, n});
-    auto adam = Build("adam", {{"bias_correction", {bias_correction, ""}}}, {d, n});
+    auto adam = MakeNamed("adam", {{"bias_correction", {bias_correction, ""}}}, {d, n});
     Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 1), y = x;
     for (std::int64_t t = 1; t <= 6; ++t) {
       Step(*naive, t, Rate(t), Gradients(t, n, d), x);
@@ -336,34 +303,34 @@ TEST(OnebitAdam, RejectsBadOptions) {
   const OptimizerContext context{4, 2};
   for (const char* name : {"onebit-adam", "onebit-adam-fp32", "adam-1bit-naive"}) {
     EXPECT_THAT(UserErrorOf([&] {
-                  Build(name, {{"beta1", {1.0, ""}}}, context);
+                  MakeNamed(name, {{"beta1", {1.0, ""}}}, context);
                 }),
                 HasSubstr("beta1 must be in [0, 1), got 1"))
         << name;
     EXPECT_THAT(UserErrorOf([&] {
-                  Build(name, {{"eps_placement", Str("between")}}, context);
+                  MakeNamed(name, {{"eps_placement", Str("between")}}, context);
                 }),
                 HasSubstr("eps_placement must be one of outside, inside; got 'between'"))
         << name;
   }
   for (const char* name : {"onebit-adam", "onebit-adam-fp32"}) {
     EXPECT_THAT(UserErrorOf([&] {
-                  Build(name, {{"warmup_steps", Int(-1)}}, context);
+                  MakeNamed(name, {{"warmup_steps", Int(-1)}}, context);
                 }),
                 HasSubstr("warmup_steps must be >= 0, got -1"))
         << name;
   }
   EXPECT_THAT(UserErrorOf([&] {
-                Build("onebit-adam", {{"local_momentum", Str("foo")}}, context);
+                MakeNamed("onebit-adam", {{"local_momentum", Str("foo")}}, context);
               }),
               HasSubstr("local_momentum must be one of sync, own; got 'foo'"));
   // onebit-adam-fp32 has no local momenta: the key is unknown there.
   EXPECT_THAT(UserErrorOf([&] {
-                Build("onebit-adam-fp32", {{"local_momentum", Str("own")}}, context);
+                MakeNamed("onebit-adam-fp32", {{"local_momentum", Str("own")}}, context);
               }),
               HasSubstr("local_momentum"));
   EXPECT_THAT(UserErrorOf([&] {
-                Build("onebit-adam", {{"compressor", Str("no-such")}}, context);
+                MakeNamed("onebit-adam", {{"compressor", Str("no-such")}}, context);
               }),
               HasSubstr("no-such"));
 }

@@ -6,17 +6,12 @@
 #include <cmath>
 
 #include "optimizers/optimizer.h"
+#include "tests/optimizer_test_util.h"
 
 namespace lemmalab {
 namespace {
 
-template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> Build(const OptimizerInfo& info, int workers,
-                                               std::int64_t dimension) {
-  OptionTable table(std::string(info.name), "");
-  table.Set("name", {std::string(info.name), ""});
-  return MakeOptimizer<T>(table, OptimizerContext{dimension, workers});
-}
+using testing::MakeNamed;
 
 // f(x) = (1/2) sum_j x_j^2 split over n workers; worker i sees x + noise_i with sum_i noise_i = 0
 // so the mean gradient is exactly x. Returns the parameters after `steps` steps and the bytes
@@ -64,7 +59,7 @@ TEST_P(EveryOptimizer, HasAReferenceAndListsItsOptionsWithDefaults) {
 
 TEST_P(EveryOptimizer, RepeatsItselfBitForBit) {
   std::vector<std::uint8_t> wire1, wire2;
-  auto a = Build<float>(info(), 3, 6), b = Build<float>(info(), 3, 6);
+  auto a = MakeNamed<float>(info().name, {}, {6, 3}), b = MakeNamed<float>(info().name, {}, {6, 3});
   const Vector<float> x1 = RunQuadratic(*a, 3, 20, 0.01, &wire1),
                       x2 = RunQuadratic(*b, 3, 20, 0.01, &wire2);
   EXPECT_EQ(x1, x2);
@@ -75,8 +70,8 @@ TEST_P(EveryOptimizer, RepeatsItselfBitForBit) {
 // sign error or a dropped update anywhere fails this for the algorithm that has it.
 TEST_P(EveryOptimizer, DescendsOnAQuadraticInBothPrecisions) {
   auto f = [](const auto& x) { return 0.5 * static_cast<double>(x.squaredNorm()); };
-  auto single = Build<float>(info(), 2, 6);
-  auto dbl = Build<double>(info(), 2, 6);
+  auto single = MakeNamed<float>(info().name, {}, {6, 2});
+  auto dbl = MakeNamed<double>(info().name, {}, {6, 2});
   const double f0 = 0.5 * (1 + 4 + 0.25 + 9 + 1 + 0.0625);
   const double f_float = f(RunQuadratic(*single, 2, 400, 0.02, nullptr));
   const double f_double = f(RunQuadratic(*dbl, 2, 400, 0.02, nullptr));

@@ -9,24 +9,16 @@
 #include "compressors/identity.h"
 #include "compressors/stochastic_binary.h"
 #include "optimizers/birder.h"
+#include "tests/optimizer_test_util.h"
 
 namespace lemmalab {
 namespace {
 
-constexpr std::uint64_t kSeed = 2024;
+using testing::Step;
+using testing::Vec;
 
-// One synchronous step of the three phases with the given per-worker gradients.
-void Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
-          const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x) {
-  const StepContext ctx{t, lr, kSeed};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-}
+// Step's seed: Q below replays its draws.
+constexpr std::uint64_t kSeed = testing::kStepSeed;
 
 // Birder's Q on one coordinate by the documented rule: element j uses word j of the stream.
 double Q(double input, Purpose purpose, std::uint32_t worker, std::uint64_t t, std::uint64_t j) {
@@ -34,12 +26,6 @@ double Q(double input, Purpose purpose, std::uint32_t worker, std::uint64_t t, s
   s.Seek(j);
   const double p = (std::clamp(input, -1.0, 1.0) + 1) / 2;
   return boost::random::uniform_01<double>()(s) < p ? 1.0 : -1.0;
-}
-
-Eigen::VectorXd Vec(std::initializer_list<double> v) {
-  Eigen::VectorXd out(static_cast<Eigen::Index>(v.size()));
-  std::copy(v.begin(), v.end(), out.data());
-  return out;
 }
 
 CompressorMaker<double> BinaryQ() {

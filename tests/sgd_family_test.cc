@@ -1,7 +1,6 @@
 // SGD, the two momentum SGDs (the papers' and PyTorch's) and signSGD, step by step against values
 // computed by hand. Values are dyadic (beta = lr = 1/2, small integer gradients), so every
 // operation is exact in fp64 and EXPECT_EQ compares the literals themselves.
-#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,50 +9,18 @@
 
 #include "optimizers/sgd.h"
 #include "optimizers/sign_sgd.h"
+#include "tests/optimizer_test_util.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::MakeNamed;
+using testing::Step;
+using testing::Traffic;
 using testing::UserErrorOf;
-
-struct Traffic {
-  std::vector<std::size_t> up;  // bytes each worker sent
-  std::size_t down = 0;         // bytes the server sent back
-};
-
-// One synchronous step of the three phases with the given per-worker gradients.
-Traffic Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
-             const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x) {
-  const StepContext ctx{t, lr, 2024};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-  Traffic traffic{{}, down.bytes.size()};
-  for (const Message& m : up) traffic.up.push_back(m.bytes.size());
-  return traffic;
-}
-
-Eigen::VectorXd Vec(std::initializer_list<double> v) {
-  Eigen::VectorXd out(static_cast<Eigen::Index>(v.size()));
-  std::copy(v.begin(), v.end(), out.data());
-  return out;
-}
-
-// An optimizer built through the registry from `name` and the given options.
-std::unique_ptr<DistributedOptimizer<double>> Make(
-    std::string_view name, std::initializer_list<std::pair<std::string, OptionValue>> options,
-    const OptimizerContext& context) {
-  OptionTable table(fmt::format("optimizer '{}'", name), "spec.toml:1:1");
-  table.Set("name", {std::string(name), ""});
-  for (const auto& [key, value] : options) table.Set(key, value);
-  return MakeOptimizer<double>(table, context);
-}
+using testing::Vec;
 
 // Two workers, three steps; the mean gradients are (4, -2), (-2, 2), (1, -1).
 const std::vector<std::vector<Eigen::VectorXd>>& ThreeSteps() {
@@ -63,7 +30,7 @@ const std::vector<std::vector<Eigen::VectorXd>>& ThreeSteps() {
 }
 
 TEST(Sgd, AppliesTheMeanGradient) {
-  auto sgd = Make("sgd", {}, {3, 2});
+  auto sgd = MakeNamed("sgd", {}, {3, 2});
   Eigen::VectorXd x = Vec({1, 2, 3});
   const Traffic traffic = Step(*sgd, 1, 0.5, {Vec({1, 0, -2}), Vec({3, 4, 0})}, x);
   EXPECT_EQ(x, Vec({1 - 0.5 * 2, 2 - 0.5 * 2, 3 - 0.5 * -1}));
@@ -76,7 +43,7 @@ TEST(Sgd, AppliesTheMeanGradient) {
 //   m2 = (0, 0.5),    x2 = (0, 1.5) - (0, 0.25)     = (0, 1.25)
 //   m3 = (0.5, -0.25), x3 = (0, 1.25) - (0.25, -0.125) = (-0.25, 1.375)
 TEST(Sgdm, ThreeStepsByHand) {
-  auto sgdm = Make("sgdm", {{"beta", {0.5, ""}}}, {2, 2});
+  auto sgdm = MakeNamed("sgdm", {{"beta", {0.5, ""}}}, {2, 2});
   Eigen::VectorXd x = Vec({1, 1});
   const std::vector<Eigen::VectorXd> m = {Vec({2, -1}), Vec({0, 0.5}), Vec({0.5, -0.25})};
   const std::vector<Eigen::VectorXd> expected = {Vec({0, 1.5}), Vec({0, 1.25}),
@@ -106,8 +73,8 @@ TEST(SgdmTorch, ThreeStepsByHand) {
        {Vec({-1, 2}), Vec({-1.5, 2}), Vec({-2, 2.25})}},
   };
   for (const Case& c : cases) {
-    auto torch =
-        Make("sgdm-torch", {{"momentum", {0.5, ""}}, {"dampening", {c.dampening, ""}}}, {2, 2});
+    auto torch = MakeNamed("sgdm-torch",
+                           {{"momentum", {0.5, ""}}, {"dampening", {c.dampening, ""}}}, {2, 2});
     Eigen::VectorXd x = Vec({1, 1});
     for (std::size_t s = 0; s < 3; ++s) {
       Step(*torch, static_cast<std::int64_t>(s) + 1, 0.5, ThreeSteps()[s], x);
@@ -122,8 +89,8 @@ TEST(SgdmTorch, ThreeStepsByHand) {
 // with dampening = 1 - beta, which makes the recursions equal, torch's first buffer is g1 and
 // sgdm's first m is (1 - beta) g1, so the first steps differ by the factor 1/(1 - beta).
 TEST(SgdmTorch, DiffersFromThePapersMomentumAtTheFirstStep) {
-  auto sgdm = Make("sgdm", {{"beta", {0.5, ""}}}, {2, 2});
-  auto torch = Make("sgdm-torch", {{"momentum", {0.5, ""}}, {"dampening", {0.5, ""}}}, {2, 2});
+  auto sgdm = MakeNamed("sgdm", {{"beta", {0.5, ""}}}, {2, 2});
+  auto torch = MakeNamed("sgdm-torch", {{"momentum", {0.5, ""}}, {"dampening", {0.5, ""}}}, {2, 2});
   Eigen::VectorXd x_papers = Vec({1, 1}), x_torch = x_papers;
   Step(*sgdm, 1, 0.5, ThreeSteps()[0], x_papers);
   Step(*torch, 1, 0.5, ThreeSteps()[0], x_torch);
@@ -131,8 +98,8 @@ TEST(SgdmTorch, DiffersFromThePapersMomentumAtTheFirstStep) {
   EXPECT_EQ(x_torch, Vec({-1, 2}));    // (1, 1) - 0.5 * (4, -2)
   EXPECT_EQ(x_torch - Vec({1, 1}), 2 * (x_papers - Vec({1, 1})));
   // With the defaults (beta = momentum = 0.9, dampening 0) the first steps are 0.1 lr g and lr g.
-  auto sgdm_default = Make("sgdm", {}, {1, 1});
-  auto torch_default = Make("sgdm-torch", {}, {1, 1});
+  auto sgdm_default = MakeNamed("sgdm", {}, {1, 1});
+  auto torch_default = MakeNamed("sgdm-torch", {}, {1, 1});
   Eigen::VectorXd a = Vec({0}), b = Vec({0});
   Step(*sgdm_default, 1, 1.0, {Vec({1})}, a);
   Step(*torch_default, 1, 1.0, {Vec({1})}, b);
@@ -145,7 +112,7 @@ TEST(SgdmTorch, DiffersFromThePapersMomentumAtTheFirstStep) {
 //   t = 2: buf = 0.5 (4, -2) + (-2, 2) = (0, 1), d = (-2, 2) + (0, 0.5) = (-2, 2.5),
 //          x = (-2, 2.5) - (-1, 1.25) = (-1, 1.25)
 TEST(SgdmTorch, NesterovByHand) {
-  auto torch = Make("sgdm-torch", {{"momentum", {0.5, ""}}, {"nesterov", {true, ""}}}, {2, 1});
+  auto torch = MakeNamed("sgdm-torch", {{"momentum", {0.5, ""}}, {"nesterov", {true, ""}}}, {2, 1});
   Eigen::VectorXd x = Vec({1, 1});
   Step(*torch, 1, 0.5, {Vec({4, -2})}, x);
   EXPECT_EQ(x, Vec({-2, 2.5}));
@@ -156,7 +123,7 @@ TEST(SgdmTorch, NesterovByHand) {
 
 // momentum = 0: PyTorch keeps no buffer and takes plain SGD steps, whatever the dampening.
 TEST(SgdmTorch, ZeroMomentumIsSgd) {
-  auto torch = Make("sgdm-torch", {{"momentum", {0.0, ""}}, {"dampening", {0.5, ""}}}, {2, 2});
+  auto torch = MakeNamed("sgdm-torch", {{"momentum", {0.0, ""}}, {"dampening", {0.5, ""}}}, {2, 2});
   Eigen::VectorXd x = Vec({1, 1});
   for (std::size_t s = 0; s < 3; ++s) {
     const Eigen::VectorXd before = x;
@@ -176,8 +143,8 @@ TEST(SgdmTorch, ZeroMomentumIsSgd) {
 TEST(SignSgd, MeanAndMajorityVoteByHand) {
   const std::vector<Eigen::VectorXd> g = {Vec({1.5, -2, 0, 3, 1e-300}), Vec({0.1, 3, 0, -1, 2}),
                                           Vec({-7, 5, -0.5, 0, 4})};
-  auto mean = Make("signsgd", {}, {5, 3});
-  auto majority = Make("signsgd", {{"aggregate", {std::string("majority"), ""}}}, {5, 3});
+  auto mean = MakeNamed("signsgd", {}, {5, 3});
+  auto majority = MakeNamed("signsgd", {{"aggregate", {std::string("majority"), ""}}}, {5, 3});
   Eigen::VectorXd x_mean = Eigen::VectorXd::Zero(5), x_majority = x_mean;
   const Traffic traffic = Step(*mean, 1, 0.5, g, x_mean);
   Step(*majority, 1, 0.5, g, x_majority);
@@ -192,7 +159,7 @@ TEST(SignSgd, MeanAndMajorityVoteByHand) {
 // Eigen's sign maps NaN to 0, which would hide a broken gradient; signsgd keeps it, so the
 // run's non-finite check (LastEncode) sees it and x does not silently stay put.
 TEST(SignSgd, NaNGradientIsNotSilentlyZero) {
-  auto signsgd = Make("signsgd", {}, {2, 1});
+  auto signsgd = MakeNamed("signsgd", {}, {2, 1});
   Eigen::VectorXd x = Vec({1, 1});
   Step(*signsgd, 1, 0.5, {Vec({std::numeric_limits<double>::quiet_NaN(), 1})}, x);
   EXPECT_EQ(signsgd->LastEncode(0)->non_finite, 1);
@@ -202,28 +169,30 @@ TEST(SignSgd, NaNGradientIsNotSilentlyZero) {
 
 TEST(SgdFamily, BadOptionsNameKeyValueAndRule) {
   EXPECT_THAT(UserErrorOf([] {
-                Make("sgdm-torch", {{"momentum", {1.0, ""}}}, {2, 1});
+                MakeNamed("sgdm-torch", {{"momentum", {1.0, ""}}}, {2, 1});
               }),
               HasSubstr("momentum must be in [0, 1), got 1"));
   EXPECT_THAT(UserErrorOf([] {
-                Make("sgdm", {{"beta", {1.0, ""}}}, {2, 1});
+                MakeNamed("sgdm", {{"beta", {1.0, ""}}}, {2, 1});
               }),
               HasSubstr("beta must be in [0, 1), got 1"));
   EXPECT_THAT(UserErrorOf([] {
-                Make("sgdm-torch", {{"dampening", {1.5, ""}}}, {2, 1});
+                MakeNamed("sgdm-torch", {{"dampening", {1.5, ""}}}, {2, 1});
               }),
               HasSubstr("dampening must be in [0, 1], got 1.5"));
+  EXPECT_THAT(
+      UserErrorOf([] {
+        MakeNamed("sgdm-torch", {{"nesterov", {true, ""}}, {"dampening", {0.1, ""}}}, {2, 1});
+      }),
+      HasSubstr("nesterov = true needs momentum > 0 and dampening = 0, got momentum 0.9 "
+                "and dampening 0.1"));
+  EXPECT_THAT(
+      UserErrorOf([] {
+        MakeNamed("sgdm-torch", {{"nesterov", {true, ""}}, {"momentum", {0.0, ""}}}, {2, 1});
+      }),
+      HasSubstr("got momentum 0 and dampening 0"));
   EXPECT_THAT(UserErrorOf([] {
-                Make("sgdm-torch", {{"nesterov", {true, ""}}, {"dampening", {0.1, ""}}}, {2, 1});
-              }),
-              HasSubstr("nesterov = true needs momentum > 0 and dampening = 0, got momentum 0.9 "
-                        "and dampening 0.1"));
-  EXPECT_THAT(UserErrorOf([] {
-                Make("sgdm-torch", {{"nesterov", {true, ""}}, {"momentum", {0.0, ""}}}, {2, 1});
-              }),
-              HasSubstr("got momentum 0 and dampening 0"));
-  EXPECT_THAT(UserErrorOf([] {
-                Make("signsgd", {{"aggregate", {std::string("foo"), ""}}}, {2, 1});
+                MakeNamed("signsgd", {{"aggregate", {std::string("foo"), ""}}}, {2, 1});
               }),
               HasSubstr("aggregate must be one of mean, majority; got 'foo'"));
 }

@@ -1,36 +1,24 @@
 // SPAMS (spams.txt Algorithms 2 and 3) step by step against the boxes written out in the test,
 // and the single-machine form against the distributed one with one worker.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "cli/spec.h"
 #include "compressors/block_sign.h"
 #include "core/error.h"
 #include "optimizers/optimizer.h"
+#include "tests/optimizer_test_util.h"
 
 namespace lemmalab {
 namespace {
 
+using testing::MakeFromToml;
+using testing::Step;
+
+// The StepContext seed of every Step in this file.
 constexpr std::uint64_t kSeed = 7;
-
-void Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
-          const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x) {
-  const StepContext ctx{t, lr, kSeed};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-}
-
-std::unique_ptr<DistributedOptimizer<double>> Make(const std::string& toml, std::int64_t d, int n) {
-  auto table = ParseOptionTable(toml, "optimizer", "test.toml");
-  return MakeOptimizer<double>(*table, OptimizerContext{d, n});
-}
 
 // Block-Sign with one block: sign(y) ||y||_1 / d, zero sent as +1 (DOMAIN.md convention 5), the
 // scale sent as a float32.
@@ -57,13 +45,13 @@ std::vector<Eigen::VectorXd> Gradients(std::int64_t t, int n, Eigen::Index d) {
 TEST(DistSpams, FollowsAlgorithm2) {
   const int n = 3;
   const Eigen::Index d = 4;
-  auto spams = Make("name = 'dist-spams'\nbeta1 = 0.8\nbeta2 = 0.9\neps = 1e-3", d, n);
+  auto spams = MakeFromToml("name = 'dist-spams'\nbeta1 = 0.8\nbeta2 = 0.9\neps = 1e-3", d, n);
   Eigen::VectorXd x = Eigen::VectorXd::Constant(d, 0.5), expected = x;
   std::vector<Eigen::VectorXd> e(n, Eigen::VectorXd::Zero(d));
   Eigen::VectorXd m = Eigen::VectorXd::Zero(d), v = m, v_hat = m;
   for (std::int64_t t = 1; t <= 5; ++t) {
     const auto g = Gradients(t, n, d);
-    Step(*spams, t, 0.01, g, x);
+    Step(*spams, t, 0.01, g, x, kSeed);
     Eigen::VectorXd sum = Eigen::VectorXd::Zero(d);
     for (int i = 0; i < n; ++i) {
       const Eigen::VectorXd g_tilde = BlockSign(g[i] + e[i]);  // line 7
@@ -84,7 +72,7 @@ TEST(DistSpams, FollowsAlgorithm2) {
 // Only the server holds m and v (spams.txt Sec. 3): the workers expose no momentum, the server
 // sends d full-precision values and the workers 1 bit per element plus one scale.
 TEST(DistSpams, StateLivesOnTheServerAndTheWireIsBlockSign) {
-  auto spams = Make("name = 'dist-spams'", 16, 2);
+  auto spams = MakeFromToml("name = 'dist-spams'", 16, 2);
   Eigen::VectorXd x = Eigen::VectorXd::Zero(16);
   const StepContext ctx{1, 0.1, kSeed};
   std::vector<Message> up(2);
@@ -102,13 +90,13 @@ TEST(DistSpams, StateLivesOnTheServerAndTheWireIsBlockSign) {
 TEST(Spams, SingleMachineEqualsDistributedWithOneWorker) {
   const Eigen::Index d = 6;
   for (const char* compressor : {"'block-sign'", "{ name = 'top-k', k = 2 }"}) {
-    auto single = Make(fmt::format("name = 'spams'\ncompressor = {}", compressor), d, 1);
-    auto dist = Make(fmt::format("name = 'dist-spams'\ncompressor = {}", compressor), d, 1);
+    auto single = MakeFromToml(fmt::format("name = 'spams'\ncompressor = {}", compressor), d, 1);
+    auto dist = MakeFromToml(fmt::format("name = 'dist-spams'\ncompressor = {}", compressor), d, 1);
     Eigen::VectorXd x1 = Eigen::VectorXd::Ones(d), x2 = x1;
     for (std::int64_t t = 1; t <= 6; ++t) {
       const auto g = Gradients(t, 1, d);
-      Step(*single, t, 0.05, g, x1);
-      Step(*dist, t, 0.05, g, x2);
+      Step(*single, t, 0.05, g, x1, kSeed);
+      Step(*dist, t, 0.05, g, x2, kSeed);
       ASSERT_EQ(x1, x2) << compressor << " t = " << t;
       EXPECT_EQ(*single->Observe(Quantity::kServerError, kServer),
                 *dist->Observe(Quantity::kWorkerError, 0));
@@ -120,10 +108,10 @@ TEST(Spams, SingleMachineEqualsDistributedWithOneWorker) {
 TEST(Spams, CompressesTheMeanGradientWithTheServersError) {
   const int n = 2;
   const Eigen::Index d = 3;
-  auto spams = Make("name = 'spams'\nbeta1 = 0\nbeta2 = 0\neps = 1e-12", d, n);
+  auto spams = MakeFromToml("name = 'spams'\nbeta1 = 0\nbeta2 = 0\neps = 1e-12", d, n);
   Eigen::VectorXd x = Eigen::VectorXd::Zero(d);
   const std::vector<Eigen::VectorXd> g = {Eigen::Vector3d(1, -2, 4), Eigen::Vector3d(3, 0, -1)};
-  Step(*spams, 1, 1.0, g, x);
+  Step(*spams, 1, 1.0, g, x, kSeed);
   // mean = (2, -1, 1.5); Block-Sign: scale 4.5 / 3 = 1.5, so g~ = (1.5, -1.5, 1.5) and
   // e = (0.5, 0.5, 0). With beta1 = beta2 = 0 the step is g~ / |g~| = sign.
   EXPECT_EQ(*spams->Observe(Quantity::kServerError, kServer), Eigen::Vector3d(0.5, 0.5, 0));
@@ -134,35 +122,35 @@ TEST(Spams, CompressesTheMeanGradientWithTheServersError) {
 // zero, and with one worker Algorithm 2 is AMSGrad with eps inside the root, no bias correction.
 TEST(DistSpams, WithIdentityAndOneWorkerIsAmsGradWithEpsInsideTheRoot) {
   const Eigen::Index d = 5;
-  auto spams = Make("name = 'dist-spams'\ncompressor = 'identity'\neps = 1e-6", d, 1);
-  auto amsgrad =
-      Make("name = 'amsgrad'\nbias_correction = false\neps_placement = 'inside'\neps = 1e-6", d, 1);
+  auto spams = MakeFromToml("name = 'dist-spams'\ncompressor = 'identity'\neps = 1e-6", d, 1);
+  auto amsgrad = MakeFromToml(
+      "name = 'amsgrad'\nbias_correction = false\neps_placement = 'inside'\neps = 1e-6", d, 1);
   Eigen::VectorXd x1 = Eigen::VectorXd::LinSpaced(d, -1, 1), x2 = x1;
   for (std::int64_t t = 1; t <= 8; ++t) {
     const auto g = Gradients(t, 1, d);
-    Step(*spams, t, 0.03, g, x1);
-    Step(*amsgrad, t, 0.03, g, x2);
+    Step(*spams, t, 0.03, g, x1, kSeed);
+    Step(*amsgrad, t, 0.03, g, x2, kSeed);
     // The same operations in the same order: equal to the last bit.
     EXPECT_EQ(x1, x2) << "t = " << t;
     EXPECT_EQ(*spams->Observe(Quantity::kWorkerError, 0), Eigen::VectorXd::Zero(d));
   }
   // Negative control: AMSGrad with eps outside the root is a different algorithm.
-  auto outside = Make("name = 'amsgrad'\nbias_correction = false\neps = 1e-6", d, 1);
+  auto outside = MakeFromToml("name = 'amsgrad'\nbias_correction = false\neps = 1e-6", d, 1);
   Eigen::VectorXd x3 = Eigen::VectorXd::LinSpaced(d, -1, 1), x4 = x3;
-  auto spams2 = Make("name = 'dist-spams'\ncompressor = 'identity'\neps = 1e-6", d, 1);
+  auto spams2 = MakeFromToml("name = 'dist-spams'\ncompressor = 'identity'\neps = 1e-6", d, 1);
   for (std::int64_t t = 1; t <= 8; ++t) {
-    Step(*spams2, t, 0.03, Gradients(t, 1, d), x3);
-    Step(*outside, t, 0.03, Gradients(t, 1, d), x4);
+    Step(*spams2, t, 0.03, Gradients(t, 1, d), x3, kSeed);
+    Step(*outside, t, 0.03, Gradients(t, 1, d), x4, kSeed);
   }
   EXPECT_GT((x3 - x4).norm(), 1e-9);
 }
 
 TEST(Spams, RejectsBadOptions) {
-  EXPECT_THAT([] { Make("name = 'dist-spams'\nbeta2 = 1", 4, 1); },
+  EXPECT_THAT([] { MakeFromToml("name = 'dist-spams'\nbeta2 = 1", 4, 1); },
               ::testing::ThrowsMessage<UserError>(::testing::HasSubstr("beta2 must be in [0, 1)")));
-  EXPECT_THAT([] { Make("name = 'dist-spams'\nserver_feedback = 'classic'", 4, 1); },
+  EXPECT_THAT([] { MakeFromToml("name = 'dist-spams'\nserver_feedback = 'classic'", 4, 1); },
               ::testing::ThrowsMessage<UserError>(::testing::HasSubstr("server_feedback")));
-  EXPECT_THAT([] { Make("name = 'spams'\neps = 0", 4, 1); },
+  EXPECT_THAT([] { MakeFromToml("name = 'spams'\neps = 0", 4, 1); },
               ::testing::ThrowsMessage<UserError>(::testing::HasSubstr("eps must be > 0")));
 }
 

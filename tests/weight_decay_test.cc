@@ -3,40 +3,28 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "cli/spec.h"
 #include "core/error.h"
 #include "optimizers/optimizer.h"
+#include "tests/optimizer_test_util.h"
 
 namespace lemmalab {
 namespace {
 
-void Step(DistributedOptimizer<double>& opt, std::int64_t t, double lr,
-          const std::vector<Eigen::VectorXd>& gradients, Eigen::VectorXd& x) {
-  const StepContext ctx{t, lr, 1};
-  std::vector<Message> up(gradients.size());
-  Message down;
-  for (std::size_t i = 0; i < gradients.size(); ++i) {
-    opt.WorkerStep(ctx, static_cast<int>(i), x, gradients[i], up[i]);
-  }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
-}
+using testing::MakeFromToml;
+using testing::Step;
 
-std::unique_ptr<DistributedOptimizer<double>> Make(const std::string& toml, std::int64_t d,
-                                                   int n = 2) {
-  auto table = ParseOptionTable(toml, "optimizer", "test.toml");
-  return MakeOptimizer<double>(*table, OptimizerContext{d, n});
-}
+// The StepContext seed of every Step in this file.
+constexpr std::uint64_t kSeed = 1;
 
 // SGD: decoupled x <- (1 - lr lambda) x - lr g; L2: x <- x - lr (g + lambda x). The two agree
 // in exact arithmetic for SGD (and only for SGD); the test checks each against its formula.
 TEST(WeightDecay, SgdByHandInBothModes) {
   const std::vector<Eigen::VectorXd> g = {Eigen::Vector2d(1, -1), Eigen::Vector2d(3, 1)};
-  auto decoupled = Make("name = 'sgd'\nweight_decay = 0.5", 2);
-  auto l2 = Make("name = 'sgd'\nweight_decay = 0.5\nweight_decay_mode = 'l2'", 2);
+  auto decoupled = MakeFromToml("name = 'sgd'\nweight_decay = 0.5", 2);
+  auto l2 = MakeFromToml("name = 'sgd'\nweight_decay = 0.5\nweight_decay_mode = 'l2'", 2);
   Eigen::VectorXd x1 = Eigen::Vector2d(2, -4), x2 = x1;
-  Step(*decoupled, 1, 0.1, g, x1);
-  Step(*l2, 1, 0.1, g, x2);
+  Step(*decoupled, 1, 0.1, g, x1, kSeed);
+  Step(*l2, 1, 0.1, g, x2, kSeed);
   // mean g = (2, 0): decoupled (1 - 0.05) (2, -4) - 0.1 (2, 0) = (1.7, -3.8).
   EXPECT_NEAR((x1 - Eigen::Vector2d(1.7, -3.8)).norm(), 0.0, 1e-15);
   // L2: mean of (g_i + 0.5 x) = (2, 0) + (1, -2) = (3, -2); x - 0.1 (3, -2) = (1.7, -3.8).
@@ -48,29 +36,29 @@ TEST(WeightDecay, SgdByHandInBothModes) {
 // (1 - lr lambda), while L2 Adam moves x by about lr sign(x) (the normalised step).
 TEST(WeightDecay, DecoupledAndL2DifferForAdam) {
   const std::vector<Eigen::VectorXd> zero = {Eigen::Vector2d(0, 0)};
-  auto decoupled = Make("name = 'adam'\nweight_decay = 0.1", 2, 1);
-  auto l2 = Make("name = 'adam'\nweight_decay = 0.1\nweight_decay_mode = 'l2'", 2, 1);
+  auto decoupled = MakeFromToml("name = 'adam'\nweight_decay = 0.1", 2, 1);
+  auto l2 = MakeFromToml("name = 'adam'\nweight_decay = 0.1\nweight_decay_mode = 'l2'", 2, 1);
   Eigen::VectorXd x1 = Eigen::Vector2d(2, -4), x2 = x1;
-  Step(*decoupled, 1, 0.01, zero, x1);
-  Step(*l2, 1, 0.01, zero, x2);
+  Step(*decoupled, 1, 0.01, zero, x1, kSeed);
+  Step(*l2, 1, 0.01, zero, x2, kSeed);
   EXPECT_NEAR((x1 - Eigen::Vector2d(2 * 0.999, -4 * 0.999)).norm(), 0.0, 1e-15);
   // Adam's first bias-corrected step is lr * g / (|g| + eps') = lr sign(g), g = 0.1 x.
   EXPECT_NEAR((x2 - Eigen::Vector2d(2 - 0.01, -4 + 0.01)).norm(), 0.0, 1e-9);
 }
 
 TEST(WeightDecay, WrapperForwardsWhatProbesRead) {
-  auto plain = Make("name = 'birder'", 3);
-  auto decayed = Make("name = 'birder'\nweight_decay = 0.1", 3);
+  auto plain = MakeFromToml("name = 'birder'", 3);
+  auto decayed = MakeFromToml("name = 'birder'\nweight_decay = 0.1", 3);
   // The wrapper forwards what probes read.
   EXPECT_NE(decayed->Observe(Quantity::kRawDenominator, 0), nullptr);
   EXPECT_NE(plain->Observe(Quantity::kRawDenominator, 0), nullptr);
 }
 
 TEST(WeightDecay, RejectsBadValues) {
-  EXPECT_THAT([] { Make("name = 'sgd'\nweight_decay = -1", 2); },
+  EXPECT_THAT([] { MakeFromToml("name = 'sgd'\nweight_decay = -1", 2); },
               ::testing::ThrowsMessage<UserError>(
                   ::testing::HasSubstr("weight_decay must be >= 0, got -1")));
-  EXPECT_THAT([] { Make("name = 'sgd'\nweight_decay_mode = 'l1'", 2); },
+  EXPECT_THAT([] { MakeFromToml("name = 'sgd'\nweight_decay_mode = 'l1'", 2); },
               ::testing::ThrowsMessage<UserError>(::testing::HasSubstr("decoupled, l2")));
 }
 

@@ -1,0 +1,95 @@
+// Helpers shared by the optimizer tests: one synchronous step of the three phases, short vector
+// literals, and optimizers built through the registry from TOML text or key/value pairs.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/options.h"
+#include "core/registry.h"
+#include "optimizers/optimizer.h"
+
+namespace lemmalab::testing {
+
+// The StepContext seed of Step unless a test gives its own. Tests that replay Step's random
+// draws (the documented stream rule) key their streams with this same value.
+inline constexpr std::uint64_t kStepSeed = 2024;
+
+// What crossed the network in one step, in bytes.
+struct Traffic {
+  std::vector<std::size_t> up;  // bytes each worker sent, in worker order
+  std::size_t down = 0;         // bytes the server sent back
+};
+
+// One synchronous step t of the three phases with the given per-worker gradients: every
+// worker's WorkerStep (at its own replica when the optimizer keeps one, LocalParameters, else at
+// x; the gradients are given, not computed there), the ServerStep on the messages in worker
+// order, and Apply of the reply to x. Returns the message sizes; `up_out` and `down_out`, when
+// given, receive the messages themselves.
+template <typename T>
+Traffic Step(DistributedOptimizer<T>& opt, std::int64_t t, double lr,
+             const std::vector<Vector<T>>& gradients, Vector<T>& x, std::uint64_t seed = kStepSeed,
+             std::vector<Message>* up_out = nullptr, Message* down_out = nullptr) {
+  const StepContext ctx{t, lr, seed};
+  std::vector<Message> up(gradients.size());
+  Message down;
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    const int worker = static_cast<int>(i);
+    const Vector<T>* local = opt.LocalParameters(worker);
+    opt.WorkerStep(ctx, worker, local != nullptr ? *local : x, gradients[i], up[i]);
+  }
+  opt.ServerStep(ctx, up, down);
+  opt.Apply(ctx, down, x);
+  Traffic traffic{{}, down.bytes.size()};
+  for (const Message& m : up) traffic.up.push_back(m.bytes.size());
+  if (up_out != nullptr) *up_out = std::move(up);
+  if (down_out != nullptr) *down_out = std::move(down);
+  return traffic;
+}
+
+// A vector literal: Vec({1, -2, 0.5}).
+Eigen::VectorXd Vec(std::initializer_list<double> values);
+
+// Option values as a spec would give them, for MakeNamed's pairs.
+OptionValue Str(std::string_view s);
+OptionValue Int(std::int64_t i);
+
+// Key/value options for MakeNamed; a braced list {{"beta1", {0.5, ""}}, ...} converts to it.
+using OptionPairs = std::vector<std::pair<std::string, OptionValue>>;
+
+// How MakeNamed builds an optimizer.
+enum class Through {
+  kMakeOptimizer,  // as a run does: with the generic weight decay of the entry (adamw: 0.01)
+  kFactory,        // the entry's registered factory alone, without the generic weight decay
+};
+
+// The registered optimizer `name` built from `options` (a table named "optimizer '<name>'" that
+// holds `name` under "name"); unknown keys are rejected as in a run.
+template <typename T = double>
+std::unique_ptr<DistributedOptimizer<T>> MakeNamed(std::string_view name,
+                                                   const OptionPairs& options,
+                                                   const OptimizerContext& context,
+                                                   Through through = Through::kMakeOptimizer) {
+  OptionTable table("optimizer '" + std::string(name) + "'", "");
+  table.Set("name", {std::string(name), ""});
+  for (const auto& [key, value] : options) table.Set(key, value);
+  if (through == Through::kMakeOptimizer) return MakeOptimizer<T>(table, context);
+  std::unique_ptr<DistributedOptimizer<T>> optimizer =
+      FactoryFor<T>(Optimizers().Get(table))(table, context);
+  table.RejectUnknownKeys();
+  return optimizer;
+}
+
+// The optimizer an [[optimizer]] table written in TOML describes ("name = 'sgd'\nbeta = 0.5"),
+// built by MakeOptimizer as a run builds it, for `workers` workers on `dimension` parameters.
+std::unique_ptr<DistributedOptimizer<double>> MakeFromToml(const std::string& toml,
+                                                           std::int64_t dimension, int workers = 2);
+
+}  // namespace lemmalab::testing
