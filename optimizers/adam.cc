@@ -39,22 +39,7 @@ class Adam final : public AveragedGradientOptimizer<T> {
     v_ = beta2 * v_ + (T(1) - beta2) * g.cwiseAbs2();
     // AMSGrad as PyTorch documents it: the max of the raw v, bias-corrected afterwards.
     if (options_.amsgrad) v_max_ = v_max_.cwiseMax(v_);
-    const Vector<T>& v = options_.amsgrad ? v_max_ : v_;
-    double c1 = 1.0, c2 = 1.0;
-    if (options_.bias_correction) {
-      const auto t = static_cast<double>(ctx.t);
-      c1 = 1.0 - std::pow(options_.beta1, t);
-      c2 = 1.0 - std::pow(options_.beta2, t);
-    }
-    const T step = static_cast<T>(ctx.lr / c1);
-    const T eps = static_cast<T>(options_.eps);
-    // PyTorch's order of operations: x + (-step) * (m / denominator).
-    if (options_.eps_placement == EpsPlacement::kOutside) {
-      const T sqrt_c2 = static_cast<T>(std::sqrt(c2));
-      x.array() -= step * (m_.array() / (v.array().sqrt() / sqrt_c2 + eps));
-    } else {
-      x.array() -= step * (m_.array() / (v.array() / static_cast<T>(c2) + eps).sqrt());
-    }
+    AdamUpdate<T>(options_, ctx, m_, options_.amsgrad ? v_max_ : v_, x);
   }
 
  private:
@@ -64,6 +49,26 @@ class Adam final : public AveragedGradientOptimizer<T> {
 };
 
 }  // namespace
+
+template <typename T>
+void AdamUpdate(const AdamOptions& options, const StepContext& ctx, const Vector<T>& m,
+                const Vector<T>& v, VectorRef<T> x) {
+  double c1 = 1.0, c2 = 1.0;
+  if (options.bias_correction) {
+    const auto t = static_cast<double>(ctx.t);
+    c1 = 1.0 - std::pow(options.beta1, t);
+    c2 = 1.0 - std::pow(options.beta2, t);
+  }
+  const T step = static_cast<T>(ctx.lr / c1);
+  const T eps = static_cast<T>(options.eps);
+  // PyTorch's order of operations: x + (-step) * (m / denominator).
+  if (options.eps_placement == EpsPlacement::kOutside) {
+    const T sqrt_c2 = static_cast<T>(std::sqrt(c2));
+    x.array() -= step * (m.array() / (v.array().sqrt() / sqrt_c2 + eps));
+  } else {
+    x.array() -= step * (m.array() / (v.array() / static_cast<T>(c2) + eps).sqrt());
+  }
+}
 
 EpsPlacement EpsPlacementFromOptions(OptionTable& options, EpsPlacement fallback) {
   static const std::vector<std::string> kPlacements = {"outside", "inside"};
@@ -103,6 +108,8 @@ std::unique_ptr<DistributedOptimizer<T>> AmsgradFromOptions(OptionTable& options
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                               \
+  template void AdamUpdate(const AdamOptions&, const StepContext&, const Vector<T>&,          \
+                           const Vector<T>&, VectorRef<T>);                                   \
   template std::unique_ptr<DistributedOptimizer<T>> MakeAdam(const AdamOptions&,              \
                                                              const OptimizerContext&);        \
   template std::unique_ptr<DistributedOptimizer<T>> AdamFromOptions(OptionTable&,             \

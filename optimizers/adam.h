@@ -31,6 +31,13 @@ struct AdamOptions {
   bool amsgrad = false;  // not an option: the `amsgrad` registry entry sets it
 };
 
+// The update of x from m and v above (v: AMSGrad's v_max where it applies), with alpha_t =
+// ctx.lr and t = ctx.t, in PyTorch's arithmetic; shared by adam, amsgrad and adam-1bit-naive.
+// options.amsgrad plays no part here.
+template <typename T>
+void AdamUpdate(const AdamOptions& options, const StepContext& ctx, const Vector<T>& m,
+                const Vector<T>& v, VectorRef<T> x);
+
 // Reads beta1, beta2, eps, bias_correction and eps_placement, with `defaults` as defaults.
 AdamOptions ReadAdamOptions(OptionTable& options, const AdamOptions& defaults);
 

@@ -1,6 +1,5 @@
 #include "optimizers/onebit_adam.h"
 
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -150,15 +149,9 @@ class OnebitAdamFp32 final : public AveragedGradientOptimizer<T> {
   void ApplyMean(const StepContext& ctx, const Vector<T>& g, VectorRef<T> x) override {
     t_ = ctx.t;
     const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
-    const T eta = static_cast<T>(options_.eps);
     m_ = beta1 * m_ + (T(1) - beta1) * g;
     if (ctx.t <= options_.warmup_steps) v_ = beta2 * v_ + (T(1) - beta2) * g.cwiseAbs2();
-    const T lr = static_cast<T>(ctx.lr);
-    if (options_.eps_placement == EpsPlacement::kOutside) {
-      x.array() -= lr * (m_.array() / (v_.array().sqrt() + eta));
-    } else {
-      x.array() -= lr * (m_.array() / (v_.array() + eta).sqrt());
-    }
+    PreconditionedStep<T>(ctx.lr, m_, v_, static_cast<T>(options_.eps), options_.eps_placement, x);
   }
 
  private:
@@ -195,19 +188,7 @@ class AdamOnebitNaive final : public DistributedOptimizer<T> {
     const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
     m_ = beta1 * m_ + (T(1) - beta1) * g_;
     v_ = beta2 * v_ + (T(1) - beta2) * g_.cwiseAbs2();
-    double c1 = 1.0, c2 = 1.0;
-    if (options_.bias_correction) {
-      const auto t = static_cast<double>(ctx.t);
-      c1 = 1.0 - std::pow(options_.beta1, t);
-      c2 = 1.0 - std::pow(options_.beta2, t);
-    }
-    const T step = static_cast<T>(ctx.lr / c1);
-    const T eps = static_cast<T>(options_.eps);
-    if (options_.eps_placement == EpsPlacement::kOutside) {
-      x.array() -= step * (m_.array() / (v_.array().sqrt() / static_cast<T>(std::sqrt(c2)) + eps));
-    } else {
-      x.array() -= step * (m_.array() / (v_.array() / static_cast<T>(c2) + eps).sqrt());
-    }
+    AdamUpdate<T>(options_, ctx, m_, v_, x);
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
