@@ -1,5 +1,7 @@
 // Identity: C(x) = x, sent as the raw scalars of the run's precision (32 or 64 bits each).
 // The uncompressed baseline (q = 0 in the q-deviate sense of spams.txt Assumption 1).
+// Unlike other compressors an instance keeps no state in Encode, Decode or DecodeAdd, so the
+// optimizers share one instance between senders as a codec for full-precision messages.
 #pragma once
 
 #include "compressors/compressor.h"
