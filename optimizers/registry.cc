@@ -56,7 +56,7 @@ const Registry<OptimizerInfo>& Optimizers() {
           {"local-sgd", "local SGD: replicas averaged every tau steps",
            "Stich, ICLR 2019; onebit-adam-icml App. 10 item 4", &LocalSgdFromOptions<float>,
            &LocalSgdFromOptions<double>},
-          {"local-sgdm", "local SGD with each worker's own momentum",
+          {"local-sgdm", "local SGD with momentum: x^(i) and m^(i) averaged every tau steps",
            "Lin et al., ICLR 2020; onebit-adam-icml App. 10 item 5", &LocalSgdmFromOptions<float>,
            &LocalSgdmFromOptions<double>},
           {"onebit-adam", "1-bit Adam: Adam warmup, then frozen v and compressed momentum with EF",
