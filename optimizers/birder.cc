@@ -86,6 +86,7 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
         eps_(static_cast<T>(eps)),
         m_(static_cast<std::size_t>(context.workers), Vector<T>::Zero(context.dimension)),
         b_(m_),
+        ratio_(m_),
         wire_(MakeIdentity<T>()),
         mean_(context.dimension) {}
 
@@ -94,9 +95,9 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
     const auto i = static_cast<std::size_t>(worker);
     m_[i] = beta_ * m_[i] + (T(1) - beta_) * g;
     b_[i] = beta_ * b_[i] + (T(1) - beta_) * g.cwiseAbs();
-    const Vector<T> ratio = m_[i].array() / (b_[i].array() + eps_);
+    ratio_[i] = m_[i].array() / (b_[i].array() + eps_);
     PhiloxStream unused = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(i));
-    wire_->Encode(ratio, unused, out);
+    wire_->Encode(ratio_[i], unused, out);
   }
 
   void ServerStep(const StepContext& ctx, std::span<const Message> received,
@@ -121,6 +122,7 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
  private:
   T beta_, eps_;
   std::vector<Vector<T>> m_, b_;
+  std::vector<Vector<T>> ratio_;         // m / (b + eps), the message; one buffer per worker
   std::unique_ptr<Compressor<T>> wire_;  // identity: a stateless codec, shared by all senders
   Vector<T> mean_;
 };
