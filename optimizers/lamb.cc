@@ -222,7 +222,6 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     const T beta2 = static_cast<T>(options_.lamb.beta2);
     g_ = (mean_ - beta1 * m) / (T(1) - beta1);        // line 15
     v = beta2 * v + (T(1) - beta2) * g_.cwiseAbs2();  // line 16
-    const T eps = static_cast<T>(options_.lamb.eps);
     const double threshold = options_.r_threshold;
     for (std::size_t l = 0; l < ranges.size(); ++l) {
       const auto [begin, end] = ranges[l];
@@ -239,7 +238,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
       // frozen variance to be used during compression stage") and keeps the fresh v for the
       // ratio only; DeepSpeed divides by the frozen one too. So v_Tw.
       x.segment(begin, n).array() -= static_cast<T>(ctx.lr * c) * mean_.segment(begin, n).array() /
-                                     (v_frozen_.segment(begin, n).array().sqrt() + eps);
+                                     frozen_denominator_.segment(begin, n).array();
     }
     m = mean_;  // line 13
   }
@@ -280,6 +279,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
   // c_avg (Apply no longer does); App. A.5.2's k_l from m_Tw.
   void Freeze() {
     v_frozen_ = lamb_.v();
+    frozen_denominator_ = v_frozen_.array().sqrt() + static_cast<T>(options_.lamb.eps);
     for (Worker& w : workers_) w.m = lamb_.m();  // "own" starts from m_Tw
     if (options_.momentum_scaling) {
       const LayerRanges& ranges = lamb_.ranges();
@@ -329,9 +329,10 @@ class OnebitLamb final : public DistributedOptimizer<T> {
   std::unique_ptr<Compressor<T>> server_wire_;  // identity, for the warmup's mean gradient
   EncodeStats server_warmup_stats_;
   std::vector<Worker> workers_;
-  Vector<T> mean_;      // warmup: the mean gradient; compression: m_bar_t
-  Vector<T> v_frozen_;  // v_Tw
-  Vector<T> g_;         // line 15's reconstructed gradient
+  Vector<T> mean_;                // warmup: the mean gradient; compression: m_bar_t
+  Vector<T> v_frozen_;            // v_Tw
+  Vector<T> frozen_denominator_;  // sqrt(v_Tw) + eta, once, for every compressed step
+  Vector<T> g_;                   // line 15's reconstructed gradient
   Eigen::Index layers_;
   std::vector<double> c_avg_;  // c_avg^(l)
   Vector<T> r_;                // r_t^(l)

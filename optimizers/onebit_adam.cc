@@ -10,17 +10,34 @@
 namespace lemmalab {
 namespace {
 
-// x <- x - lr m / (sqrt(v) + eta), or m / sqrt(v + eta) with eta inside.
+// The update x <- x - lr m / (sqrt(v) + eta), or m / sqrt(v + eta) with eta inside. The
+// denominator is kept: after warmup v is frozen, so it is computed once, not at every step.
 template <typename T>
-void PreconditionedStep(double lr, const Vector<T>& m, const Vector<T>& v, T eta,
-                        EpsPlacement placement, VectorRef<T> x) {
-  const T step = static_cast<T>(lr);
-  if (placement == EpsPlacement::kOutside) {
-    x.array() -= step * (m.array() / (v.array().sqrt() + eta));
-  } else {
-    x.array() -= step * (m.array() / (v.array() + eta).sqrt());
+class Preconditioner {
+ public:
+  Preconditioner(T eta, EpsPlacement placement, std::int64_t dimension)
+      : eta_(eta), placement_(placement) {
+    Set(Vector<T>::Zero(dimension));
   }
-}
+
+  // Recomputes the denominator from v (every warmup step, after v changes).
+  void Set(const Vector<T>& v) {
+    if (placement_ == EpsPlacement::kOutside) {
+      denominator_ = v.array().sqrt() + eta_;
+    } else {
+      denominator_ = (v.array() + eta_).sqrt();
+    }
+  }
+
+  void Step(double lr, const Vector<T>& m, VectorRef<T> x) const {
+    x.array() -= static_cast<T>(lr) * (m.array() / denominator_.array());
+  }
+
+ private:
+  T eta_;
+  EpsPlacement placement_;
+  Vector<T> denominator_;
+};
 
 template <typename T>
 class OnebitAdam final : public DistributedOptimizer<T> {
@@ -30,7 +47,7 @@ class OnebitAdam final : public DistributedOptimizer<T> {
       : options_(options),
         beta1_(static_cast<T>(options.beta1)),
         beta2_(static_cast<T>(options.beta2)),
-        eta_(static_cast<T>(options.eps)),
+        preconditioner_(static_cast<T>(options.eps), options.eps_placement, context.dimension),
         wire_(MakeIdentity<T>()),
         exchange_(exchange, context),
         m_(Vector<T>::Zero(context.dimension)),
@@ -74,10 +91,11 @@ class OnebitAdam final : public DistributedOptimizer<T> {
       wire_->Decode(broadcast, g_);
       m_ = beta1_ * m_ + (T(1) - beta1_) * g_;
       v_ = beta2_ * v_ + (T(1) - beta2_) * g_.cwiseAbs2();
+      preconditioner_.Set(v_);
     } else {
       exchange_.Receive(broadcast, m_);  // line 13: m = m_bar
     }
-    PreconditionedStep<T>(ctx.lr, m_, v_, eta_, options_.eps_placement, x);  // line 13
+    preconditioner_.Step(ctx.lr, m_, x);  // line 13
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
@@ -111,7 +129,8 @@ class OnebitAdam final : public DistributedOptimizer<T> {
   bool Warmup(std::int64_t t) const { return t <= options_.warmup_steps; }
 
   OnebitAdamOptions options_;
-  T beta1_, beta2_, eta_;
+  T beta1_, beta2_;
+  Preconditioner<T> preconditioner_;     // sqrt(v_Tw) + eta once warmup is over
   std::unique_ptr<Compressor<T>> wire_;  // identity, for warmup: a stateless codec, shared
   CompressedExchange<T> exchange_;
   std::vector<Worker> workers_;
@@ -130,7 +149,8 @@ class OnebitAdamFp32 final : public AveragedGradientOptimizer<T> {
       : AveragedGradientOptimizer<T>(context),
         options_(options),
         m_(Vector<T>::Zero(context.dimension)),
-        v_(Vector<T>::Zero(context.dimension)) {}
+        v_(Vector<T>::Zero(context.dimension)),
+        preconditioner_(static_cast<T>(options.eps), options.eps_placement, context.dimension) {}
 
   const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
     switch (quantity) {
@@ -150,13 +170,17 @@ class OnebitAdamFp32 final : public AveragedGradientOptimizer<T> {
     t_ = ctx.t;
     const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
     m_ = beta1 * m_ + (T(1) - beta1) * g;
-    if (ctx.t <= options_.warmup_steps) v_ = beta2 * v_ + (T(1) - beta2) * g.cwiseAbs2();
-    PreconditionedStep<T>(ctx.lr, m_, v_, static_cast<T>(options_.eps), options_.eps_placement, x);
+    if (ctx.t <= options_.warmup_steps) {
+      v_ = beta2 * v_ + (T(1) - beta2) * g.cwiseAbs2();
+      preconditioner_.Set(v_);
+    }
+    preconditioner_.Step(ctx.lr, m_, x);
   }
 
  private:
   OnebitAdamOptions options_;
   Vector<T> m_, v_;
+  Preconditioner<T> preconditioner_;
   std::int64_t t_ = 0;
 };
 
