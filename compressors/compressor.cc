@@ -1,5 +1,7 @@
 #include "compressors/compressor.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace lemmalab {
@@ -27,6 +29,21 @@ std::vector<std::pair<std::int64_t, std::int64_t>> CompressorShape::LayerRanges(
   }
   LEMMALAB_CHECK(next == dimension, "layers cover {} of {} elements", next, dimension);
   return blocks;
+}
+
+CompressorShape CompressorShape::Restrict(std::int64_t begin, std::int64_t end) const {
+  LEMMALAB_CHECK(0 <= begin && begin < end && end <= dimension,
+                 "range [{}, {}) is not inside [0, {})", begin, end, dimension);
+  CompressorShape piece{end - begin, {}};
+  for (const Layer& layer : layers.empty() ? SingleLayer(dimension) : layers) {
+    const std::int64_t lo = std::max(begin, layer.offset);
+    const std::int64_t hi = std::min(end, layer.offset + layer.size());
+    if (lo >= hi) continue;
+    const bool whole = lo == layer.offset && hi == layer.offset + layer.size();
+    piece.layers.push_back(
+        Layer{layer.name, lo - begin, whole ? layer.rows : hi - lo, whole ? layer.cols : 1});
+  }
+  return piece;
 }
 
 void CheckMessageSize(std::string_view compressor, const Message& in, std::size_t expected) {

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -63,7 +64,16 @@ struct CompressorShape {
   // [begin, end) of each layer (one range when there are no layers); checks that the layers
   // tile [0, dimension) in order.
   std::vector<std::pair<std::int64_t, std::int64_t>> LayerRanges() const;
+
+  // The shape of the coordinates [begin, end): the pieces of the layers that overlap it, with
+  // offsets relative to begin. A layer cut by the range becomes a flat piece (rows = its length,
+  // cols = 1); a layer inside it keeps its rows and columns.
+  CompressorShape Restrict(std::int64_t begin, std::int64_t end) const;
 };
+
+// The chunked collectives (comm/) cut vectors at multiples of kChunkAlign coordinates (and at
+// the end), so that packed 1-bit messages split on 64-bit word boundaries.
+inline constexpr std::int64_t kChunkAlign = 64;
 
 template <typename T>
 class Compressor {
@@ -91,6 +101,19 @@ class Compressor {
   // one-pass kernel override it with bit-identical results.
   virtual EncodeStats EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e,
                                          PhiloxStream& stream, Message& out);
+
+  // Splits a message this instance encoded into the messages of the ranges
+  // [bounds[k], bounds[k+1]) (bounds start at 0, end at the dimension, and are multiples of
+  // kChunkAlign in between), for the chunked collectives that send each server only its part.
+  // parts[k] must decode, by an instance of this configuration made for
+  // shape.Restrict(bounds[k], bounds[k+1]), to exactly the segment of Decode(whole); a part may
+  // repeat what the whole message shares (scaled sign's scale), and those bytes count as sent.
+  // Returns false when the format cannot be split so (a global index list, a low-rank
+  // factorisation): the default.
+  virtual bool Split(const Message& /*whole*/, std::span<const std::int64_t> /*bounds*/,
+                     std::vector<Message>& /*parts*/) const {
+    return false;
+  }
 
  private:
   Vector<T> input_;  // u, for the default EncodeWithFeedback
