@@ -1,12 +1,13 @@
 // The data-parallel pattern of the uncompressed baselines: every worker sends its gradient
 // g^(i) in full precision (the run's scalar type), the server averages the n messages in worker
 // order and sends the mean back, and every replica applies its own update rule to that mean.
-// Subclasses supply only the update rule (ApplyMean).
+// Subclasses supply only the update rule (ApplyMean). The server state is per coordinate (there
+// is none), so every scheme runs them.
 #pragma once
 
 #include <vector>
 
-#include "compressors/identity.h"
+#include "optimizers/full_precision_wire.h"
 #include "optimizers/optimizer.h"
 
 namespace lemmalab {
@@ -15,26 +16,32 @@ template <typename T>
 class AveragedGradientOptimizer : public DistributedOptimizer<T> {
  public:
   explicit AveragedGradientOptimizer(const OptimizerContext& context)
-      : server_wire_(MakeIdentity<T>()), mean_(context.dimension) {
-    for (int i = 0; i < context.workers; ++i) worker_wire_.push_back(MakeIdentity<T>());
+      : wire_(context), mean_(context.dimension) {}
+
+  void WorkerStep(const StepContext& /*ctx*/, int /*worker*/, ConstVectorRef<T> /*x*/,
+                  ConstVectorRef<T> g, Message& out) final {
+    wire_.Send(g, out);
   }
 
-  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+  void ServerStep(const StepContext& /*ctx*/, int chunk, std::span<const Message> received,
                   Message& out) final {
-    PhiloxStream stream =
-        ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-    worker_wire_[static_cast<std::size_t>(worker)]->Encode(g, stream, out);
+    wire_.Reduce(chunk, received, out);
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received, Message& out) final {
-    MeanOfMessages(*server_wire_, received, mean_);
-    PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
-    server_wire_->Encode(mean_, stream, out);
-  }
-
-  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) final {
-    server_wire_->Decode(broadcast, mean_);
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) final {
+    wire_.Receive(reply, mean_);
     ApplyMean(ctx, mean_, x);
+  }
+
+  bool SupportsChunks() const final { return true; }
+  bool SupportsHierarchy() const final { return true; }
+  void Split(const StepContext& /*ctx*/, int /*worker*/, const Message& whole,
+             std::vector<Message>& parts) final {
+    wire_.Split(whole, parts);
+  }
+  void NodeStep(const StepContext& /*ctx*/, int /*node*/, int part,
+                std::span<const Message> received, std::vector<Message>& out) final {
+    wire_.NodeReduce(part, received, out);
   }
 
  protected:
@@ -42,8 +49,7 @@ class AveragedGradientOptimizer : public DistributedOptimizer<T> {
   virtual void ApplyMean(const StepContext& ctx, const Vector<T>& g_mean, VectorRef<T> x) = 0;
 
  private:
-  std::vector<std::unique_ptr<Compressor<T>>> worker_wire_;
-  std::unique_ptr<Compressor<T>> server_wire_;
+  FullPrecisionWire<T> wire_;
   Vector<T> mean_;
 };
 

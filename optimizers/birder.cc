@@ -2,17 +2,17 @@
 
 #include <vector>
 
-#include "compressors/identity.h"
+#include "optimizers/full_precision_wire.h"
 
 namespace lemmalab {
 namespace {
 
 template <typename T>
-class Birder final : public DistributedOptimizer<T> {
+class Birder final : public ExchangingOptimizer<T> {
  public:
   Birder(const BirderOptions& options, const ExchangeConfig<T>& exchange,
          const OptimizerContext& context)
-      : options_(options), exchange_(exchange, context), u_bar_(context.dimension) {
+      : ExchangingOptimizer<T>(exchange, context), options_(options), u_bar_(context.dimension) {
     const Vector<T> zero = Vector<T>::Zero(context.dimension);
     workers_.assign(static_cast<std::size_t>(context.workers), {zero, zero, zero, zero, zero});
   }
@@ -34,13 +34,13 @@ class Birder final : public DistributedOptimizer<T> {
     exchange_.Send(ctx, worker, w.update, out);  // lines 8-10: u = Q(m/b + e), e update
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
                   Message& out) override {
-    exchange_.Reduce(ctx, received, out);  // lines 12-14: u_bar = Q(mean u + e_bar), e_bar
+    exchange_.Reduce(ctx, chunk, received, out);  // lines 12-14: u_bar = Q(mean u + e_bar), e_bar
   }
 
-  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
-    exchange_.Receive(broadcast, u_bar_);
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
+    exchange_.Receive(reply, u_bar_);
     x -= static_cast<T>(ctx.lr) * u_bar_;  // line 16
   }
 
@@ -70,8 +70,8 @@ class Birder final : public DistributedOptimizer<T> {
 
   BirderOptions options_;
   std::vector<Worker> workers_;
-  CompressedExchange<T> exchange_;
   Vector<T> u_bar_;
+  using ExchangingOptimizer<T>::exchange_;
 };
 
 // SoftSignSGD (birder.txt App. B: "the uncompressed Birder"), written out on its own so that
@@ -87,29 +87,37 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
         m_(static_cast<std::size_t>(context.workers), Vector<T>::Zero(context.dimension)),
         b_(m_),
         ratio_(m_),
-        wire_(MakeIdentity<T>()),
+        wire_(context),
         mean_(context.dimension) {}
 
-  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+  void WorkerStep(const StepContext& /*ctx*/, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
     const auto i = static_cast<std::size_t>(worker);
     m_[i] = beta_ * m_[i] + (T(1) - beta_) * g;
     b_[i] = beta_ * b_[i] + (T(1) - beta_) * g.cwiseAbs();
     ratio_[i] = m_[i].array() / (b_[i].array() + eps_);
-    PhiloxStream unused = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(i));
-    wire_->Encode(ratio_[i], unused, out);
+    wire_.Send(ratio_[i], out);
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  void ServerStep(const StepContext& /*ctx*/, int chunk, std::span<const Message> received,
                   Message& out) override {
-    MeanOfMessages(*wire_, received, mean_);
-    PhiloxStream unused = ctx.Stream(Purpose::kServerCompression, kServerStream);
-    wire_->Encode(mean_, unused, out);
+    wire_.Reduce(chunk, received, out);
   }
 
-  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
-    wire_->Decode(broadcast, mean_);
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
+    wire_.Receive(reply, mean_);
     x -= static_cast<T>(ctx.lr) * mean_;
+  }
+
+  bool SupportsChunks() const override { return true; }
+  bool SupportsHierarchy() const override { return true; }
+  void Split(const StepContext& /*ctx*/, int /*worker*/, const Message& whole,
+             std::vector<Message>& parts) override {
+    wire_.Split(whole, parts);
+  }
+  void NodeStep(const StepContext& /*ctx*/, int /*node*/, int part,
+                std::span<const Message> received, std::vector<Message>& out) override {
+    wire_.NodeReduce(part, received, out);
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
@@ -123,7 +131,7 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
   T beta_, eps_;
   std::vector<Vector<T>> m_, b_;
   std::vector<Vector<T>> ratio_;         // m / (b + eps), the message; one buffer per worker
-  std::unique_ptr<Compressor<T>> wire_;  // identity: a stateless codec, shared by all senders
+  FullPrecisionWire<T> wire_;
   Vector<T> mean_;
 };
 

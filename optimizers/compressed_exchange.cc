@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "compressors/identity.h"
+#include "core/error.h"
 
 namespace lemmalab {
 
@@ -40,18 +41,69 @@ ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaul
   return config;
 }
 
+namespace {
+
+// Whether messages of `maker`'s configuration for `shape` split at `bounds`: a trial on a
+// message of zeros, so a configuration that cannot is refused when the run is built.
+template <typename T>
+void RequireSplit(const CompressorMaker<T>& maker, const CompressorShape& shape,
+                  std::span<const std::int64_t> bounds) {
+  if (bounds.size() <= 2) return;
+  std::unique_ptr<Compressor<T>> trial = maker(shape);
+  PhiloxStream stream({0, Purpose::kWorkerCompression, 0, 0});
+  Message whole;
+  std::vector<Message> parts;
+  trial->Encode(Vector<T>::Zero(shape.dimension), stream, whole);
+  if (!trial->Split(whole, bounds, parts)) {
+    throw UserError(fmt::format(
+        "compressor '{}' cannot run under a chunked scheme: its messages cannot be cut into the "
+        "messages of {} coordinate ranges (use scheme = \"parameter-server\" or \"allgather\", "
+        "or a compressor whose messages split, such as scaled-sign or stochastic-binary)",
+        trial->name(), bounds.size() - 1));
+  }
+}
+
+}  // namespace
+
 template <typename T>
 CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
                                           const OptimizerContext& context)
-    : server_{ErrorFeedback<T>(config.server_feedback, context.dimension),
-              config.server_compressor(context.shape()),
-              {}},
-      worker_decoder_(config.worker_compressor(context.shape())),
+    : dimension_(context.dimension),
+      layout_(context.layout),
+      wire_(context),
       mean_(Vector<T>::Zero(context.dimension)) {
-  workers_.reserve(static_cast<std::size_t>(context.workers));
+  const CompressorShape shape = context.shape();
+  for (int c = 0; c < layout_.chunks(); ++c) {
+    const auto [begin, end] = Chunk(c);
+    const CompressorShape piece = shape.Restrict(begin, end);
+    servers_.push_back({ErrorFeedback<T>(config.server_feedback, end - begin),
+                        config.server_compressor(piece),
+                        {}});
+    decoders_.push_back(config.worker_compressor(piece));
+  }
+  if (!layout_.hierarchical) {
+    RequireSplit(config.worker_compressor, shape, layout_.WorkerBounds(dimension_));
+    workers_.reserve(static_cast<std::size_t>(context.workers));
+    for (int i = 0; i < context.workers; ++i) {
+      workers_.push_back({ErrorFeedback<T>(config.worker_feedback, context.dimension),
+                          config.worker_compressor(shape),
+                          {}});
+    }
+    return;
+  }
+  // Hierarchical: worker k m + r holds the compression of node k's range r.
+  const std::vector<std::int64_t> ranges = layout_.WorkerBounds(dimension_);
+  LEMMALAB_CHECK(context.workers == layout_.nodes * layout_.workers_per_node,
+                 "{} workers in a {} x {} layout", context.workers, layout_.nodes,
+                 layout_.workers_per_node);
   for (int i = 0; i < context.workers; ++i) {
-    workers_.push_back({ErrorFeedback<T>(config.worker_feedback, context.dimension),
-                        config.worker_compressor(context.shape()),
+    const auto r = static_cast<std::size_t>(i % layout_.workers_per_node);
+    const CompressorShape range = shape.Restrict(ranges[r], ranges[r + 1]);
+    if (i < layout_.workers_per_node) {
+      RequireSplit(config.worker_compressor, range, layout_.NodeBounds(static_cast<int>(r)));
+    }
+    workers_.push_back({ErrorFeedback<T>(config.worker_feedback, range.dimension),
+                        config.worker_compressor(range),
                         {}});
   }
 }
@@ -60,37 +112,94 @@ template <typename T>
 void CompressedExchange<T>::Send(const StepContext& ctx, int worker, ConstVectorRef<T> y,
                                  Message& out) {
   Sender& w = workers_[static_cast<std::size_t>(worker)];
+  if (layout_.hierarchical) {
+    w.stats = wire_.Send(y, out);
+    return;
+  }
   PhiloxStream stream = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
   w.stats = w.ef.Compress(y, *w.compressor, stream, out, ctx.lr);
 }
 
 template <typename T>
-void CompressedExchange<T>::Reduce(const StepContext& ctx, std::span<const Message> received,
-                                   Message& out) {
-  Average(received);
-  PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
-  server_.stats = server_.ef.Compress(mean_, *server_.compressor, stream, out, ctx.lr);
+void CompressedExchange<T>::Split(const Message& whole, std::vector<Message>& parts) const {
+  if (layout_.hierarchical) {
+    wire_.Split(whole, parts);
+    return;
+  }
+  const std::vector<std::int64_t> bounds = layout_.WorkerBounds(dimension_);
+  const bool split = workers_.front().compressor->Split(whole, bounds, parts);
+  LEMMALAB_CHECK(split, "a {} message did not split", workers_.front().compressor->name());
 }
 
 template <typename T>
-void CompressedExchange<T>::Average(std::span<const Message> received) {
-  MeanOfMessages(*worker_decoder_, received, mean_);
+void CompressedExchange<T>::NodeStep(const StepContext& ctx, int node, int part,
+                                     std::span<const Message> received, std::vector<Message>& out) {
+  const int sender = node * layout_.workers_per_node + part;
+  Sender& w = workers_[static_cast<std::size_t>(sender)];
+  node_mean_.resize(w.ef.error().size());
+  MeanOfRawMessages<T>(received, node_mean_);
+  PhiloxStream stream = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(sender));
+  Message whole;
+  w.stats = w.ef.Compress(node_mean_, *w.compressor, stream, whole, ctx.lr);
+  const bool split = w.compressor->Split(whole, layout_.NodeBounds(part), out);
+  LEMMALAB_CHECK(split, "a {} message did not split", w.compressor->name());
 }
 
 template <typename T>
-void CompressedExchange<T>::Receive(const Message& reply, Vector<T>& out) const {
-  server_.compressor->Decode(reply, out);
+Eigen::VectorBlock<const Vector<T>> CompressedExchange<T>::MeanChunk(int chunk) const {
+  const auto [begin, end] = Chunk(chunk);
+  return mean_.segment(begin, end - begin);
+}
+
+template <typename T>
+void CompressedExchange<T>::Reduce(const StepContext& ctx, int chunk,
+                                   std::span<const Message> received, Message& out) {
+  Average(chunk, received);
+  Sender& server = servers_[static_cast<std::size_t>(chunk)];
+  PhiloxStream stream = ctx.Stream(Purpose::kServerCompression,
+                                   kServerStream - static_cast<std::uint32_t>(chunk));
+  server.stats = server.ef.Compress(MeanChunk(chunk), *server.compressor, stream, out, ctx.lr);
+}
+
+template <typename T>
+void CompressedExchange<T>::Average(int chunk, std::span<const Message> received) {
+  const auto [begin, end] = Chunk(chunk);
+  auto segment = mean_.segment(begin, end - begin);
+  segment.setZero();
+  const Compressor<T>& decoder = *decoders_[static_cast<std::size_t>(chunk)];
+  for (const Message& m : received) decoder.DecodeAdd(m, T(1), segment);
+  segment /= static_cast<T>(received.size());
+}
+
+template <typename T>
+void CompressedExchange<T>::Receive(std::span<const Message> reply, Vector<T>& out) const {
+  LEMMALAB_CHECK(reply.size() == servers_.size(), "{} reply parts for {} chunks", reply.size(),
+                 servers_.size());
+  out.resize(dimension_);
+  for (int c = 0; c < layout_.chunks(); ++c) {
+    const auto [begin, end] = Chunk(c);
+    servers_[static_cast<std::size_t>(c)].compressor->Decode(reply[static_cast<std::size_t>(c)],
+                                                            out.segment(begin, end - begin));
+  }
 }
 
 template <typename T>
 const Vector<T>* CompressedExchange<T>::WorkerError(int worker) const {
+  if (layout_.hierarchical) return nullptr;
   const Sender& w = workers_[static_cast<std::size_t>(worker)];
   return w.ef.enabled() ? &w.ef.error() : nullptr;
 }
 
 template <typename T>
 const Vector<T>* CompressedExchange<T>::ServerError() const {
-  return server_.ef.enabled() ? &server_.ef.error() : nullptr;
+  if (!servers_.front().ef.enabled()) return nullptr;
+  if (servers_.size() == 1) return &servers_.front().ef.error();
+  server_error_.resize(dimension_);
+  for (int c = 0; c < layout_.chunks(); ++c) {
+    const auto [begin, end] = Chunk(c);
+    server_error_.segment(begin, end - begin) = servers_[static_cast<std::size_t>(c)].ef.error();
+  }
+  return &server_error_;
 }
 
 template <typename T>
@@ -102,7 +211,11 @@ const Vector<T>* CompressedExchange<T>::Observe(Quantity quantity, int worker) c
 
 template <typename T>
 const EncodeStats* CompressedExchange<T>::LastEncode(int worker) const {
-  return worker == kServer ? &server_.stats : &workers_[static_cast<std::size_t>(worker)].stats;
+  if (worker != kServer) return &workers_[static_cast<std::size_t>(worker)].stats;
+  if (servers_.size() == 1) return &servers_.front().stats;
+  server_stats_ = {};
+  for (const Sender& server : servers_) server_stats_ += server.stats;
+  return &server_stats_;
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                             \

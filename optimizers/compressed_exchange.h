@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "compressors/error_feedback.h"
+#include "optimizers/full_precision_wire.h"
 #include "optimizers/optimizer.h"
 
 namespace lemmalab {
@@ -75,25 +76,47 @@ struct ExchangeDefaults {
 template <typename T>
 ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaults& defaults);
 
+// Under the chunked layouts (optimizers/optimizer.h) the same pattern is cut up:
+//   flat chunked:  worker i compresses its whole y with one scale (DOMAIN.md convention 5) and
+//                  its message is Split by chunk; the server of chunk c averages the n parts and
+//                  re-compresses its chunk with its own error e_bar_c and scale.
+//   hierarchical:  workers send y in full precision; node k's local rank r averages the node's
+//                  range r and compresses it with that node range's error e^(k,r) (the workers'
+//                  feedback, moved to the node: birder.txt Sec. 4 step (ii)), split into the
+//                  range's server chunks; servers as above, averaging the nodes' parts.
+// Server chunk c draws from (seed, kServerCompression, kServerStream - c, t), node k's rank r from
+// (seed, kWorkerCompression, k m + r, t): with one chunk and no hierarchy, as before.
 template <typename T>
 class CompressedExchange {
  public:
   CompressedExchange(const ExchangeConfig<T>& config, const OptimizerContext& context);
 
-  // Worker phase: compresses y (with the worker's error feedback) into `out`.
+  // Worker phase: compresses y (with the worker's error feedback) into `out`; hierarchical:
+  // sends y in full precision.
   void Send(const StepContext& ctx, int worker, ConstVectorRef<T> y, Message& out);
-  // Server phase: averages the received messages into mean(), then compresses it (with the
-  // server's error feedback) into `out`.
-  void Reduce(const StepContext& ctx, std::span<const Message> received, Message& out);
+  // The parts of a worker's message the layout sends.
+  void Split(const Message& whole, std::vector<Message>& parts) const;
+  // Hierarchical: node `node`'s compression of its range `part` (see above).
+  void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
+                std::vector<Message>& out);
+  // Server phase of chunk c: averages the received parts into mean()'s chunk c, then compresses
+  // it (with the chunk's server error feedback) into `out`.
+  void Reduce(const StepContext& ctx, int chunk, std::span<const Message> received, Message& out);
   // The first half of Reduce, for servers that compute something else from the mean (SPAMS's
-  // AMSGrad step): averages the received messages into mean().
-  void Average(std::span<const Message> received);
-  // Apply phase: the server's reply, decoded.
-  void Receive(const Message& reply, Vector<T>& out) const;
+  // AMSGrad step): averages the received parts into mean()'s chunk c.
+  void Average(int chunk, std::span<const Message> received);
+  // Apply phase: the servers' replies (one per chunk), decoded.
+  void Receive(std::span<const Message> reply, Vector<T>& out) const;
 
-  // (1/n) sum of the decoded worker messages of the last Reduce.
+  // (1/n) sum of the decoded worker messages of the last Reduce (on the chunks served here).
   const Vector<T>& mean() const { return mean_; }
-  // Worker i's or the server's error after the last step; nullptr without feedback.
+  Eigen::VectorBlock<const Vector<T>> MeanChunk(int chunk) const;
+  std::pair<std::int64_t, std::int64_t> Chunk(int chunk) const {
+    return layout_.Chunk(chunk, dimension_);
+  }
+  // Worker i's or the server's error after the last step; nullptr without feedback. Under a
+  // hierarchical layout the workers' feedback lives at the nodes and is not a worker vector
+  // (nullptr); with several chunks the server's is assembled from the chunks served here.
   const Vector<T>* WorkerError(int worker) const;
   const Vector<T>* ServerError() const;
   // Observe() and LastEncode() for the exchange's quantities (errors and encode statistics).
@@ -106,10 +129,38 @@ class CompressedExchange {
     std::unique_ptr<Compressor<T>> compressor;
     EncodeStats stats;
   };
-  std::vector<Sender> workers_;
-  Sender server_;
-  std::unique_ptr<Compressor<T>> worker_decoder_;  // decodes workers' messages at the server
+  std::int64_t dimension_;
+  ExchangeLayout layout_;
+  std::vector<Sender> workers_;  // flat: one per worker; hierarchical: one per (node, rank)
+  std::vector<Sender> servers_;  // one per chunk
+  std::vector<std::unique_ptr<Compressor<T>>> decoders_;  // the worker messages' part c
+  FullPrecisionWire<T> wire_;  // hierarchical: the workers' full-precision messages
   Vector<T> mean_;
+  Vector<T> node_mean_;  // hierarchical: scratch
+  mutable Vector<T> server_error_;  // assembled from the chunks (several chunks only)
+  mutable EncodeStats server_stats_;
+};
+// Base of the optimizers whose every message goes through one CompressedExchange: they run under
+// every layout, and their Split and NodeStep are the exchange's.
+template <typename T>
+class ExchangingOptimizer : public DistributedOptimizer<T> {
+ public:
+  bool SupportsChunks() const override { return true; }
+  bool SupportsHierarchy() const override { return true; }
+  void Split(const StepContext& /*ctx*/, int /*worker*/, const Message& whole,
+             std::vector<Message>& parts) override {
+    exchange_.Split(whole, parts);
+  }
+  void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
+                std::vector<Message>& out) override {
+    exchange_.NodeStep(ctx, node, part, received, out);
+  }
+
+ protected:
+  ExchangingOptimizer(const ExchangeConfig<T>& config, const OptimizerContext& context)
+      : exchange_(config, context) {}
+
+  CompressedExchange<T> exchange_;
 };
 
 }  // namespace lemmalab

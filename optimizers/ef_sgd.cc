@@ -8,11 +8,11 @@ namespace {
 
 // Sends the gradient (no beta) or the worker's own momentum through the exchange.
 template <typename T>
-class EfSgd final : public DistributedOptimizer<T> {
+class EfSgd final : public ExchangingOptimizer<T> {
  public:
   EfSgd(std::optional<double> beta, const ExchangeConfig<T>& exchange,
         const OptimizerContext& context)
-      : beta_(beta), exchange_(exchange, context), reply_(context.dimension) {
+      : ExchangingOptimizer<T>(exchange, context), beta_(beta), reply_(context.dimension) {
     if (beta_) {
       m_.assign(static_cast<std::size_t>(context.workers), Vector<T>::Zero(context.dimension));
     }
@@ -30,13 +30,13 @@ class EfSgd final : public DistributedOptimizer<T> {
     exchange_.Send(ctx, worker, m, out);  // C(m + e), e <- m + e - C(m + e)
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
                   Message& out) override {
-    exchange_.Reduce(ctx, received, out);  // mean; DoubleSqueeze: C(mean + e_bar), e_bar
+    exchange_.Reduce(ctx, chunk, received, out);  // mean; DoubleSqueeze: C(mean + e_bar), e_bar
   }
 
-  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
-    exchange_.Receive(broadcast, reply_);
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
+    exchange_.Receive(reply, reply_);
     x -= static_cast<T>(ctx.lr) * reply_;
   }
 
@@ -52,8 +52,8 @@ class EfSgd final : public DistributedOptimizer<T> {
  private:
   std::optional<double> beta_;
   std::vector<Vector<T>> m_;  // m^(i), one per worker (ef-sgdm only)
-  CompressedExchange<T> exchange_;
   Vector<T> reply_;
+  using ExchangingOptimizer<T>::exchange_;
 };
 
 }  // namespace

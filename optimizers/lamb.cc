@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "compressors/identity.h"
 #include "core/error.h"
 #include "optimizers/averaged_gradient.h"
 
@@ -134,7 +133,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
       : options_(options),
         lamb_(options.lamb, context),
         exchange_(exchange, context),
-        server_wire_(MakeIdentity<T>()),
+        wire_(context),
         mean_(context.dimension),
         v_frozen_(Vector<T>::Zero(context.dimension)),
         g_(context.dimension),
@@ -145,10 +144,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     LEMMALAB_CHECK(!options.lamb.bias_correction,
                    "1-bit LAMB runs Eq. (1), which has no bias correction");
     for (int i = 0; i < context.workers; ++i) {
-      workers_.push_back({MakeIdentity<T>(),
-                          {},
-                          Vector<T>::Zero(context.dimension),
-                          Vector<T>(context.dimension)});
+      workers_.push_back({{}, Vector<T>::Zero(context.dimension), Vector<T>(context.dimension)});
     }
     if (options_.warmup_steps == 0) Freeze();
   }
@@ -157,9 +153,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
                   Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
     if (ctx.t <= options_.warmup_steps) {  // line 2: LAMB on the full-precision gradient
-      PhiloxStream stream =
-          ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-      w.warmup_stats = w.wire->Encode(g, stream, out);
+      w.warmup_stats = wire_.Send(g, out);
       return;
     }
     const T beta1 = static_cast<T>(options_.lamb.beta1);
@@ -182,21 +176,38 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     exchange_.Send(ctx, worker, w.scaled, out);  // lines 6-8 on the scaled momentum
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
                   Message& out) override {
     if (ctx.t <= options_.warmup_steps) {  // line 2: the mean gradient, uncompressed
-      MeanOfMessages(*server_wire_, received, mean_);
-      PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
-      server_warmup_stats_ = server_wire_->Encode(mean_, stream, out);
+      wire_.Reduce(chunk, received, out);
       return;
     }
-    exchange_.Reduce(ctx, received, out);  // lines 9-11
+    exchange_.Reduce(ctx, chunk, received, out);  // lines 9-11
   }
 
-  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
+  bool SupportsChunks() const override { return true; }
+  bool SupportsHierarchy() const override { return true; }
+  void Split(const StepContext& ctx, int /*worker*/, const Message& whole,
+             std::vector<Message>& parts) override {
+    if (ctx.t <= options_.warmup_steps) {
+      wire_.Split(whole, parts);
+    } else {
+      exchange_.Split(whole, parts);
+    }
+  }
+  void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
+                std::vector<Message>& out) override {
+    if (ctx.t <= options_.warmup_steps) {
+      wire_.NodeReduce(part, received, out);
+    } else {
+      exchange_.NodeStep(ctx, node, part, received, out);
+    }
+  }
+
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     compressed_ = ctx.t > options_.warmup_steps;
     if (!compressed_) {
-      server_wire_->Decode(broadcast, mean_);
+      wire_.Receive(reply, mean_);
       lamb_.Step(ctx, mean_, x);  // line 2: Eq. (1)
       const double beta3 = options_.beta3;
       for (Eigen::Index l = 0; l < layers_; ++l) {  // line 2
@@ -207,7 +218,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
       return;
     }
 
-    exchange_.Receive(broadcast, mean_);  // m_bar_t (line 11)
+    exchange_.Receive(reply, mean_);  // m_bar_t (line 11)
     const LayerRanges& ranges = lamb_.ranges();
     if (options_.momentum_scaling) {  // App. A.5.2: undo k_l on the mean
       for (std::size_t l = 0; l < ranges.size(); ++l) {
@@ -263,13 +274,12 @@ class OnebitLamb final : public DistributedOptimizer<T> {
 
   const EncodeStats* LastEncode(int worker) const override {
     if (compressed_) return exchange_.LastEncode(worker);
-    if (worker == kServer) return &server_warmup_stats_;
+    if (worker == kServer) return &wire_.server_stats();
     return &workers_[static_cast<std::size_t>(worker)].warmup_stats;
   }
 
  private:
   struct Worker {
-    std::unique_ptr<Compressor<T>> wire;  // identity: the warmup's full-precision gradient
     EncodeStats warmup_stats;
     Vector<T> m;       // m^(i)_t of line 5
     Vector<T> scaled;  // k_l m^(i) per layer (App. A.5.2)
@@ -326,8 +336,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
   OnebitLambOptions options_;
   LambState<T> lamb_;  // m_t (synchronised), v (fresh after T_w), c_t per layer
   CompressedExchange<T> exchange_;
-  std::unique_ptr<Compressor<T>> server_wire_;  // identity, for the warmup's mean gradient
-  EncodeStats server_warmup_stats_;
+  FullPrecisionWire<T> wire_;  // the warmup's full-precision gradients
   std::vector<Worker> workers_;
   Vector<T> mean_;                // warmup: the mean gradient; compression: m_bar_t
   Vector<T> v_frozen_;            // v_Tw

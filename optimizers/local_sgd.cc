@@ -48,7 +48,8 @@ class LocalSgd final : public DistributedOptimizer<T> {
     w.wire->Encode(w.message, unused, out);
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  // One chunk only: the message is the pair (x, m), not a vector of the layout's dimension.
+  void ServerStep(const StepContext& ctx, int /*chunk*/, std::span<const Message> received,
                   Message& out) override {
     if (!Synchronises(ctx)) {
       for (const Message& m : received) {
@@ -63,9 +64,9 @@ class LocalSgd final : public DistributedOptimizer<T> {
     server_wire_->Encode(mean_, unused, out);
   }
 
-  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     if (!Synchronises(ctx)) return;  // x is the model of the last synchronisation
-    server_wire_->Decode(broadcast, mean_);
+    server_wire_->Decode(reply.front(), mean_);
     x = mean_.head(d_);
     for (Worker& w : workers_) {
       w.x = x;

@@ -43,27 +43,24 @@ template <typename T>
 class OnebitAdam final : public DistributedOptimizer<T> {
  public:
   OnebitAdam(const OnebitAdamOptions& options, const ExchangeConfig<T>& exchange,
-             const OptimizerContext& context)
+             const CompressorMaker<T>& warmup, const OptimizerContext& context)
       : options_(options),
         beta1_(static_cast<T>(options.beta1)),
         beta2_(static_cast<T>(options.beta2)),
         preconditioner_(static_cast<T>(options.eps), options.eps_placement, context.dimension),
-        wire_(MakeIdentity<T>()),
+        warmup_({warmup, FeedbackKind::kNone, warmup, FeedbackKind::kNone}, context),
         exchange_(exchange, context),
         m_(Vector<T>::Zero(context.dimension)),
         v_(Vector<T>::Zero(context.dimension)),
         g_(Vector<T>::Zero(context.dimension)) {
-    workers_.assign(static_cast<std::size_t>(context.workers),
-                    {Vector<T>::Zero(context.dimension), {}});
+    workers_.assign(static_cast<std::size_t>(context.workers), {Vector<T>::Zero(context.dimension)});
   }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
     if (Warmup(ctx.t)) {  // line 2: the original Adam, the gradient in full precision
-      PhiloxStream unused =
-          ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-      w.warmup_stats = wire_->Encode(g, unused, out);
+      warmup_.Send(ctx, worker, g, out);
       return;
     }
     // Line 6. "own" starts from the synchronised m at the first compressed step.
@@ -74,28 +71,45 @@ class OnebitAdam final : public DistributedOptimizer<T> {
     exchange_.Send(ctx, worker, w.m, out);  // lines 7-8
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
                   Message& out) override {
     if (Warmup(ctx.t)) {
-      MeanOfMessages(*wire_, received, g_);
-      PhiloxStream unused = ctx.Stream(Purpose::kServerCompression, kServerStream);
-      server_warmup_stats_ = wire_->Encode(g_, unused, out);
+      warmup_.Reduce(ctx, chunk, received, out);
       return;
     }
-    exchange_.Reduce(ctx, received, out);  // lines 10-11
+    exchange_.Reduce(ctx, chunk, received, out);  // lines 10-11
   }
 
-  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     t_ = ctx.t;
     if (Warmup(ctx.t)) {  // Eq. 1 without bias correction; v is v_Tw after step T_w
-      wire_->Decode(broadcast, g_);
+      warmup_.Receive(reply, g_);
       m_ = beta1_ * m_ + (T(1) - beta1_) * g_;
       v_ = beta2_ * v_ + (T(1) - beta2_) * g_.cwiseAbs2();
       preconditioner_.Set(v_);
     } else {
-      exchange_.Receive(broadcast, m_);  // line 13: m = m_bar
+      exchange_.Receive(reply, m_);  // line 13: m = m_bar
     }
     preconditioner_.Step(ctx.lr, m_, x);  // line 13
+  }
+
+  bool SupportsChunks() const override { return true; }
+  bool SupportsHierarchy() const override { return true; }
+  void Split(const StepContext& ctx, int /*worker*/, const Message& whole,
+             std::vector<Message>& parts) override {
+    if (Warmup(ctx.t)) {
+      warmup_.Split(whole, parts);
+    } else {
+      exchange_.Split(whole, parts);
+    }
+  }
+  void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
+                std::vector<Message>& out) override {
+    if (Warmup(ctx.t)) {
+      warmup_.NodeStep(ctx, node, part, received, out);
+    } else {
+      exchange_.NodeStep(ctx, node, part, received, out);
+    }
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
@@ -113,17 +127,14 @@ class OnebitAdam final : public DistributedOptimizer<T> {
     }
   }
 
-  // The full-precision messages' statistics during warmup, the exchange's after it.
+  // The warmup messages' statistics during warmup, the compressed ones' after it.
   const EncodeStats* LastEncode(int worker) const override {
-    if (t_ > 0 && !Warmup(t_)) return exchange_.LastEncode(worker);
-    return worker == kServer ? &server_warmup_stats_
-                             : &workers_[static_cast<std::size_t>(worker)].warmup_stats;
+    return t_ > 0 && !Warmup(t_) ? exchange_.LastEncode(worker) : warmup_.LastEncode(worker);
   }
 
  private:
   struct Worker {
     Vector<T> m;  // m^(i) of line 6
-    EncodeStats warmup_stats;
   };
 
   bool Warmup(std::int64_t t) const { return t <= options_.warmup_steps; }
@@ -131,13 +142,12 @@ class OnebitAdam final : public DistributedOptimizer<T> {
   OnebitAdamOptions options_;
   T beta1_, beta2_;
   Preconditioner<T> preconditioner_;     // sqrt(v_Tw) + eta once warmup is over
-  std::unique_ptr<Compressor<T>> wire_;  // identity, for warmup: a stateless codec, shared
+  CompressedExchange<T> warmup_;  // the warmup's gradients (identity or fp16, no feedback)
   CompressedExchange<T> exchange_;
   std::vector<Worker> workers_;
   Vector<T> m_;  // the synchronised m (line 13)
   Vector<T> v_;  // v; frozen (v_Tw) after step T_w
   Vector<T> g_;  // the averaged gradient during warmup
-  EncodeStats server_warmup_stats_;
   std::int64_t t_ = 0;  // the last step applied
 };
 
@@ -186,12 +196,12 @@ class OnebitAdamFp32 final : public AveragedGradientOptimizer<T> {
 
 // Adam (1-bit naive) of Sec. 3.2 (see the header).
 template <typename T>
-class AdamOnebitNaive final : public DistributedOptimizer<T> {
+class AdamOnebitNaive final : public ExchangingOptimizer<T> {
  public:
   AdamOnebitNaive(const AdamOptions& options, const ExchangeConfig<T>& exchange,
                   const OptimizerContext& context)
-      : options_(options),
-        exchange_(exchange, context),
+      : ExchangingOptimizer<T>(exchange, context),
+        options_(options),
         m_(Vector<T>::Zero(context.dimension)),
         v_(Vector<T>::Zero(context.dimension)),
         g_(Vector<T>::Zero(context.dimension)) {}
@@ -201,13 +211,13 @@ class AdamOnebitNaive final : public DistributedOptimizer<T> {
     exchange_.Send(ctx, worker, g, out);  // C(g + delta), worker EF
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
                   Message& out) override {
-    exchange_.Reduce(ctx, received, out);
+    exchange_.Reduce(ctx, chunk, received, out);
   }
 
-  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
-    exchange_.Receive(broadcast, g_);
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
+    exchange_.Receive(reply, g_);
     // Sec. 4.2: v follows the compressed gradient, whose errors do not cancel in its square.
     const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
     m_ = beta1 * m_ + (T(1) - beta1) * g_;
@@ -225,9 +235,9 @@ class AdamOnebitNaive final : public DistributedOptimizer<T> {
 
  private:
   AdamOptions options_;
-  CompressedExchange<T> exchange_;
   Vector<T> m_, v_;  // every replica's
   Vector<T> g_;      // the decoded gradient
+  using ExchangingOptimizer<T>::exchange_;
 };
 
 // The exchange of onebit-adam and adam-1bit-naive: scaled sign with classic error feedback on
@@ -255,15 +265,20 @@ OnebitAdamOptions ReadOnebitAdamOptions(OptionTable& options, bool read_local_mo
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdam(const OnebitAdamOptions& options,
                                                         const ExchangeConfig<T>& exchange,
-                                                        const OptimizerContext& context) {
-  return std::make_unique<OnebitAdam<T>>(options, exchange, context);
+                                                        const OptimizerContext& context,
+                                                        CompressorMaker<T> warmup) {
+  if (!warmup) warmup = [](const CompressorShape&) { return MakeIdentity<T>(); };
+  return std::make_unique<OnebitAdam<T>>(options, exchange, warmup, context);
 }
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFromOptions(OptionTable& options,
                                                                const OptimizerContext& context) {
   const OnebitAdamOptions o = ReadOnebitAdamOptions(options, true);
-  return MakeOnebitAdam<T>(o, ExchangeFromOptions<T>(options, kOnebitExchange), context);
+  CompressorMaker<T> warmup =
+      MakeCompressorMaker<T>(*options.GetComponent("warmup_compressor", "identity"));
+  return MakeOnebitAdam<T>(o, ExchangeFromOptions<T>(options, kOnebitExchange), context,
+                           std::move(warmup));
 }
 
 template <typename T>
@@ -297,7 +312,8 @@ std::unique_ptr<DistributedOptimizer<T>> AdamOnebitNaiveFromOptions(
 
 #define LEMMALAB_INSTANTIATE(T)                                                                  \
   template std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdam(                              \
-      const OnebitAdamOptions&, const ExchangeConfig<T>&, const OptimizerContext&);              \
+      const OnebitAdamOptions&, const ExchangeConfig<T>&, const OptimizerContext&,               \
+      CompressorMaker<T>);                                                                       \
   template std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFromOptions(                       \
       OptionTable&, const OptimizerContext&);                                                    \
   template std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdamFp32(const OnebitAdamOptions&, \

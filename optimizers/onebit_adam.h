@@ -48,10 +48,13 @@ struct OnebitAdamOptions {
   LocalMomentum local_momentum = LocalMomentum::kSync;  // DOMAIN.md convention 1
 };
 
+// `warmup` encodes the warmup's gradients (option `warmup_compressor`): empty means the identity
+// (the run's precision); "fp16" gives the fp16 warmup of onebit-adam.txt Sec. 6's volume count.
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdam(const OnebitAdamOptions& options,
                                                         const ExchangeConfig<T>& exchange,
-                                                        const OptimizerContext& context);
+                                                        const OptimizerContext& context,
+                                                        CompressorMaker<T> warmup = {});
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFromOptions(OptionTable& options,

@@ -7,8 +7,21 @@
 //      state, server error feedback, re-compression), and the message it sends back;
 //   3. Apply: how every replica applies the message that comes back to its parameters x.
 // The phases know nothing about who runs them: comm/ steps them as n simulated workers in one
-// process (and, later, as MPI ranks). Hyper-parameters are validated when an optimizer is
-// built; its state vectors are created then too, for every worker it simulates.
+// process or as MPI ranks, under one of its communication schemes. Hyper-parameters are
+// validated when an optimizer is built; its state vectors are created then too, for every worker
+// it simulates.
+//
+// The chunked schemes (comm/scheme.h) cut the aggregation into pieces, and an optimizer that
+// supports them is built for the cut (OptimizerContext::layout):
+//   - flat chunked (all-reduce, compressed all-reduce): server chunk c serves the coordinates
+//     [bounds[c], bounds[c+1]); a worker's message is Split into one part per chunk, chunk c's
+//     server runs ServerStep on the n parts c, and Apply receives every chunk's reply.
+//   - hierarchical (Birder's Hierarchical-1-bit-All-Reduce): workers send their payload in full
+//     precision, split into one part per local rank r of a node; NodeStep averages node k's
+//     parts r and compresses them with the node's error feedback (the workers' compression,
+//     moved to the node), split into that range's server chunks; servers and Apply as above.
+// With one chunk and no hierarchy (the parameter-server and all-gather schemes, the default)
+// this is the plain worker -> server -> broadcast pattern of the papers' analysis.
 #pragma once
 
 #include <cstdint>
@@ -62,9 +75,28 @@ class DistributedOptimizer {
   // stochastic gradient g computes the message it sends.
   virtual void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> x,
                           ConstVectorRef<T> g, Message& out) = 0;
-  virtual void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  // The server of chunk `chunk` (0 with one chunk) with the workers' parts of that chunk, in
+  // worker order (hierarchical: the nodes' parts, in node order), computes its reply.
+  virtual void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
                           Message& out) = 0;
-  virtual void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) = 0;
+  // Every replica applies the replies of all chunks, in chunk order.
+  virtual void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) = 0;
+
+  // Whether the optimizer runs under the chunked layouts: its server state is per coordinate
+  // and its messages split (flat), and its workers' compression can move to the node
+  // (hierarchical). Optimizers that cannot say so here are refused by those schemes.
+  virtual bool SupportsChunks() const { return false; }
+  virtual bool SupportsHierarchy() const { return false; }
+
+  // Splits worker `worker`'s message of step ctx.t into the parts the layout sends: one per
+  // server chunk (flat), one per local rank (hierarchical). The default serves one chunk.
+  virtual void Split(const StepContext& ctx, int worker, const Message& whole,
+                     std::vector<Message>& parts);
+  // Hierarchical: node `node`'s step for its part `part` (a local rank's range): averages the
+  // node's workers' full-precision parts (in worker order), compresses the mean with the node's
+  // error feedback and splits it into the range's server chunks.
+  virtual void NodeStep(const StepContext& ctx, int node, int part,
+                        std::span<const Message> received, std::vector<Message>& out);
 
   // Algorithms whose replicas drift apart between synchronisations (local SGD) keep each
   // worker's parameters x^(i) and return them here; the runner evaluates worker i's gradient
@@ -78,10 +110,32 @@ class DistributedOptimizer {
   virtual const EncodeStats* LastEncode(int /*worker*/) const { return nullptr; }
 };
 
+// How the scheme cuts the aggregation (see the top of this file). The default, an empty
+// `bounds`, is one chunk covering everything.
+struct ExchangeLayout {
+  // Server chunk c serves [bounds[c], bounds[c+1]); bounds run from 0 to the dimension, in
+  // multiples of kChunkAlign in between. Empty: one chunk.
+  std::vector<std::int64_t> bounds;
+  // Hierarchical: workers_per_node ranges (one per local rank), each cut into `nodes` server
+  // chunks, so range r consists of server chunks [r * nodes, (r + 1) * nodes).
+  bool hierarchical = false;
+  int nodes = 1;
+  int workers_per_node = 1;
+
+  int chunks() const { return bounds.empty() ? 1 : static_cast<int>(bounds.size()) - 1; }
+  // The bounds of the parts a worker's message is split into (server chunks, or node ranges).
+  std::vector<std::int64_t> WorkerBounds(std::int64_t dimension) const;
+  // The bounds of the server chunks inside node range `part`, relative to that range.
+  std::vector<std::int64_t> NodeBounds(int part) const;
+  // [begin, end) of server chunk c.
+  std::pair<std::int64_t, std::int64_t> Chunk(int c, std::int64_t dimension) const;
+};
+
 struct OptimizerContext {
   std::int64_t dimension = 0;
   int workers = 1;
   std::vector<Layer> layers = {};  // the problem's layers; empty means one layer
+  ExchangeLayout layout = {};
 
   // The shape of the whole parameter vector, for compressors.
   CompressorShape shape() const {

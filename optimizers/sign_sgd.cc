@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "compressors/identity.h"
+#include "optimizers/full_precision_wire.h"
 
 namespace lemmalab {
 namespace {
@@ -20,55 +20,56 @@ class SignSgd final : public DistributedOptimizer<T> {
   SignSgd(const SignSgdOptions& options, const OptimizerContext& context)
       : options_(options),
         workers_(static_cast<std::size_t>(context.workers)),
-        server_wire_(MakeIdentity<T>()),
-        mean_(context.dimension),
-        reply_(context.dimension) {
-    for (Worker& w : workers_) w.wire = MakeIdentity<T>();
-  }
+        wire_(context),
+        reply_(context.dimension) {}
 
-  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+  void WorkerStep(const StepContext& /*ctx*/, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
     TrueSign<T>(g, w.sign);
-    PhiloxStream unused =
-        ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-    w.stats = w.wire->Encode(w.sign, unused, out);
+    w.stats = wire_.Send(w.sign, out);
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  void ServerStep(const StepContext& /*ctx*/, int chunk, std::span<const Message> received,
                   Message& out) override {
-    MeanOfMessages(*server_wire_, received, mean_);
+    wire_.Average(chunk, received);
+    auto mean = wire_.MeanChunk(chunk);
     // sign(mean) = sign(sum): dividing integers of magnitude <= n by n keeps their sign.
     if (options_.aggregate == SignAggregate::kMajority) {
-      TrueSign<T>(mean_, reply_);
+      TrueSign<T>(mean, reply_);
+      wire_.SendChunk(chunk, reply_, out);
     } else {
-      reply_ = mean_;
+      wire_.SendChunk(chunk, mean, out);
     }
-    PhiloxStream unused = ctx.Stream(Purpose::kServerCompression, kServerStream);
-    server_stats_ = server_wire_->Encode(reply_, unused, out);
   }
 
-  void Apply(const StepContext& ctx, const Message& broadcast, VectorRef<T> x) override {
-    server_wire_->Decode(broadcast, reply_);
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
+    wire_.Receive(reply, reply_);
     x -= static_cast<T>(ctx.lr) * reply_;
   }
 
+  // Chunks, but no hierarchy: a majority over node means is not the majority of the signs.
+  bool SupportsChunks() const override { return true; }
+  void Split(const StepContext& /*ctx*/, int /*worker*/, const Message& whole,
+             std::vector<Message>& parts) override {
+    wire_.Split(whole, parts);
+  }
+
   const EncodeStats* LastEncode(int worker) const override {
-    return worker == kServer ? &server_stats_ : &workers_[static_cast<std::size_t>(worker)].stats;
+    return worker == kServer ? &wire_.server_stats()
+                             : &workers_[static_cast<std::size_t>(worker)].stats;
   }
 
  private:
   struct Worker {
-    std::unique_ptr<Compressor<T>> wire;
     Vector<T> sign;
     EncodeStats stats;
   };
 
   SignSgdOptions options_;
   std::vector<Worker> workers_;
-  std::unique_ptr<Compressor<T>> server_wire_;
-  EncodeStats server_stats_;
-  Vector<T> mean_, reply_;
+  FullPrecisionWire<T> wire_;
+  Vector<T> reply_;
 };
 
 }  // namespace

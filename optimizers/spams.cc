@@ -1,6 +1,5 @@
 #include "optimizers/spams.h"
 
-#include "compressors/identity.h"
 #include "optimizers/compressed_exchange.h"
 
 namespace lemmalab {
@@ -11,27 +10,32 @@ namespace {
 template <typename T>
 class AmsGradServer {
  public:
-  AmsGradServer(const SpamsOptions& options, std::int64_t dimension)
+  AmsGradServer(const SpamsOptions& options, const OptimizerContext& context)
       : beta1_(static_cast<T>(options.beta1)),
         beta2_(static_cast<T>(options.beta2)),
         eps_(static_cast<T>(options.eps)),
-        m_(Vector<T>::Zero(dimension)),
+        m_(Vector<T>::Zero(context.dimension)),
         v_(m_),
         v_hat_(m_),
         direction_(m_),
-        wire_(MakeIdentity<T>()) {}
+        wire_(context) {}
 
-  void Step(const StepContext& ctx, const Vector<T>& g, Message& out) {
-    m_ = beta1_ * m_ + (T(1) - beta1_) * g;                    // line 13
-    v_ = beta2_ * v_ + (T(1) - beta2_) * g.cwiseAbs2();        // line 14
-    v_hat_ = v_hat_.cwiseMax(v_);                              // line 15
-    direction_ = m_.array() / (v_hat_.array() + eps_).sqrt();  // line 16
-    PhiloxStream unused = ctx.Stream(Purpose::kServerCompression, kServerStream);
-    wire_->Encode(direction_, unused, out);
+  // The server of chunk c with the chunk of the gradient it ends up with; its state is per
+  // coordinate, so the chunks' servers together are the one server of the algorithm.
+  void Step(int chunk, const ConstVectorRef<T>& g, Message& out) {
+    const auto [begin, end] = wire_.Chunk(chunk);
+    const Eigen::Index n = end - begin;
+    auto m = m_.segment(begin, n), v = v_.segment(begin, n), v_hat = v_hat_.segment(begin, n);
+    auto direction = direction_.segment(begin, n);
+    m = beta1_ * m + (T(1) - beta1_) * g;                   // line 13
+    v = beta2_ * v + (T(1) - beta2_) * g.cwiseAbs2();       // line 14
+    v_hat = v_hat.cwiseMax(v);                              // line 15
+    direction = m.array() / (v_hat.array() + eps_).sqrt();  // line 16
+    wire_.SendChunk(chunk, direction, out);
   }
 
-  void Apply(const StepContext& ctx, const Message& reply, VectorRef<T> x) {
-    wire_->Decode(reply, direction_);
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) {
+    wire_.Receive(reply, direction_);
     x -= static_cast<T>(ctx.lr) * direction_;  // line 16: theta_{t+1} = theta_t - eta_t (...)
   }
 
@@ -51,28 +55,28 @@ class AmsGradServer {
  private:
   T beta1_, beta2_, eps_;
   Vector<T> m_, v_, v_hat_, direction_;
-  std::unique_ptr<Compressor<T>> wire_;
+  FullPrecisionWire<T> wire_;
 };
 
 template <typename T>
-class DistSpams final : public DistributedOptimizer<T> {
+class DistSpams final : public ExchangingOptimizer<T> {
  public:
   DistSpams(const SpamsOptions& options, const ExchangeConfig<T>& exchange,
             const OptimizerContext& context)
-      : exchange_(exchange, context), server_(options, context.dimension) {}
+      : ExchangingOptimizer<T>(exchange, context), server_(options, context) {}
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
     exchange_.Send(ctx, worker, g, out);  // lines 7-9: g~ = C(g + e), e <- e + g - g~
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  void ServerStep(const StepContext& /*ctx*/, int chunk, std::span<const Message> received,
                   Message& out) override {
-    exchange_.Average(received);               // line 12
-    server_.Step(ctx, exchange_.mean(), out);  // lines 13-16
+    exchange_.Average(chunk, received);                       // line 12
+    server_.Step(chunk, exchange_.MeanChunk(chunk), out);  // lines 13-16
   }
 
-  void Apply(const StepContext& ctx, const Message& reply, VectorRef<T> x) override {
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     server_.Apply(ctx, reply, x);
   }
 
@@ -88,8 +92,8 @@ class DistSpams final : public DistributedOptimizer<T> {
   }
 
  private:
-  CompressedExchange<T> exchange_;
   AmsGradServer<T> server_;
+  using ExchangingOptimizer<T>::exchange_;
 };
 
 template <typename T>
@@ -97,32 +101,31 @@ class Spams final : public DistributedOptimizer<T> {
  public:
   Spams(const SpamsOptions& options, const CompressorMaker<T>& compressor, FeedbackKind feedback,
         const OptimizerContext& context)
-      : wire_(MakeIdentity<T>()),
+      : wire_(context),
         compressor_(compressor(context.shape())),
         ef_(feedback, context.dimension),
         g_(Vector<T>::Zero(context.dimension)),
         g_tilde_(g_),
-        server_(options, context.dimension) {}
+        server_(options, context) {}
 
-  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
-                  Message& out) override {
-    PhiloxStream unused =
-        ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-    wire_->Encode(g, unused, out);
+  void WorkerStep(const StepContext& /*ctx*/, int /*worker*/, ConstVectorRef<T> /*x*/,
+                  ConstVectorRef<T> g, Message& out) override {
+    wire_.Send(g, out);
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  // One chunk only: Top-k acts on the whole mean.
+  void ServerStep(const StepContext& ctx, int /*chunk*/, std::span<const Message> received,
                   Message& out) override {
-    MeanOfMessages(*wire_, received, g_);  // g_t
+    MeanOfRawMessages<T>(received, g_);  // g_t
     // Lines 5-6: g~ = Top-k(g + e), e <- e + g - g~, with the error kept where the compression
     // happens; the compressed message never leaves the server, so it is decoded in place.
     PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
     stats_ = ef_.Compress(g_, *compressor_, stream, compressed_, ctx.lr);
     compressor_->Decode(compressed_, g_tilde_);
-    server_.Step(ctx, g_tilde_, out);  // lines 7-10
+    server_.Step(0, g_tilde_, out);  // lines 7-10
   }
 
-  void Apply(const StepContext& ctx, const Message& reply, VectorRef<T> x) override {
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     server_.Apply(ctx, reply, x);
   }
 
@@ -137,7 +140,7 @@ class Spams final : public DistributedOptimizer<T> {
   }
 
  private:
-  std::unique_ptr<Compressor<T>> wire_;  // workers' full-precision gradients
+  FullPrecisionWire<T> wire_;  // workers' full-precision gradients
   std::unique_ptr<Compressor<T>> compressor_;
   ErrorFeedback<T> ef_;
   Vector<T> g_, g_tilde_;

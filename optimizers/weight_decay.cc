@@ -28,12 +28,23 @@ class WeightDecayed final : public DistributedOptimizer<T> {
     inner_->WorkerStep(ctx, worker, x, decayed, out);
   }
 
-  void ServerStep(const StepContext& ctx, std::span<const Message> received,
+  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
                   Message& out) override {
-    inner_->ServerStep(ctx, received, out);
+    inner_->ServerStep(ctx, chunk, received, out);
   }
 
-  void Apply(const StepContext& ctx, const Message& reply, VectorRef<T> x) override {
+  bool SupportsChunks() const override { return inner_->SupportsChunks(); }
+  bool SupportsHierarchy() const override { return inner_->SupportsHierarchy(); }
+  void Split(const StepContext& ctx, int worker, const Message& whole,
+             std::vector<Message>& parts) override {
+    inner_->Split(ctx, worker, whole, parts);
+  }
+  void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
+                std::vector<Message>& out) override {
+    inner_->NodeStep(ctx, node, part, received, out);
+  }
+
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     if (decay_.mode == WeightDecayMode::kDecoupled) {
       x *= static_cast<T>(1.0 - ctx.lr * decay_.lambda);
     }

@@ -34,8 +34,8 @@ Vector<T> RunQuadratic(DistributedOptimizer<T>& opt, int workers, int steps, dou
       gi = at.array() + noise;
       opt.WorkerStep(ctx, i, at, gi, up[static_cast<std::size_t>(i)]);
     }
-    opt.ServerStep(ctx, up, down);
-    opt.Apply(ctx, down, x);
+    opt.ServerStep(ctx, 0, up, down);
+    opt.Apply(ctx, std::span<const Message>(&down, 1), x);
     if (wire != nullptr) {
       for (const Message& m : up) wire->insert(wire->end(), m.bytes.begin(), m.bytes.end());
       wire->insert(wire->end(), down.bytes.begin(), down.bytes.end());

@@ -45,8 +45,8 @@ Traffic Step(DistributedOptimizer<T>& opt, std::int64_t t, double lr,
     const Vector<T>* local = opt.LocalParameters(worker);
     opt.WorkerStep(ctx, worker, local != nullptr ? *local : x, gradients[i], up[i]);
   }
-  opt.ServerStep(ctx, up, down);
-  opt.Apply(ctx, down, x);
+  opt.ServerStep(ctx, 0, up, down);
+  opt.Apply(ctx, std::span<const Message>(&down, 1), x);
   Traffic traffic{{}, down.bytes.size()};
   for (const Message& m : up) traffic.up.push_back(m.bytes.size());
   if (up_out != nullptr) *up_out = std::move(up);

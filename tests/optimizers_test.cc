@@ -120,7 +120,7 @@ TEST(Birder, SendsOneBitPerElementBothWays) {
   Message down;
   const Vector<float> x = Vector<float>::Zero(1001);
   for (int i = 0; i < 3; ++i) birder->WorkerStep(ctx, i, x, g, up[static_cast<std::size_t>(i)]);
-  birder->ServerStep(ctx, up, down);
+  birder->ServerStep(ctx, 0, up, down);
   for (const Message& m : up) EXPECT_EQ(m.bits(), 1008);  // ceil(1001 / 8) bytes
   EXPECT_EQ(down.bits(), 1008);
 }

@@ -79,7 +79,7 @@ TEST(DistSpams, StateLivesOnTheServerAndTheWireIsBlockSign) {
   Message down;
   const auto g = Gradients(1, 2, 16);
   for (int i = 0; i < 2; ++i) spams->WorkerStep(ctx, i, x, g[i], up[i]);
-  spams->ServerStep(ctx, up, down);
+  spams->ServerStep(ctx, 0, up, down);
   EXPECT_EQ(spams->Observe(Quantity::kMomentum, 0), nullptr);
   EXPECT_NE(spams->Observe(Quantity::kMomentum, kServer), nullptr);
   for (const Message& m : up) EXPECT_EQ(m.bits(), 16 + 32);  // 16 sign bits + a float32 scale
