@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/experiment.h"
@@ -18,6 +20,10 @@
 #include "problems/dataset.h"
 #include "problems/problem.h"
 #include "theory/probe.h"
+
+#ifdef LEMMALAB_HAVE_MPI
+#include "comm/mpi_transport.h"
+#endif
 
 namespace lemmalab {
 namespace {
@@ -67,19 +73,86 @@ void AddSection(const Registry<Entry>& registry, std::string_view title, nlohman
   }
 }
 
-int RunCommand(const std::string& spec_path, std::string out_dir, int threads) {
-  const RunSpec spec = LoadSpec(spec_path);
+// Under mpirun: the topology from the ranks' host names when the spec gives none (ranks on one
+// host are one node; the hosts must hold equal, contiguous blocks of ranks).
+#ifdef LEMMALAB_HAVE_MPI
+Topology TopologyFromHosts(const std::vector<std::string>& hosts, const std::string& spec) {
+  std::vector<std::string> distinct;
+  for (std::size_t r = 0; r < hosts.size(); ++r) {
+    if (r == 0 || hosts[r] != hosts[r - 1]) distinct.push_back(hosts[r]);
+  }
+  const auto nodes = static_cast<int>(distinct.size());
+  const auto workers = static_cast<int>(hosts.size());
+  std::sort(distinct.begin(), distinct.end());
+  const bool contiguous = std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end();
+  if (!contiguous || workers % nodes != 0) {
+    throw UserError(fmt::format(
+        "{}: the MPI ranks are spread over {} hosts in a way that is not nodes x workers_per_node "
+        "with contiguous ranks per host; give the topology in [communication] (nodes, "
+        "workers_per_node)",
+        spec, nodes));
+  }
+  return {nodes, workers / nodes};
+}
+#endif
+
+int RunCommand(const std::string& spec_path, std::string out_dir, int threads,
+               Transport* transport) {
+  RunSpec spec = LoadSpec(spec_path);
   if (out_dir.empty()) out_dir = (std::filesystem::path("results") / spec.path.stem()).string();
   ExperimentOptions options;
   options.out_dir = out_dir;
   options.threads = threads;
   options.stop = &g_interrupted;
+  options.transport = transport;
   const StopSignals stop_signals;
   const ExperimentReport report = RunExperiment(spec, options);
-  fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n", FormatReport(report),
-             out_dir);
+  if (transport == nullptr || transport->reports()) {
+    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n",
+               FormatReport(report), out_dir);
+  }
   return kExitOk;
 }
+
+#ifdef LEMMALAB_HAVE_MPI
+// `lemmalab run` as one rank of an MPI job. Errors every rank meets alike (the spec, the world
+// size) are printed once, by rank 0, and every rank exits with 2. An error in the run itself may
+// be one rank's alone, so that rank prints it and aborts the job, which ends every rank instead
+// of leaving them waiting in a collective.
+int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
+                const std::string& out_dir, int threads) {
+  std::optional<MpiTransport> transport;
+  try {
+    RunSpec spec = LoadSpec(spec_path);
+    if (spec.workers != session.size()) {
+      throw UserError(fmt::format(
+          "{}: the spec has workers = {} but mpirun started {} processes (one worker per "
+          "process): run mpirun -np {} or set workers = {}",
+          spec.path.string(), spec.workers, session.size(), spec.workers, session.size()));
+    }
+    transport.emplace();
+    if (!spec.comm.topology_given) {
+      spec.comm.topology = TopologyFromHosts(transport->HostNames(), spec.path.string());
+    }
+  } catch (const UserError& e) {
+    if (session.rank() == 0) fmt::print(stderr, "error: {}\n", e.what());
+    return kExitUserError;
+  }
+  try {
+    return RunCommand(spec_path, out_dir, threads, &*transport);
+  } catch (const UserError& e) {
+    fmt::print(stderr, "error (rank {} of {}): {}\n", session.rank(), session.size(), e.what());
+    MpiSession::Abort(kExitUserError);
+  } catch (const Interrupted&) {
+    fmt::print(stderr, "\ninterrupted (rank {}): no results written\n", session.rank());
+    MpiSession::Abort(128 + g_signal.load());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error (rank {} of {}, please report): {}\n", session.rank(),
+               session.size(), e.what());
+    MpiSession::Abort(kExitInternalError);
+  }
+}
+#endif
 
 // Optimizers with their paper reference and every option they read.
 void AddOptimizers(nlohmann::json& json, std::string& text) {
@@ -132,21 +205,34 @@ int Main(int argc, char** argv) {
                   "Threads for the workers (default: chosen; results do not depend on it)")
       ->check(CLI::Range(1, 1024));
 
+#ifdef LEMMALAB_HAVE_MPI
+  // Under mpirun every rank runs this; MPI lives until Main returns.
+  std::optional<MpiSession> mpi;
+  if (LaunchedByMpirun()) mpi.emplace();
+  const bool quiet = mpi && mpi->rank() != 0;
+#else
+  const bool quiet = false;
+#endif
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    if (quiet) return kExitOk;
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints the message and usage to stderr
+    if (!quiet) app.exit(e);  // prints the message and usage to stderr
     return kExitUserError;
   }
 
   try {
     if (list->parsed()) {
-      fmt::print("{}", ListRegistries(json));
+      if (!quiet) fmt::print("{}", ListRegistries(json));
       return kExitOk;
     }
-    return RunCommand(spec_path, out_dir, threads);
+#ifdef LEMMALAB_HAVE_MPI
+    if (mpi) return RunUnderMpi(*mpi, spec_path, out_dir, threads);
+#endif
+    return RunCommand(spec_path, out_dir, threads, nullptr);
   } catch (const UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitUserError;

@@ -9,7 +9,8 @@
 #include <type_traits>
 
 #include "cli/progress.h"
-#include "comm/simulated_cluster.h"
+#include "comm/cluster.h"
+#include "comm/network.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "optimizers/optimizer.h"
@@ -50,6 +51,16 @@ class RunProbeSink final : public ProbeSink {
   std::string_view probe_;
 };
 
+std::string DescribeLink(const std::string& name, const LinkCost& cost) {
+  return fmt::format("{} ({:g} us, {:g} Gbit/s)", name, cost.latency_s * 1e6,
+                     cost.bandwidth_bytes_per_s * 8e-9);
+}
+
+std::string DescribeNetwork(const NetworkModel& network) {
+  return fmt::format("intra-node {}, inter-node {}", DescribeLink(network.intra_name, network.intra),
+                     DescribeLink(network.inter_name, network.inter));
+}
+
 // Why the run cannot go on after this step, or "" when everything is finite.
 template <typename T>
 std::string FailureAfterStep(const DistributedOptimizer<T>& algorithm, int workers,
@@ -70,8 +81,8 @@ std::string FailureAfterStep(const DistributedOptimizer<T>& algorithm, int worke
 
 template <typename T>
 RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& problem,
-                  std::optional<double> f_star, int threads, ResultsWriter& writer,
-                  Progress& progress, const std::atomic<bool>* stop) {
+                  std::optional<double> f_star, const NetworkModel& network,
+                  const ExperimentOptions& options, ResultsWriter& writer, Progress& progress) {
   RunReport report;
   RunRecord& record = report.record;
   record.label = run.spec->label;
@@ -82,7 +93,8 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   report.dimension = problem.dimension();
 
   Vector<T> x = problem.InitialPoint();
-  SimulatedCluster<T> cluster(problem, *run.algorithm, threads);
+  Cluster<T> cluster(problem, *run.algorithm, spec.comm, options.threads, options.transport,
+                     fmt::format("optimizer '{}'", run.spec->label));
   RunProbeSink sink(writer, run_id);
   const auto evaluate = [&](std::int64_t step) {
     const Evaluation e = problem.Evaluate(x);
@@ -101,21 +113,31 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   progress.Start(record.label, spec.steps);
   Evaluation last = evaluate(0);
   std::int64_t evaluated_at = 0, bytes_sent = 0;
+  double bytes_intra = 0, bytes_inter = 0, step_seconds = 0, comm_seconds = 0;
   std::string failure;
   std::int64_t t = 1;
   const auto n = static_cast<double>(spec.workers);
   for (; t <= spec.steps; ++t) {
-    if (stop != nullptr && stop->load()) throw Interrupted();
+    if (options.stop != nullptr && options.stop->load()) throw Interrupted();
     const StepContext ctx{t, run.schedule->Rate(t), spec.seed};
+    const auto step_start = std::chrono::steady_clock::now();
     const StepResult& result = cluster.Step(ctx, x);
+    step_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    LinkBytes step_bytes = result.traffic.server.sent;
+    for (const EndpointTraffic& w : result.traffic.workers) step_bytes += w.sent;
+    const double projected = network.StepSeconds(result.traffic.rounds);
+    bytes_intra += static_cast<double>(step_bytes.intra);
+    bytes_inter += static_cast<double>(step_bytes.inter);
+    comm_seconds += projected;
 
     double loss = 0, largest_gradient = 0;
     std::int64_t sent = 0, received = 0;
     for (std::size_t w = 0; w < result.minibatch_loss.size(); ++w) {
       loss += result.minibatch_loss[w];
       largest_gradient = std::max(largest_gradient, result.gradient_norm[w]);
-      sent += result.traffic.sent[w];
-      received += result.traffic.received[w];
+      sent += result.traffic.sent(static_cast<int>(w));
+      received += result.traffic.received(static_cast<int>(w));
     }
     bytes_sent += sent;
     writer.AddMetric(run_id, t, "lr", std::nullopt, ctx.lr);
@@ -125,6 +147,9 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     writer.AddMetric(run_id, t, "bits_sent", std::nullopt, 8.0 * static_cast<double>(sent) / n);
     writer.AddMetric(run_id, t, "bits_received", std::nullopt,
                      8.0 * static_cast<double>(received) / n);
+    writer.AddMetric(run_id, t, "bytes_intra", std::nullopt, static_cast<double>(step_bytes.intra));
+    writer.AddMetric(run_id, t, "bytes_inter", std::nullopt, static_cast<double>(step_bytes.inter));
+    writer.AddMetric(run_id, t, "comm_seconds", std::nullopt, projected);
     for (auto& probe : run.probes) {
       sink.At(t, probe->name());
       probe->Observe(t, *run.algorithm, sink);
@@ -151,6 +176,11 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   record.bits_sent_per_worker = 8.0 * static_cast<double>(bytes_sent) / n;
   record.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto steps = static_cast<double>(std::max<std::int64_t>(1, record.steps_done));
+  record.bytes_intra_per_step = bytes_intra / steps;
+  record.bytes_inter_per_step = bytes_inter / steps;
+  record.step_seconds = step_seconds / steps;
+  record.comm_seconds_per_step = comm_seconds / steps;
   LEMMALAB_CHECK(evaluated_at == record.steps_done, "final evaluation at step {}, run ended at {}",
                  evaluated_at, record.steps_done);
   writer.UpdateRun(run_id, record);
@@ -188,8 +218,18 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   }
   std::optional<double> f_star;
   if (const Constant* c = FindConstant(constants, "f_star")) f_star = c->value;
-  const OptimizerContext optimizer_context{problem->dimension(), spec.workers, problem->Layers()};
+  const OptimizerContext optimizer_context{problem->dimension(), spec.workers, problem->Layers(),
+                                           LayoutFor(spec.comm, problem->dimension())};
   const ProbeContext probe_context{problem->dimension(), spec.workers};
+  OptionTable no_network("[network]", spec.path.string());
+  const NetworkModel network = NetworkFromOptions(spec.network ? *spec.network : no_network);
+  if (spec.network) spec.network->RejectUnknownKeys();
+  if (options.transport != nullptr && !spec.probes.empty()) {
+    throw UserError(fmt::format(
+        "{}: probes read every worker's state, which one MPI rank does not hold; run specs with "
+        "probes in one process (without mpirun)",
+        spec.path.string()));
+  }
 
   std::vector<PreparedRun<T>> runs;
   std::vector<bool> probe_applied(spec.probes.size(), false);
@@ -219,7 +259,9 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
                     Probes().Find(spec.probes[k])->summary));
   }
 
-  ResultsWriter writer(options.out_dir);
+  const bool reporting = options.transport == nullptr || options.transport->reports();
+  ResultsWriter writer =
+      reporting ? ResultsWriter(options.out_dir) : ResultsWriter::Discarding();
   writer.SetMeta("lemmalab_version", kVersion);
   writer.SetMeta("spec_path", spec.path.string());
   writer.SetMeta("spec_text", spec.text);
@@ -238,11 +280,17 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   report.shards = problem->Shards();
   report.workers = spec.workers;
   report.precision = spec.precision;
-  Progress progress(options.progress);
+  report.communication = fmt::format(
+      "scheme {}, {} node{} x {} worker{}, {}; network: {}", SchemeName(spec.comm.scheme),
+      spec.comm.topology.nodes, spec.comm.topology.nodes == 1 ? "" : "s",
+      spec.comm.topology.workers_per_node, spec.comm.topology.workers_per_node == 1 ? "" : "s",
+      options.transport == nullptr ? "in-process" : options.transport->name(),
+      DescribeNetwork(network));
+  writer.SetMeta("communication", report.communication);
+  Progress progress(options.progress && reporting);
   std::vector<Eigen::VectorXd> params;
   for (PreparedRun<T>& run : runs) {
-    report.runs.push_back(
-        Execute(spec, run, *problem, f_star, options.threads, writer, progress, options.stop));
+    report.runs.push_back(Execute(spec, run, *problem, f_star, network, options, writer, progress));
     params.push_back(report.runs.back().final_params);
   }
   writer.Commit(params, spec.precision);

@@ -4,8 +4,10 @@
 // into the results folder.
 //
 // Per step, the metrics table receives lr, minibatch_loss (mean over workers), bits_sent and
-// bits_received (per worker, this step) and max_grad_norm (the largest ||g|| of the workers'
-// stochastic gradients); every eval_every steps and at the last step, the full-batch
+// bits_received (per worker, this step), bytes_intra and bytes_inter (sent over intra-node and
+// inter-node links by all endpoints this step), comm_seconds (the step's communication time
+// projected by the [network] model, comm/network.h) and max_grad_norm (the largest ||g|| of the
+// workers' stochastic gradients); every eval_every steps and at the last step, the full-batch
 // train_loss, grad_sq_norm (||grad f(x_t)||^2), train_accuracy, test_loss and test_accuracy
 // (when the problem has them) and optimality_gap (f(x_t) - f_star, when f_star is known or
 // estimated). A run whose
@@ -20,6 +22,7 @@
 
 #include "cli/results.h"
 #include "cli/spec.h"
+#include "comm/transport.h"
 
 namespace lemmalab {
 
@@ -29,6 +32,9 @@ struct ExperimentOptions {
   bool progress = true;  // shown only on a terminal
   // Set (e.g. by SIGINT) to stop between steps; the experiment then throws Interrupted.
   const std::atomic<bool>* stop = nullptr;
+  // The transport the workers run over; null: all of them in this process. With one that does
+  // not report (an MPI rank other than 0) nothing is written and no progress is shown.
+  Transport* transport = nullptr;
 };
 
 struct RunReport {
@@ -46,6 +52,7 @@ struct ExperimentReport {
   std::vector<ShardSummary> shards;
   int workers = 1;
   Precision precision = Precision::kFp32;
+  std::string communication;  // scheme, topology, backend and network model, in words
   std::vector<RunReport> runs;
 };
 

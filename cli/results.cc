@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <utility>
 
 #include "cli/npy.h"
 #include "core/error.h"
@@ -17,7 +18,9 @@ CREATE TABLE runs(
   run_id INTEGER PRIMARY KEY, label TEXT NOT NULL UNIQUE, optimizer TEXT NOT NULL,
   schedule TEXT NOT NULL, status TEXT NOT NULL, steps_done INTEGER NOT NULL,
   final_loss REAL, final_accuracy REAL, final_grad_sq_norm REAL, final_test_loss REAL,
-  final_test_accuracy REAL, bits_sent_per_worker REAL, wall_seconds REAL);
+  final_test_accuracy REAL, bits_sent_per_worker REAL, wall_seconds REAL,
+  bytes_intra_per_step REAL, bytes_inter_per_step REAL, step_seconds REAL,
+  comm_seconds_per_step REAL);
 CREATE TABLE metrics(
   run_id INTEGER NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, name TEXT NOT NULL,
   worker INTEGER, value REAL);
@@ -80,7 +83,20 @@ ResultsWriter::ResultsWriter(std::filesystem::path dir) : dir_(std::move(dir)) {
     }
   }
   RemovePartials();  // left over from an interrupted run
-  const std::string db_path = Partial(kDatabase).string();
+  Open(Partial(kDatabase).string());
+}
+
+ResultsWriter::ResultsWriter() : discarding_(true) { Open(":memory:"); }
+
+ResultsWriter::ResultsWriter(ResultsWriter&& other) noexcept
+    : dir_(std::move(other.dir_)),
+      db_(std::exchange(other.db_, nullptr)),
+      insert_metric_(std::exchange(other.insert_metric_, nullptr)),
+      insert_probe_(std::exchange(other.insert_probe_, nullptr)),
+      committed_(std::exchange(other.committed_, true)),
+      discarding_(other.discarding_) {}
+
+void ResultsWriter::Open(const std::string& db_path) {
   if (sqlite3_open(db_path.c_str(), &db_) != SQLITE_OK) {
     const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
@@ -102,6 +118,7 @@ ResultsWriter::~ResultsWriter() {
 }
 
 void ResultsWriter::RemovePartials() noexcept {
+  if (discarding_ || dir_.empty()) return;
   std::error_code ignored;
   for (const std::string_view name : {kDatabase, kMetrics, kParams}) {
     std::filesystem::remove(Partial(name), ignored);
@@ -160,10 +177,13 @@ void ResultsWriter::UpdateRun(std::int64_t run_id, const RunRecord& run) {
   ExecuteOnce(db_,
               "UPDATE runs SET status = ?, steps_done = ?, final_loss = ?, final_accuracy = ?, "
               "final_grad_sq_norm = ?, final_test_loss = ?, final_test_accuracy = ?, "
-              "bits_sent_per_worker = ?, wall_seconds = ? WHERE run_id = ?",
+              "bits_sent_per_worker = ?, wall_seconds = ?, bytes_intra_per_step = ?, "
+              "bytes_inter_per_step = ?, step_seconds = ?, comm_seconds_per_step = ? "
+              "WHERE run_id = ?",
               run.status, run.steps_done, run.final_loss, run.final_accuracy,
               run.final_grad_sq_norm, run.final_test_loss, run.final_test_accuracy,
-              run.bits_sent_per_worker, run.wall_seconds, run_id);
+              run.bits_sent_per_worker, run.wall_seconds, run.bytes_intra_per_step,
+              run.bytes_inter_per_step, run.step_seconds, run.comm_seconds_per_step, run_id);
 }
 
 void ResultsWriter::AddConstant(std::optional<std::int64_t> run_id, const Constant& constant) {
@@ -225,6 +245,10 @@ void ResultsWriter::WriteCsv(const std::filesystem::path& path) {
 
 void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision precision) {
   Exec("COMMIT");
+  if (discarding_) {
+    committed_ = true;
+    return;
+  }
   WriteCsv(Partial(kMetrics));
   WriteNpy(Partial(kParams), params, precision);
   sqlite3_finalize(insert_metric_);

@@ -10,7 +10,8 @@
 //   meta(key, value)                       spec path and text, seed, precision, version, ...
 //   runs(run_id, label, optimizer, schedule, status, steps_done, final_loss, final_accuracy,
 //        final_grad_sq_norm, final_test_loss, final_test_accuracy, bits_sent_per_worker,
-//        wall_seconds)                    NULL where the problem has no such quantity
+//        wall_seconds, bytes_intra_per_step, bytes_inter_per_step, step_seconds,
+//        comm_seconds_per_step)           NULL where the problem has no such quantity
 //   constants(run_id, name, value, certainty, basis)
 //                                          L, mu, G, sigma, sigma_g, f_star (problems/problem.h);
 //                                          certainty exact / bound / estimate; run_id NULL for
@@ -49,13 +50,25 @@ struct RunRecord {
   std::optional<double> final_test_accuracy;
   double bits_sent_per_worker = 0;
   double wall_seconds = 0;
+  // Per step, averaged over the steps run: bytes sent over intra-node and inter-node links by
+  // all endpoints, the measured wall time of the step (gradients, compression and the
+  // in-memory or MPI exchange), and the communication time the network model projects.
+  double bytes_intra_per_step = 0;
+  double bytes_inter_per_step = 0;
+  double step_seconds = 0;
+  double comm_seconds_per_step = 0;
 };
 
 class ResultsWriter {
  public:
   explicit ResultsWriter(std::filesystem::path dir);
+  // A writer that keeps nothing: an in-memory database, no files (the MPI ranks that do not
+  // report run the same code as the one that does).
+  static ResultsWriter Discarding() { return ResultsWriter(); }
+  ResultsWriter(ResultsWriter&& other) noexcept;
   ~ResultsWriter();
   ResultsWriter(const ResultsWriter&) = delete;
+  ResultsWriter& operator=(ResultsWriter&&) = delete;
   ResultsWriter& operator=(const ResultsWriter&) = delete;
 
   void SetMeta(std::string_view key, std::string_view value);
@@ -78,6 +91,8 @@ class ResultsWriter {
   static constexpr std::string_view kParams = "params.npy";
 
  private:
+  ResultsWriter();
+  void Open(const std::string& db_path);
   std::filesystem::path Partial(std::string_view name) const;
   void Exec(const char* sql);
   void WriteCsv(const std::filesystem::path& path);
@@ -88,6 +103,7 @@ class ResultsWriter {
   sqlite3_stmt* insert_metric_ = nullptr;
   sqlite3_stmt* insert_probe_ = nullptr;
   bool committed_ = false;
+  bool discarding_ = false;
 };
 
 }  // namespace lemmalab

@@ -112,6 +112,15 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
   spec.problem = root->GetTable("problem");
   if (!spec.problem) root->Fail("problem", "missing the [problem] table");
   spec.problem->set_context("[problem]");
+  if (std::shared_ptr<OptionTable> comm = root->GetTable("communication")) {
+    comm->set_context("[communication]");
+    spec.comm = CommFromOptions(comm.get(), spec.workers);
+    comm->RejectUnknownKeys();
+  } else {
+    spec.comm = CommFromOptions(nullptr, spec.workers);
+  }
+  spec.network = root->GetTable("network");
+  if (spec.network) spec.network->set_context("[network]");
   std::shared_ptr<OptionTable> schedule = root->GetTable("schedule");
   if (schedule) schedule->set_context("[schedule]");
 

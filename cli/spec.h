@@ -13,6 +13,9 @@
 //   [data]      source = "csv", path = "...", ...      (see problems/dataset.h)
 //   [problem]   name = "logreg", ...
 //   [schedule]  name = "constant", lr = 0.01           (default for every optimizer)
+//   [communication] scheme = "parameter-server", nodes = 2, workers_per_node = 4
+//                                (comm/scheme.h; default: parameter server, a node per worker)
+//   [network]   inter = "10GbE", intra = "nvlink"      (comm/network.h: projected step time)
 //   [[optimizer]]
 //   name = "birder"              # registry name
 //   label = "birder-b09"         # optional, unique; defaults to the name
@@ -29,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/scheme.h"
 #include "core/options.h"
 #include "core/types.h"
 
@@ -55,6 +59,8 @@ struct RunSpec {
   std::shared_ptr<OptionTable> data;  // null when the spec has no [data]
   std::shared_ptr<OptionTable> problem;
   std::vector<OptimizerSpec> optimizers;
+  CommSpec comm;                         // [communication], validated
+  std::shared_ptr<OptionTable> network;  // [network], or null
 };
 
 RunSpec LoadSpec(const std::filesystem::path& path);

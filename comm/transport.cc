@@ -1,13 +1,14 @@
 #include "comm/transport.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 namespace lemmalab {
 
 void SortByDestination(std::vector<Envelope>& envelopes) {
   std::stable_sort(envelopes.begin(), envelopes.end(), [](const Envelope& a, const Envelope& b) {
-    return a.to != b.to ? a.to < b.to : a.from < b.from;
+    return std::tie(a.to, a.from, a.tag) < std::tie(b.to, b.from, b.tag);
   });
 }
 

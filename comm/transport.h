@@ -25,6 +25,7 @@ namespace lemmalab {
 struct Envelope {
   int from = 0;  // a worker index, or kServer (optimizers/optimizer.h)
   int to = 0;
+  int tag = 0;   // tells apart several messages from one endpoint to another in a round
   Message message;
 };
 
@@ -44,7 +45,7 @@ class Transport {
   // One round, collective over all processes (each calls it once per round, in the same order).
   // `outgoing` holds the messages the endpoints this process runs send in this round; its
   // messages may be moved from. On return `incoming` holds every message of the round addressed
-  // to an endpoint this process runs, sorted by (to, from) with kServer first.
+  // to an endpoint this process runs, sorted by (to, from, tag) with kServer first.
   virtual void Exchange(std::vector<Envelope>& outgoing, std::vector<Envelope>& incoming) = 0;
 
   // Report data, not traffic: element-wise sums over processes, delivered to every process.
@@ -53,7 +54,7 @@ class Transport {
   virtual void Sum(std::span<std::int64_t> values) = 0;
 };
 
-// Sorts envelopes by (to, from), with kServer (-1) first: the order Exchange delivers in.
+// Sorts envelopes by (to, from, tag), with kServer (-1) first: the order Exchange delivers in.
 void SortByDestination(std::vector<Envelope>& envelopes);
 
 // All endpoints in this process; Exchange hands every outgoing message back as incoming.

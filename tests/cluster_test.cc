@@ -2,7 +2,7 @@
 // network.
 #include <gtest/gtest.h>
 
-#include "comm/simulated_cluster.h"
+#include "comm/cluster.h"
 #include "optimizers/sgd.h"
 
 namespace lemmalab {
@@ -25,12 +25,12 @@ class StreamEcho final : public Problem<double> {
   std::string Describe() const override { return "stream echo"; }
 };
 
-TEST(SimulatedCluster, WorkerMinibatchStreamsAreKeyedBySeedWorkerAndStep) {
+TEST(Cluster, WorkerMinibatchStreamsAreKeyedBySeedWorkerAndStep) {
   const StreamEcho problem;
   OptionTable no_options("sgd", "");
   auto sgd = SgdFromOptions<double>(no_options, {2, 3});
   for (const int threads : {1, 3}) {
-    SimulatedCluster<double> cluster(problem, *sgd, threads);
+    Cluster<double> cluster(problem, *sgd, {}, threads);
     Eigen::VectorXd x = Eigen::VectorXd::Zero(2);
     for (std::int64_t t = 1; t <= 3; ++t) {
       const Eigen::VectorXd before = x;
@@ -42,8 +42,8 @@ TEST(SimulatedCluster, WorkerMinibatchStreamsAreKeyedBySeedWorkerAndStep) {
         EXPECT_EQ(result.minibatch_loss[static_cast<std::size_t>(w)], first);
         mean += Eigen::Vector2d(w, first);
         // SGD sends two fp64 values each way.
-        EXPECT_EQ(result.traffic.sent[static_cast<std::size_t>(w)], 16);
-        EXPECT_EQ(result.traffic.received[static_cast<std::size_t>(w)], 16);
+        EXPECT_EQ(result.traffic.sent(w), 16);
+        EXPECT_EQ(result.traffic.received(w), 16);
       }
       mean /= 3;
       EXPECT_EQ(x, (before - 0.5 * mean).eval()) << "t = " << t;
@@ -52,12 +52,12 @@ TEST(SimulatedCluster, WorkerMinibatchStreamsAreKeyedBySeedWorkerAndStep) {
   }
 }
 
-TEST(SimulatedCluster, ChoosesOneThreadForTinySteps) {
+TEST(Cluster, ChoosesOneThreadForTinySteps) {
   const StreamEcho problem;
   OptionTable no_options("sgd", "");
   auto sgd = SgdFromOptions<double>(no_options, {2, 3});
-  EXPECT_EQ(SimulatedCluster<double>(problem, *sgd).threads(), 1);
-  EXPECT_EQ(SimulatedCluster<double>(problem, *sgd, 2).threads(), 2);
+  EXPECT_EQ(Cluster<double>(problem, *sgd).threads(), 1);
+  EXPECT_EQ(Cluster<double>(problem, *sgd, {}, 2).threads(), 2);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "comm/simulated_cluster.h"
+#include "comm/cluster.h"
 #include "compressors/stochastic_binary.h"
 #include "core/error.h"
 #include "optimizers/birder.h"
@@ -283,7 +283,7 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
     return MakeStochasticBinary<double>(QuantizerDomain::kClip, shape.dimension);
   };
   auto birder = MakeBirder<double>(BirderOptions{}, Symmetric(q), {problem->dimension(), 4});
-  SimulatedCluster<double> cluster(*problem, *birder);
+  Cluster<double> cluster(*problem, *birder);
   const ProbeContext context{problem->dimension(), 4};
   auto ef = MakeErrorNormProbe<double>(context);
   auto domain = MakeQuantizerDomainProbe<double>(context);

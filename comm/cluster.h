@@ -1,0 +1,104 @@
+// Steps a DistributedOptimizer across n workers under a communication scheme (comm/scheme.h),
+// over a transport (comm/transport.h): all workers in this process, or one per MPI rank.
+//
+// Per step: every worker this process runs computes its stochastic gradient at its replica and
+// its message (in parallel, one OpenMP iteration per worker); then the scheme's rounds move the
+// messages, run the node and server phases where the scheme puts them, and bring the replies
+// back; every process applies them to its x once. Each replica applies the same replies to the
+// same parameters, so one copy of x per process stands for its workers; an algorithm whose
+// replicas drift apart (local SGD) keeps them itself (DistributedOptimizer::LocalParameters).
+//
+// Every byte is counted from the messages of each round, at the sender and at the receiver,
+// split by link class (comm/traffic.h); the per-step counts and the per-worker losses are summed
+// over the processes, so every backend reports the same numbers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "comm/scheme.h"
+#include "comm/traffic.h"
+#include "comm/transport.h"
+#include "optimizers/optimizer.h"
+#include "problems/problem.h"
+
+namespace lemmalab {
+
+// The traffic of one step.
+struct StepTraffic {
+  std::vector<EndpointTraffic> workers;  // per worker, over the step's rounds
+  EndpointTraffic server;                // the parameter server's (zero in the other schemes)
+  std::vector<RoundTraffic> rounds;      // per round: workers, then the server
+
+  std::int64_t sent(int worker) const {
+    return workers[static_cast<std::size_t>(worker)].sent.total();
+  }
+  std::int64_t received(int worker) const {
+    return workers[static_cast<std::size_t>(worker)].received.total();
+  }
+};
+
+struct StepResult {
+  std::vector<double> minibatch_loss;  // per worker
+  std::vector<double> gradient_norm;   // ||g|| of each worker's stochastic gradient
+  StepTraffic traffic;
+};
+
+template <typename T>
+class Cluster {
+ public:
+  // In this process, under `comm`. `threads` = 0 chooses: one thread when a step is too small to
+  // pay for a parallel region (dimension x workers below kParallelWork), else OpenMP's default.
+  // Results are the same either way; only the time differs. The optimizer must have been built
+  // for LayoutFor(comm, dimension); one that cannot run under the scheme is refused (UserError
+  // naming `label`).
+  Cluster(const Problem<T>& problem, DistributedOptimizer<T>& optimizer, const CommSpec& comm = {},
+          int threads = 0, Transport* transport = nullptr, std::string_view label = "optimizer");
+
+  static constexpr std::int64_t kParallelWork = 1 << 15;
+
+  // Threads the worker phase runs on, and the largest team OpenMP actually gave it.
+  int threads() const { return threads_; }
+  int largest_team() const { return largest_team_; }
+  const CommSpec& comm() const { return comm_; }
+  const ExchangeLayout& layout() const { return layout_; }
+
+  // One synchronous step t (ctx.t) from parameters x, which are updated in place.
+  const StepResult& Step(const StepContext& ctx, VectorRef<T> x);
+
+ private:
+  // Sends `out`, counts it into a new round, and fills `in`.
+  void Round(std::string_view name, std::vector<Envelope>& out, std::vector<Envelope>& in);
+  // The message `to` received from `from` with `tag` in a round's incoming list.
+  static Message& Find(std::vector<Envelope>& in, int to, int from, int tag);
+
+  void ParameterServer(const StepContext& ctx);
+  void Allgather(const StepContext& ctx);
+  void Allreduce(const StepContext& ctx);
+  void Hierarchical(const StepContext& ctx);
+  // Sums the step's per-worker results and traffic over the processes.
+  void Gather();
+
+  const Problem<T>& problem_;
+  DistributedOptimizer<T>& optimizer_;
+  CommSpec comm_;
+  ExchangeLayout layout_;
+  std::unique_ptr<Transport> own_transport_;
+  Transport* transport_;
+  int workers_;
+  std::vector<int> local_;  // the workers this process runs, ascending
+  int threads_;
+  int largest_team_ = 0;
+  std::vector<Vector<T>> gradients_;
+  std::vector<Message> uplink_;               // per worker: its whole message
+  std::vector<std::vector<Message>> parts_;   // per worker: its message split by the layout
+  std::vector<std::vector<Message>> node_parts_;  // hierarchical, per worker: its node step's
+  std::vector<Message> chunk_reply_;          // per chunk, for the chunks served here
+  std::vector<Message> replies_;              // per chunk: what Apply receives
+  std::vector<Message> received_;             // scratch: one server's inputs
+  std::vector<Envelope> out_, in_, in2_;
+  StepResult result_;
+};
+
+}  // namespace lemmalab
