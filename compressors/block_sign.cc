@@ -18,6 +18,7 @@ std::unique_ptr<Compressor<T>> MakeBlockSign(const CompressorShape& shape,
   format.scale = OneBitFormat::Scale::kMeanAbs;
   format.blocks = block_size > 0 ? FixedBlocks(shape.dimension, block_size) : shape.LayerRanges();
   format.uses_layers = block_size == 0;
+  format.fixed_block_size = block_size;  // 0: the layers
   std::int64_t largest = 0;
   for (const auto& [lo, hi] : format.blocks) largest = std::max(largest, hi - lo);
   // Remark 1, plus 2^-23 for sending the scales as float32: their relative rounding error is at

@@ -6,6 +6,12 @@
 // Options: blocks = "layers" (default: the problem's layers, as SPAMS uses for networks) or
 // "fixed" with block_size = n (the last block shorter). Wire format: one float32 scale per block,
 // then the packed sign bits.
+// Split (chunked collectives; compressors/one_bit_compressor.h): part k is the scale of every
+// block its range overlaps, repeated in each part, then the bits of its range. With blocks =
+// "layers" always exact, even through a layer: Restrict makes the cut layer's piece a flat block
+// of its own, which receives the whole layer's scale. With "fixed" blocks of n only when each
+// range starts at a multiple of n or lies inside one block (an instance for the range restarts
+// its blocks at its start); false otherwise.
 #pragma once
 
 #include "compressors/compressor.h"

@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "compressors/split.h"
 #include "core/error.h"
 
 namespace lemmalab {
@@ -75,6 +76,17 @@ class HalfPrecision final : public ElementwiseDecoded<T, HalfPrecision<T, H>> {
       std::memcpy(out.bytes.data() + 2 * j, &bits, sizeof(bits));
     }
     return stats;
+  }
+
+  // Part k is the 16-bit words of its range.
+  bool Split(const Message& whole, std::span<const std::int64_t> bounds,
+             std::vector<Message>& parts) const override {
+    PrepareSplit(name(), bounds, dimension_, parts);
+    CheckMessageSize(name(), whole, MessageBytes());
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      AppendElementSlice(whole.bytes.data(), 16, bounds[k], bounds[k + 1], parts[k].bytes);
+    }
+    return true;
   }
 
  private:

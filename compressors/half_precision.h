@@ -31,6 +31,7 @@
 //
 // Wire format: d little-endian uint16 words, the raw binary16 / bfloat16 bits of the elements in
 // order. Size: 16 d bits. No draws: the stream is not touched.
+// Split (chunked collectives): part k is the words of its range, a byte slice of the message.
 #pragma once
 
 #include "compressors/compressor.h"

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compressors/split.h"
 #include "core/error.h"
 
 namespace lemmalab {
@@ -43,6 +44,19 @@ class Identity final : public Compressor<T> {
       std::memcpy(&v, in.bytes.data() + j * sizeof(T), sizeof(T));
       acc[j] += weight * v;
     }
+  }
+
+  // Part k is the raw scalars of its range.
+  bool Split(const Message& whole, std::span<const std::int64_t> bounds,
+             std::vector<Message>& parts) const override {
+    const std::int64_t d = bounds.empty() ? 0 : bounds.back();
+    PrepareSplit("identity", bounds, d, parts);
+    CheckMessageSize("identity", whole, static_cast<std::size_t>(d) * sizeof(T));
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      AppendElementSlice(whole.bytes.data(), 8 * sizeof(T), bounds[k], bounds[k + 1],
+                         parts[k].bytes);
+    }
+    return true;
   }
 
  private:

@@ -2,6 +2,7 @@
 // The uncompressed baseline (q = 0 in the q-deviate sense of spams.txt Assumption 1).
 // Unlike other compressors an instance keeps no state in Encode, Decode or DecodeAdd, so the
 // optimizers share one instance between senders as a codec for full-precision messages.
+// Split: part k is the scalars of its range, a byte slice of the message.
 #pragma once
 
 #include "compressors/compressor.h"

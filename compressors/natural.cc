@@ -7,6 +7,7 @@
 #include <span>
 
 #include "compressors/quantization.h"
+#include "compressors/split.h"
 #include "core/bits.h"
 #include "core/error.h"
 
@@ -83,6 +84,19 @@ class Natural final : public ElementwiseDecoded<T, Natural<T>> {
       }
     }
     return stats;
+  }
+
+  // Part k is the exponent bytes of its range, then its sign bits.
+  bool Split(const Message& whole, std::span<const std::int64_t> bounds,
+             std::vector<Message>& parts) const override {
+    PrepareSplit("natural", bounds, dimension_, parts);
+    CheckMessageSize("natural", whole, MessageBytes());
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      std::vector<std::uint8_t>& out = parts[k].bytes;
+      AppendElementSlice(whole.bytes.data(), 8, bounds[k], bounds[k + 1], out);
+      AppendElementSlice(whole.bytes.data() + dimension_, 1, bounds[k], bounds[k + 1], out);
+    }
+    return true;
   }
 
  private:

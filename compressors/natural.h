@@ -31,6 +31,8 @@
 // never sent), then ceil(d / 8) bytes of sign bits (bit j in byte j / 8 at position j % 8, set =
 // negative, as in float32; clear when the element is sent as 0). Size: 8 d + 8 ceil(d / 8) bits,
 // which equals 8 ceil(9 d / 8), a packed 9-bit stream's size.
+// Split (chunked collectives): part k is the exponent bytes of its range followed by its sign
+// bits, byte slices of the two sections; always exact.
 #pragma once
 
 #include "compressors/compressor.h"

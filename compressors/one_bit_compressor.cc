@@ -1,10 +1,12 @@
 #include "compressors/one_bit_compressor.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 
 #include "compressors/one_bit.h"
+#include "compressors/split.h"
 #include "core/bits.h"
 #include "core/error.h"
 
@@ -22,6 +24,10 @@ class OneBitCompressor final : public Compressor<T> {
   explicit OneBitCompressor(OneBitFormat format) : format_(std::move(format)) {
     LEMMALAB_CHECK(!format_.blocks.empty(), "{} needs at least one block", format_.name);
     dimension_ = format_.blocks.back().second;
+    LEMMALAB_CHECK(format_.fixed_block_size == 0 ||
+                       format_.blocks == FixedBlocks(dimension_, format_.fixed_block_size),
+                   "{}: blocks are not the fixed blocks of {} it declares", format_.name,
+                   format_.fixed_block_size);
   }
 
   std::string_view name() const override { return format_.name; }
@@ -54,6 +60,33 @@ class OneBitCompressor final : public Compressor<T> {
       const auto [lo, hi] = format_.blocks[b];
       one_bit::ExpandAdd(bits, weight * ScaleOf(in, b), lo, hi, acc.data());
     }
+  }
+
+  // The scales of the blocks each range overlaps, then the range's bits (one_bit_compressor.h).
+  bool Split(const Message& whole, std::span<const std::int64_t> bounds,
+             std::vector<Message>& parts) const override {
+    PrepareSplit(format_.name, bounds, dimension_, parts);
+    const std::uint8_t* bits = Bits(whole, dimension_);
+    const std::int64_t n = format_.fixed_block_size;
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      const std::int64_t lo = bounds[k], hi = bounds[k + 1];
+      if (n > 0 && lo % n != 0 && lo / n != (hi - 1) / n) return false;
+    }
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      const std::int64_t lo = bounds[k], hi = bounds[k + 1];
+      std::vector<std::uint8_t>& out = parts[k].bytes;
+      if (ScaleCount() > 0) {
+        // The blocks are in order: from the first one ending after lo, those starting before hi.
+        auto block = std::partition_point(format_.blocks.begin(), format_.blocks.end(),
+                                          [lo](const auto& range) { return range.second <= lo; });
+        for (; block != format_.blocks.end() && block->first < hi; ++block) {
+          const auto b = static_cast<std::size_t>(block - format_.blocks.begin());
+          AppendShared(whole.bytes.data() + b * sizeof(float), sizeof(float), out);
+        }
+      }
+      AppendElementSlice(bits, 1, lo, hi, out);
+    }
+    return true;
   }
 
  private:

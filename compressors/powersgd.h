@@ -68,6 +68,11 @@
 //
 // Options: rank = r (integer >= 1, default 2, within the ranks 1 to 4 of the paper's
 // experiments), warm_start (default true).
+//
+// Split (chunked collectives) is not supported (returns false): P^ and Q of a matrix layer
+// describe all of its coordinates, and an instance for a range that cuts the layer sees the
+// piece as a flat (vector) layer it expects raw. Sending that piece decoded and raw would be
+// exact but is not PowerSGD's traffic (its collective all-reduces P and Q, Algorithm 1).
 #pragma once
 
 #include "compressors/compressor.h"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compressors/quantization.h"
+#include "compressors/split.h"
 #include "core/error.h"
 
 namespace lemmalab {
@@ -87,6 +88,21 @@ class Qsgd final : public ElementwiseDecoded<T, Qsgd<T>> {
     }
     writer.Finish();
     return stats;
+  }
+
+  // Part k is N_f, repeated, then the fields of its range: an instance for the range decodes
+  // N_f l_j / s exactly as this one does.
+  bool Split(const Message& whole, std::span<const std::int64_t> bounds,
+             std::vector<Message>& parts) const override {
+    PrepareSplit(name_, bounds, dimension_, parts);
+    CheckMessageSize(name_, whole, MessageBytes());
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+      std::vector<std::uint8_t>& out = parts[k].bytes;
+      AppendShared(whole.bytes.data(), sizeof(float), out);
+      AppendElementSlice(whole.bytes.data() + sizeof(float), width_ + 1, bounds[k], bounds[k + 1],
+                         out);
+    }
+    return true;
   }
 
  private:

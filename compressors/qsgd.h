@@ -36,6 +36,12 @@
 // bit i in byte i / 8 at position i % 8, fields least significant bit first; the unused high bits
 // of the last byte are zero). Size: 32 + 8 ceil(d (w + 1) / 8) bits. Decoding: N_f l_j / s
 // computed in double, then rounded to T, with the sign applied.
+//
+// Split (chunked collectives): part k is N_f (the norm of the WHOLE vector, repeated in every
+// part: 32 more bits per part) followed by the fields of its range, a byte slice of the stream
+// since a cut at a multiple of 64 elements falls on a byte whatever w is. An instance for the
+// range decodes N_f l_j / s exactly as the whole one does; always exact. The part is not what
+// that instance would encode from the segment (its norm would be the segment's).
 #pragma once
 
 #include <string_view>

@@ -24,6 +24,7 @@
 // know k and d. So the two variants send the same bytes and the message carries x exactly:
 //   bits = k * (8 * IndexBytes(d) + 8 * sizeof(T)).
 // Non-finite inputs are counted over all d coordinates, kept or not.
+// Split: not supported, as for every sparse message (compressors/sparse.h).
 #pragma once
 
 #include "compressors/compressor.h"

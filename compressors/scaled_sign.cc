@@ -11,6 +11,7 @@ std::unique_ptr<Compressor<T>> MakeScaledSign(std::int64_t dimension, std::int64
   format.draw = OneBitFormat::Draw::kSign;
   format.scale = OneBitFormat::Scale::kRms;
   format.blocks = FixedBlocks(dimension, chunk > 0 ? chunk : dimension);
+  format.fixed_block_size = chunk;  // 0: one block
   return MakeOneBitCompressor<T>(std::move(format));
 }
 

@@ -5,6 +5,11 @@
 // whole vector, as the worker's C in the algorithm box). Wire format: one float32 scale per
 // chunk, then the packed sign bits: 8 ceil(d/8) + 32 * chunks bits. Deterministic and biased,
 // with no q < 1 in general (x = e_1 gives ||C(x) - x||^2 = (2 - 2/sqrt(d)) ||x||^2).
+// Split (the chunked compressed allreduce: a worker's whole-vector message cut into the servers'
+// chunks): part k is the scale of every chunk its range overlaps, repeated in each part, then the
+// bits of its range (compressors/one_bit_compressor.h). Always exact with one scale (chunk = 0);
+// with chunk = n only when each range starts at a multiple of n or lies inside one chunk, since
+// an instance for the range restarts its chunks at the range's start; false otherwise.
 #pragma once
 
 #include "compressors/compressor.h"

@@ -10,6 +10,11 @@
 // coordinates exactly (Top-k's q of spams.txt Remark 1 then needs no rounding slack). Decoding
 // zero-fills and scatters value * scale, scale being fixed per instance (d/k for scaled
 // random-k, 1 otherwise).
+//
+// Split (chunked collectives) is not supported (Compressor::Split returns false): an instance
+// for a range [lo, hi) expects exactly its own k' = k(hi - lo) entries (and, for scaled random-k,
+// multiplies by (hi - lo) / k'), while the number of kept coordinates that fall in the range
+// depends on x; so no part can carry the range's values in the format that instance decodes.
 #pragma once
 
 #include <cstdint>

@@ -20,6 +20,10 @@
 //                       the receiver decodes s * (+-1). Unbiased for every finite input, at the
 //                       cost of 32 bits per message. (u / s is evaluated as u * (1 / s).)
 // Non-finite inputs are counted (never silently quantized as if valid) and sent as -1.
+//
+// Split (Birder's hierarchical all-reduce, birder.txt Sec. 4): part k is the bits of its range (a
+// byte slice), preceded under "rescale" by the whole vector's scale s, repeated in every part;
+// always exact (compressors/one_bit_compressor.h).
 #pragma once
 
 #include "compressors/compressor.h"

@@ -19,6 +19,8 @@
 // 01 = +s_max, 11 = -s_max (10 is never sent). Size: 32 + 8 ceil(2d / 8) bits.
 // Non-finite elements are counted in EncodeStats.non_finite and sent as 0. A double input beyond
 // the float32 range is sent as +-(largest float) and counted in EncodeStats.out_of_domain.
+// Split (chunked collectives): as QSGD's, part k is s_max of the whole vector, repeated, then
+// the 2-bit codes of its range; always exact.
 #pragma once
 
 #include "compressors/compressor.h"

@@ -17,6 +17,7 @@
 // d <= 65536, else uint32; little-endian), then their values in T:
 //   bits = k * (8 * IndexBytes(d) + 8 * sizeof(T)).
 // Deterministic: draws no words from the stream.
+// Split: not supported, as for every sparse message (compressors/sparse.h).
 #pragma once
 
 #include "compressors/compressor.h"
