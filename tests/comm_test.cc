@@ -23,8 +23,8 @@ constexpr std::uint64_t kSeed = 2026;
 // A noisy quadratic of dimension d over `workers` workers, an optimizer from TOML text, and the
 // scheme from a [communication] table's text, with the optimizer built for the scheme's layout.
 template <typename T = float>
-struct Setup {
-  Setup(std::int64_t d, int workers, const std::string& optimizer, const std::string& comm_text) {
+struct Scenario {
+  Scenario(std::int64_t d, int workers, const std::string& optimizer, const std::string& comm_text) {
     auto problem_table = ParseOptionTable(
         fmt::format("name = \"quadratic\"\ndimension = {}\nsigma = 0.5", d), "[problem]");
     problem = MakeProblem<T>(*problem_table, {workers, kSeed, nullptr});
@@ -66,10 +66,10 @@ struct Setup {
 
 // Birder sends 1 bit per coordinate and no scale: d / 8 bytes, P = 32 d bits of fp32 payload.
 TEST(SchemeVolume, HierarchicalInterNodeVolumeIsTwoNMinusOneTimesPOver32) {
-  for (const auto [nodes, per_node] : {std::pair{2, 4}, {4, 2}, {3, 2}, {2, 1}}) {
+  for (const auto& [nodes, per_node] : {std::pair{2, 4}, {4, 2}, {3, 2}, {2, 1}}) {
     const int gpus = nodes * per_node;
     const std::int64_t d = kChunkAlign * gpus * 3;
-    Setup s(d, gpus, "name = \"birder\"",
+    Scenario s(d, gpus, "name = \"birder\"",
             fmt::format("scheme = \"hierarchical\"\nnodes = {}\nworkers_per_node = {}", nodes,
                         per_node));
     std::vector<EndpointTraffic> per_worker;
@@ -86,17 +86,17 @@ TEST(SchemeVolume, HierarchicalInterNodeVolumeIsTwoNMinusOneTimesPOver32) {
 }
 
 TEST(SchemeVolume, NaiveAllgatherInterNodeVolumeIsMSquaredNTimesNMinusOneTimesPOver32) {
-  for (const auto [nodes, per_node] : {std::pair{2, 4}, {4, 2}}) {
+  for (const auto& [nodes, per_node] : {std::pair{2, 4}, {4, 2}}) {
     const int gpus = nodes * per_node;
     const std::int64_t d = kChunkAlign * gpus * 3;
-    Setup s(d, gpus, "name = \"birder\"",
+    Scenario s(d, gpus, "name = \"birder\"",
             fmt::format("scheme = \"allgather\"\nnodes = {}\nworkers_per_node = {}", nodes,
                         per_node));
     const EndpointTraffic total = s.Run(1);
     const std::int64_t p_over_32 = d / 8;
     EXPECT_EQ(total.sent.inter, per_node * per_node * nodes * (nodes - 1) * p_over_32);
     EXPECT_EQ(total.sent.intra, gpus * (per_node - 1) * p_over_32);
-    Setup h(d, gpus, "name = \"birder\"",
+    Scenario h(d, gpus, "name = \"birder\"",
             fmt::format("scheme = \"hierarchical\"\nnodes = {}\nworkers_per_node = {}", nodes,
                         per_node));
     // Birder's Sec. 4 comparison: m^2 n / 2 times less across nodes.
@@ -106,7 +106,7 @@ TEST(SchemeVolume, NaiveAllgatherInterNodeVolumeIsMSquaredNTimesNMinusOneTimesPO
 
 TEST(SchemeVolume, ParameterServerCountsEveryMessageAtBothEnds) {
   const std::int64_t d = 1000;
-  Setup s(d, 3, "name = \"birder\"", "");
+  Scenario s(d, 3, "name = \"birder\"", "");
   const StepResult& r = s.Step(1);
   for (int w = 0; w < 3; ++w) {
     EXPECT_EQ(r.traffic.sent(w), (d + 7) / 8);
@@ -122,7 +122,7 @@ TEST(SchemeVolume, ParameterServerCountsEveryMessageAtBothEnds) {
 TEST(SchemeVolume, DenseAllreduceMovesTwoNMinusOneOverNOfTheVector) {
   const int n = 4;
   const std::int64_t d = kChunkAlign * n * 5;
-  Setup s(d, n, "name = \"adam\"", "scheme = \"allreduce\"");
+  Scenario s(d, n, "name = \"adam\"", "scheme = \"allreduce\"");
   std::vector<EndpointTraffic> per_worker;
   s.Run(2, &per_worker);
   for (const EndpointTraffic& w : per_worker) {
@@ -140,7 +140,7 @@ TEST(SchemeVolume, OnebitAdamEndToEndReductionFollowsTheWarmupFraction) {
   const std::int64_t d = kChunkAlign * n * 64;
   const std::int64_t steps = 20;
   for (const std::int64_t warmup : {0, 4, 10, 20}) {
-    Setup s(d, n,
+    Scenario s(d, n,
             fmt::format("name = \"onebit-adam\"\nwarmup_steps = {}\nwarmup_compressor = "
                         "{{ name = \"fp16\" }}",
                         warmup),
@@ -165,9 +165,9 @@ TEST(SchemeVolume, OnebitAdamEndToEndReductionFollowsTheWarmupFraction) {
 TEST(SchemeEquivalence, FullPrecisionOptimizersAgreeAcrossFlatSchemes) {
   for (const char* optimizer : {"name = \"adam\"", "name = \"sgdm\"", "name = \"softsign-sgd\"",
                                 "name = \"dist-spams\"\ncompressor = { name = \"identity\" }"}) {
-    Setup ps(1000, 3, optimizer, "");
-    Setup gather(1000, 3, optimizer, "scheme = \"allgather\"");
-    Setup reduce(1000, 3, optimizer, "scheme = \"allreduce\"");
+    Scenario ps(1000, 3, optimizer, "");
+    Scenario gather(1000, 3, optimizer, "scheme = \"allgather\"");
+    Scenario reduce(1000, 3, optimizer, "scheme = \"allreduce\"");
     ASSERT_EQ(reduce.cluster->layout().chunks(), 3);
     ps.Run(6);
     gather.Run(6);
@@ -183,8 +183,8 @@ TEST(SchemeEquivalence, FullPrecisionOptimizersAgreeAcrossFlatSchemes) {
 TEST(SchemeEquivalence, IdentityCompressedAllreduceEqualsParameterServer) {
   const std::string onebit =
       "name = \"onebit-adam\"\nwarmup_steps = 2\ncompressor = { name = \"identity\" }";
-  Setup ps(700, 4, onebit, "");
-  Setup reduce(700, 4, onebit, "scheme = \"compressed-allreduce\"");
+  Scenario ps(700, 4, onebit, "");
+  Scenario reduce(700, 4, onebit, "scheme = \"compressed-allreduce\"");
   ps.Run(6);
   reduce.Run(6);
   EXPECT_EQ(ps.x, reduce.x);
@@ -194,8 +194,8 @@ TEST(SchemeEquivalence, IdentityCompressedAllreduceEqualsParameterServer) {
 // stream and error, cut into the same chunks: it is the compressed all-reduce, bit for bit.
 TEST(SchemeEquivalence, HierarchicalWithOneWorkerPerNodeIsTheCompressedAllreduce) {
   for (const char* optimizer : {"name = \"birder\"", "name = \"onebit-adam\"\nwarmup_steps = 3"}) {
-    Setup flat(1000, 4, optimizer, "scheme = \"allreduce\"");
-    Setup hier(1000, 4, optimizer, "scheme = \"hierarchical\"\nnodes = 4");
+    Scenario flat(1000, 4, optimizer, "scheme = \"allreduce\"");
+    Scenario hier(1000, 4, optimizer, "scheme = \"hierarchical\"\nnodes = 4");
     const EndpointTraffic a = flat.Run(8), b = hier.Run(8);
     EXPECT_EQ(flat.x, hier.x) << optimizer;
     EXPECT_EQ(a.sent.total(), b.sent.total()) << optimizer;
@@ -208,13 +208,13 @@ TEST(SchemeEquivalence, HierarchicalWithOneWorkerPerNodeIsTheCompressedAllreduce
 // reply, and e_bar = u - reply with u the chunk's mean (the server error starts at 0), so
 // |m_j| = ||u_c|| / sqrt(d_c) on every coordinate of chunk c.
 TEST(CompressedAllreduce, EachChunkServerRecompressesWithItsOwnScale) {
-  Setup<double> s(256, 2, "name = \"onebit-adam\"\nwarmup_steps = 1", "scheme = \"allreduce\"");
+  Scenario<double> s(256, 2, "name = \"onebit-adam\"\nwarmup_steps = 1", "scheme = \"allreduce\"");
   ASSERT_EQ(s.cluster->layout().bounds, (std::vector<std::int64_t>{0, 128, 256}));
   s.Run(2);
   const Vector<double>& m = *s.algorithm->Observe(Quantity::kMomentum, kServer);
   const Vector<double>& e = *s.algorithm->Observe(Quantity::kServerError, kServer);
   std::vector<double> scales;
-  for (const auto [begin, end] : {std::pair{0, 128}, {128, 256}}) {
+  for (const auto& [begin, end] : {std::pair{0, 128}, {128, 256}}) {
     const Vector<double> u = m.segment(begin, end - begin) + e.segment(begin, end - begin);
     const double scale = u.norm() / std::sqrt(end - begin);
     for (Eigen::Index j = begin; j < end; ++j) EXPECT_NEAR(std::abs(m[j]), scale, 1e-15);
@@ -226,7 +226,7 @@ TEST(CompressedAllreduce, EachChunkServerRecompressesWithItsOwnScale) {
 TEST(SchemeErrors, OptimizersAndCompressorsThatCannotBeCutAreRefused) {
   const auto message = [](const std::string& optimizer, const std::string& comm) {
     try {
-      Setup s(1000, 4, optimizer, comm);
+      Scenario s(1000, 4, optimizer, comm);
     } catch (const UserError& e) {
       return std::string(e.what());
     }
