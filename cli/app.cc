@@ -13,6 +13,8 @@
 
 #include "cli/experiment.h"
 #include "cli/spec.h"
+#include "comm/network.h"
+#include "comm/scheme.h"
 #include "compressors/compressor.h"
 #include "core/error.h"
 #include "optimizers/optimizer.h"
@@ -183,6 +185,22 @@ std::string ListRegistries(bool json) {
   AddSection(DataSources(), "data", doc, text);
   AddSection(Schedules(), "schedules", doc, text);
   AddSection(Probes(), "probes", doc, text);
+  text += "schemes ([communication] scheme)\n";
+  auto& schemes = doc["schemes"] = nlohmann::json::array();
+  for (const SchemeInfo& e : Schemes()) {
+    text += fmt::format("  {:<18}  {}\n", e.name, e.summary);
+    schemes.push_back({{"name", e.name}, {"summary", e.summary}});
+  }
+  text += "networks ([network] intra, inter)\n";
+  auto& networks = doc["networks"] = nlohmann::json::array();
+  for (const NetworkPreset& e : NetworkPresets()) {
+    const double gbit = e.cost.bandwidth_bytes_per_s * 8e-9, us = e.cost.latency_s * 1e6;
+    text += fmt::format("  {:<9} {:>6.4g} Gbit/s {:>4g} us  {}\n", e.name, gbit, us, e.source);
+    networks.push_back({{"name", e.name},
+                        {"bandwidth_gbit_per_s", gbit},
+                        {"latency_us", us},
+                        {"source", e.source}});
+  }
   return json ? doc.dump(2) + "\n" : text;
 }
 

@@ -71,7 +71,7 @@ bool Same(const std::vector<Envelope>& a, const std::vector<Envelope>& b) {
 }
 
 Envelope Make(int from, int to, std::vector<std::uint8_t> bytes) {
-  return Envelope{from, to, Message{std::move(bytes)}};
+  return Envelope{from, to, 0, Message{std::move(bytes)}};
 }
 
 void CheckEndpoints(const MpiTransport& transport, int size) {
