@@ -218,8 +218,13 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   }
   std::optional<double> f_star;
   if (const Constant* c = FindConstant(constants, "f_star")) f_star = c->value;
-  const OptimizerContext optimizer_context{problem->dimension(), spec.workers, problem->Layers(),
-                                           LayoutFor(spec.comm, problem->dimension())};
+  OptimizerContext optimizer_context{problem->dimension(), spec.workers, problem->Layers(),
+                                     LayoutFor(spec.comm, problem->dimension())};
+  if (options.transport != nullptr) {
+    for (int i = 0; i < spec.workers; ++i) {
+      if (options.transport->Runs(i)) optimizer_context.local_workers.push_back(i);
+    }
+  }
   const ProbeContext probe_context{problem->dimension(), spec.workers};
   OptionTable no_network("[network]", spec.path.string());
   const NetworkModel network = NetworkFromOptions(spec.network ? *spec.network : no_network);

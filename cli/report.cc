@@ -44,6 +44,21 @@ std::string FormatTable(const std::vector<Column>& columns,
   return out;
 }
 
+// Bytes with a decimal unit: 950 B, 25.4 kB, 1.02 MB.
+std::string Bytes(double bytes) {
+  if (bytes < 1e3) return fmt::format("{:.0f} B", bytes);
+  if (bytes < 1e6) return fmt::format("{:.3g} kB", bytes / 1e3);
+  if (bytes < 1e9) return fmt::format("{:.3g} MB", bytes / 1e6);
+  return fmt::format("{:.3g} GB", bytes / 1e9);
+}
+
+// Seconds in the unit that suits them.
+std::string Seconds(double seconds) {
+  if (seconds < 1e-3) return fmt::format("{:.3g} us", seconds * 1e6);
+  if (seconds < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
+  return fmt::format("{:.3g} s", seconds);
+}
+
 std::string FormatShards(const std::vector<ShardSummary>& shards) {
   if (shards.empty()) return "";
   std::int64_t smallest = shards.front().samples, largest = smallest;
@@ -68,8 +83,9 @@ std::string FormatShards(const std::vector<ShardSummary>& shards) {
 }  // namespace
 
 std::string FormatReport(const ExperimentReport& report) {
-  std::string out = fmt::format("problem: {}\n{} workers, {}\n\n", report.problem, report.workers,
-                                PrecisionName(report.precision));
+  std::string out = fmt::format("problem: {}\n{} workers, {}\ncommunication: {}\n\n",
+                                report.problem, report.workers, PrecisionName(report.precision),
+                                report.communication);
   const Constant* f_star = FindConstant(report.constants, "f_star");
   bool accuracy = false, test = false;
   for (const RunReport& run : report.runs) {
@@ -87,7 +103,14 @@ std::string FormatReport(const ExperimentReport& report) {
   if (test) columns.insert(columns.end(), {{"test loss", false}, {"test acc.", false}});
   columns.insert(
       columns.end(),
-      {{"|grad f|^2", false}, {"bits/worker", false}, {"bits/param/step", false}, {"time", false}});
+      {{"|grad f|^2", false},
+       {"bits/worker", false},
+       {"bits/param/step", false},
+       {"intra/step", false},
+       {"inter/step", false},
+       {"step (measured)", false},
+       {"comm (projected)", false},
+       {"time", false}});
   std::vector<std::vector<std::string>> rows;
   for (const RunReport& run : report.runs) {
     const RunRecord& r = run.record;
@@ -106,7 +129,9 @@ std::string FormatReport(const ExperimentReport& report) {
     row.insert(
         row.end(),
         {fmt::format("{:.3g}", r.final_grad_sq_norm), fmt::format("{:.4g}", r.bits_sent_per_worker),
-         fmt::format("{:.3f}", per_param_step), fmt::format("{:.2f}s", r.wall_seconds)});
+         fmt::format("{:.3f}", per_param_step), Bytes(r.bytes_intra_per_step),
+         Bytes(r.bytes_inter_per_step), Seconds(r.step_seconds), Seconds(r.comm_seconds_per_step),
+         fmt::format("{:.2f}s", r.wall_seconds)});
     rows.push_back(std::move(row));
   }
   out += FormatTable(columns, rows);

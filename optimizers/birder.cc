@@ -13,8 +13,10 @@ class Birder final : public ExchangingOptimizer<T> {
   Birder(const BirderOptions& options, const ExchangeConfig<T>& exchange,
          const OptimizerContext& context)
       : ExchangingOptimizer<T>(exchange, context), options_(options), u_bar_(context.dimension) {
-    const Vector<T> zero = Vector<T>::Zero(context.dimension);
-    workers_.assign(static_cast<std::size_t>(context.workers), {zero, zero, zero, zero, zero});
+    for (int i = 0; i < context.workers; ++i) {
+      const Vector<T> zero = Vector<T>::Zero(context.LocalDimension(i));
+      workers_.push_back({zero, zero, zero, zero, zero});
+    }
   }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
@@ -84,7 +86,7 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
   SoftSignSgd(double beta, double eps, const OptimizerContext& context)
       : beta_(static_cast<T>(beta)),
         eps_(static_cast<T>(eps)),
-        m_(static_cast<std::size_t>(context.workers), Vector<T>::Zero(context.dimension)),
+        m_(LocalStates<T>(context)),
         b_(m_),
         ratio_(m_),
         wire_(context),

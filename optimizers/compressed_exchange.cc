@@ -85,7 +85,7 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
     RequireSplit(config.worker_compressor, shape, layout_.WorkerBounds(dimension_));
     workers_.reserve(static_cast<std::size_t>(context.workers));
     for (int i = 0; i < context.workers; ++i) {
-      workers_.push_back({ErrorFeedback<T>(config.worker_feedback, context.dimension),
+      workers_.push_back({ErrorFeedback<T>(config.worker_feedback, context.LocalDimension(i)),
                           config.worker_compressor(shape),
                           {}});
     }
@@ -102,7 +102,8 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
     if (i < layout_.workers_per_node) {
       RequireSplit(config.worker_compressor, range, layout_.NodeBounds(static_cast<int>(r)));
     }
-    workers_.push_back({ErrorFeedback<T>(config.worker_feedback, range.dimension),
+    workers_.push_back({ErrorFeedback<T>(config.worker_feedback,
+                                         context.Runs(i) ? range.dimension : 0),
                         config.worker_compressor(range),
                         {}});
   }

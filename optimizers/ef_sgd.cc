@@ -14,7 +14,7 @@ class EfSgd final : public ExchangingOptimizer<T> {
         const OptimizerContext& context)
       : ExchangingOptimizer<T>(exchange, context), beta_(beta), reply_(context.dimension) {
     if (beta_) {
-      m_.assign(static_cast<std::size_t>(context.workers), Vector<T>::Zero(context.dimension));
+      m_ = LocalStates<T>(context);
     }
   }
 

@@ -144,7 +144,8 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     LEMMALAB_CHECK(!options.lamb.bias_correction,
                    "1-bit LAMB runs Eq. (1), which has no bias correction");
     for (int i = 0; i < context.workers; ++i) {
-      workers_.push_back({{}, Vector<T>::Zero(context.dimension), Vector<T>(context.dimension)});
+      workers_.push_back(
+          {{}, Vector<T>::Zero(context.LocalDimension(i)), Vector<T>(context.LocalDimension(i))});
     }
     if (options_.warmup_steps == 0) Freeze();
   }
@@ -290,7 +291,9 @@ class OnebitLamb final : public DistributedOptimizer<T> {
   void Freeze() {
     v_frozen_ = lamb_.v();
     frozen_denominator_ = v_frozen_.array().sqrt() + static_cast<T>(options_.lamb.eps);
-    for (Worker& w : workers_) w.m = lamb_.m();  // "own" starts from m_Tw
+    for (Worker& w : workers_) {
+      if (w.m.size() > 0) w.m = lamb_.m();  // "own" starts from m_Tw (workers run here)
+    }
     if (options_.momentum_scaling) {
       const LayerRanges& ranges = lamb_.ranges();
       std::vector<double> s(ranges.size(), 0.0);

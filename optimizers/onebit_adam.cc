@@ -53,7 +53,7 @@ class OnebitAdam final : public DistributedOptimizer<T> {
         m_(Vector<T>::Zero(context.dimension)),
         v_(Vector<T>::Zero(context.dimension)),
         g_(Vector<T>::Zero(context.dimension)) {
-    workers_.assign(static_cast<std::size_t>(context.workers), {Vector<T>::Zero(context.dimension)});
+    for (Vector<T>& m : LocalStates<T>(context)) workers_.push_back({std::move(m)});
   }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,

@@ -24,6 +24,7 @@
 // this is the plain worker -> server -> broadcast pattern of the papers' analysis.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -136,12 +137,30 @@ struct OptimizerContext {
   int workers = 1;
   std::vector<Layer> layers = {};  // the problem's layers; empty means one layer
   ExchangeLayout layout = {};
+  // The workers this process runs (under MPI, its rank's own); empty: all of them. Per-worker
+  // state is allocated for these only, so a rank does not hold n workers' vectors.
+  std::vector<int> local_workers = {};
+
+  bool Runs(int worker) const {
+    return local_workers.empty() ||
+           std::find(local_workers.begin(), local_workers.end(), worker) != local_workers.end();
+  }
+  // The length of worker `worker`'s state vectors here: the dimension, or 0 elsewhere.
+  std::int64_t LocalDimension(int worker) const { return Runs(worker) ? dimension : 0; }
 
   // The shape of the whole parameter vector, for compressors.
   CompressorShape shape() const {
     return layers.empty() ? CompressorShape::Flat(dimension) : CompressorShape{dimension, layers};
   }
 };
+
+// One zero vector per worker, of its LocalDimension.
+template <typename T>
+std::vector<Vector<T>> LocalStates(const OptimizerContext& context) {
+  std::vector<Vector<T>> states;
+  for (int i = 0; i < context.workers; ++i) states.push_back(Vector<T>::Zero(context.LocalDimension(i)));
+  return states;
+}
 
 template <typename T>
 using OptimizerFactory = std::unique_ptr<DistributedOptimizer<T>> (*)(

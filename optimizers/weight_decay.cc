@@ -13,7 +13,7 @@ class WeightDecayed final : public DistributedOptimizer<T> {
                 const OptimizerContext& context)
       : inner_(std::move(inner)), decay_(decay) {
     if (decay_.mode == WeightDecayMode::kL2) {
-      gradients_.assign(static_cast<std::size_t>(context.workers), Vector<T>(context.dimension));
+      gradients_ = LocalStates<T>(context);
     }
   }
 
