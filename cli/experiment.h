@@ -28,7 +28,7 @@ namespace lemmalab {
 
 struct ExperimentOptions {
   std::filesystem::path out_dir;
-  int threads = 0;       // threads for the workers; 0 chooses (comm/simulated_cluster.h)
+  int threads = 0;       // threads for the workers; 0 chooses (comm/cluster.h)
   bool progress = true;  // shown only on a terminal
   // Set (e.g. by SIGINT) to stop between steps; the experiment then throws Interrupted.
   const std::atomic<bool>* stop = nullptr;
