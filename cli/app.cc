@@ -98,9 +98,7 @@ Topology TopologyFromHosts(const std::vector<std::string>& hosts, const std::str
 }
 #endif
 
-int RunCommand(const std::string& spec_path, std::string out_dir, int threads,
-               Transport* transport) {
-  RunSpec spec = LoadSpec(spec_path);
+int RunCommand(const RunSpec& spec, std::string out_dir, int threads, Transport* transport) {
   if (out_dir.empty()) out_dir = (std::filesystem::path("results") / spec.path.stem()).string();
   ExperimentOptions options;
   options.out_dir = out_dir;
@@ -124,8 +122,9 @@ int RunCommand(const std::string& spec_path, std::string out_dir, int threads,
 int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
                 const std::string& out_dir, int threads) {
   std::optional<MpiTransport> transport;
+  RunSpec spec;
   try {
-    RunSpec spec = LoadSpec(spec_path);
+    spec = LoadSpec(spec_path);
     if (spec.workers != session.size()) {
       throw UserError(fmt::format(
           "{}: the spec has workers = {} but mpirun started {} processes (one worker per "
@@ -135,13 +134,14 @@ int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
     transport.emplace();
     if (!spec.comm.topology_given) {
       spec.comm.topology = TopologyFromHosts(transport->HostNames(), spec.path.string());
+      spec.comm.topology_given = true;
     }
   } catch (const UserError& e) {
     if (session.rank() == 0) fmt::print(stderr, "error: {}\n", e.what());
     return kExitUserError;
   }
   try {
-    return RunCommand(spec_path, out_dir, threads, &*transport);
+    return RunCommand(spec, out_dir, threads, &*transport);
   } catch (const UserError& e) {
     fmt::print(stderr, "error (rank {} of {}): {}\n", session.rank(), session.size(), e.what());
     MpiSession::Abort(kExitUserError);
@@ -250,7 +250,7 @@ int Main(int argc, char** argv) {
 #ifdef LEMMALAB_HAVE_MPI
     if (mpi) return RunUnderMpi(*mpi, spec_path, out_dir, threads);
 #endif
-    return RunCommand(spec_path, out_dir, threads, nullptr);
+    return RunCommand(LoadSpec(spec_path), out_dir, threads, nullptr);
   } catch (const UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitUserError;

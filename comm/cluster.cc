@@ -25,7 +25,11 @@ Cluster<T>::Cluster(const Problem<T>& problem, DistributedOptimizer<T>& optimize
     transport = own_transport_.get();
   }
   transport_ = transport;
-  if (comm_.topology.workers() != workers_) comm_.topology = {workers_, 1};
+  if (!comm_.topology_given) comm_.topology = {workers_, 1};  // a node per worker
+  if (comm_.topology.workers() != workers_) {
+    throw UserError(fmt::format("a topology of {} x {} workers for a problem of {} workers",
+                                comm_.topology.nodes, comm_.topology.workers_per_node, workers_));
+  }
   LEMMALAB_CHECK(transport_->workers() == workers_, "a transport of {} workers for {}",
                  transport_->workers(), workers_);
   const std::string_view scheme = SchemeName(comm_.scheme);

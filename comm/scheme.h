@@ -58,7 +58,9 @@ struct Topology {
 struct CommSpec {
   Scheme scheme = Scheme::kParameterServer;
   Topology topology;     // default: one worker per node (every link inter-node)
-  bool topology_given = false;  // nodes or workers_per_node appeared in the spec
+  // nodes or workers_per_node appeared in the spec (or, under MPI, the ranks' hosts gave it);
+  // otherwise the topology is a node per worker
+  bool topology_given = false;
 };
 
 // Reads a [communication] table: scheme (default "parameter-server"; "compressed-allreduce" is

@@ -7,7 +7,6 @@
 //
 // Adding a compressor adds a line to Configs(); the test fails for a registered compressor that
 // has none.
-#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "cli/spec.h"
 #include "compressors/compressor.h"
 #include "core/bits.h"
+#include "tests/failures_of.h"
 
 namespace lemmalab {
 namespace {
@@ -351,17 +351,7 @@ void BinaryQClaimingUnbiased(const std::string& domain) {
   });
 }
 
-// The number of failed expectations `f` reports (intercepted, so they do not fail this test).
-template <typename F>
-int FailuresOf(F&& f) {
-  ::testing::TestPartResultArray results;
-  {
-    ::testing::ScopedFakeTestPartResultReporter reporter(
-        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
-    f();
-  }
-  return results.size();
-}
+using ::lemmalab::testing::FailuresOf;
 
 TEST(ContractNegativeControl, AnOverclaimedQIsCaught) {
   EXPECT_EQ(FailuresOf([] { TopKDeclaring(0.3); }), 0);

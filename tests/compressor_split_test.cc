@@ -10,7 +10,6 @@
 // expectation: each configuration states for which bounds its format splits, and the coverage
 // test pins the set of compressors that split, so a regression that stops one splitting fails.
 // Negative controls plant wrong parts and show the comparison catches them.
-#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include "cli/spec.h"
 #include "compressors/compressor.h"
 #include "core/error.h"
+#include "tests/failures_of.h"
 
 namespace lemmalab {
 namespace {
@@ -281,17 +281,7 @@ TEST(SplitBounds, BoundsOutsideTheContractAreInternalErrors) {
   EXPECT_THROW(comp->Split(truncated, Bounds{0, 512, 1000}, parts), InternalError);
 }
 
-// The number of failed expectations `f` reports (intercepted, so they do not fail this test).
-template <typename F>
-int FailuresOf(F&& f) {
-  ::testing::TestPartResultArray results;
-  {
-    ::testing::ScopedFakeTestPartResultReporter reporter(
-        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
-    f();
-  }
-  return results.size();
-}
+using ::lemmalab::testing::FailuresOf;
 
 // Encodes a vector of `shape` with `toml`, splits it at `bounds`, applies `plant` to the parts,
 // and returns the failures the check reports.
