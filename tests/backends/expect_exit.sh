@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs a command that must fail: checks its exit code and that its output holds a message.
-#   expect_failure.sh CODE MESSAGE COMMAND...
+# Runs a command and checks its exit code and that its output holds a message.
+#   expect_exit.sh CODE MESSAGE COMMAND...
 set -uo pipefail
 code=$1 message=$2
 shift 2
