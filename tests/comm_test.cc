@@ -225,6 +225,40 @@ TEST(CompressedAllreduce, EachChunkServerRecompressesWithItsOwnScale) {
   EXPECT_GT(std::abs(scales[0] - scales[1]), 1e-6 * scales[0]);  // two scales, not one
 }
 
+// Every registered optimizer, with its defaults, under every scheme: it runs (deterministically,
+// to finite parameters) or is refused by name; the all-gather, which runs the server phase on
+// the same messages in the same order on every worker, equals the parameter server bit for bit.
+TEST(SchemeContract, EveryOptimizerRunsOrIsRefusedUnderEveryScheme) {
+  const std::vector<std::string> schemes = {"", "scheme = \"allgather\"",
+                                            "scheme = \"allreduce\"",
+                                            "scheme = \"hierarchical\"\nnodes = 2"};
+  for (const OptimizerInfo& info : Optimizers().entries()) {
+    const std::string optimizer = fmt::format("name = \"{}\"", info.name);
+    std::vector<Vector<float>> results;
+    for (const std::string& scheme : schemes) {
+      std::vector<Vector<float>> twice;
+      for (int repeat = 0; repeat < 2; ++repeat) {
+        try {
+          Scenario s(1000, 4, optimizer, scheme);
+          s.Run(6);
+          twice.push_back(s.x);
+        } catch (const UserError& e) {
+          EXPECT_THAT(e.what(), HasSubstr("cannot run under")) << info.name << " " << scheme;
+          EXPECT_NE(scheme, "") << info.name << ": the parameter server runs everything";
+          EXPECT_NE(scheme, schemes[1]) << info.name << ": the all-gather runs everything";
+        }
+      }
+      if (twice.empty()) continue;
+      ASSERT_EQ(twice.size(), 2u);
+      EXPECT_EQ(twice[0], twice[1]) << info.name << " " << scheme;
+      EXPECT_TRUE(twice[0].allFinite()) << info.name << " " << scheme;
+      results.push_back(twice[0]);
+    }
+    ASSERT_GE(results.size(), 2u) << info.name;
+    EXPECT_EQ(results[0], results[1]) << info.name << ": all-gather differs from the server";
+  }
+}
+
 TEST(SchemeErrors, OptimizersAndCompressorsThatCannotBeCutAreRefused) {
   const auto message = [](const std::string& optimizer, const std::string& comm) {
     try {
