@@ -131,6 +131,7 @@ int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
           "process): run mpirun -np {} or set workers = {}",
           spec.path.string(), spec.workers, session.size(), spec.workers, session.size()));
     }
+    RequireNoProbes(spec);
     transport.emplace();
     if (!spec.comm.topology_given) {
       spec.comm.topology = TopologyFromHosts(transport->HostNames(), spec.path.string());

@@ -229,12 +229,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   OptionTable no_network("[network]", spec.path.string());
   const NetworkModel network = NetworkFromOptions(spec.network ? *spec.network : no_network);
   if (spec.network) spec.network->RejectUnknownKeys();
-  if (options.transport != nullptr && !spec.probes.empty()) {
-    throw UserError(fmt::format(
-        "{}: probes read every worker's state, which one MPI rank does not hold; run specs with "
-        "probes in one process (without mpirun)",
-        spec.path.string()));
-  }
+  if (options.transport != nullptr) RequireNoProbes(spec);
 
   std::vector<PreparedRun<T>> runs;
   std::vector<bool> probe_applied(spec.probes.size(), false);
@@ -303,6 +298,14 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
 }
 
 }  // namespace
+
+void RequireNoProbes(const RunSpec& spec) {
+  if (spec.probes.empty()) return;
+  throw UserError(fmt::format(
+      "{}: probes read every worker's state, which one MPI rank does not hold; run specs with "
+      "probes in one process (without mpirun)",
+      spec.path.string()));
+}
 
 ExperimentReport RunExperiment(const RunSpec& spec, const ExperimentOptions& options) {
   return DispatchPrecision(spec.precision,

@@ -63,6 +63,9 @@ class Interrupted : public std::runtime_error {
 
 ExperimentReport RunExperiment(const RunSpec& spec, const ExperimentOptions& options);
 
+// Refuses a spec with probes (UserError): under MPI a rank holds only its own worker's state.
+void RequireNoProbes(const RunSpec& spec);
+
 // The table `lemmalab run` prints.
 std::string FormatReport(const ExperimentReport& report);
 
