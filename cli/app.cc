@@ -8,8 +8,8 @@
 #include <csignal>
 #include <cstring>
 #include <iterator>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/experiment.h"
 #include "cli/spec.h"
@@ -108,8 +108,8 @@ int RunCommand(const RunSpec& spec, std::string out_dir, int threads, Transport*
   const StopSignals stop_signals;
   const ExperimentReport report = RunExperiment(spec, options);
   if (transport == nullptr || transport->reports()) {
-    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n",
-               FormatReport(report), out_dir);
+    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n", FormatReport(report),
+               out_dir);
   }
   return kExitOk;
 }
@@ -119,8 +119,8 @@ int RunCommand(const RunSpec& spec, std::string out_dir, int threads, Transport*
 // size) are printed once, by rank 0, and every rank exits with 2. An error in the run itself may
 // be one rank's alone, so that rank prints it and aborts the job, which ends every rank instead
 // of leaving them waiting in a collective.
-int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
-                const std::string& out_dir, int threads) {
+int RunUnderMpi(const MpiSession& session, const std::string& spec_path, const std::string& out_dir,
+                int threads) {
   std::optional<MpiTransport> transport;
   RunSpec spec;
   try {

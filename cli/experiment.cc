@@ -57,7 +57,8 @@ std::string DescribeLink(const std::string& name, const LinkCost& cost) {
 }
 
 std::string DescribeNetwork(const NetworkModel& network) {
-  return fmt::format("intra-node {}, inter-node {}", DescribeLink(network.intra_name, network.intra),
+  return fmt::format("intra-node {}, inter-node {}",
+                     DescribeLink(network.intra_name, network.intra),
                      DescribeLink(network.inter_name, network.inter));
 }
 
@@ -260,8 +261,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   }
 
   const bool reporting = options.transport == nullptr || options.transport->reports();
-  ResultsWriter writer =
-      reporting ? ResultsWriter(options.out_dir) : ResultsWriter::Discarding();
+  ResultsWriter writer = reporting ? ResultsWriter(options.out_dir) : ResultsWriter::Discarding();
   writer.SetMeta("lemmalab_version", kVersion);
   writer.SetMeta("spec_path", spec.path.string());
   writer.SetMeta("spec_text", spec.text);

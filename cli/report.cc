@@ -83,9 +83,9 @@ std::string FormatShards(const std::vector<ShardSummary>& shards) {
 }  // namespace
 
 std::string FormatReport(const ExperimentReport& report) {
-  std::string out = fmt::format("problem: {}\n{} workers, {}\ncommunication: {}\n\n",
-                                report.problem, report.workers, PrecisionName(report.precision),
-                                report.communication);
+  std::string out =
+      fmt::format("problem: {}\n{} workers, {}\ncommunication: {}\n\n", report.problem,
+                  report.workers, PrecisionName(report.precision), report.communication);
   const Constant* f_star = FindConstant(report.constants, "f_star");
   bool accuracy = false, test = false;
   for (const RunReport& run : report.runs) {
@@ -101,16 +101,14 @@ std::string FormatReport(const ExperimentReport& report) {
   if (f_star != nullptr) columns.push_back({"f - f*", false});
   if (accuracy) columns.push_back({"accuracy", false});
   if (test) columns.insert(columns.end(), {{"test loss", false}, {"test acc.", false}});
-  columns.insert(
-      columns.end(),
-      {{"|grad f|^2", false},
-       {"bits/worker", false},
-       {"bits/param/step", false},
-       {"intra/step", false},
-       {"inter/step", false},
-       {"step (measured)", false},
-       {"comm (projected)", false},
-       {"time", false}});
+  columns.insert(columns.end(), {{"|grad f|^2", false},
+                                 {"bits/worker", false},
+                                 {"bits/param/step", false},
+                                 {"intra/step", false},
+                                 {"inter/step", false},
+                                 {"step (measured)", false},
+                                 {"comm (projected)", false},
+                                 {"time", false}});
   std::vector<std::vector<std::string>> rows;
   for (const RunReport& run : report.runs) {
     const RunRecord& r = run.record;

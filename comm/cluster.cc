@@ -13,8 +13,7 @@ namespace lemmalab {
 
 template <typename T>
 Cluster<T>::Cluster(const Problem<T>& problem, DistributedOptimizer<T>& optimizer,
-                    const CommSpec& comm, int threads, Transport* transport,
-                    std::string_view label)
+                    const CommSpec& comm, int threads, Transport* transport, std::string_view label)
     : problem_(problem),
       optimizer_(optimizer),
       comm_(comm),
@@ -34,10 +33,10 @@ Cluster<T>::Cluster(const Problem<T>& problem, DistributedOptimizer<T>& optimize
                  transport_->workers(), workers_);
   const std::string_view scheme = SchemeName(comm_.scheme);
   if (comm_.scheme == Scheme::kAllreduce && !optimizer_.SupportsChunks()) {
-    throw UserError(fmt::format(
-        "{} cannot run under scheme '{}': its server phase needs the whole vector (use "
-        "\"parameter-server\" or \"allgather\")",
-        label, scheme));
+    throw UserError(
+        fmt::format("{} cannot run under scheme '{}': its server phase needs the whole vector (use "
+                    "\"parameter-server\" or \"allgather\")",
+                    label, scheme));
   }
   if (comm_.scheme == Scheme::kHierarchical && !optimizer_.SupportsHierarchy()) {
     throw UserError(fmt::format(
@@ -49,9 +48,9 @@ Cluster<T>::Cluster(const Problem<T>& problem, DistributedOptimizer<T>& optimize
     if (transport_->Runs(i)) local_.push_back(i);
   }
   const auto local = static_cast<std::int64_t>(local_.size());
-  threads_ = threads > 0                                           ? threads
+  threads_ = threads > 0                                   ? threads
              : problem.dimension() * local < kParallelWork ? 1
-                                                                   : omp_get_max_threads();
+                                                           : omp_get_max_threads();
   const auto n = static_cast<std::size_t>(workers_);
   gradients_.assign(n, Vector<T>());
   for (const int i : local_) gradients_[static_cast<std::size_t>(i)].resize(problem.dimension());
@@ -68,8 +67,8 @@ Cluster<T>::Cluster(const Problem<T>& problem, DistributedOptimizer<T>& optimize
 template <typename T>
 void Cluster<T>::Round(std::string_view name, std::vector<Envelope>& out,
                        std::vector<Envelope>& in) {
-  RoundTraffic round{std::string(name), std::vector<EndpointTraffic>(
-                                            static_cast<std::size_t>(workers_) + 1)};
+  RoundTraffic round{std::string(name),
+                     std::vector<EndpointTraffic>(static_cast<std::size_t>(workers_) + 1)};
   const auto slot = [&](int endpoint) -> EndpointTraffic& {
     return round.endpoints[static_cast<std::size_t>(endpoint == kServer ? workers_ : endpoint)];
   };
@@ -178,7 +177,8 @@ void Cluster<T>::Allreduce(const StepContext& ctx) {
       const int server = ServerOfChunk(layout_, c);
       if (server != i) {
         out_.push_back(
-            {i, server, c, std::move(parts_[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)])});
+            {i, server, c,
+             std::move(parts_[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)])});
       }
     }
   }
@@ -203,7 +203,8 @@ void Cluster<T>::Allreduce(const StepContext& ctx) {
   for (int c = 0; c < chunks; ++c) {
     const int server = ServerOfChunk(layout_, c);
     const auto cc = static_cast<std::size_t>(c);
-    replies_[cc] = server == me ? std::move(chunk_reply_[cc]) : std::move(Find(in2_, me, server, c));
+    replies_[cc] =
+        server == me ? std::move(chunk_reply_[cc]) : std::move(Find(in2_, me, server, c));
   }
 }
 
@@ -217,7 +218,8 @@ void Cluster<T>::Hierarchical(const StepContext& ctx) {
   for (const int i : local_) {
     const int node = i / m, rank = i % m;
     for (int r = 0; r < m; ++r) {
-      if (r != rank) out_.push_back({i, node * m + r, r, std::move(at(parts_[static_cast<std::size_t>(i)], r))});
+      if (r != rank)
+        out_.push_back({i, node * m + r, r, std::move(at(parts_[static_cast<std::size_t>(i)], r))});
     }
   }
   Round("intra-node reduce-scatter", out_, in_);
@@ -233,7 +235,8 @@ void Cluster<T>::Hierarchical(const StepContext& ctx) {
     std::vector<Message>& node_out = node_parts_[static_cast<std::size_t>(i)];
     optimizer_.NodeStep(ctx, node, rank, inputs, node_out);
     for (int k = 0; k < nodes; ++k) {
-      if (k != node) out_.push_back({i, k * m + rank, rank * nodes + k, std::move(at(node_out, k))});
+      if (k != node)
+        out_.push_back({i, k * m + rank, rank * nodes + k, std::move(at(node_out, k))});
     }
   }
   Round("inter-node all-to-all", out_, in_);

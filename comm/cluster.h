@@ -91,12 +91,12 @@ class Cluster {
   int threads_;
   int largest_team_ = 0;
   std::vector<Vector<T>> gradients_;
-  std::vector<Message> uplink_;               // per worker: its whole message
-  std::vector<std::vector<Message>> parts_;   // per worker: its message split by the layout
+  std::vector<Message> uplink_;                   // per worker: its whole message
+  std::vector<std::vector<Message>> parts_;       // per worker: its message split by the layout
   std::vector<std::vector<Message>> node_parts_;  // hierarchical, per worker: its node step's
-  std::vector<Message> chunk_reply_;          // per chunk, for the chunks served here
-  std::vector<Message> replies_;              // per chunk: what Apply receives
-  std::vector<Message> received_;             // scratch: one server's inputs
+  std::vector<Message> chunk_reply_;              // per chunk, for the chunks served here
+  std::vector<Message> replies_;                  // per chunk: what Apply receives
+  std::vector<Message> received_;                 // scratch: one server's inputs
   std::vector<Envelope> out_, in_, in2_;
   StepResult result_;
 };

@@ -3,8 +3,8 @@
 // Worker i runs on rank i and the server (kServer) on rank 0, beside worker 0; rank 0 reports
 // the run. A round (Transport::Exchange) is two collectives over the communicator: an
 // MPI_Alltoall of the byte counts each rank sends every other rank, then one MPI_Alltoallv of
-// the packed envelopes. Each envelope travels behind a 24-byte header (from, to, tag, size): framing,
-// which the transport does not count (the scheme counts each message from its size,
+// the packed envelopes. Each envelope travels behind a 24-byte header (from, to, tag, size):
+// framing, which the transport does not count (the scheme counts each message from its size,
 // comm/transport.h). A message between two endpoints of the same rank (worker 0 and the server)
 // is moved, never copied through MPI buffers.
 //

@@ -102,8 +102,8 @@ ExchangeLayout LayoutFor(const CommSpec& comm, std::int64_t dimension) {
             "the hierarchical scheme on {} x {} workers cuts the parameters into {} chunks of a "
             "multiple of {} coordinates; this problem has {}, too few for every chunk to be "
             "non-empty (it needs more than {})",
-            topology.nodes, topology.workers_per_node, topology.workers(), kChunkAlign,
-            dimension, (topology.workers() - 1) * kChunkAlign));
+            topology.nodes, topology.workers_per_node, topology.workers(), kChunkAlign, dimension,
+            (topology.workers() - 1) * kChunkAlign));
       }
     }
   }

@@ -49,7 +49,9 @@ struct Topology {
 
   int workers() const { return nodes * workers_per_node; }
   // The node of a worker; the parameter server (kServer) is node `nodes`, a node of its own.
-  int NodeOf(int endpoint) const { return endpoint == kServer ? nodes : endpoint / workers_per_node; }
+  int NodeOf(int endpoint) const {
+    return endpoint == kServer ? nodes : endpoint / workers_per_node;
+  }
   LinkClass Link(int from, int to) const {
     return NodeOf(from) == NodeOf(to) ? LinkClass::kIntraNode : LinkClass::kInterNode;
   }
@@ -57,7 +59,7 @@ struct Topology {
 
 struct CommSpec {
   Scheme scheme = Scheme::kParameterServer;
-  Topology topology;     // default: one worker per node (every link inter-node)
+  Topology topology;  // default: one worker per node (every link inter-node)
   // nodes or workers_per_node appeared in the spec (or, under MPI, the ranks' hosts gave it);
   // otherwise the topology is a node per worker
   bool topology_given = false;

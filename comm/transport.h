@@ -25,7 +25,7 @@ namespace lemmalab {
 struct Envelope {
   int from = 0;  // a worker index, or kServer (optimizers/optimizer.h)
   int to = 0;
-  int tag = 0;   // tells apart several messages from one endpoint to another in a round
+  int tag = 0;  // tells apart several messages from one endpoint to another in a round
   Message message;
 };
 

@@ -92,8 +92,8 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
         wire_(context),
         mean_(context.dimension) {}
 
-  void WorkerStep(const StepContext& /*ctx*/, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
-                  Message& out) override {
+  void WorkerStep(const StepContext& /*ctx*/, int worker, ConstVectorRef<T> /*x*/,
+                  ConstVectorRef<T> g, Message& out) override {
     const auto i = static_cast<std::size_t>(worker);
     m_[i] = beta_ * m_[i] + (T(1) - beta_) * g;
     b_[i] = beta_ * b_[i] + (T(1) - beta_) * g.cwiseAbs();
@@ -132,7 +132,7 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
  private:
   T beta_, eps_;
   std::vector<Vector<T>> m_, b_;
-  std::vector<Vector<T>> ratio_;         // m / (b + eps), the message; one buffer per worker
+  std::vector<Vector<T>> ratio_;  // m / (b + eps), the message; one buffer per worker
   FullPrecisionWire<T> wire_;
   Vector<T> mean_;
 };

@@ -102,10 +102,10 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
     if (i < layout_.workers_per_node) {
       RequireSplit(config.worker_compressor, range, layout_.NodeBounds(static_cast<int>(r)));
     }
-    workers_.push_back({ErrorFeedback<T>(config.worker_feedback,
-                                         context.Runs(i) ? range.dimension : 0),
-                        config.worker_compressor(range),
-                        {}});
+    workers_.push_back(
+        {ErrorFeedback<T>(config.worker_feedback, context.Runs(i) ? range.dimension : 0),
+         config.worker_compressor(range),
+         {}});
   }
 }
 
@@ -157,8 +157,8 @@ void CompressedExchange<T>::Reduce(const StepContext& ctx, int chunk,
                                    std::span<const Message> received, Message& out) {
   Average(chunk, received);
   Sender& server = servers_[static_cast<std::size_t>(chunk)];
-  PhiloxStream stream = ctx.Stream(Purpose::kServerCompression,
-                                   kServerStream - static_cast<std::uint32_t>(chunk));
+  PhiloxStream stream =
+      ctx.Stream(Purpose::kServerCompression, kServerStream - static_cast<std::uint32_t>(chunk));
   server.stats = server.ef.Compress(MeanChunk(chunk), *server.compressor, stream, out, ctx.lr);
 }
 
@@ -180,7 +180,7 @@ void CompressedExchange<T>::Receive(std::span<const Message> reply, Vector<T>& o
   for (int c = 0; c < layout_.chunks(); ++c) {
     const auto [begin, end] = Chunk(c);
     servers_[static_cast<std::size_t>(c)].compressor->Decode(reply[static_cast<std::size_t>(c)],
-                                                            out.segment(begin, end - begin));
+                                                             out.segment(begin, end - begin));
   }
 }
 

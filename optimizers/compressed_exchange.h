@@ -136,7 +136,7 @@ class CompressedExchange {
   std::vector<std::unique_ptr<Compressor<T>>> decoders_;  // the worker messages' part c
   FullPrecisionWire<T> wire_;  // hierarchical: the workers' full-precision messages
   Vector<T> mean_;
-  Vector<T> node_mean_;  // hierarchical: scratch
+  Vector<T> node_mean_;             // hierarchical: scratch
   mutable Vector<T> server_error_;  // assembled from the chunks (several chunks only)
   mutable EncodeStats server_stats_;
 };

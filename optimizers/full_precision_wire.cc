@@ -108,8 +108,8 @@ const EncodeStats& FullPrecisionWire<T>::server_stats() const {
 
 template <typename T>
 void FullPrecisionWire<T>::Receive(std::span<const Message> reply, VectorRef<T> out) const {
-  LEMMALAB_CHECK(static_cast<int>(reply.size()) == layout_.chunks(),
-                 "{} reply parts for {} chunks", reply.size(), layout_.chunks());
+  LEMMALAB_CHECK(static_cast<int>(reply.size()) == layout_.chunks(), "{} reply parts for {} chunks",
+                 reply.size(), layout_.chunks());
   for (int c = 0; c < layout_.chunks(); ++c) {
     const auto [begin, end] = Chunk(c);
     const Message& part = reply[static_cast<std::size_t>(c)];

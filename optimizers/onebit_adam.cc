@@ -141,13 +141,13 @@ class OnebitAdam final : public DistributedOptimizer<T> {
 
   OnebitAdamOptions options_;
   T beta1_, beta2_;
-  Preconditioner<T> preconditioner_;     // sqrt(v_Tw) + eta once warmup is over
-  CompressedExchange<T> warmup_;  // the warmup's gradients (identity or fp16, no feedback)
+  Preconditioner<T> preconditioner_;  // sqrt(v_Tw) + eta once warmup is over
+  CompressedExchange<T> warmup_;      // the warmup's gradients (identity or fp16, no feedback)
   CompressedExchange<T> exchange_;
   std::vector<Worker> workers_;
-  Vector<T> m_;  // the synchronised m (line 13)
-  Vector<T> v_;  // v; frozen (v_Tw) after step T_w
-  Vector<T> g_;  // the averaged gradient during warmup
+  Vector<T> m_;         // the synchronised m (line 13)
+  Vector<T> v_;         // v; frozen (v_Tw) after step T_w
+  Vector<T> g_;         // the averaged gradient during warmup
   std::int64_t t_ = 0;  // the last step applied
 };
 

@@ -8,7 +8,8 @@ std::vector<std::int64_t> ExchangeLayout::WorkerBounds(std::int64_t dimension) c
   if (bounds.empty()) return {0, dimension};
   if (!hierarchical) return bounds;
   std::vector<std::int64_t> parts;
-  for (int r = 0; r <= workers_per_node; ++r) parts.push_back(bounds[static_cast<std::size_t>(r * nodes)]);
+  for (int r = 0; r <= workers_per_node; ++r)
+    parts.push_back(bounds[static_cast<std::size_t>(r * nodes)]);
   return parts;
 }
 

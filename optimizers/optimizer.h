@@ -158,7 +158,8 @@ struct OptimizerContext {
 template <typename T>
 std::vector<Vector<T>> LocalStates(const OptimizerContext& context) {
   std::vector<Vector<T>> states;
-  for (int i = 0; i < context.workers; ++i) states.push_back(Vector<T>::Zero(context.LocalDimension(i)));
+  for (int i = 0; i < context.workers; ++i)
+    states.push_back(Vector<T>::Zero(context.LocalDimension(i)));
   return states;
 }
 

@@ -23,8 +23,8 @@ class SignSgd final : public DistributedOptimizer<T> {
         wire_(context),
         reply_(context.dimension) {}
 
-  void WorkerStep(const StepContext& /*ctx*/, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
-                  Message& out) override {
+  void WorkerStep(const StepContext& /*ctx*/, int worker, ConstVectorRef<T> /*x*/,
+                  ConstVectorRef<T> g, Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
     TrueSign<T>(g, w.sign);
     w.stats = wire_.Send(w.sign, out);

@@ -72,7 +72,7 @@ class DistSpams final : public ExchangingOptimizer<T> {
 
   void ServerStep(const StepContext& /*ctx*/, int chunk, std::span<const Message> received,
                   Message& out) override {
-    exchange_.Average(chunk, received);                       // line 12
+    exchange_.Average(chunk, received);                    // line 12
     server_.Step(chunk, exchange_.MeanChunk(chunk), out);  // lines 13-16
   }
 

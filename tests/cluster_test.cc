@@ -1,8 +1,9 @@
 // The in-process cluster: which streams the workers get, what the server sees, what crosses the
 // network.
+#include "comm/cluster.h"
+
 #include <gtest/gtest.h>
 
-#include "comm/cluster.h"
 #include "optimizers/sgd.h"
 
 namespace lemmalab {

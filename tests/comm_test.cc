@@ -24,9 +24,11 @@ constexpr std::uint64_t kSeed = 2026;
 // scheme from a [communication] table's text, with the optimizer built for the scheme's layout.
 template <typename T = float>
 struct Scenario {
-  Scenario(std::int64_t d, int workers, const std::string& optimizer, const std::string& comm_text) {
+  Scenario(std::int64_t d, int workers, const std::string& optimizer,
+           const std::string& comm_text) {
     auto problem_table = ParseOptionTable(
-        fmt::format("name = \"quadratic\"\ndimension = {}\nsigma = 0.5\nrotate = false", d), "[problem]");
+        fmt::format("name = \"quadratic\"\ndimension = {}\nsigma = 0.5\nrotate = false", d),
+        "[problem]");
     problem = MakeProblem<T>(*problem_table, {workers, kSeed, nullptr});
     auto comm_table = ParseOptionTable(comm_text, "[communication]");
     comm = CommFromOptions(comm_table.get(), workers);
@@ -70,8 +72,8 @@ TEST(SchemeVolume, HierarchicalInterNodeVolumeIsTwoNMinusOneTimesPOver32) {
     const int gpus = nodes * per_node;
     const std::int64_t d = kChunkAlign * gpus * 3;
     Scenario s(d, gpus, "name = \"birder\"",
-            fmt::format("scheme = \"hierarchical\"\nnodes = {}\nworkers_per_node = {}", nodes,
-                        per_node));
+               fmt::format("scheme = \"hierarchical\"\nnodes = {}\nworkers_per_node = {}", nodes,
+                           per_node));
     std::vector<EndpointTraffic> per_worker;
     const EndpointTraffic total = s.Run(1, &per_worker);
     const std::int64_t p_over_32 = d / 8;  // P/32 bits = d bits = d/8 bytes
@@ -79,7 +81,8 @@ TEST(SchemeVolume, HierarchicalInterNodeVolumeIsTwoNMinusOneTimesPOver32) {
     EXPECT_EQ(total.received.inter, total.sent.inter);
     for (const EndpointTraffic& w : per_worker) {
       // (i) (m-1)P/m in fp32, (iv) (m-1)P/(32m) in 1 bit; (iii) 2(n-1)P/(32mn) across nodes.
-      EXPECT_EQ(w.sent.intra, (per_node - 1) * 4 * d / per_node + (per_node - 1) * d / 8 / per_node);
+      EXPECT_EQ(w.sent.intra,
+                (per_node - 1) * 4 * d / per_node + (per_node - 1) * d / 8 / per_node);
       EXPECT_EQ(w.sent.inter, 2 * (nodes - 1) * d / 8 / (per_node * nodes));
     }
   }
@@ -89,16 +92,16 @@ TEST(SchemeVolume, NaiveAllgatherInterNodeVolumeIsMSquaredNTimesNMinusOneTimesPO
   for (const auto& [nodes, per_node] : {std::pair{2, 4}, {4, 2}}) {
     const int gpus = nodes * per_node;
     const std::int64_t d = kChunkAlign * gpus * 3;
-    Scenario s(d, gpus, "name = \"birder\"",
-            fmt::format("scheme = \"allgather\"\nnodes = {}\nworkers_per_node = {}", nodes,
-                        per_node));
+    Scenario s(
+        d, gpus, "name = \"birder\"",
+        fmt::format("scheme = \"allgather\"\nnodes = {}\nworkers_per_node = {}", nodes, per_node));
     const EndpointTraffic total = s.Run(1);
     const std::int64_t p_over_32 = d / 8;
     EXPECT_EQ(total.sent.inter, per_node * per_node * nodes * (nodes - 1) * p_over_32);
     EXPECT_EQ(total.sent.intra, gpus * (per_node - 1) * p_over_32);
     Scenario h(d, gpus, "name = \"birder\"",
-            fmt::format("scheme = \"hierarchical\"\nnodes = {}\nworkers_per_node = {}", nodes,
-                        per_node));
+               fmt::format("scheme = \"hierarchical\"\nnodes = {}\nworkers_per_node = {}", nodes,
+                           per_node));
     // Birder's Sec. 4 comparison: m^2 n / 2 times less across nodes.
     EXPECT_EQ(total.sent.inter, h.Run(1).sent.inter * per_node * per_node * nodes / 2);
   }
@@ -141,10 +144,10 @@ TEST(SchemeVolume, OnebitAdamEndToEndReductionFollowsTheWarmupFraction) {
   const std::int64_t steps = 20;
   for (const std::int64_t warmup : {0, 4, 10, 20}) {
     Scenario s(d, n,
-            fmt::format("name = \"onebit-adam\"\nwarmup_steps = {}\nwarmup_compressor = "
-                        "{{ name = \"fp16\" }}",
-                        warmup),
-            "scheme = \"compressed-allreduce\"");
+               fmt::format("name = \"onebit-adam\"\nwarmup_steps = {}\nwarmup_compressor = "
+                           "{{ name = \"fp16\" }}",
+                           warmup),
+               "scheme = \"compressed-allreduce\"");
     std::vector<EndpointTraffic> per_worker;
     s.Run(steps, &per_worker);
     const std::int64_t fp16_step = 2 * (n - 1) * 2 * d / n;
@@ -152,8 +155,8 @@ TEST(SchemeVolume, OnebitAdamEndToEndReductionFollowsTheWarmupFraction) {
     for (const EndpointTraffic& w : per_worker) {
       EXPECT_EQ(w.sent.total(), warmup * fp16_step + (steps - warmup) * onebit_step);
     }
-    const double ratio = static_cast<double>(per_worker[0].sent.total()) /
-                         static_cast<double>(steps * fp16_step);
+    const double ratio =
+        static_cast<double>(per_worker[0].sent.total()) / static_cast<double>(steps * fp16_step);
     const double w = static_cast<double>(warmup) / steps;
     EXPECT_NEAR(ratio, w + (1 - w) / 16 * (1 + 32.0 * n / static_cast<double>(d)), 1e-15);
     EXPECT_NEAR(1 / ratio, 1 / (w + (1 - w) / 16), warmup == 0 ? 0.13 : 0.02) << "w = " << w;
@@ -229,8 +232,7 @@ TEST(CompressedAllreduce, EachChunkServerRecompressesWithItsOwnScale) {
 // to finite parameters) or is refused by name; the all-gather, which runs the server phase on
 // the same messages in the same order on every worker, equals the parameter server bit for bit.
 TEST(SchemeContract, EveryOptimizerRunsOrIsRefusedUnderEveryScheme) {
-  const std::vector<std::string> schemes = {"", "scheme = \"allgather\"",
-                                            "scheme = \"allreduce\"",
+  const std::vector<std::string> schemes = {"", "scheme = \"allgather\"", "scheme = \"allreduce\"",
                                             "scheme = \"hierarchical\"\nnodes = 2"};
   for (const OptimizerInfo& info : Optimizers().entries()) {
     const std::string optimizer = fmt::format("name = \"{}\"", info.name);
