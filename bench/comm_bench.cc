@@ -200,8 +200,9 @@ struct Setup {
     OptionTable options(fmt::format("optimizer '{}'", c.optimizer), "comm_bench");
     options.Set("name", {c.optimizer, ""});
     if (c.optimizer == "onebit-adam") options.Set("warmup_steps", {std::int64_t{0}, ""});
+    // Each rank holds state for its own worker only, as `lemmalab run` under mpirun does.
     optimizer = MakeOptimizer<float>(
-        options, {d, g_ranks, problem.Layers(), LayoutFor(comm, problem.dimension())});
+        options, {d, g_ranks, problem.Layers(), LayoutFor(comm, problem.dimension()), {g_rank}});
     cluster = std::make_unique<Cluster<float>>(problem, *optimizer, comm, /*threads=*/1,
                                                g_transport, c.label);
     x = problem.InitialPoint();
