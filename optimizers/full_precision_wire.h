@@ -7,10 +7,10 @@
 //              sends y_bar back
 //   replicas:  the concatenation of the chunks' replies
 //
-// With one chunk this is the identity compressor with MeanOfMessages (bit for bit); with several
-// each coordinate sees the same additions in the same order, so the result does not depend on
-// the cut either. Hierarchical layouts average within the node first (NodeReduce), then across
-// nodes: (1/N) sum_k (1/m) sum_r y^(k,r), which rounds differently from the flat mean.
+// With one chunk this is the identity compressor's decode-and-add in worker order, bit for bit;
+// with several each coordinate sees the same additions in the same order, so the result does
+// not depend on the cut either. Hierarchical layouts average within the node first (NodeReduce),
+// then across nodes: (1/N) sum_k (1/m) sum_r y^(k,r), which rounds differently from the flat mean.
 #pragma once
 
 #include <span>
@@ -21,7 +21,7 @@
 namespace lemmalab {
 
 // The mean of full-precision messages in message order: zero, add each, divide once (as
-// MeanOfMessages with the identity compressor, bit for bit).
+// the identity compressor's DecodeAdd with weight 1, bit for bit).
 template <typename T>
 void MeanOfRawMessages(std::span<const Message> received, VectorRef<T> mean);
 

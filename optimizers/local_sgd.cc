@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "compressors/identity.h"
 #include "core/error.h"
+#include "optimizers/full_precision_wire.h"
 
 namespace lemmalab {
 namespace {
@@ -15,11 +15,14 @@ class LocalSgd final : public DistributedOptimizer<T> {
       : options_(options),
         d_(context.dimension),
         workers_(static_cast<std::size_t>(context.workers)),
-        server_wire_(MakeIdentity<T>()),
+        // The messages are (x, m) pairs of Sends() d values, in one chunk.
+        wire_(OptimizerContext{Sends() * d_, context.workers}),
         mean_(Sends() * d_) {
     LEMMALAB_CHECK(options_.tau >= 1, "tau must be >= 1, got {}", options_.tau);
-    for (Worker& w : workers_) {
-      w.wire = MakeIdentity<T>();
+    for (int i = 0; i < context.workers; ++i) {
+      if (!context.Runs(i)) continue;  // a worker another process runs: no state here
+      Worker& w = workers_[static_cast<std::size_t>(i)];
+      w.local = true;
       if (options_.beta) w.m = Vector<T>::Zero(d_);
       w.message.resize(Sends() * d_);
     }
@@ -43,9 +46,7 @@ class LocalSgd final : public DistributedOptimizer<T> {
     }
     w.message.head(d_) = w.x;
     if (AveragesMomentum()) w.message.tail(d_) = w.m;
-    PhiloxStream unused =
-        ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-    w.wire->Encode(w.message, unused, out);
+    wire_.Send(w.message, out);
   }
 
   // One chunk only: the message is the pair (x, m), not a vector of the layout's dimension.
@@ -59,16 +60,15 @@ class LocalSgd final : public DistributedOptimizer<T> {
       out.bytes.clear();
       return;
     }
-    MeanOfMessages(*server_wire_, received, mean_);
-    PhiloxStream unused = ctx.Stream(Purpose::kServerCompression, kServerStream);
-    server_wire_->Encode(mean_, unused, out);
+    wire_.Reduce(0, received, out);
   }
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     if (!Synchronises(ctx)) return;  // x is the model of the last synchronisation
-    server_wire_->Decode(reply.front(), mean_);
+    wire_.Receive(reply, mean_);
     x = mean_.head(d_);
     for (Worker& w : workers_) {
+      if (!w.local) continue;
       w.x = x;
       if (AveragesMomentum()) w.m = mean_.tail(d_);
     }
@@ -86,10 +86,10 @@ class LocalSgd final : public DistributedOptimizer<T> {
 
  private:
   struct Worker {
-    Vector<T> x;        // x^(i); empty before the first step
-    Vector<T> m;        // m^(i) (local-sgdm)
-    Vector<T> message;  // x^(i), then m^(i) when the momentum is averaged
-    std::unique_ptr<Compressor<T>> wire;
+    Vector<T> x;         // x^(i); empty before the first step
+    Vector<T> m;         // m^(i) (local-sgdm)
+    Vector<T> message;   // x^(i), then m^(i) when the momentum is averaged
+    bool local = false;  // run by this process
   };
 
   // Plain local SGD has no momentum to average, whatever the option says.
@@ -100,7 +100,7 @@ class LocalSgd final : public DistributedOptimizer<T> {
   LocalSgdOptions options_;
   Eigen::Index d_;
   std::vector<Worker> workers_;
-  std::unique_ptr<Compressor<T>> server_wire_;
+  FullPrecisionWire<T> wire_;
   Vector<T> mean_;
 };
 

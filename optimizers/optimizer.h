@@ -191,14 +191,4 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeOptimizer(OptionTable& options,
                                                        const OptimizerContext& context);
 
-// The (1/n) sum of the decoded messages, summed in worker order (so the result does not depend
-// on scheduling) and divided by n once.
-template <typename T>
-void MeanOfMessages(const Compressor<T>& decoder, std::span<const Message> messages,
-                    Vector<T>& mean) {
-  mean.setZero();
-  for (const Message& m : messages) decoder.DecodeAdd(m, T(1), mean);
-  mean /= static_cast<T>(messages.size());
-}
-
 }  // namespace lemmalab
