@@ -5,7 +5,8 @@
 //   worker i, every step:  x^(i) <- x^(i) - alpha_t g^(i)(x^(i))
 //            local-sgdm:   m^(i) <- beta m^(i) + (1 - beta) g^(i),  x^(i) <- x^(i) - alpha_t m^(i)
 //   every tau steps (t % tau == 0): worker i sends x^(i) in full precision (the run's scalar
-//            type, optimizers/full_precision_wire.h), the server averages, and x <- mean_i x^(i), x^(i) <- x.
+//            type, optimizers/full_precision_wire.h), the server averages, and
+//            x <- mean_i x^(i), x^(i) <- x.
 //   other steps: the messages are empty (0 bytes cross the network) and x is unchanged.
 //
 // x is the synchronised model the runner evaluates; LocalParameters(i) returns x^(i), where the
