@@ -246,14 +246,22 @@ double BytesPerCoordinate(const Case& c) {
 // Seconds per MPI_Allreduce of d floats (after one untimed call), the mean over Iterations(d).
 // Measured afresh right before each case (other work on the machine comes and goes), with its
 // buffers freed before the case allocates its own.
-double ReferenceSeconds(std::int64_t d) {
-  std::vector<float> send(static_cast<std::size_t>(d), static_cast<float>(g_rank + 1));
-  std::vector<float> receive(send.size());
-  const auto call = [&] {
-    MPI_Allreduce(send.data(), receive.data(), static_cast<int>(d), MPI_FLOAT, MPI_SUM,
+// MPI_Allreduce(MPI_SUM) of d fp32 values, each rank sending rank + 1 everywhere; the
+// constructor makes one untimed call.
+struct FloatAllreduce {
+  explicit FloatAllreduce(std::int64_t d)
+      : send(static_cast<std::size_t>(d), static_cast<float>(g_rank + 1)), receive(send.size()) {
+    (*this)();
+  }
+  void operator()() {
+    MPI_Allreduce(send.data(), receive.data(), static_cast<int>(send.size()), MPI_FLOAT, MPI_SUM,
                   MPI_COMM_WORLD);
-  };
-  call();
+  }
+  std::vector<float> send, receive;
+};
+
+double ReferenceSeconds(std::int64_t d) {
+  FloatAllreduce call(d);
   double total = 0;
   for (std::int64_t k = 0; k < Iterations(d); ++k) total += CollectiveSeconds(call);
   return total / static_cast<double>(Iterations(d));
@@ -270,21 +278,15 @@ void BM_MpiAllreduce(benchmark::State& state) {
   const double reference = ReferenceSeconds(d);
   double seconds = 0;
   const double grown = ResidentGrowthAllRanks([&] {
-    std::vector<float> send(static_cast<std::size_t>(d), static_cast<float>(g_rank + 1));
-    std::vector<float> receive(send.size());
-    const auto call = [&] {
-      MPI_Allreduce(send.data(), receive.data(), static_cast<int>(d), MPI_FLOAT, MPI_SUM,
-                    MPI_COMM_WORLD);
-    };
-    call();
+    FloatAllreduce call(d);
     for (auto _ : state) {
       const double s = CollectiveSeconds(call);
       state.SetIterationTime(s);
       seconds += s;
     }
     // Every rank holds the sum of (rank + 1) over the ranks.
-    LEMMALAB_CHECK(receive.front() == static_cast<float>(g_ranks * (g_ranks + 1) / 2),
-                   "MPI_Allreduce gave {}", receive.front());
+    LEMMALAB_CHECK(call.receive.front() == static_cast<float>(g_ranks * (g_ranks + 1) / 2),
+                   "MPI_Allreduce gave {}", call.receive.front());
   });
   SetRates(state, d, seconds, reference);
   // The ring all-reduce's volume per rank: 2 (n-1) chunks of 4d/n bytes (a model number).
