@@ -97,6 +97,7 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   Cluster<T> cluster(problem, *run.algorithm, spec.comm, options.threads, options.transport,
                      fmt::format("optimizer '{}'", run.spec->label));
   RunProbeSink sink(writer, run_id);
+  for (auto& probe : run.probes) probe->Attach(*run.algorithm, x);
   const auto evaluate = [&](std::int64_t step) {
     const Evaluation e = problem.Evaluate(x);
     writer.AddMetric(run_id, step, "train_loss", std::nullopt, e.loss);
@@ -151,9 +152,12 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     writer.AddMetric(run_id, t, "bytes_intra", std::nullopt, static_cast<double>(step_bytes.intra));
     writer.AddMetric(run_id, t, "bytes_inter", std::nullopt, static_cast<double>(step_bytes.inter));
     writer.AddMetric(run_id, t, "comm_seconds", std::nullopt, projected);
-    for (auto& probe : run.probes) {
-      sink.At(t, probe->name());
-      probe->Observe(t, *run.algorithm, sink);
+    if (!run.probes.empty()) {
+      const ProbeStep<T> probe_step{t, ctx.lr, x, cluster.gradients(), problem};
+      for (auto& probe : run.probes) {
+        sink.At(t, probe->name());
+        probe->Observe(probe_step, *run.algorithm, sink);
+      }
     }
     failure = FailureAfterStep(*run.algorithm, spec.workers, loss, x);
     if (!failure.empty() || t % spec.eval_every == 0 || t == spec.steps) {
@@ -226,7 +230,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
       if (options.transport->Runs(i)) optimizer_context.local_workers.push_back(i);
     }
   }
-  const ProbeContext probe_context{problem->dimension(), spec.workers};
+  const ProbeContext probe_context{problem->dimension(), spec.workers, spec.seed};
   OptionTable no_network("[network]", spec.path.string());
   const NetworkModel network = NetworkFromOptions(spec.network ? *spec.network : no_network);
   if (spec.network) spec.network->RejectUnknownKeys();

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "comm/scheme.h"
@@ -63,6 +64,10 @@ class Cluster {
   int largest_team() const { return largest_team_; }
   const CommSpec& comm() const { return comm_; }
   const ExchangeLayout& layout() const { return layout_; }
+
+  // The stochastic gradients g_t^(i) of the last step, one per worker (empty for the workers
+  // another process runs).
+  std::span<const Vector<T>> gradients() const { return gradients_; }
 
   // One synchronous step t (ctx.t) from parameters x, which are updated in place.
   const StepResult& Step(const StepContext& ctx, VectorRef<T> x);

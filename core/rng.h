@@ -27,6 +27,7 @@ enum class Purpose : std::uint32_t {
   kWorkerCompression = 4,  // stochastic compressors on a worker
   kServerCompression = 5,  // stochastic compressors at the aggregation point
   kInitialization = 6,     // random initial parameters (neural networks)
+  kProbe = 7,              // probes' own draws (repeated quantizations of a recorded input)
 };
 
 // Worker field of streams that belong to no worker.

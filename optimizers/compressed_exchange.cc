@@ -68,17 +68,20 @@ void RequireSplit(const CompressorMaker<T>& maker, const CompressorShape& shape,
 template <typename T>
 CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
                                           const OptimizerContext& context)
-    : dimension_(context.dimension),
+    : config_(config),
+      shape_(context.shape()),
+      dimension_(context.dimension),
       layout_(context.layout),
       wire_(context),
       mean_(Vector<T>::Zero(context.dimension)) {
-  const CompressorShape shape = context.shape();
+  const CompressorShape& shape = shape_;
   for (int c = 0; c < layout_.chunks(); ++c) {
     const auto [begin, end] = Chunk(c);
     const CompressorShape piece = shape.Restrict(begin, end);
     servers_.push_back({ErrorFeedback<T>(config.server_feedback, end - begin),
                         config.server_compressor(piece),
-                        {}});
+                        {},
+                        nullptr});
     decoders_.push_back(config.worker_compressor(piece));
   }
   if (!layout_.hierarchical) {
@@ -87,7 +90,8 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
     for (int i = 0; i < context.workers; ++i) {
       workers_.push_back({ErrorFeedback<T>(config.worker_feedback, context.LocalDimension(i)),
                           config.worker_compressor(shape),
-                          {}});
+                          {},
+                          nullptr});
     }
     return;
   }
@@ -105,7 +109,8 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
     workers_.push_back(
         {ErrorFeedback<T>(config.worker_feedback, context.Runs(i) ? range.dimension : 0),
          config.worker_compressor(range),
-         {}});
+         {},
+         nullptr});
   }
 }
 
@@ -118,7 +123,7 @@ void CompressedExchange<T>::Send(const StepContext& ctx, int worker, ConstVector
     return;
   }
   PhiloxStream stream = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-  w.stats = w.ef.Compress(y, *w.compressor, stream, out, ctx.lr);
+  w.Compress(y, stream, out, ctx.lr);
 }
 
 template <typename T>
@@ -159,7 +164,7 @@ void CompressedExchange<T>::Reduce(const StepContext& ctx, int chunk,
   Sender& server = servers_[static_cast<std::size_t>(chunk)];
   PhiloxStream stream =
       ctx.Stream(Purpose::kServerCompression, kServerStream - static_cast<std::uint32_t>(chunk));
-  server.stats = server.ef.Compress(MeanChunk(chunk), *server.compressor, stream, out, ctx.lr);
+  server.Compress(MeanChunk(chunk), stream, out, ctx.lr);
 }
 
 template <typename T>
@@ -182,6 +187,49 @@ void CompressedExchange<T>::Receive(std::span<const Message> reply, Vector<T>& o
     servers_[static_cast<std::size_t>(c)].compressor->Decode(reply[static_cast<std::size_t>(c)],
                                                              out.segment(begin, end - begin));
   }
+}
+
+template <typename T>
+void CompressedExchange<T>::Sender::Compress(ConstVectorRef<T> y, PhiloxStream& stream,
+                                             Message& out, double lr) {
+  if (!record) {
+    stats = ef.Compress(y, *compressor, stream, out, lr);
+    return;
+  }
+  if (ef.enabled()) record->input = ef.error();  // e_{t-1}, before Compress replaces it
+  stats = ef.Compress(y, *compressor, stream, out, lr);
+  if (ef.enabled()) {
+    record->input = y + static_cast<T>(ef.last_factor()) * record->input;
+  } else {
+    record->input = y;
+  }
+  record->output.resize(y.size());
+  compressor->Decode(out, record->output);
+}
+
+template <typename T>
+bool CompressedExchange<T>::KeepCompressionRecords() {
+  if (layout_.hierarchical) return false;
+  const auto keep = [](Sender& sender, const CompressorMaker<T>& maker,
+                       const CompressorShape& shape) {
+    sender.record = std::make_unique<CompressionRecord<T>>();
+    sender.record->compressor = sender.compressor.get();
+    sender.record->maker = maker;
+    sender.record->shape = shape;
+  };
+  for (Sender& w : workers_) keep(w, config_.worker_compressor, shape_);
+  for (int c = 0; c < layout_.chunks(); ++c) {
+    const auto [begin, end] = Chunk(c);
+    keep(servers_[static_cast<std::size_t>(c)], config_.server_compressor,
+         shape_.Restrict(begin, end));
+  }
+  return true;
+}
+
+template <typename T>
+const CompressionRecord<T>* CompressedExchange<T>::LastCompression(int worker) const {
+  if (worker == kServer) return servers_.size() == 1 ? servers_.front().record.get() : nullptr;
+  return workers_[static_cast<std::size_t>(worker)].record.get();
 }
 
 template <typename T>

@@ -122,13 +122,23 @@ class CompressedExchange {
   // Observe() and LastEncode() for the exchange's quantities (errors and encode statistics).
   const Vector<T>* Observe(Quantity quantity, int worker) const;
   const EncodeStats* LastEncode(int worker) const;
+  // DistributedOptimizer's KeepCompressionRecords and LastCompression for the exchange's senders
+  // (flat layouts only; kServer with one chunk only).
+  bool KeepCompressionRecords();
+  const CompressionRecord<T>* LastCompression(int worker) const;
 
  private:
   struct Sender {
     ErrorFeedback<T> ef;
     std::unique_ptr<Compressor<T>> compressor;
     EncodeStats stats;
+    std::unique_ptr<CompressionRecord<T>> record;  // while a probe asks for it
+
+    // stats = ef.Compress(y, ...), keeping the record when there is one.
+    void Compress(ConstVectorRef<T> y, PhiloxStream& stream, Message& out, double lr);
   };
+  ExchangeConfig<T> config_;
+  CompressorShape shape_;  // of the whole vector
   std::int64_t dimension_;
   ExchangeLayout layout_;
   std::vector<Sender> workers_;  // flat: one per worker; hierarchical: one per (node, rank)
@@ -154,6 +164,10 @@ class ExchangingOptimizer : public DistributedOptimizer<T> {
   void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
                 std::vector<Message>& out) override {
     exchange_.NodeStep(ctx, node, part, received, out);
+  }
+  bool KeepCompressionRecords() override { return exchange_.KeepCompressionRecords(); }
+  const CompressionRecord<T>* LastCompression(int worker) const override {
+    return exchange_.LastCompression(worker);
   }
 
  protected:

@@ -67,6 +67,20 @@ enum class Quantity {
   kLayerScale,      // per layer: LAMB's c_t^(l) (Eq. 1; 1-bit LAMB line 20)
 };
 
+// One sender's last compression, kept for the probes that test the compressor itself (repeated
+// draws on the same input for unbiasedness, ||C(u) - u|| against the declared q) while
+// KeepCompressionRecords is on. `input` is what the compressor was given (y + a e with error
+// feedback), `output` what the receiver decodes; `maker` builds fresh instances of the same
+// configuration for `shape`, so a probe can draw again without touching the run's instance.
+template <typename T>
+struct CompressionRecord {
+  Vector<T> input;
+  Vector<T> output;
+  const Compressor<T>* compressor = nullptr;
+  CompressorMaker<T> maker;
+  CompressorShape shape;
+};
+
 template <typename T>
 class DistributedOptimizer {
  public:
@@ -109,6 +123,11 @@ class DistributedOptimizer {
   virtual const Vector<T>* Observe(Quantity /*quantity*/, int /*worker*/) const { return nullptr; }
   // Statistics of the last Encode by `worker` (or kServer), or nullptr when it sends raw values.
   virtual const EncodeStats* LastEncode(int /*worker*/) const { return nullptr; }
+  // Starts keeping a CompressionRecord per sender from the next step on; returns false when the
+  // optimizer cannot (no compressor, or compression that lives at the nodes of a hierarchy).
+  virtual bool KeepCompressionRecords() { return false; }
+  // Worker `worker`'s (or, with one server chunk, kServer's) last compression, or nullptr.
+  virtual const CompressionRecord<T>* LastCompression(int /*worker*/) const { return nullptr; }
 };
 
 // How the scheme cuts the aggregation (see the top of this file). The default, an empty

@@ -295,9 +295,10 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
     Eigen::VectorXd mean_u = Eigen::VectorXd::Zero(problem->dimension());
     cluster.Step({t, 0.05, 3}, x);
     Sink sink;
-    ef->Observe(t, *birder, sink);
-    domain->Observe(t, *birder, sink);
-    min_b->Observe(t, *birder, sink);
+    const ProbeStep<double> step{t, 0.05, x, cluster.gradients(), *problem};
+    ef->Observe(step, *birder, sink);
+    domain->Observe(step, *birder, sink);
+    min_b->Observe(step, *birder, sink);
     for (int i = 0; i < 4; ++i) {
       const Eigen::VectorXd& e = *birder->Observe(Quantity::kWorkerError, i);
       EXPECT_EQ((sink.values[{"worker_sq_norm", i}]), e.squaredNorm());

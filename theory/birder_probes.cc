@@ -39,7 +39,9 @@ class QuantizerDomainProbe final : public Probe<T> {
     return optimizer.LastEncode(0) != nullptr;
   }
 
-  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer, ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    const std::int64_t t = step.t;
     for (int i = 0; i < workers_; ++i) {
       const double f = Fraction(*optimizer.LastEncode(i));
       sink.Record("worker_fraction", i, f);
@@ -91,7 +93,9 @@ class ErrorNormProbe final : public Probe<T> {
            optimizer.Observe(Quantity::kServerError, kServer) != nullptr;
   }
 
-  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer, ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    const std::int64_t t = step.t;
     for (int i = 0; i < workers_; ++i) {
       if (const Vector<T>* e = optimizer.Observe(Quantity::kWorkerError, i)) {
         const double sq = e->template cast<double>().squaredNorm();
@@ -137,7 +141,9 @@ class MinDenominatorProbe final : public Probe<T> {
            optimizer.Observe(Quantity::kDenominator, 0) != nullptr;
   }
 
-  void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer, ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    const std::int64_t t = step.t;
     for (int i = 0; i < workers_; ++i) {
       const Vector<T>& b = *optimizer.Observe(Quantity::kRawDenominator, i);
       const Vector<T>& denominator = *optimizer.Observe(Quantity::kDenominator, i);

@@ -1,20 +1,25 @@
 // Probes: measurements of the quantities the convergence proofs rely on, taken during a run.
 //
 // A probe is attached to a run by name in the spec (`probes = ["ef-norm", ...]`) and costs
-// nothing when it is not attached: the run loop only calls the probes it holds. After every
-// step it reads the optimizer's exposed state (Observe, LastEncode) and records series into the
-// run's results; at the end it summarises what it saw, with the paper, lemma or equation the
-// quantity comes from.
+// nothing when it is not attached: the run loop only calls the probes it holds, and optimizers
+// keep extra state (compressor inputs) only when a probe asks for it in Attach. After every step
+// it reads the optimizer's exposed state (Observe, LastEncode, LastCompression) and the step's
+// iterate and gradients, and records series into the run's results; at the end it summarises
+// what it saw, with the paper, lemma or equation the quantity comes from. Verdicts are not a
+// probe's business: theory/assertion.h judges the recorded series, so that `lemmalab check
+// --from DIR` judges finished results the same way.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/registry.h"
 #include "optimizers/optimizer.h"
+#include "problems/problem.h"
 
 namespace lemmalab {
 
@@ -25,6 +30,17 @@ class ProbeSink {
   virtual void Record(std::string_view series, int worker, double value) = 0;
 };
 
+// What a probe sees after step t: the step's rate, the iterate the step produced, and the
+// stochastic gradients the workers computed for it (at x_t).
+template <typename T>
+struct ProbeStep {
+  std::int64_t t = 1;
+  double lr = 0;                          // alpha_t
+  const Vector<T>& x;                     // x_{t+1}
+  std::span<const Vector<T>> gradients;   // g_t^(i), one per worker
+  const Problem<T>& problem;
+};
+
 template <typename T>
 class Probe {
  public:
@@ -32,8 +48,11 @@ class Probe {
   virtual std::string_view name() const = 0;
   // Whether this optimizer exposes what the probe reads.
   virtual bool AppliesTo(const DistributedOptimizer<T>& optimizer) const = 0;
+  // Called once when the probe is attached to `optimizer`, before step 1, with x_1; a probe that
+  // needs state the optimizer keeps only on request (KeepCompressionRecords) asks for it here.
+  virtual void Attach(DistributedOptimizer<T>& /*optimizer*/, const Vector<T>& /*x1*/) {}
   // Called after step t has been applied.
-  virtual void Observe(std::int64_t t, const DistributedOptimizer<T>& optimizer,
+  virtual void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
                        ProbeSink& sink) = 0;
   // Report lines: what was measured, against which bound, where the bound comes from.
   virtual std::vector<std::string> Summary() const = 0;
@@ -42,6 +61,7 @@ class Probe {
 struct ProbeContext {
   std::int64_t dimension = 0;
   int workers = 1;
+  std::uint64_t seed = 0;  // keys the probes' own Philox streams (Purpose::kProbe)
 };
 
 template <typename T>

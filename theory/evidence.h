@@ -1,0 +1,74 @@
+// What a finished run left in its results, in the form the assertions (theory/assertion.h) read:
+// the metric and probe series, the problem's constants and the optimizer's options. cli/check.cc
+// fills it from results.sqlite, so an assertion judges a run the same way whether the check just
+// ran it or reads it back with `lemmalab check --from DIR`.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/options.h"
+#include "core/types.h"
+#include "problems/problem.h"
+
+namespace lemmalab {
+
+// Worker field of run-wide values (metrics such as grad_sq_norm).
+inline constexpr int kRunWide = std::numeric_limits<int>::min();
+
+// One recorded series, in the order it was recorded (ascending step; workers, then the server,
+// within a step). `worker` is a worker index, kServer, or kRunWide.
+struct Series {
+  struct Point {
+    std::int64_t step = 0;
+    int worker = kRunWide;
+    double value = 0;
+  };
+  std::vector<Point> points;
+
+  bool empty() const { return points.empty(); }
+  // The point with the largest (smallest) value; the first such point on ties. Empty series:
+  // nullopt.
+  std::optional<Point> Max() const;
+  std::optional<Point> Min() const;
+  // The points of one worker (or kServer, or kRunWide), in step order.
+  Series OfWorker(int worker) const;
+  // The values, in order.
+  std::vector<double> Values() const;
+};
+
+struct RunEvidence {
+  std::string label;      // the [[optimizer]] label
+  std::string optimizer;  // its registry name
+  std::string status;     // "completed" or "diverged at step ...: ..."
+  std::int64_t steps_done = 0;
+  std::int64_t steps = 0;  // the spec's T
+  std::uint64_t seed = 0;
+  int workers = 1;
+  std::int64_t dimension = 0;
+  Precision precision = Precision::kFp32;
+  std::string results;  // the results folder, for messages
+  std::map<std::string, Series, std::less<>> metrics;  // by metric name
+  std::map<std::string, Series, std::less<>> probes;   // by "probe/series"
+  // The problem's constants, then what the run observed (G, certainty estimate).
+  std::vector<Constant> constants;
+  // The run's [[optimizer]] table (name, label and the algorithm's options), to read
+  // hyperparameters with the algorithm's own defaults.
+  std::shared_ptr<OptionTable> optimizer_options;
+
+  bool completed() const { return status == "completed"; }
+  const Series* Metric(std::string_view name) const;
+  const Series* Probe(std::string_view probe, std::string_view series) const;
+  // Whether `probe` recorded anything in this run.
+  bool HasProbe(std::string_view probe) const;
+  // The problem's constant `name` (exact or bound), else the run's estimate; nullptr if neither.
+  const Constant* FindConstant(std::string_view name) const;
+};
+
+}  // namespace lemmalab

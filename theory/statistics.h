@@ -1,0 +1,28 @@
+// Small statistics the assertions share: quantiles and the standard error of a mean of a series
+// whose values are correlated in time (batch means), so that a verdict's confidence level means
+// what it says.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace lemmalab {
+
+// The standard normal quantile Phi^{-1}(p), 0 < p < 1 (Boost.Math).
+double NormalQuantile(double p);
+// Student's t quantile with `dof` degrees of freedom.
+double StudentQuantile(double p, double dof);
+
+// The mean of `values` and the standard error of that mean estimated by non-overlapping batch
+// means (`batches` batches of equal length, the remainder at the front dropped): successive
+// steps of an optimizer are correlated, and the naive s/sqrt(N) would understate the error.
+// With fewer than 2 * batches values the error is infinite (too few samples to judge).
+struct MeanEstimate {
+  double mean = 0;
+  double standard_error = 0;
+  std::int64_t samples = 0;
+  double dof = 0;  // degrees of freedom of the batch-means t statistic (batches - 1)
+};
+MeanEstimate BatchMeans(std::span<const double> values, int batches = 10);
+
+}  // namespace lemmalab
