@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/check.h"
 #include "cli/experiment.h"
 #include "cli/spec.h"
 #include "comm/network.h"
@@ -21,6 +22,7 @@
 #include "optimizers/schedule.h"
 #include "problems/dataset.h"
 #include "problems/problem.h"
+#include "theory/assertion.h"
 #include "theory/probe.h"
 
 #ifdef LEMMALAB_HAVE_MPI
@@ -114,6 +116,24 @@ int RunCommand(const RunSpec& spec, std::string out_dir, int threads, Transport*
   return kExitOk;
 }
 
+// `lemmalab check`: judges the spec's claims; exit 1 when a verdict is not the expected one.
+int CheckCommand(const std::string& spec_path, std::string out_dir, const std::string& from,
+                 int threads) {
+  const RunSpec spec = LoadSpec(spec_path);
+  CheckOptions options;
+  options.from = !from.empty();
+  if (options.from) out_dir = from;
+  if (out_dir.empty()) out_dir = (std::filesystem::path("results") / spec.path.stem()).string();
+  options.out_dir = out_dir;
+  options.threads = threads;
+  options.stop = &g_interrupted;
+  const StopSignals stop_signals;
+  const CheckReport report = RunCheck(spec, options);
+  WriteCheckFiles(report, options.out_dir);
+  fmt::print("{}verdicts: {}/check.md, {}/check.json\n", FormatCheck(report), out_dir, out_dir);
+  return report.mismatches() == 0 ? kExitOk : kExitCheckFailed;
+}
+
 #ifdef LEMMALAB_HAVE_MPI
 // `lemmalab run` as one rank of an MPI job. Errors every rank meets alike (the spec, the world
 // size) are printed once, by rank 0, and every rank exits with 2. An error in the run itself may
@@ -186,6 +206,15 @@ std::string ListRegistries(bool json) {
   AddSection(DataSources(), "data", doc, text);
   AddSection(Schedules(), "schedules", doc, text);
   AddSection(Probes(), "probes", doc, text);
+  text += "assertions ([[assert]] assertion, lemmalab check)\n";
+  auto& assertions = doc["assertions"] = nlohmann::json::array();
+  for (const AssertionInfo& e : Assertions().entries()) {
+    text += fmt::format("  {}  {}\n      source: {}\n", e.name, e.summary, e.source);
+    nlohmann::json probes = nlohmann::json::array();
+    for (const std::string_view p : e.probes) probes.push_back(p);
+    assertions.push_back(
+        {{"name", e.name}, {"summary", e.summary}, {"source", e.source}, {"probes", probes}});
+  }
   text += "schemes ([communication] scheme)\n";
   auto& schemes = doc["schemes"] = nlohmann::json::array();
   for (const SchemeInfo& e : Schemes()) {
@@ -224,6 +253,21 @@ int Main(int argc, char** argv) {
                   "Threads for the workers (default: chosen; results do not depend on it)")
       ->check(CLI::Range(1, 1024));
 
+  std::string check_spec, check_out, check_from;
+  int check_threads = 0;
+  CLI::App* check =
+      app.add_subcommand("check", "Run a spec (or read its results) and judge its [[assert]] "
+                                  "claims; exit 1 when a verdict is not the expected one");
+  check->add_option("SPEC", check_spec, "Run spec (TOML) with [[assert]] tables")->required();
+  CLI::Option* check_out_option =
+      check->add_option("--out", check_out, "Results folder (default: results/<spec name>)");
+  check
+      ->add_option("--from", check_from,
+                   "Judge the finished results in this folder instead of running")
+      ->excludes(check_out_option);
+  check->add_option("--threads", check_threads, "Threads for the workers (default: chosen)")
+      ->check(CLI::Range(1, 1024));
+
 #ifdef LEMMALAB_HAVE_MPI
   // Under mpirun every rank runs this; MPI lives until Main returns.
   std::optional<MpiSession> mpi;
@@ -247,6 +291,18 @@ int Main(int argc, char** argv) {
     if (list->parsed()) {
       if (!quiet) fmt::print("{}", ListRegistries(json));
       return kExitOk;
+    }
+    if (check->parsed()) {
+#ifdef LEMMALAB_HAVE_MPI
+      if (mpi) {
+        if (!quiet) {
+          fmt::print(stderr, "error: lemmalab check runs in one process: its probes read every "
+                             "worker's state (run it without mpirun)\n");
+        }
+        return kExitUserError;
+      }
+#endif
+      return CheckCommand(check_spec, check_out, check_from, check_threads);
     }
 #ifdef LEMMALAB_HAVE_MPI
     if (mpi) return RunUnderMpi(*mpi, spec_path, out_dir, threads);

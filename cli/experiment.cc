@@ -41,7 +41,8 @@ class RunProbeSink final : public ProbeSink {
     probe_ = probe;
   }
   void Record(std::string_view series, int worker, double value) override {
-    writer_.AddProbe(run_id_, step_, probe_, series, worker, value);
+    writer_.AddProbe(run_id_, step_, probe_, series,
+                     worker == kRunWide ? std::nullopt : std::optional<int>(worker), value);
   }
 
  private:
@@ -230,7 +231,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
       if (options.transport->Runs(i)) optimizer_context.local_workers.push_back(i);
     }
   }
-  const ProbeContext probe_context{problem->dimension(), spec.workers, spec.seed};
+  const ProbeContext run_probe_context{problem->dimension(), spec.workers, spec.seed, nullptr};
   OptionTable no_network("[network]", spec.path.string());
   const NetworkModel network = NetworkFromOptions(spec.network ? *spec.network : no_network);
   if (spec.network) spec.network->RejectUnknownKeys();
@@ -244,6 +245,8 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
     run.optimizer = o.options->GetString("name", "");
     run.schedule = MakeSchedule(*o.schedule, {spec.steps});
     run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
+    ProbeContext probe_context = run_probe_context;
+    probe_context.optimizer = o.options;
     for (std::size_t k = 0; k < spec.probes.size(); ++k) {
       auto probe = FactoryFor<T>(*Probes().Find(spec.probes[k]))(probe_context);
       if (probe->AppliesTo(*run.algorithm)) {
@@ -275,6 +278,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   writer.SetMeta("workers", fmt::format("{}", spec.workers));
   writer.SetMeta("precision", PrecisionName(spec.precision));
   writer.SetMeta("problem", problem->Describe());
+  writer.SetMeta("dimension", fmt::format("{}", problem->dimension()));
   for (const Constant& c : constants) writer.AddConstant(std::nullopt, c);
   writer.AddShards(problem->Shards());
 

@@ -121,6 +121,12 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
   }
   spec.network = root->GetTable("network");
   if (spec.network) spec.network->set_context("[network]");
+  spec.check = root->GetTable("check");
+  if (spec.check) spec.check->set_context("[check]");
+  spec.asserts = root->GetTableArray("assert");
+  for (std::size_t k = 0; k < spec.asserts.size(); ++k) {
+    spec.asserts[k]->set_context(fmt::format("[[assert]] #{}", k + 1));
+  }
   std::shared_ptr<OptionTable> schedule = root->GetTable("schedule");
   if (schedule) schedule->set_context("[schedule]");
 

@@ -16,6 +16,10 @@
 //   [communication] scheme = "parameter-server", nodes = 2, workers_per_node = 4
 //                                (comm/scheme.h; default: parameter server, a node per worker)
 //   [network]   inter = "10GbE", intra = "nvlink"      (comm/network.h: projected step time)
+//   [check]     seeds = [1, 2, 3], workers = [2, 4, 8], confidence = 0.99
+//                                (`lemmalab check` only: the sweep it runs, cli/check.h)
+//   [[assert]]  assertion = "ef-norm", runs = ["birder"], expect = "holds", ...
+//                                (`lemmalab check` only: the claims it judges)
 //   [[optimizer]]
 //   name = "birder"              # registry name
 //   label = "birder-b09"         # optional, unique; defaults to the name
@@ -61,6 +65,8 @@ struct RunSpec {
   std::vector<OptimizerSpec> optimizers;
   CommSpec comm;                         // [communication], validated
   std::shared_ptr<OptionTable> network;  // [network], or null
+  std::shared_ptr<OptionTable> check;    // [check], or null (read by lemmalab check)
+  std::vector<std::shared_ptr<OptionTable>> asserts;  // [[assert]] (read by lemmalab check)
 };
 
 RunSpec LoadSpec(const std::filesystem::path& path);

@@ -137,14 +137,14 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
   Vector<T> mean_;
 };
 
+}  // namespace
+
 BirderOptions ReadBirderOptions(OptionTable& options) {
   BirderOptions o;
   o.beta = options.GetDouble("beta", o.beta, Interval::ClosedOpen(0, 1));
   o.eps = options.GetDouble("eps", o.eps, Interval::NonNegative());
   return o;
 }
-
-}  // namespace
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeBirder(const BirderOptions& options,

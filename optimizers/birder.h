@@ -31,6 +31,10 @@ struct BirderOptions {
                                    // notes the max rule is not used in practice, footnote 5)
 };
 
+// beta and eps from a [[optimizer]] table of birder or softsign-sgd, with the defaults above (the
+// probes and assertions of theory/ read the run's hyperparameters through it).
+BirderOptions ReadBirderOptions(OptionTable& options);
+
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeBirder(const BirderOptions& options,
                                                     const ExchangeConfig<T>& exchange,

@@ -209,7 +209,7 @@ void CompressedExchange<T>::Sender::Compress(ConstVectorRef<T> y, PhiloxStream& 
 
 template <typename T>
 bool CompressedExchange<T>::KeepCompressionRecords() {
-  if (layout_.hierarchical) return false;
+  if (!CanKeepCompressionRecords()) return false;
   const auto keep = [](Sender& sender, const CompressorMaker<T>& maker,
                        const CompressorShape& shape) {
     sender.record = std::make_unique<CompressionRecord<T>>();

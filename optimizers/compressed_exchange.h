@@ -125,6 +125,7 @@ class CompressedExchange {
   // DistributedOptimizer's KeepCompressionRecords and LastCompression for the exchange's senders
   // (flat layouts only; kServer with one chunk only).
   bool KeepCompressionRecords();
+  bool CanKeepCompressionRecords() const { return !layout_.hierarchical; }
   const CompressionRecord<T>* LastCompression(int worker) const;
 
  private:
@@ -166,6 +167,9 @@ class ExchangingOptimizer : public DistributedOptimizer<T> {
     exchange_.NodeStep(ctx, node, part, received, out);
   }
   bool KeepCompressionRecords() override { return exchange_.KeepCompressionRecords(); }
+  bool CanKeepCompressionRecords() const override {
+    return exchange_.CanKeepCompressionRecords();
+  }
   const CompressionRecord<T>* LastCompression(int worker) const override {
     return exchange_.LastCompression(worker);
   }

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -51,6 +52,9 @@ struct StepContext {
 
 // Worker index meaning "the aggregation point" in Observe and LastEncode.
 inline constexpr int kServer = -1;
+// Worker field of values that belong to no sender (a probe's run-wide series, the metrics); the
+// results store it as NULL.
+inline constexpr int kRunWide = std::numeric_limits<int>::min();
 
 // State an optimizer can expose to probes. Observe returns nullptr for what an algorithm does
 // not have; per-layer scalars are vectors with one entry per layer.
@@ -126,6 +130,8 @@ class DistributedOptimizer {
   // Starts keeping a CompressionRecord per sender from the next step on; returns false when the
   // optimizer cannot (no compressor, or compression that lives at the nodes of a hierarchy).
   virtual bool KeepCompressionRecords() { return false; }
+  // Whether KeepCompressionRecords would succeed.
+  virtual bool CanKeepCompressionRecords() const { return false; }
   // Worker `worker`'s (or, with one server chunk, kServer's) last compression, or nullptr.
   virtual const CompressionRecord<T>* LastCompression(int /*worker*/) const { return nullptr; }
 };

@@ -7,5 +7,21 @@ namespace lemmalab {
 
 // birder.txt (theory/birder_assertions.cc)
 Verdict CheckErrorNorm(const AssertionInput& input);
+Verdict CheckQuantizerDomain(const AssertionInput& input);
+Verdict CheckDenominatorFloor(const AssertionInput& input);
+Verdict CheckRawDenominatorPositive(const AssertionInput& input);
+Verdict CheckZSequence(const AssertionInput& input);
+Verdict CheckBirderTheorem1(const AssertionInput& input);
+
+// Compressor contracts (theory/compressor_assertions.cc)
+Verdict CheckUnbiased(const AssertionInput& input);
+Verdict CheckQuantizerVariance(const AssertionInput& input);
+Verdict CheckDeviation(const AssertionInput& input);
+
+// Rates and end points (theory/rate_assertions.cc)
+Verdict CheckRate(const AssertionInput& input);
+Verdict CheckSpeedup(const AssertionInput& input);
+Verdict CheckOptimalityGap(const AssertionInput& input);
+Verdict CheckTracksReference(const AssertionInput& input);
 
 }  // namespace lemmalab

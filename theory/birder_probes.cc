@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "optimizers/birder.h"
+#include "theory/evidence.h"
+
 namespace lemmalab {
 namespace {
 
@@ -181,6 +184,121 @@ class MinDenominatorProbe final : public Probe<T> {
   std::int64_t max_at_constant_ = 0;
 };
 
+// Lemma 2 (birder.txt lines 396-515). In the paper's indexing e_t is the error that enters step
+// t (after step t-1) and u_bar_t = m_t / b_t + delta_t + e_t - e_{t+1} (Eq. 14), with m_t, b_t
+// the workers' means and delta_t = mean_i m^(i)/b^(i) - m_t / b_t (Eq. 9-12). Then
+//   z_1     = x_1 + alpha_1 (delta_1 - e_1)                                             (Eq. 20)
+//   z_t     = x_t + beta/(1-beta) (x_t - x_{t-1})
+//             + alpha_{t-1}/(1-beta) (delta_{t-1} + beta e_{t-1} - e_t),  t >= 2           (Eq. 21)
+//   z_{t+1} = z_t + beta/(1-beta) (alpha_{t-1}/b_{t-1} - alpha_t/b_t) m_{t-1}
+//             - alpha_t g_t / b_t - alpha_{t-1} delta_{t-1} - (alpha_t - alpha_{t-1}) e_t   (Eq. 22)
+// and at t = 1, with alpha_0 = alpha_1 and m_0 = 0, z_2 = z_1 - alpha_1 g_1 / b_1 - alpha_1 delta_1
+// (Eq. 23). Everything is computed in double from the run's values; b is the denominator
+// b + eps the update divides by (the analysis's b, DOMAIN.md convention 7).
+template <typename T>
+class ZSequenceProbe final : public Probe<T> {
+ public:
+  explicit ZSequenceProbe(const ProbeContext& context)
+      : workers_(context.workers),
+        beta_(context.optimizer ? ReadBirderOptions(*context.optimizer).beta
+                                : BirderOptions{}.beta) {}
+
+  std::string_view name() const override { return "birder-z"; }
+
+  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+    return optimizer.Observe(Quantity::kMomentum, 0) != nullptr &&
+           optimizer.Observe(Quantity::kDenominator, 0) != nullptr;
+  }
+
+  void Attach(DistributedOptimizer<T>& optimizer, const Vector<T>& x1) override {
+    x_ = x1.template cast<double>();
+    e_ = CombinedError(optimizer);  // e_1
+  }
+
+  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    const Eigen::Index d = x_.size();
+    Eigen::VectorXd m = Eigen::VectorXd::Zero(d), b = m, ratio = m, g = m;
+    for (int i = 0; i < workers_; ++i) {
+      const Eigen::VectorXd mi = optimizer.Observe(Quantity::kMomentum, i)->template cast<double>();
+      const Eigen::VectorXd bi =
+          optimizer.Observe(Quantity::kDenominator, i)->template cast<double>();
+      m += mi;
+      b += bi;
+      ratio += mi.cwiseQuotient(bi);
+      g += step.gradients[static_cast<std::size_t>(i)].template cast<double>();
+    }
+    const double n = workers_;
+    m /= n;
+    b /= n;
+    g /= n;
+    const Eigen::VectorXd delta = ratio / n - m.cwiseQuotient(b);  // delta_t
+    const Eigen::VectorXd e_next = CombinedError(optimizer);     // e_{t+1}
+    const Eigen::VectorXd x_next = step.x.template cast<double>();
+    const double alpha = step.lr, k = beta_ / (1 - beta_);
+    const Eigen::VectorXd z_next =
+        x_next + k * (x_next - x_) + alpha / (1 - beta_) * (delta + beta_ * e_ - e_next);
+    Eigen::VectorXd residual;
+    if (step.t == 1) {
+      z_ = x_ + alpha * (delta - e_);  // Eq. 20
+      residual = z_next - z_ + alpha * g.cwiseQuotient(b) + alpha * delta;  // Eq. 23
+      sink.Record("f_z1", kRunWide, step.problem.Objective(z_.cast<T>(), nullptr));
+    } else {
+      residual = z_next - z_ -
+                 k * (alpha_ * b_.cwiseInverse() - alpha * b.cwiseInverse()).cwiseProduct(m_) +
+                 alpha * g.cwiseQuotient(b) + alpha_ * delta_ + (alpha - alpha_) * e_;  // Eq. 22
+    }
+    const double r = residual.lpNorm<Eigen::Infinity>();
+    const double scale =
+        std::max(z_next.lpNorm<Eigen::Infinity>(), z_.lpNorm<Eigen::Infinity>());
+    const double relative = scale > 0 ? r / scale : r;
+    sink.Record("residual", kRunWide, r);
+    sink.Record("relative", kRunWide, relative);
+    if (relative > worst_) {
+      worst_ = relative;
+      worst_step_ = step.t;
+    }
+    // Shift: what step t+1 needs of step t.
+    x_ = x_next;
+    z_ = z_next;
+    e_ = e_next;
+    m_ = m;
+    b_ = b;
+    delta_ = delta;
+    alpha_ = alpha;
+  }
+
+  std::vector<std::string> Summary() const override {
+    return {fmt::format(
+        "Lemma 2 z-sequence identity (birder Eq. 21-23): largest relative residual {:.3g} "
+        "(step {})",
+        worst_, worst_step_)};
+  }
+
+ private:
+  // e = (1/n) sum_i e^(i) + e_bar (Eq. 12); a side without error feedback contributes 0.
+  Eigen::VectorXd CombinedError(const DistributedOptimizer<T>& optimizer) const {
+    Eigen::VectorXd e = Eigen::VectorXd::Zero(x_.size());
+    for (int i = 0; i < workers_; ++i) {
+      if (const Vector<T>* ei = optimizer.Observe(Quantity::kWorkerError, i)) {
+        e += ei->template cast<double>();
+      }
+    }
+    e /= workers_;
+    if (const Vector<T>* e_bar = optimizer.Observe(Quantity::kServerError, kServer)) {
+      e += e_bar->template cast<double>();
+    }
+    return e;
+  }
+
+  int workers_;
+  double beta_;
+  Eigen::VectorXd x_, z_, e_, m_, b_, delta_;  // of the previous step (x_t, z_t, e_t, ...)
+  double alpha_ = 0;
+  double worst_ = 0;
+  std::int64_t worst_step_ = 0;
+};
+
 }  // namespace
 
 template <typename T>
@@ -195,11 +313,16 @@ template <typename T>
 std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext& context) {
   return std::make_unique<MinDenominatorProbe<T>>(context);
 }
+template <typename T>
+std::unique_ptr<Probe<T>> MakeZSequenceProbe(const ProbeContext& context) {
+  return std::make_unique<ZSequenceProbe<T>>(context);
+}
 
 #define LEMMALAB_INSTANTIATE(T)                                                     \
   template std::unique_ptr<Probe<T>> MakeQuantizerDomainProbe(const ProbeContext&); \
   template std::unique_ptr<Probe<T>> MakeErrorNormProbe(const ProbeContext&);       \
-  template std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext&);
+  template std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext&); \
+  template std::unique_ptr<Probe<T>> MakeZSequenceProbe(const ProbeContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)
 #undef LEMMALAB_INSTANTIATE

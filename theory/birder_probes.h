@@ -5,6 +5,13 @@
 //             (Lemma 1: E||e||^2 <= d when the input lies in [-1, 1])
 //   min-b     min_j b_t,j per worker, the denominator min_j (b_t,j + eps) >= rho (Theorem 1's
 //             assumption, footnote 5) and how many coordinates sit at the added constant (b = 0)
+//   birder-z  the residual of Lemma 2's identity (Eq. 21-22; Eq. 23 at t = 1), computed from the
+//             run's own x, m^(i), b^(i) + eps, g^(i), e^(i) and e_bar (App. A Eq. 9-12 average
+//             them over the workers): `residual` = ||R_t||_inf and `relative` = residual / the
+//             largest |entry| of z_t, z_{t+1}; f(z_1) as `f_z1` (Theorem 1's C1 needs
+//             f(z_1) - f*). The identity is algebra on the update rule, so it holds to rounding
+//             for a correct implementation; a missing error feedback (a server that compresses
+//             without e_bar) breaks it by the error it drops
 #pragma once
 
 #include "theory/probe.h"
@@ -17,5 +24,7 @@ template <typename T>
 std::unique_ptr<Probe<T>> MakeErrorNormProbe(const ProbeContext& context);
 template <typename T>
 std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext& context);
+template <typename T>
+std::unique_ptr<Probe<T>> MakeZSequenceProbe(const ProbeContext& context);
 
 }  // namespace lemmalab

@@ -15,12 +15,10 @@
 
 #include "core/options.h"
 #include "core/types.h"
+#include "optimizers/optimizer.h"
 #include "problems/problem.h"
 
 namespace lemmalab {
-
-// Worker field of run-wide values (metrics such as grad_sq_norm).
-inline constexpr int kRunWide = std::numeric_limits<int>::min();
 
 // One recorded series, in the order it was recorded (ascending step; workers, then the server,
 // within a step). `worker` is a worker index, kServer, or kRunWide.

@@ -62,6 +62,8 @@ struct ProbeContext {
   std::int64_t dimension = 0;
   int workers = 1;
   std::uint64_t seed = 0;  // keys the probes' own Philox streams (Purpose::kProbe)
+  // The [[optimizer]] table of the run the probe is made for (its hyperparameters), or null.
+  std::shared_ptr<OptionTable> optimizer;
 };
 
 template <typename T>

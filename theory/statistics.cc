@@ -1,7 +1,6 @@
 #include "theory/statistics.h"
 
 #include <boost/math/distributions/normal.hpp>
-#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -9,10 +8,6 @@
 namespace lemmalab {
 
 double NormalQuantile(double p) { return boost::math::quantile(boost::math::normal(), p); }
-
-double StudentQuantile(double p, double dof) {
-  return boost::math::quantile(boost::math::students_t(dof), p);
-}
 
 MeanEstimate BatchMeans(std::span<const double> values, int batches) {
   MeanEstimate out;

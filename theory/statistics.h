@@ -8,10 +8,9 @@
 
 namespace lemmalab {
 
-// The standard normal quantile Phi^{-1}(p), 0 < p < 1 (Boost.Math).
+// The standard normal quantile Phi^{-1}(p), 0 < p < 1 (Boost.Math; Student's t is
+// StudentTQuantile in theory/rate_fit.h).
 double NormalQuantile(double p);
-// Student's t quantile with `dof` degrees of freedom.
-double StudentQuantile(double p, double dof);
 
 // The mean of `values` and the standard error of that mean estimated by non-overlapping batch
 // means (`batches` batches of equal length, the remainder at the front dropped): successive

@@ -1,0 +1,373 @@
+#include "cli/check.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <ranges>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "cli/evidence_reader.h"
+#include "cli/experiment.h"
+#include "core/error.h"
+#include "core/text.h"
+#include "theory/probe.h"
+
+namespace lemmalab {
+namespace {
+
+// One [[assert]] entry, validated before anything runs.
+struct Claim {
+  const AssertionInfo* info = nullptr;
+  std::shared_ptr<OptionTable> table;
+  std::vector<std::string> runs;  // labels; empty: the default selection
+  VerdictKind expected = VerdictKind::kHolds;
+};
+
+// One experiment of the sweep: the spec at one seed and worker count.
+struct Experiment {
+  std::uint64_t seed = 0;
+  int workers = 1;
+  std::filesystem::path dir;
+  std::vector<RunEvidence> runs;
+};
+
+VerdictKind ParseExpectation(OptionTable& table) {
+  static const std::vector<std::string> kKinds = {"holds", "violated", "inconclusive"};
+  const std::string expect = table.GetChoice("expect", "holds", kKinds);
+  if (expect == "violated") return VerdictKind::kViolated;
+  if (expect == "inconclusive") return VerdictKind::kInconclusive;
+  return VerdictKind::kHolds;
+}
+
+std::vector<Claim> ReadClaims(const RunSpec& spec) {
+  if (spec.asserts.empty()) {
+    throw UserError(fmt::format(
+        "{}: no [[assert]] table: nothing to check (add e.g. [[assert]] assertion = "
+        "\"ef-norm\"; lemmalab list shows the assertions)",
+        spec.path.string()));
+  }
+  std::vector<std::string> labels;
+  for (const OptimizerSpec& o : spec.optimizers) labels.push_back(o.label);
+  std::vector<Claim> claims;
+  for (const std::shared_ptr<OptionTable>& table : spec.asserts) {
+    Claim claim;
+    claim.table = table;
+    const std::string name = table->RequireString("assertion");
+    claim.info = Assertions().Find(name);
+    if (claim.info == nullptr) {
+      table->Fail("assertion", UnknownName("assertion", name, Assertions().names()));
+    }
+    table->set_context(fmt::format("[[assert]] '{}'", name));
+    claim.expected = ParseExpectation(*table);
+    claim.runs = table->GetStringList("runs");
+    for (const std::string& label : claim.runs) {
+      if (std::find(labels.begin(), labels.end(), label) == labels.end()) {
+        table->Fail("runs", fmt::format("no [[optimizer]] is labelled '{}' (labels: {})", label,
+                                        JoinNames(labels)));
+      }
+    }
+    claims.push_back(std::move(claim));
+  }
+  return claims;
+}
+
+// Runs (or reads) every experiment of the sweep.
+std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
+                               const CheckOptions& options, double& confidence) {
+  std::vector<std::int64_t> seeds = {static_cast<std::int64_t>(spec.seed)};
+  std::vector<std::int64_t> workers = {spec.workers};
+  confidence = 0.99;
+  if (spec.check) {
+    seeds = spec.check->GetIntList("seeds", seeds, 0, 0xFFFFFFFFll);
+    workers = spec.check->GetIntList("workers", workers, 1, 1 << 20);
+    confidence = spec.check->GetDouble("confidence", confidence, Interval{0.5, 1.0, true, true});
+    if (seeds.empty()) spec.check->Fail("seeds", "the list is empty");
+    if (workers.empty()) spec.check->Fail("workers", "the list is empty");
+    if (workers.size() > 1 && spec.comm.topology_given) {
+      spec.check->Fail("workers", "a worker sweep cannot keep the fixed topology of "
+                                  "[communication] (nodes, workers_per_node)");
+    }
+    spec.check->RejectUnknownKeys();
+  }
+  for (const Claim& claim : claims) {
+    for (const std::string_view probe : claim.info->probes) {
+      if (std::find(spec.probes.begin(), spec.probes.end(), probe) == spec.probes.end()) {
+        spec.probes.emplace_back(probe);
+      }
+    }
+  }
+  const bool sweep = seeds.size() > 1 || workers.size() > 1;
+  std::vector<Experiment> experiments;
+  for (const std::int64_t n : workers) {
+    for (const std::int64_t seed : seeds) {
+      Experiment e;
+      e.seed = static_cast<std::uint64_t>(seed);
+      e.workers = static_cast<int>(n);
+      e.dir = sweep ? options.out_dir / fmt::format("seed-{}-workers-{}", seed, n) : options.out_dir;
+      if (!options.from) {
+        RunSpec one = spec;
+        one.seed = e.seed;
+        if (e.workers != spec.workers) {
+          const Scheme scheme = spec.comm.scheme;
+          one.workers = e.workers;
+          one.comm = CommFromOptions(nullptr, e.workers);
+          one.comm.scheme = scheme;
+        }
+        ExperimentOptions run;
+        run.out_dir = e.dir;
+        run.threads = options.threads;
+        run.progress = options.progress;
+        run.stop = options.stop;
+        if (options.progress) {
+          fmt::print(stderr, "running seed {}, {} workers -> {}\n", seed, n, e.dir.string());
+        }
+        RunExperiment(one, run);
+      }
+      e.runs = ReadEvidence(e.dir);
+      if (options.from && (e.runs.empty() || e.runs.front().seed != e.seed ||
+                           e.runs.front().workers != e.workers)) {
+        throw UserError(fmt::format(
+            "--from {}: {} holds results of seed {} with {} workers, not seed {} with {} workers "
+            "as {} asks",
+            options.out_dir.string(), e.dir.string(),
+            e.runs.empty() ? 0 : e.runs.front().seed, e.runs.empty() ? 0 : e.runs.front().workers,
+            e.seed, e.workers, spec.path.string()));
+      }
+      experiments.push_back(std::move(e));
+    }
+  }
+  return experiments;
+}
+
+// Whether the claim judges the run with this label by default: every run that recorded all the
+// probes the assertion reads (or every run, for assertions that read only metrics).
+bool Selected(const Claim& claim, const RunEvidence& run) {
+  if (!claim.runs.empty()) {
+    return std::find(claim.runs.begin(), claim.runs.end(), run.label) != claim.runs.end();
+  }
+  return std::all_of(claim.info->probes.begin(), claim.info->probes.end(),
+                     [&](std::string_view probe) { return run.HasProbe(probe); });
+}
+
+std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& experiments,
+                            double confidence) {
+  std::vector<CheckRow> rows;
+  const auto row = [&](std::string runs, std::span<const RunEvidence> group,
+                       std::span<const RunEvidence> experiment) {
+    CheckRow r;
+    r.assertion = std::string(claim.info->name);
+    r.summary = std::string(claim.info->summary);
+    r.source = std::string(claim.info->source);
+    r.runs = std::move(runs);
+    r.expected = claim.expected;
+    r.verdict = claim.info->evaluate({group, experiment, *claim.table, confidence});
+    rows.push_back(std::move(r));
+  };
+  // Labels in spec order, as the first experiment lists them.
+  std::vector<std::string> labels;
+  for (const RunEvidence& run : experiments.front().runs) {
+    if (Selected(claim, run)) labels.push_back(run.label);
+  }
+  std::map<int, std::vector<const Experiment*>> by_workers;
+  for (const Experiment& e : experiments) by_workers[e.workers].push_back(&e);
+  const bool seeds = by_workers.begin()->second.size() > 1, sweep_n = by_workers.size() > 1;
+  for (const std::string& label : labels) {
+    const auto find = [&](const Experiment& e) -> const RunEvidence& {
+      for (const RunEvidence& run : e.runs) {
+        if (run.label == label) return run;
+      }
+      throw UserError(fmt::format("{}: no run labelled '{}'", e.dir.string(), label));
+    };
+    switch (claim.info->scope) {
+      case AssertionScope::kRun:
+        for (const Experiment& e : experiments) {
+          std::string where;
+          if (seeds || sweep_n) where = fmt::format(" (seed {}, n = {})", e.seed, e.workers);
+          row(label + where, std::span(&find(e), 1), e.runs);
+        }
+        break;
+      case AssertionScope::kAcrossSeeds:
+        for (const auto& [n, group] : by_workers) {
+          std::vector<RunEvidence> runs;
+          for (const Experiment* e : group) runs.push_back(find(*e));
+          row(fmt::format("{} over {} seed{}{}", label, runs.size(), runs.size() == 1 ? "" : "s",
+                          sweep_n ? fmt::format(" (n = {})", n) : ""),
+              runs, group.front()->runs);
+        }
+        break;
+      case AssertionScope::kAcrossWorkers: {
+        std::vector<RunEvidence> runs;
+        for (const Experiment& e : experiments) runs.push_back(find(e));
+        row(fmt::format("{} over n = {}", label,
+                        fmt::join(std::views::keys(by_workers), ", ")),
+            runs, experiments.front().runs);
+        break;
+      }
+    }
+  }
+  if (labels.empty()) {
+    CheckRow r;
+    r.assertion = std::string(claim.info->name);
+    r.summary = std::string(claim.info->summary);
+    r.source = std::string(claim.info->source);
+    r.runs = "(none)";
+    r.expected = claim.expected;
+    r.verdict = Verdict::Inconclusive(
+        claim.runs.empty() ? fmt::format("no run recorded the probes it reads ({})",
+                                         fmt::join(claim.info->probes, ", "))
+                           : "none of the listed runs exist");
+    rows.push_back(std::move(r));
+  }
+  claim.table->RejectUnknownKeys();
+  return rows;
+}
+
+std::string WorstText(const Verdict& v) {
+  if (!v.worst_step) return "";
+  std::string s = fmt::format("step {}", *v.worst_step);
+  if (v.worst_worker) {
+    s += *v.worst_worker == kServer ? ", server" : fmt::format(", worker {}", *v.worst_worker);
+  }
+  return s;
+}
+
+}  // namespace
+
+int CheckReport::mismatches() const {
+  return static_cast<int>(
+      std::count_if(rows.begin(), rows.end(), [](const CheckRow& r) { return !r.as_expected(); }));
+}
+
+CheckReport RunCheck(RunSpec spec, const CheckOptions& options) {
+  const std::vector<Claim> claims = ReadClaims(spec);
+  CheckReport report;
+  report.spec = spec.path.string();
+  const std::vector<Experiment> experiments = Gather(spec, claims, options, report.confidence);
+  for (const Experiment& e : experiments) report.folders.push_back(e.dir.string());
+  for (const Claim& claim : claims) {
+    for (CheckRow& row : Judge(claim, experiments, report.confidence)) {
+      report.rows.push_back(std::move(row));
+    }
+  }
+  return report;
+}
+
+std::string FormatCheck(const CheckReport& report) {
+  std::size_t a = 9, r = 3;
+  for (const CheckRow& row : report.rows) {
+    a = std::max(a, row.assertion.size());
+    r = std::max(r, row.runs.size());
+  }
+  std::string out = fmt::format("{:<{}}  {:<{}}  {:<12}  {:<12}  {}\n", "assertion", a, "run", r,
+                                "verdict", "expected", "source");
+  for (const CheckRow& row : report.rows) {
+    out += fmt::format("{:<{}}  {:<{}}  {:<12}  {:<12}  {}\n", row.assertion, a, row.runs, r,
+                       VerdictName(row.verdict.kind),
+                       row.as_expected() ? std::string("yes")
+                                         : fmt::format("NO ({})", VerdictName(row.expected)),
+                       row.source);
+    if (!row.verdict.measured.empty()) out += fmt::format("    measured: {}\n", row.verdict.measured);
+    if (!row.verdict.bound.empty()) out += fmt::format("    bound:    {}\n", row.verdict.bound);
+    if (const std::string worst = WorstText(row.verdict); !worst.empty()) {
+      out += fmt::format("    worst:    {}\n", worst);
+    }
+    if (!row.verdict.detail.empty()) out += fmt::format("    detail:   {}\n", row.verdict.detail);
+  }
+  const int bad = report.mismatches();
+  out += fmt::format("{} of {} verdicts as expected (confidence {:g}){}\n",
+                     static_cast<int>(report.rows.size()) - bad, report.rows.size(),
+                     report.confidence, bad == 0 ? "" : fmt::format("; {} NOT", bad));
+  return out;
+}
+
+std::string CheckMarkdown(const CheckReport& report) {
+  const auto cell = [](std::string text) {
+    std::string out;
+    for (const char c : text) {
+      if (c == '|') {
+        out += "\\|";
+      } else if (c == '\n') {
+        out += "<br>";
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  };
+  std::string out = fmt::format("# lemmalab check: {}\n\nConfidence {:g}. Results: {}.\n\n",
+                                report.spec, report.confidence, fmt::join(report.folders, ", "));
+  out += "| assertion | source | run | measured | bound | verdict | expected | worst |\n";
+  out += "|---|---|---|---|---|---|---|---|\n";
+  for (const CheckRow& row : report.rows) {
+    out += fmt::format("| {} | {} | {} | {} | {} | **{}** | {} | {} |\n", cell(row.assertion),
+                       cell(row.source), cell(row.runs), cell(row.verdict.measured),
+                       cell(row.verdict.bound), VerdictName(row.verdict.kind),
+                       VerdictName(row.expected), cell(WorstText(row.verdict)));
+  }
+  bool details = false;
+  for (const CheckRow& row : report.rows) {
+    if (row.verdict.detail.empty()) continue;
+    if (!details) out += "\n## Details\n\n";
+    details = true;
+    out += fmt::format("- **{}** ({}): {}\n", row.assertion, row.runs, row.verdict.detail);
+  }
+  return out;
+}
+
+std::string CheckJson(const CheckReport& report) {
+  nlohmann::json doc;
+  doc["spec"] = report.spec;
+  doc["confidence"] = report.confidence;
+  doc["folders"] = report.folders;
+  doc["as_expected"] = report.mismatches() == 0;
+  auto& rows = doc["verdicts"] = nlohmann::json::array();
+  for (const CheckRow& row : report.rows) {
+    nlohmann::json j = {{"assertion", row.assertion},
+                        {"summary", row.summary},
+                        {"source", row.source},
+                        {"run", row.runs},
+                        {"verdict", VerdictName(row.verdict.kind)},
+                        {"expected", VerdictName(row.expected)},
+                        {"as_expected", row.as_expected()},
+                        {"measured", row.verdict.measured},
+                        {"bound", row.verdict.bound},
+                        {"detail", row.verdict.detail}};
+    // JSON has no NaN or infinity: such values are null.
+    const auto number = [](double x) {
+      return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+    };
+    j["measured_value"] = number(row.verdict.measured_value);
+    j["bound_value"] = number(row.verdict.bound_value);
+    j["worst_step"] = row.verdict.worst_step ? nlohmann::json(*row.verdict.worst_step)
+                                             : nlohmann::json(nullptr);
+    j["worst_worker"] = row.verdict.worst_worker ? nlohmann::json(*row.verdict.worst_worker)
+                                                 : nlohmann::json(nullptr);
+    rows.push_back(std::move(j));
+  }
+  return doc.dump(2) + "\n";
+}
+
+void WriteCheckFiles(const CheckReport& report, const std::filesystem::path& dir) {
+  for (const auto& [name, text] : {std::pair{"check.json", CheckJson(report)},
+                                   std::pair{"check.md", CheckMarkdown(report)}}) {
+    const std::filesystem::path target = dir / name;
+    const std::filesystem::path partial = dir / fmt::format("{}.partial", name);
+    {
+      std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+      out << text;
+      out.close();
+      if (!out) {
+        std::filesystem::remove(partial);
+        throw UserError(fmt::format("{}: cannot write {}", dir.string(), name));
+      }
+    }
+    std::filesystem::rename(partial, target);
+  }
+}
+
+}  // namespace lemmalab

@@ -1,0 +1,17 @@
+// Reads a results folder written by `lemmalab run` (cli/results.h) back into the RunEvidence the
+// assertions judge (theory/evidence.h).
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "theory/evidence.h"
+
+namespace lemmalab {
+
+// Every run of DIR/results.sqlite, in spec order, with the optimizer tables of the spec text the
+// results hold (so hyperparameters are the ones the run used, even if the spec changed since).
+// UserError when DIR holds no complete results.
+std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir);
+
+}  // namespace lemmalab

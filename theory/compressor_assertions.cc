@@ -1,0 +1,122 @@
+// The compressors' contracts, judged on the inputs a run gave them (probes q-unbiased and
+// q-deviate, theory/compressor_probes.h).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "theory/assertions.h"
+#include "theory/compressor_probes.h"
+#include "theory/rate_fit.h"
+#include "theory/statistics.h"
+#include "theory/verdicts.h"
+
+namespace lemmalab {
+
+// E[C(u)] = u. Each call's split-sample statistic z is Student-t with nu = draws/2 - 1 degrees
+// of freedom when C is unbiased (variance nu / (nu - 2)); the calls use independent draws, so
+// Stouffer's Z = sum z / sqrt(N nu / (nu - 2)) is standard normal, and a bias in any direction
+// pushes it up. Violated when Z exceeds the one-sided normal quantile at the check's confidence,
+// or when a deterministic compressor moved an input (z = +inf). `coordinates = "inside"` tests
+// only the coordinates with |u_j| <= 1, where Lemma 1 speaks.
+Verdict CheckUnbiased(const AssertionInput& input) {
+  const RunEvidence& run = input.runs.front();
+  const bool inside =
+      Choose(input.options, "coordinates", "all", {"all", "inside"}) == "inside";
+  std::string why;
+  const Series* z = RequireProbe(run, "q-unbiased", inside ? "z_inside" : "z", why);
+  if (z == nullptr) return Verdict::Inconclusive(why);
+  const double nu = kUnbiasednessDraws / 2 - 1;
+  double sum = 0;
+  const Series::Point* infinite = nullptr;
+  for (const Series::Point& p : z->points) {
+    if (std::isinf(p.value) && p.value > 0 && infinite == nullptr) infinite = &p;
+    sum += p.value;
+  }
+  const auto n = static_cast<double>(z->points.size());
+  const double stouffer = sum / std::sqrt(n * nu / (nu - 2));
+  const double critical = NormalQuantile(input.confidence);
+  Verdict v;
+  v.measured_value = stouffer;
+  v.bound_value = critical;
+  v.bound = fmt::format("Z <= {:.3g} (one-sided, {:.0f}%)", critical, 100 * input.confidence);
+  const Series::Point worst = *z->Max();
+  v.worst_step = worst.step;
+  v.worst_worker = worst.worker;
+  double largest_bias = 0;
+  if (const Series* bias = run.Probe("q-unbiased", "bias"); bias != nullptr && !bias->empty()) {
+    largest_bias = bias->Max()->value;
+  }
+  v.measured = fmt::format("Stouffer Z = {:.4g} over {} calls x {} draws{}; largest relative bias "
+                           "of a call's mean {:.3g}",
+                           stouffer, z->points.size(), kUnbiasednessDraws,
+                           inside ? " (coordinates with |u| <= 1)" : "", largest_bias);
+  if (infinite != nullptr) {
+    v.kind = VerdictKind::kViolated;
+    v.worst_step = infinite->step;
+    v.worst_worker = infinite->worker;
+    v.detail = fmt::format("a deterministic compressor moved its input at step {} ({}): every "
+                           "draw gave the same C(u) != u",
+                           infinite->step, SenderName(infinite->worker));
+    return v;
+  }
+  v.kind = stouffer > critical ? VerdictKind::kViolated : VerdictKind::kHolds;
+  return v;
+}
+
+// Lemma 1 Eq. 18: Var Q(u)_j = 1 - u_j^2 for Birder's quantizer on |u_j| <= 1. Per call the
+// ratio of the draws' summed sample variances to sum_j (1 - u_j^2) has mean 1; the calls'
+// ratios give a two-sided Student-t interval, and the law is violated when 1 lies outside it.
+Verdict CheckQuantizerVariance(const AssertionInput& input) {
+  std::string why;
+  const Series* s = RequireProbe(input.runs.front(), "q-unbiased", "variance_ratio", why);
+  if (s == nullptr) return Verdict::Inconclusive(why);
+  const std::vector<double> values = s->Values();
+  if (values.size() < 2) return Verdict::Inconclusive("fewer than 2 sampled calls");
+  double mean = 0, var = 0;
+  for (const double x : values) mean += x;
+  mean /= static_cast<double>(values.size());
+  for (const double x : values) var += (x - mean) * (x - mean);
+  var /= static_cast<double>(values.size() - 1);
+  const double n = static_cast<double>(values.size());
+  const double half =
+      StudentTQuantile(0.5 + input.confidence / 2, n - 1) * std::sqrt(var / n);
+  Verdict v;
+  v.measured_value = mean;
+  v.bound_value = 1;
+  v.measured = fmt::format("sum_j s_j^2 / sum_j (1 - u_j^2) = {:.5g} +- {:.2g} ({:.0f}%, {} calls)",
+                           mean, half, 100 * input.confidence, values.size());
+  v.bound = "= 1";
+  v.kind = std::abs(mean - 1) <= half ? VerdictKind::kHolds : VerdictKind::kViolated;
+  const Series::Point worst =
+      std::abs(s->Max()->value - 1) > std::abs(s->Min()->value - 1) ? *s->Max() : *s->Min();
+  v.worst_step = worst.step;
+  v.worst_worker = worst.worker;
+  return v;
+}
+
+// spams.txt Assumption 1: ||C(x) - x|| <= q ||x|| with q < 1, for every call. q is the
+// compressor's declared one, or `q` from the [[assert]] table.
+Verdict CheckDeviation(const AssertionInput& input) {
+  const RunEvidence& run = input.runs.front();
+  std::string why;
+  const Series* ratio = RequireProbe(run, "q-deviate", "ratio", why);
+  if (ratio == nullptr) return Verdict::Inconclusive(why);
+  double q = std::numeric_limits<double>::quiet_NaN();
+  std::string basis = "given";
+  if (input.options.Has("q")) {
+    q = input.options.GetDouble("q", 0, Interval::ClosedOpen(0, 1));
+  } else if (const Series* declared = run.Probe("q-deviate", "declared_q");
+             declared != nullptr && !declared->empty()) {
+    q = declared->Max()->value;
+    basis = "declared by the compressor";
+  } else {
+    return Verdict::Inconclusive(
+        "the compressor declares no q (stochastic and sign compressors have none): give q in the "
+        "[[assert]] table");
+  }
+  return EveryPointAtMost(*ratio, q, "||C(u) - u|| / ||u||",
+                          fmt::format("<= q = {:.6g} ({})", q, basis));
+}
+
+}  // namespace lemmalab

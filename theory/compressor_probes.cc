@@ -1,0 +1,229 @@
+#include "theory/compressor_probes.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace lemmalab {
+namespace {
+
+// The senders a compression probe reads: every worker, and the server when it keeps a record.
+template <typename T>
+std::vector<int> Senders(const DistributedOptimizer<T>& optimizer, int workers) {
+  std::vector<int> senders;
+  for (int i = 0; i < workers; ++i) {
+    if (optimizer.LastCompression(i) != nullptr) senders.push_back(i);
+  }
+  if (optimizer.LastCompression(kServer) != nullptr) senders.push_back(kServer);
+  return senders;
+}
+
+std::uint32_t StreamOf(int sender) {
+  return sender == kServer ? kServerStream : static_cast<std::uint32_t>(sender);
+}
+
+// A probe that needs the compression records: applies to the optimizers that keep them.
+template <typename T>
+class CompressionProbe : public Probe<T> {
+ public:
+  explicit CompressionProbe(const ProbeContext& context)
+      : workers_(context.workers), seed_(context.seed) {}
+
+  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+    return optimizer.CanKeepCompressionRecords();
+  }
+
+  void Attach(DistributedOptimizer<T>& optimizer, const Vector<T>& /*x1*/) override {
+    const bool kept = optimizer.KeepCompressionRecords();
+    LEMMALAB_CHECK(kept, "{}: the optimizer refused to keep compression records", this->name());
+  }
+
+ protected:
+  int workers_;
+  std::uint64_t seed_;
+};
+
+template <typename T>
+class UnbiasednessProbe final : public CompressionProbe<T> {
+ public:
+  explicit UnbiasednessProbe(const ProbeContext& context)
+      : CompressionProbe<T>(context),
+        stride_(std::max<std::int64_t>(
+            1, (kUnbiasednessDraws * context.dimension * (context.workers + 1) +
+                kUnbiasednessDrawBudget - 1) /
+                   kUnbiasednessDrawBudget)) {}
+
+  std::string_view name() const override { return "q-unbiased"; }
+
+  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    if ((step.t - 1) % stride_ != 0) return;
+    for (const int sender : Senders(optimizer, this->workers_)) {
+      const CompressionRecord<T>& record = *optimizer.LastCompression(sender);
+      auto& fresh = fresh_[sender];
+      if (!fresh) fresh = record.maker(record.shape);
+      PhiloxStream stream({this->seed_, Purpose::kProbe, StreamOf(sender),
+                           static_cast<std::uint64_t>(step.t)});
+      const UnbiasednessSample s =
+          SampleUnbiasedness(*fresh, record.input, kUnbiasednessDraws, stream);
+      sink.Record("z", sender, s.z);
+      sink.Record("z_inside", sender, s.z_inside);
+      sink.Record("bias", sender, s.bias);
+      if (s.variance_expected > 0) {
+        sink.Record("variance_ratio", sender, s.variance_sum / s.variance_expected);
+      }
+      ++calls_;
+      z_sum_ += s.z;
+      max_bias_ = std::max(max_bias_, s.bias);
+    }
+  }
+
+  std::vector<std::string> Summary() const override {
+    if (calls_ == 0) return {"no compressor calls sampled"};
+    return {fmt::format(
+        "E[C(u)] = u (birder Eq. 5, Lemma 1): {} calls x {} draws (every {} steps), mean "
+        "split-sample z {:.3g}, largest relative bias of the draws' mean {:.3g}",
+        calls_, kUnbiasednessDraws, stride_, z_sum_ / static_cast<double>(calls_), max_bias_)};
+  }
+
+ private:
+  std::int64_t stride_;
+  std::map<int, std::unique_ptr<Compressor<T>>> fresh_;  // per sender, for the draws
+  std::int64_t calls_ = 0;
+  double z_sum_ = 0;
+  double max_bias_ = 0;
+};
+
+template <typename T>
+class DeviationProbe final : public CompressionProbe<T> {
+ public:
+  using CompressionProbe<T>::CompressionProbe;
+
+  std::string_view name() const override { return "q-deviate"; }
+
+  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    for (const int sender : Senders(optimizer, this->workers_)) {
+      const CompressionRecord<T>& record = *optimizer.LastCompression(sender);
+      if (step.t == 1) {
+        if (const std::optional<double> q = record.compressor->q()) {
+          sink.Record("declared_q", sender, *q);
+          declared_ = std::max(declared_, *q);
+        }
+      }
+      const double norm = record.input.template cast<double>().norm();
+      if (norm == 0) continue;
+      const double ratio =
+          (record.output.template cast<double>() - record.input.template cast<double>()).norm() /
+          norm;
+      sink.Record("ratio", sender, ratio);
+      if (ratio > worst_) {
+        worst_ = ratio;
+        worst_step_ = step.t;
+        worst_sender_ = sender;
+      }
+    }
+  }
+
+  std::vector<std::string> Summary() const override {
+    return {fmt::format(
+        "||C(u) - u|| / ||u|| (spams Assumption 1: <= q < 1): max {:.4g} (step {}, {}); declared "
+        "q {}",
+        worst_, worst_step_,
+        worst_sender_ == kServer ? std::string("server") : fmt::format("worker {}", worst_sender_),
+        declared_ < 0 ? std::string("none") : fmt::format("{:.4g}", declared_))};
+  }
+
+ private:
+  double worst_ = 0;
+  std::int64_t worst_step_ = 0;
+  int worst_sender_ = 0;
+  double declared_ = -1;
+};
+
+}  // namespace
+
+namespace {
+
+// The t statistic of the projections' mean; +inf for a constant positive projection (a
+// deterministic compressor that moves u), 0 for a constant zero one.
+double SplitSampleStatistic(const std::vector<double>& projections) {
+  const auto m = static_cast<double>(projections.size());
+  double mean = 0, var = 0;
+  for (const double p : projections) mean += p;
+  mean /= m;
+  for (const double p : projections) var += (p - mean) * (p - mean);
+  var /= m - 1;
+  if (var > 0) return mean / std::sqrt(var / m);
+  return mean > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+}
+
+}  // namespace
+
+template <typename T>
+UnbiasednessSample SampleUnbiasedness(Compressor<T>& compressor, const Vector<T>& u, int draws,
+                                      PhiloxStream& stream) {
+  LEMMALAB_CHECK(draws >= 8, "{} draws are too few for the split-sample test", draws);
+  const Eigen::Index d = u.size();
+  const Eigen::VectorXd x = u.template cast<double>();
+  const Eigen::VectorXd inside = x.unaryExpr([](double v) { return std::abs(v) <= 1 ? 1.0 : 0.0; });
+  const int half = draws / 2;
+  Message message;
+  Vector<T> decoded(d);
+  Eigen::VectorXd sum = Eigen::VectorXd::Zero(d), sum_sq = Eigen::VectorXd::Zero(d);
+  Eigen::VectorXd w, w_inside;
+  std::vector<double> projections, projections_inside;  // <C_k(u) - u, w>, second half
+  for (int k = 0; k < draws; ++k) {
+    compressor.Encode(u, stream, message);
+    compressor.Decode(message, decoded);
+    const Eigen::VectorXd c = decoded.template cast<double>();
+    sum += c;
+    sum_sq += c.cwiseProduct(c);
+    if (k == half - 1) {
+      // w = sign(mean of the first half - u): the direction a bias would show in.
+      w = (sum / half - x).unaryExpr([](double v) { return double((v > 0) - (v < 0)); });
+      w_inside = w.cwiseProduct(inside);
+    }
+    if (k >= half) {
+      projections.push_back((c - x).dot(w));
+      projections_inside.push_back((c - x).dot(w_inside));
+    }
+  }
+  UnbiasednessSample s;
+  s.z = SplitSampleStatistic(projections);
+  s.z_inside = SplitSampleStatistic(projections_inside);
+  const Eigen::VectorXd mean_c = sum / draws;
+  const double norm = x.norm();
+  s.bias = norm > 0 ? (mean_c - x).norm() / norm : 0.0;
+  for (Eigen::Index j = 0; j < d; ++j) {
+    if (inside[j] == 0) continue;
+    s.variance_sum += std::max(0.0, (sum_sq[j] - draws * mean_c[j] * mean_c[j]) / (draws - 1));
+    s.variance_expected += 1 - x[j] * x[j];
+  }
+  return s;
+}
+
+template <typename T>
+std::unique_ptr<Probe<T>> MakeUnbiasednessProbe(const ProbeContext& context) {
+  return std::make_unique<UnbiasednessProbe<T>>(context);
+}
+template <typename T>
+std::unique_ptr<Probe<T>> MakeDeviationProbe(const ProbeContext& context) {
+  return std::make_unique<DeviationProbe<T>>(context);
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                          \
+  template std::unique_ptr<Probe<T>> MakeUnbiasednessProbe(const ProbeContext&);         \
+  template std::unique_ptr<Probe<T>> MakeDeviationProbe(const ProbeContext&);            \
+  template UnbiasednessSample SampleUnbiasedness(Compressor<T>&, const Vector<T>&, int, \
+                                                 PhiloxStream&);
+LEMMALAB_INSTANTIATE(float)
+LEMMALAB_INSTANTIATE(double)
+#undef LEMMALAB_INSTANTIATE
+
+}  // namespace lemmalab

@@ -1,0 +1,87 @@
+#include "theory/verdicts.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace lemmalab {
+
+std::string SenderName(int worker) {
+  if (worker == kServer) return "server";
+  if (worker == kRunWide) return "";
+  return fmt::format("worker {}", worker);
+}
+
+namespace {
+
+template <typename Breaks>
+Verdict EveryPoint(const Series& series, double bound, std::string_view what,
+                   std::string bound_text, bool upper, Breaks breaks) {
+  if (series.empty()) return Verdict::Inconclusive(fmt::format("no values of {} recorded", what));
+  Verdict v;
+  v.kind = VerdictKind::kHolds;
+  v.bound = std::move(bound_text);
+  v.bound_value = bound;
+  const Series::Point extreme = upper ? *series.Max() : *series.Min();
+  const Series::Point* first_break = nullptr;
+  for (const Series::Point& p : series.points) {
+    if (breaks(p.value)) {
+      first_break = &p;
+      break;
+    }
+  }
+  v.measured_value = extreme.value;
+  v.measured = fmt::format("{} {} {:.6g} over {} values", upper ? "max" : "min", what,
+                           extreme.value, series.points.size());
+  const Series::Point& worst = first_break != nullptr ? *first_break : extreme;
+  v.worst_step = worst.step;
+  if (worst.worker != kRunWide) v.worst_worker = worst.worker;
+  if (first_break != nullptr) {
+    v.kind = VerdictKind::kViolated;
+    v.detail = fmt::format("first broken at step {}{} ({:.6g}); {} of {} values break it",
+                           worst.step,
+                           worst.worker == kRunWide ? "" : ", " + SenderName(worst.worker),
+                           worst.value,
+                           std::count_if(series.points.begin(), series.points.end(),
+                                         [&](const Series::Point& p) { return breaks(p.value); }),
+                           series.points.size());
+  }
+  return v;
+}
+
+}  // namespace
+
+Verdict EveryPointAtMost(const Series& series, double bound, std::string_view what,
+                         std::string bound_text) {
+  return EveryPoint(series, bound, what, std::move(bound_text), true,
+                    [bound](double value) { return !(value <= bound); });
+}
+
+Verdict EveryPointAtLeast(const Series& series, double bound, std::string_view what,
+                          std::string bound_text) {
+  return EveryPoint(series, bound, what, std::move(bound_text), false,
+                    [bound](double value) { return !(value >= bound); });
+}
+
+const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,
+                           std::string& why) {
+  const Series* s = run.Probe(probe, series);
+  if (s == nullptr || s->empty()) {
+    why = fmt::format("run '{}' recorded no {}/{} (probe {} did not apply or ran no step)",
+                      run.label, probe, series, probe);
+    return nullptr;
+  }
+  return s;
+}
+
+std::string Choose(OptionTable& options, std::string_view key, std::string_view fallback,
+                   std::initializer_list<std::string_view> choices) {
+  const std::vector<std::string> allowed(choices.begin(), choices.end());
+  return options.GetChoice(key, fallback, allowed);
+}
+
+std::string DescribeConstant(const Constant& constant) {
+  return fmt::format("{} = {:.6g} ({}: {})", constant.name, constant.value,
+                     CertaintyName(constant.certainty), constant.basis);
+}
+
+}  // namespace lemmalab

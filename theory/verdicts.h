@@ -1,0 +1,38 @@
+// Helpers the assertion functions share: naming senders and building the common verdicts.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "optimizers/optimizer.h"
+#include "theory/assertion.h"
+
+namespace lemmalab {
+
+// "worker 3", "server", or "" for run-wide values.
+std::string SenderName(int worker);
+
+// The verdict of a deterministic claim "value <= bound at every point" on `series` (every
+// recorded point must satisfy it): holds, or violated at the first point over the bound, with
+// the largest value as the measured one. `what` names the measured quantity.
+Verdict EveryPointAtMost(const Series& series, double bound, std::string_view what,
+                         std::string bound_text);
+// The same for "value >= bound".
+Verdict EveryPointAtLeast(const Series& series, double bound, std::string_view what,
+                          std::string bound_text);
+
+// The series `probe/series` of the run, or nullptr with `why` set to an inconclusive reason.
+const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,
+                           std::string& why);
+
+// options.GetChoice with the choices written inline.
+std::string Choose(OptionTable& options, std::string_view key, std::string_view fallback,
+                   std::initializer_list<std::string_view> choices);
+
+// How a constant was obtained, for a verdict's detail: "L = 1 (exact: largest eigenvalue of A)".
+std::string DescribeConstant(const Constant& constant);
+
+}  // namespace lemmalab
