@@ -161,7 +161,8 @@ Verdict CheckVarianceStable(const AssertionInput& input) {
   if (IsOnebitAdam(run)) beta2 = OnebitAdamOptions{}.beta2;
   if (run.optimizer == "lamb" || run.optimizer == "onebit-lamb") beta2 = LambOptions{}.beta2;
   beta2 = RunOption(run, "beta2", beta2);
-  const auto paper_window = static_cast<std::int64_t>(std::ceil(1 / (1 - beta2)));
+  // 1 / (1 - 0.9) is 10.000000000000002 in binary: round before taking the ceiling.
+  const auto paper_window = static_cast<std::int64_t>(std::ceil(1 / (1 - beta2) * (1 - 1e-12)));
   std::int64_t window = paper_window;
   std::string window_note = fmt::format("window = 1/(1-beta2) = {}", window);
   if (input.options.Has("window")) {
