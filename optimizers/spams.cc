@@ -1,5 +1,7 @@
 #include "optimizers/spams.h"
 
+#include <cmath>
+
 #include "optimizers/compressed_exchange.h"
 
 namespace lemmalab {
@@ -17,6 +19,7 @@ class AmsGradServer {
         m_(Vector<T>::Zero(context.dimension)),
         v_(m_),
         v_hat_(m_),
+        denominator_(Vector<T>::Constant(context.dimension, std::sqrt(eps_))),
         direction_(m_),
         wire_(context) {}
 
@@ -26,11 +29,12 @@ class AmsGradServer {
     const auto [begin, end] = wire_.Chunk(chunk);
     const Eigen::Index n = end - begin;
     auto m = m_.segment(begin, n), v = v_.segment(begin, n), v_hat = v_hat_.segment(begin, n);
-    auto direction = direction_.segment(begin, n);
-    m = beta1_ * m + (T(1) - beta1_) * g;                   // line 13
-    v = beta2_ * v + (T(1) - beta2_) * g.cwiseAbs2();       // line 14
-    v_hat = v_hat.cwiseMax(v);                              // line 15
-    direction = m.array() / (v_hat.array() + eps_).sqrt();  // line 16
+    auto denominator = denominator_.segment(begin, n), direction = direction_.segment(begin, n);
+    m = beta1_ * m + (T(1) - beta1_) * g;              // line 13
+    v = beta2_ * v + (T(1) - beta2_) * g.cwiseAbs2();  // line 14
+    v_hat = v_hat.cwiseMax(v);                         // line 15
+    denominator = (v_hat.array() + eps_).sqrt();       // line 16
+    direction = m.array() / denominator.array();
     wire_.SendChunk(chunk, direction, out);
   }
 
@@ -47,6 +51,8 @@ class AmsGradServer {
         return &v_;
       case Quantity::kMaxVariance:
         return &v_hat_;
+      case Quantity::kDenominator:  // sqrt(v_hat_t + eps); sqrt(eps) before step 1 (v_hat_0 = 0)
+        return &denominator_;
       default:
         return nullptr;
     }
@@ -54,7 +60,9 @@ class AmsGradServer {
 
  private:
   T beta1_, beta2_, eps_;
-  Vector<T> m_, v_, v_hat_, direction_;
+  // The update's denominator is kept (not only used) for the probes of spams.txt Lemma 5, whose
+  // D_t = 1/sqrt(v_hat_{t-1} + eps) - 1/sqrt(v_hat_t + eps) needs it in the run's precision.
+  Vector<T> m_, v_, v_hat_, denominator_, direction_;
   FullPrecisionWire<T> wire_;
 };
 
@@ -102,7 +110,9 @@ class Spams final : public DistributedOptimizer<T> {
   Spams(const SpamsOptions& options, const CompressorMaker<T>& compressor, FeedbackKind feedback,
         const OptimizerContext& context)
       : wire_(context),
-        compressor_(compressor(context.shape())),
+        maker_(compressor),
+        shape_(context.shape()),
+        compressor_(compressor(shape_)),
         ef_(feedback, context.dimension),
         g_(Vector<T>::Zero(context.dimension)),
         g_tilde_(g_),
@@ -120,8 +130,17 @@ class Spams final : public DistributedOptimizer<T> {
     // Lines 5-6: g~ = Top-k(g + e), e <- e + g - g~, with the error kept where the compression
     // happens; the compressed message never leaves the server, so it is decoded in place.
     PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
+    if (record_ && ef_.enabled()) record_->input = ef_.error();  // e_t, before Compress
     stats_ = ef_.Compress(g_, *compressor_, stream, compressed_, ctx.lr);
     compressor_->Decode(compressed_, g_tilde_);
+    if (record_) {
+      if (ef_.enabled()) {
+        record_->input = g_ + static_cast<T>(ef_.last_factor()) * record_->input;
+      } else {
+        record_->input = g_;
+      }
+      record_->output = g_tilde_;
+    }
     server_.Step(0, g_tilde_, out);  // lines 7-10
   }
 
@@ -139,9 +158,25 @@ class Spams final : public DistributedOptimizer<T> {
     return worker == kServer ? &stats_ : nullptr;
   }
 
+  // The one compression happens at the server (kServer), as in CompressedExchange's records:
+  // the input g_t + e_t, the decoded g~_t, and the compressor (whose q() spams.txt Lemma 2 uses).
+  bool KeepCompressionRecords() override {
+    record_ = std::make_unique<CompressionRecord<T>>();
+    record_->compressor = compressor_.get();
+    record_->maker = maker_;
+    record_->shape = shape_;
+    return true;
+  }
+  const CompressionRecord<T>* LastCompression(int worker) const override {
+    return worker == kServer ? record_.get() : nullptr;
+  }
+
  private:
   FullPrecisionWire<T> wire_;  // workers' full-precision gradients
+  CompressorMaker<T> maker_;
+  CompressorShape shape_;
   std::unique_ptr<Compressor<T>> compressor_;
+  std::unique_ptr<CompressionRecord<T>> record_;  // while a probe asks for it
   ErrorFeedback<T> ef_;
   Vector<T> g_, g_tilde_;
   Message compressed_;

@@ -54,7 +54,7 @@ struct Verdict {
 struct AssertionInput {
   std::span<const RunEvidence> runs;
   std::span<const RunEvidence> experiment;
-  OptionTable& options;     // the [[assert]] table: the assertion's own keys
+  OptionTable& options;      // the [[assert]] table: the assertion's own keys
   double confidence = 0.99;  // for statistical verdicts
 };
 
@@ -64,8 +64,8 @@ using AssertionFn = Verdict (*)(const AssertionInput& input);
 
 struct AssertionInfo {
   std::string_view name;
-  std::string_view summary;  // the claim, in words
-  std::string_view source;   // "birder.txt Lemma 1, Eq. 16"
+  std::string_view summary;              // the claim, in words
+  std::string_view source;               // "birder.txt Lemma 1, Eq. 16"
   std::vector<std::string_view> probes;  // probes whose series it reads (attached by the check)
   AssertionScope scope = AssertionScope::kRun;
   AssertionFn evaluate = nullptr;

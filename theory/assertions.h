@@ -24,4 +24,15 @@ Verdict CheckSpeedup(const AssertionInput& input);
 Verdict CheckOptimalityGap(const AssertionInput& input);
 Verdict CheckTracksReference(const AssertionInput& input);
 
+// spams.txt (theory/spams_assertions.cc)
+Verdict CheckSpamsLemma2(const AssertionInput& input);
+Verdict CheckSpamsLemma4(const AssertionInput& input);
+Verdict CheckSpamsLemma5(const AssertionInput& input);
+Verdict CheckSpamsTheorem1(const AssertionInput& input);
+
+// onebit-adam-icml-with-appendix.txt and onebit-lamb.txt (theory/onebit_assertions.cc)
+Verdict CheckOnebitErrorBounded(const AssertionInput& input);
+Verdict CheckVarianceStable(const AssertionInput& input);
+Verdict CheckOnebitLambClips(const AssertionInput& input);
+
 }  // namespace lemmalab

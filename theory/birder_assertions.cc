@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <limits>
 
 #include "optimizers/birder.h"
@@ -182,8 +181,9 @@ Verdict CheckBirderTheorem1(const AssertionInput& input) {
   const Constant* l = run.FindConstant("L");
   const Constant* f_star = run.FindConstant("f_star");
   if (l == nullptr || f_star == nullptr) {
-    return Verdict::Inconclusive("Theorem 1 needs L and f*, which this problem does not know "
-                                 "(set reference = true to estimate them)");
+    return Verdict::Inconclusive(
+        "Theorem 1 needs L and f*, which this problem does not know "
+        "(set reference = true to estimate them)");
   }
   std::vector<std::string> notes;
   const Series* max_g = run.Metric("max_grad_norm");
@@ -216,9 +216,10 @@ Verdict CheckBirderTheorem1(const AssertionInput& input) {
   k.f_z1_gap = f_z1->points.front().value - f_star->value;
   const bool rederived =
       Choose(input.options, "bound", "printed", {"printed", "rederived"}) == "rederived";
-  notes.push_back(fmt::format("c = {:.6g}, beta = {:.6g}, rho = {:.6g} (smallest b + eps seen), "
-                              "f(z_1) - f* = {:.6g}, d = {}",
-                              k.c, k.beta, k.rho, k.f_z1_gap, run.dimension));
+  notes.push_back(
+      fmt::format("c = {:.6g}, beta = {:.6g}, rho = {:.6g} (smallest b + eps seen), "
+                  "f(z_1) - f* = {:.6g}, d = {}",
+                  k.c, k.beta, k.rho, k.f_z1_gap, run.dimension));
   Verdict v;
   v.kind = VerdictKind::kHolds;
   double sum = 0, worst_ratio = std::numeric_limits<double>::infinity();
@@ -237,16 +238,19 @@ Verdict CheckBirderTheorem1(const AssertionInput& input) {
     if (!(lhs <= bound) && v.kind == VerdictKind::kHolds) v.kind = VerdictKind::kViolated;
   }
   const BirderTheorem1Result at_t = BirderTheorem1(k, static_cast<double>(run.steps_done));
-  v.measured = fmt::format("((1/T) sum ||grad f(x_t)||)^2 = {:.6g} at T = {} (closest to the bound)",
-                           v.measured_value, *v.worst_step);
-  v.bound = fmt::format("C1/sqrt(T) + C2(1 + ln T)/sqrt(T) = {:.6g} ({}; C1 = {:.4g}, C2 = {:.4g}); "
-                        "slack x{:.3g}",
-                        v.bound_value, rederived ? "re-derived" : "as printed",
-                        rederived ? at_t.c1_rederived : at_t.c1,
-                        rederived ? at_t.c2_rederived : at_t.c2, worst_ratio);
-  notes.push_back(fmt::format("checked at every T = 1..{}; one run is one sample of the "
-                              "expectation",
-                              run.steps_done));
+  v.measured =
+      fmt::format("((1/T) sum ||grad f(x_t)||)^2 = {:.6g} at T = {} (closest to the bound)",
+                  v.measured_value, *v.worst_step);
+  v.bound = fmt::format(
+      "C1/sqrt(T) + C2(1 + ln T)/sqrt(T) = {:.6g} ({}; C1 = {:.4g}, C2 = {:.4g}); "
+      "slack x{:.3g}",
+      v.bound_value, rederived ? "re-derived" : "as printed",
+      rederived ? at_t.c1_rederived : at_t.c1, rederived ? at_t.c2_rederived : at_t.c2,
+      worst_ratio);
+  notes.push_back(
+      fmt::format("checked at every T = 1..{}; one run is one sample of the "
+                  "expectation",
+                  run.steps_done));
   v.detail = fmt::format("{}", fmt::join(notes, "; "));
   return v;
 }

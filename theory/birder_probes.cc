@@ -191,7 +191,8 @@ class MinDenominatorProbe final : public Probe<T> {
 //   z_t     = x_t + beta/(1-beta) (x_t - x_{t-1})
 //             + alpha_{t-1}/(1-beta) (delta_{t-1} + beta e_{t-1} - e_t),  t >= 2           (Eq. 21)
 //   z_{t+1} = z_t + beta/(1-beta) (alpha_{t-1}/b_{t-1} - alpha_t/b_t) m_{t-1}
-//             - alpha_t g_t / b_t - alpha_{t-1} delta_{t-1} - (alpha_t - alpha_{t-1}) e_t   (Eq. 22)
+//             - alpha_t g_t / b_t - alpha_{t-1} delta_{t-1} - (alpha_t - alpha_{t-1}) e_t   (Eq.
+//             22)
 // and at t = 1, with alpha_0 = alpha_1 and m_0 = 0, z_2 = z_1 - alpha_1 g_1 / b_1 - alpha_1 delta_1
 // (Eq. 23). Everything is computed in double from the run's values; b is the denominator
 // b + eps the update divides by (the analysis's b, DOMAIN.md convention 7).
@@ -233,14 +234,14 @@ class ZSequenceProbe final : public Probe<T> {
     b /= n;
     g /= n;
     const Eigen::VectorXd delta = ratio / n - m.cwiseQuotient(b);  // delta_t
-    const Eigen::VectorXd e_next = CombinedError(optimizer);     // e_{t+1}
+    const Eigen::VectorXd e_next = CombinedError(optimizer);       // e_{t+1}
     const Eigen::VectorXd x_next = step.x.template cast<double>();
     const double alpha = step.lr, k = beta_ / (1 - beta_);
     const Eigen::VectorXd z_next =
         x_next + k * (x_next - x_) + alpha / (1 - beta_) * (delta + beta_ * e_ - e_next);
     Eigen::VectorXd residual;
     if (step.t == 1) {
-      z_ = x_ + alpha * (delta - e_);  // Eq. 20
+      z_ = x_ + alpha * (delta - e_);                                       // Eq. 20
       residual = z_next - z_ + alpha * g.cwiseQuotient(b) + alpha * delta;  // Eq. 23
       sink.Record("f_z1", kRunWide, step.problem.Objective(z_.cast<T>(), nullptr));
     } else {
@@ -249,8 +250,7 @@ class ZSequenceProbe final : public Probe<T> {
                  alpha * g.cwiseQuotient(b) + alpha_ * delta_ + (alpha - alpha_) * e_;  // Eq. 22
     }
     const double r = residual.lpNorm<Eigen::Infinity>();
-    const double scale =
-        std::max(z_next.lpNorm<Eigen::Infinity>(), z_.lpNorm<Eigen::Infinity>());
+    const double scale = std::max(z_next.lpNorm<Eigen::Infinity>(), z_.lpNorm<Eigen::Infinity>());
     const double relative = scale > 0 ? r / scale : r;
     sink.Record("residual", kRunWide, r);
     sink.Record("relative", kRunWide, relative);
@@ -321,7 +321,7 @@ std::unique_ptr<Probe<T>> MakeZSequenceProbe(const ProbeContext& context) {
 #define LEMMALAB_INSTANTIATE(T)                                                     \
   template std::unique_ptr<Probe<T>> MakeQuantizerDomainProbe(const ProbeContext&); \
   template std::unique_ptr<Probe<T>> MakeErrorNormProbe(const ProbeContext&);       \
-  template std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext&); \
+  template std::unique_ptr<Probe<T>> MakeMinDenominatorProbe(const ProbeContext&);  \
   template std::unique_ptr<Probe<T>> MakeZSequenceProbe(const ProbeContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)

@@ -21,8 +21,7 @@ namespace lemmalab {
 // only the coordinates with |u_j| <= 1, where Lemma 1 speaks.
 Verdict CheckUnbiased(const AssertionInput& input) {
   const RunEvidence& run = input.runs.front();
-  const bool inside =
-      Choose(input.options, "coordinates", "all", {"all", "inside"}) == "inside";
+  const bool inside = Choose(input.options, "coordinates", "all", {"all", "inside"}) == "inside";
   std::string why;
   const Series* z = RequireProbe(run, "q-unbiased", inside ? "z_inside" : "z", why);
   if (z == nullptr) return Verdict::Inconclusive(why);
@@ -47,17 +46,19 @@ Verdict CheckUnbiased(const AssertionInput& input) {
   if (const Series* bias = run.Probe("q-unbiased", "bias"); bias != nullptr && !bias->empty()) {
     largest_bias = bias->Max()->value;
   }
-  v.measured = fmt::format("Stouffer Z = {:.4g} over {} calls x {} draws{}; largest relative bias "
-                           "of a call's mean {:.3g}",
-                           stouffer, z->points.size(), kUnbiasednessDraws,
-                           inside ? " (coordinates with |u| <= 1)" : "", largest_bias);
+  v.measured = fmt::format(
+      "Stouffer Z = {:.4g} over {} calls x {} draws{}; largest relative bias "
+      "of a call's mean {:.3g}",
+      stouffer, z->points.size(), kUnbiasednessDraws, inside ? " (coordinates with |u| <= 1)" : "",
+      largest_bias);
   if (infinite != nullptr) {
     v.kind = VerdictKind::kViolated;
     v.worst_step = infinite->step;
     v.worst_worker = infinite->worker;
-    v.detail = fmt::format("a deterministic compressor moved its input at step {} ({}): every "
-                           "draw gave the same C(u) != u",
-                           infinite->step, SenderName(infinite->worker));
+    v.detail = fmt::format(
+        "a deterministic compressor moved its input at step {} ({}): every "
+        "draw gave the same C(u) != u",
+        infinite->step, SenderName(infinite->worker));
     return v;
   }
   v.kind = stouffer > critical ? VerdictKind::kViolated : VerdictKind::kHolds;
@@ -79,8 +80,7 @@ Verdict CheckQuantizerVariance(const AssertionInput& input) {
   for (const double x : values) var += (x - mean) * (x - mean);
   var /= static_cast<double>(values.size() - 1);
   const double n = static_cast<double>(values.size());
-  const double half =
-      StudentTQuantile(0.5 + input.confidence / 2, n - 1) * std::sqrt(var / n);
+  const double half = StudentTQuantile(0.5 + input.confidence / 2, n - 1) * std::sqrt(var / n);
   Verdict v;
   v.measured_value = mean;
   v.bound_value = 1;

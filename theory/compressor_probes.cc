@@ -1,13 +1,13 @@
 #include "theory/compressor_probes.h"
 
-#include "core/error.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+
+#include "core/error.h"
 
 namespace lemmalab {
 namespace {
@@ -67,8 +67,8 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
       const CompressionRecord<T>& record = *optimizer.LastCompression(sender);
       auto& fresh = fresh_[sender];
       if (!fresh) fresh = record.maker(record.shape);
-      PhiloxStream stream({this->seed_, Purpose::kProbe, StreamOf(sender),
-                           static_cast<std::uint64_t>(step.t)});
+      PhiloxStream stream(
+          {this->seed_, Purpose::kProbe, StreamOf(sender), static_cast<std::uint64_t>(step.t)});
       const UnbiasednessSample s =
           SampleUnbiasedness(*fresh, record.input, kUnbiasednessDraws, stream);
       sink.Record("z", sender, s.z);
@@ -217,9 +217,9 @@ std::unique_ptr<Probe<T>> MakeDeviationProbe(const ProbeContext& context) {
   return std::make_unique<DeviationProbe<T>>(context);
 }
 
-#define LEMMALAB_INSTANTIATE(T)                                                          \
-  template std::unique_ptr<Probe<T>> MakeUnbiasednessProbe(const ProbeContext&);         \
-  template std::unique_ptr<Probe<T>> MakeDeviationProbe(const ProbeContext&);            \
+#define LEMMALAB_INSTANTIATE(T)                                                         \
+  template std::unique_ptr<Probe<T>> MakeUnbiasednessProbe(const ProbeContext&);        \
+  template std::unique_ptr<Probe<T>> MakeDeviationProbe(const ProbeContext&);           \
   template UnbiasednessSample SampleUnbiasedness(Compressor<T>&, const Vector<T>&, int, \
                                                  PhiloxStream&);
 LEMMALAB_INSTANTIATE(float)

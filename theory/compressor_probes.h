@@ -36,10 +36,10 @@ std::unique_ptr<Probe<T>> MakeDeviationProbe(const ProbeContext& context);
 
 // The q-unbiased statistics of one input: `draws` encodes of `compressor` on u.
 struct UnbiasednessSample {
-  double z = 0;               // split-sample t statistic (see above)
-  double z_inside = 0;        // the same with w restricted to the coordinates |u_j| <= 1
-  double bias = 0;            // ||mean C(u) - u|| / ||u||
-  double variance_sum = 0;    // sum_j s_j^2 over |u_j| <= 1
+  double z = 0;                  // split-sample t statistic (see above)
+  double z_inside = 0;           // the same with w restricted to the coordinates |u_j| <= 1
+  double bias = 0;               // ||mean C(u) - u|| / ||u||
+  double variance_sum = 0;       // sum_j s_j^2 over |u_j| <= 1
   double variance_expected = 0;  // sum_j (1 - u_j^2) over the same coordinates
 };
 template <typename T>

@@ -51,7 +51,7 @@ struct RunEvidence {
   int workers = 1;
   std::int64_t dimension = 0;
   Precision precision = Precision::kFp32;
-  std::string results;  // the results folder, for messages
+  std::string results;                                 // the results folder, for messages
   std::map<std::string, Series, std::less<>> metrics;  // by metric name
   std::map<std::string, Series, std::less<>> probes;   // by "probe/series"
   // The problem's constants, then what the run observed (G, certainty estimate).

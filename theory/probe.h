@@ -35,9 +35,9 @@ class ProbeSink {
 template <typename T>
 struct ProbeStep {
   std::int64_t t = 1;
-  double lr = 0;                          // alpha_t
-  const Vector<T>& x;                     // x_{t+1}
-  std::span<const Vector<T>> gradients;   // g_t^(i), one per worker
+  double lr = 0;                         // alpha_t
+  const Vector<T>& x;                    // x_{t+1}
+  std::span<const Vector<T>> gradients;  // g_t^(i), one per worker
   const Problem<T>& problem;
 };
 

@@ -38,8 +38,8 @@ struct RateOptions {
 
 RateOptions ReadRateOptions(const AssertionInput& input) {
   RateOptions o;
-  o.quantity = Choose(input.options, "quantity", "grad_sq_norm",
-                                       {"grad_sq_norm", "optimality_gap"});
+  o.quantity =
+      Choose(input.options, "quantity", "grad_sq_norm", {"grad_sq_norm", "optimality_gap"});
   o.exponent = input.options.GetDouble("exponent", 0.5, Interval::NonNegative());
   o.at_least = Choose(input.options, "compare", "at-least", {"at-least", "equal"}) == "at-least";
   o.from = input.options.GetInt("from", 10, 1);
@@ -57,9 +57,9 @@ Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::st
   Verdict v;
   v.measured_value = e.mean;
   v.bound_value = o.exponent;
-  v.measured = fmt::format("{}: p = {:.4g}, {:.0f}% interval [{:.4g}, {:.4g}] over {} of {} seeds",
-                           what, e.mean, 100 * e.confidence, e.lower, e.upper, e.converged_seeds,
-                           e.seeds);
+  v.measured =
+      fmt::format("{}: p = {:.4g}, {:.0f}% interval [{:.4g}, {:.4g}] over {} of {} seeds", what,
+                  e.mean, 100 * e.confidence, e.lower, e.upper, e.converged_seeds, e.seeds);
   v.bound = fmt::format("{} {:.4g} (decay like {}^-p)", o.at_least ? "p >=" : "p =", o.exponent,
                         variable);
   if (!e.interval_available) {
@@ -67,13 +67,13 @@ Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::st
     v.detail = e.message;
     return v;
   }
-  const bool holds = o.at_least ? e.upper >= o.exponent
-                                : e.lower <= o.exponent && o.exponent <= e.upper;
+  const bool holds =
+      o.at_least ? e.upper >= o.exponent : e.lower <= o.exponent && o.exponent <= e.upper;
   v.kind = holds ? VerdictKind::kHolds : VerdictKind::kViolated;
   std::vector<std::string> fits;
   for (const PowerLawFit& f : e.fits) fits.push_back(fmt::format("{:.3g}", f.p));
-  v.detail = fmt::format("per-seed p: {}; model a {}^-p + c fitted with Ceres", fmt::join(fits, ", "),
-                         variable);
+  v.detail = fmt::format("per-seed p: {}; model a {}^-p + c fitted with Ceres",
+                         fmt::join(fits, ", "), variable);
   return v;
 }
 
@@ -86,8 +86,9 @@ Verdict CheckRate(const AssertionInput& input) {
   const RateOptions o = ReadRateOptions(input);
   std::vector<Curve> curves;
   for (const RunEvidence& run : input.runs) {
-    if (!run.completed()) return Verdict::Inconclusive(fmt::format(
-                              "seed {}: the run did not complete: {}", run.seed, run.status));
+    if (!run.completed())
+      return Verdict::Inconclusive(
+          fmt::format("seed {}: the run did not complete: {}", run.seed, run.status));
     const std::vector<double> values = PerStep(run, o.quantity);
     if (values.empty()) {
       return Verdict::Inconclusive(fmt::format(
@@ -96,8 +97,8 @@ Verdict CheckRate(const AssertionInput& input) {
           run.seed, o.quantity));
     }
     if (o.from >= run.steps_done) {
-      return Verdict::Inconclusive(fmt::format("from = {} leaves nothing of {} steps to fit",
-                                               o.from, run.steps_done));
+      return Verdict::Inconclusive(
+          fmt::format("from = {} leaves nothing of {} steps to fit", o.from, run.steps_done));
     }
     curves.push_back(RunningAverageCurve(values, o.points, o.from));
   }
@@ -113,8 +114,9 @@ Verdict CheckSpeedup(const AssertionInput& input) {
   std::map<std::uint64_t, std::map<int, double>> by_seed;  // seed -> n -> value
   std::vector<int> ns;
   for (const RunEvidence& run : input.runs) {
-    if (!run.completed()) return Verdict::Inconclusive(fmt::format(
-                              "n = {}, seed {}: the run did not complete", run.workers, run.seed));
+    if (!run.completed())
+      return Verdict::Inconclusive(
+          fmt::format("n = {}, seed {}: the run did not complete", run.workers, run.seed));
     const std::vector<double> values = PerStep(run, o.quantity);
     if (values.empty()) return Verdict::Inconclusive(o.quantity + " is not recorded every step");
     double mean = 0;
@@ -145,8 +147,9 @@ Verdict CheckOptimalityGap(const AssertionInput& input) {
   const double tolerance = input.options.GetDouble("tolerance", 1e-3, Interval::Positive());
   const Series* gap = run.Metric("optimality_gap");
   if (gap == nullptr || gap->empty()) {
-    return Verdict::Inconclusive("no optimality_gap: the problem does not know f* (set reference "
-                                 "= true to estimate it)");
+    return Verdict::Inconclusive(
+        "no optimality_gap: the problem does not know f* (set reference "
+        "= true to estimate it)");
   }
   const Series::Point last = gap->points.back();
   Verdict v;
@@ -156,7 +159,8 @@ Verdict CheckOptimalityGap(const AssertionInput& input) {
                            run.completed() ? "" : " (" + run.status + ")");
   v.bound = fmt::format("<= {:.3g}", tolerance);
   v.worst_step = last.step;
-  v.kind = last.value <= tolerance && run.completed() ? VerdictKind::kHolds : VerdictKind::kViolated;
+  v.kind =
+      last.value <= tolerance && run.completed() ? VerdictKind::kHolds : VerdictKind::kViolated;
   return v;
 }
 

@@ -1,7 +1,9 @@
 // The probe registry: adding a probe is one class and one line in the table below.
 #include "theory/birder_probes.h"
 #include "theory/compressor_probes.h"
+#include "theory/onebit_probes.h"
 #include "theory/probe.h"
+#include "theory/spams_probes.h"
 
 namespace lemmalab {
 
@@ -19,13 +21,30 @@ const Registry<ProbeInfo>& Probes() {
            &MakeMinDenominatorProbe<float>, &MakeMinDenominatorProbe<double>},
           {"q-domain", "fraction of quantizer inputs outside [-1, 1] (birder Eq. 5)",
            &MakeQuantizerDomainProbe<float>, &MakeQuantizerDomainProbe<double>},
-          {"q-deviate", "||C(u) - u|| / ||u|| per compressor call against the declared q (spams "
+          {"q-deviate",
+           "||C(u) - u|| / ||u|| per compressor call against the declared q (spams "
            "Assumption 1)",
            &MakeDeviationProbe<float>, &MakeDeviationProbe<double>},
           {"q-unbiased",
-           "E[C(u)] = u by repeated draws on the run's own inputs, and Var C(u)_j against 1 - u_j^2 "
+           "E[C(u)] = u by repeated draws on the run's own inputs, and Var C(u)_j against 1 - "
+           "u_j^2 "
            "(birder Eq. 5, Lemma 1)",
            &MakeUnbiasednessProbe<float>, &MakeUnbiasednessProbe<double>},
+          {"lamb-ratios",
+           "r_t and c_t per layer (onebit-lamb Alg. 1 lines 17-20, Fig. 6; worker = layer)",
+           &MakeLambRatiosProbe<float>, &MakeLambRatiosProbe<double>},
+          {"onebit-error", "||delta_t^(i)|| and ||delta_bar_t|| (onebit-adam ICML Assumption 1.3)",
+           &MakeOnebitErrorProbe<float>, &MakeOnebitErrorProbe<double>},
+          {"spams-d",
+           "||D_t||_1 and ||D_t||^2, D_t = 1/sqrt(v_hat_{t-1}+eps) - 1/sqrt(v_hat_t+eps) (spams "
+           "Lemma 5)",
+           &MakeSpamsDenominatorStepProbe<float>, &MakeSpamsDenominatorStepProbe<double>},
+          {"spams-ef", "||e_t,i||^2 and the declared q (spams Lemma 2, Assumption 1)",
+           &MakeSpamsErrorProbe<float>, &MakeSpamsErrorProbe<double>},
+          {"spams-vhat", "max_j v_hat_t,j and the declared q (spams Lemma 4)",
+           &MakeSpamsMaxVarianceProbe<float>, &MakeSpamsMaxVarianceProbe<double>},
+          {"variance-norm", "||v_t||_1 and ||v_t||_2 per step (onebit-adam ICML Sec. 3.3, Fig. 2)",
+           &MakeVarianceNormProbe<float>, &MakeVarianceNormProbe<double>},
       });
   return registry;
 }

@@ -37,13 +37,12 @@ Verdict EveryPoint(const Series& series, double bound, std::string_view what,
   if (worst.worker != kRunWide) v.worst_worker = worst.worker;
   if (first_break != nullptr) {
     v.kind = VerdictKind::kViolated;
-    v.detail = fmt::format("first broken at step {}{} ({:.6g}); {} of {} values break it",
-                           worst.step,
-                           worst.worker == kRunWide ? "" : ", " + SenderName(worst.worker),
-                           worst.value,
-                           std::count_if(series.points.begin(), series.points.end(),
-                                         [&](const Series::Point& p) { return breaks(p.value); }),
-                           series.points.size());
+    v.detail =
+        fmt::format("first broken at step {}{} ({:.6g}); {} of {} values break it", worst.step,
+                    worst.worker == kRunWide ? "" : ", " + SenderName(worst.worker), worst.value,
+                    std::count_if(series.points.begin(), series.points.end(),
+                                  [&](const Series::Point& p) { return breaks(p.value); }),
+                    series.points.size());
   }
   return v;
 }

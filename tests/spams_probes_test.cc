@@ -1,0 +1,393 @@
+// The SPAMS probes (theory/spams_probes.h) against an independent recomputation of Algorithms 2
+// and 3 on a real run, and the SPAMS assertions (theory/spams_assertions.cc) on known answers:
+// hand-built evidence that meets a bound, a planted point that breaks it, and missing inputs.
+#include "theory/spams_probes.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "comm/cluster.h"
+#include "problems/dataset.h"
+#include "problems/sharding.h"
+#include "problems/supervised.h"
+#include "tests/optimizer_test_util.h"
+#include "theory/assertion.h"
+#include "theory/assertions.h"
+#include "theory/bounds.h"
+
+namespace lemmalab {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Records probe series into a RunEvidence, as a finished run's results hold them.
+struct EvidenceSink final : ProbeSink {
+  RunEvidence* run = nullptr;
+  std::string probe;
+  std::int64_t step = 0;
+  void Record(std::string_view series, int worker, double value) override {
+    run->probes[probe + "/" + std::string(series)].points.push_back({step, worker, value});
+  }
+};
+
+// Runs `optimizer` for `steps` steps of a 4-worker logistic regression (d = 7) with the probes
+// attached, calling `check` after every step; returns the evidence the probes left.
+struct ProbeRun {
+  std::unique_ptr<Problem<double>> problem;
+  RunEvidence evidence;
+  double largest_gradient = 0;
+};
+
+ProbeRun MakeProblem(int workers) {
+  const Dataset data = MakeSyntheticLogistic(120, 6, 3.0, 1);
+  SupervisedOptions logreg;
+  logreg.batch_size = 4;
+  ProbeRun run;
+  run.problem = MakeSupervisedProblem<double>(MakeLogisticModel<double>(6, true), data,
+                                              IidShards(120, workers, 1), logreg);
+  run.evidence.status = "completed";
+  run.evidence.workers = workers;
+  run.evidence.dimension = run.problem->dimension();
+  run.evidence.precision = Precision::kFp64;
+  return run;
+}
+
+// Top-k with ties to the lower index (spams.txt Alg. 3 line 5; DOMAIN.md convention 6).
+Eigen::VectorXd TopK(const Eigen::VectorXd& u, int k) {
+  std::vector<int> order(static_cast<std::size_t>(u.size()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return std::abs(u[a]) > std::abs(u[b]); });
+  Eigen::VectorXd out = Eigen::VectorXd::Zero(u.size());
+  for (int j = 0; j < k; ++j)
+    out[order[static_cast<std::size_t>(j)]] = u[order[static_cast<std::size_t>(j)]];
+  return out;
+}
+
+constexpr double kEps = 1e-3;
+constexpr double kLr = 0.05;
+
+// Algorithm 2 with Top-2 on d = 7 and 3 workers: the probes' series equal the box written out
+// (errors of lines 7-8, v_hat of lines 12-15, D_t of Lemma 5 from v_hat_0 = 0), and the declared
+// q is Top-k's sqrt(1 - k/d).
+TEST(SpamsProbes, SeriesEqualIndependentRecomputationOfAlgorithm2) {
+  const int n = 3;
+  ProbeRun run = MakeProblem(n);
+  const Eigen::Index d = run.problem->dimension();
+  auto spams = testing::MakeFromToml(
+      "name = 'dist-spams'\ncompressor = { name = 'top-k', k = 2 }\neps = 1e-3\nbeta1 = 0.5", d, n);
+  Cluster<double> cluster(*run.problem, *spams);
+  const ProbeContext context{d, n};
+  auto ef = MakeSpamsErrorProbe<double>(context);
+  auto vhat = MakeSpamsMaxVarianceProbe<double>(context);
+  auto dprobe = MakeSpamsDenominatorStepProbe<double>(context);
+  Eigen::VectorXd x = run.problem->InitialPoint();
+  for (auto* p : {ef.get(), vhat.get(), dprobe.get()}) {
+    ASSERT_TRUE(p->AppliesTo(*spams)) << p->name();
+    p->Attach(*spams, x);
+  }
+  std::vector<Eigen::VectorXd> e(n, Eigen::VectorXd::Zero(d));
+  Eigen::VectorXd m = Eigen::VectorXd::Zero(d), v = m, v_hat = m;
+  Eigen::VectorXd inverse_previous = Eigen::VectorXd::Constant(d, 1 / std::sqrt(kEps));
+  for (std::int64_t t = 1; t <= 15; ++t) {
+    cluster.Step({t, kLr, 3}, x);
+    const ProbeStep<double> step{t, kLr, x, cluster.gradients(), *run.problem};
+    EvidenceSink sink;
+    sink.run = &run.evidence;
+    sink.step = t;
+    for (auto* p : {ef.get(), vhat.get(), dprobe.get()}) {
+      sink.probe = std::string(p->name());
+      p->Observe(step, *spams, sink);
+    }
+    Eigen::VectorXd g_bar = Eigen::VectorXd::Zero(d);
+    for (int i = 0; i < n; ++i) {
+      const Eigen::VectorXd& g = cluster.gradients()[static_cast<std::size_t>(i)];
+      run.largest_gradient = std::max(run.largest_gradient, g.norm());
+      const Eigen::VectorXd g_tilde = TopK(g + e[i], 2);  // line 7
+      e[i] += g - g_tilde;                                // line 8
+      g_bar += g_tilde / n;                               // line 12
+    }
+    m = 0.5 * m + 0.5 * g_bar;
+    v = 0.999 * v + 0.001 * g_bar.cwiseAbs2();
+    v_hat = v_hat.cwiseMax(v);
+    const Eigen::VectorXd inverse = (v_hat.array() + kEps).sqrt().inverse().matrix();
+    const Eigen::VectorXd D = inverse_previous - inverse;
+    inverse_previous = inverse;
+
+    const Series& sq = run.evidence.probes["spams-ef/sq_norm"];
+    for (int i = 0; i < n; ++i) {
+      const Series::Point& p = sq.points[static_cast<std::size_t>((t - 1) * n + i)];
+      EXPECT_EQ(p.step, t);
+      EXPECT_EQ(p.worker, i);
+      EXPECT_NEAR(p.value, e[i].squaredNorm(), 1e-12 * (1 + e[i].squaredNorm())) << "t " << t;
+    }
+    const auto last = [&](const char* key) { return run.evidence.probes[key].points.back(); };
+    EXPECT_NEAR(last("spams-vhat/max_vhat").value, v_hat.maxCoeff(), 1e-15);
+    EXPECT_NEAR(last("spams-d/l1").value, D.lpNorm<1>(), 1e-9);
+    EXPECT_NEAR(last("spams-d/sq").value, D.squaredNorm(), 1e-6);
+    EXPECT_EQ(last("spams-d/l1").worker, kServer);
+  }
+  // q recorded once, for the workers' compressor (worker 0).
+  const Series& q = run.evidence.probes["spams-ef/q"];
+  ASSERT_EQ(q.points.size(), 1u);
+  EXPECT_EQ(q.points[0].worker, 0);
+  EXPECT_DOUBLE_EQ(q.points[0].value, std::sqrt(1 - 2.0 / 7.0));
+  EXPECT_EQ(run.evidence.probes["spams-vhat/q"].points.size(), 1u);
+
+  // The assertions on this run, with G the largest gradient norm it saw (as `lemmalab run`
+  // records G): every lemma holds.
+  run.evidence.optimizer = "dist-spams";
+  run.evidence.steps_done = 15;
+  run.evidence.constants.push_back({"G", run.largest_gradient, Certainty::kEstimate, "observed"});
+  run.evidence.optimizer_options = std::make_shared<OptionTable>("optimizer", "");
+  run.evidence.optimizer_options->Set("eps", {kEps, ""});
+  for (const auto check : {&CheckSpamsLemma2, &CheckSpamsLemma4, &CheckSpamsLemma5}) {
+    OptionTable options("assert", "");
+    const Verdict verdict = check({{&run.evidence, 1}, {&run.evidence, 1}, options, 0.99});
+    EXPECT_EQ(verdict.kind, VerdictKind::kHolds) << verdict.measured << " | " << verdict.detail;
+  }
+  // Negative control: a compressor that does not keep its declared q. Top-2 of 7 is q-deviate
+  // only with q^2 = 5/7; declaring q = 0.2 (a bound 25 times smaller) breaks Lemma 2 on this run.
+  OptionTable planted("assert", "");
+  planted.Set("q", {0.2, ""});
+  const Verdict broken = CheckSpamsLemma2({{&run.evidence, 1}, {&run.evidence, 1}, planted, 0.99});
+  EXPECT_EQ(broken.kind, VerdictKind::kViolated) << broken.measured;
+  EXPECT_THAT(broken.detail, HasSubstr("the check's option"));
+}
+
+// Algorithm 3 (spams): the one error lives at the server, so it is recorded as kServer, with the
+// server compressor's q; the compression record the probe asks for holds C's input and output.
+TEST(SpamsProbes, SingleMachineRecordsTheServersErrorAndCompression) {
+  ProbeRun run = MakeProblem(2);
+  const Eigen::Index d = run.problem->dimension();
+  auto spams =
+      testing::MakeFromToml("name = 'spams'\ncompressor = { name = 'top-k', k = 3 }", d, 2);
+  Cluster<double> cluster(*run.problem, *spams);
+  auto ef = MakeSpamsErrorProbe<double>({d, 2});
+  Eigen::VectorXd x = run.problem->InitialPoint();
+  ef->Attach(*spams, x);
+  ASSERT_NE(spams->LastCompression(kServer), nullptr);
+  Eigen::VectorXd e = Eigen::VectorXd::Zero(d);
+  for (std::int64_t t = 1; t <= 6; ++t) {
+    cluster.Step({t, kLr, 3}, x);
+    EvidenceSink sink;
+    sink.run = &run.evidence;
+    sink.probe = "spams-ef";
+    sink.step = t;
+    ef->Observe({t, kLr, x, cluster.gradients(), *run.problem}, *spams, sink);
+    const Eigen::VectorXd g = (cluster.gradients()[0] + cluster.gradients()[1]) / 2;
+    const Eigen::VectorXd g_tilde = TopK(g + e, 3);  // Alg. 3 lines 5-6 on the mean
+    const CompressionRecord<double>& record = *spams->LastCompression(kServer);
+    EXPECT_NEAR((record.input - (g + e)).norm(), 0, 1e-14);
+    EXPECT_NEAR((record.output - g_tilde).norm(), 0, 1e-14);
+    e += g - g_tilde;
+    const Series::Point p = run.evidence.probes["spams-ef/sq_norm"].points.back();
+    EXPECT_EQ(p.worker, kServer);
+    EXPECT_NEAR(p.value, e.squaredNorm(), 1e-12);
+  }
+  const Series& q = run.evidence.probes["spams-ef/q"];
+  ASSERT_EQ(q.points.size(), 1u);
+  EXPECT_EQ(q.points[0].worker, kServer);
+  EXPECT_DOUBLE_EQ(q.points[0].value, std::sqrt(1 - 3.0 / 7.0));
+}
+
+// Hand-built evidence for the assertions.
+RunEvidence Evidence(std::string optimizer = "dist-spams") {
+  RunEvidence run;
+  run.optimizer = std::move(optimizer);
+  run.status = "completed";
+  run.workers = 2;
+  run.dimension = 10;
+  run.steps = run.steps_done = 20;
+  run.precision = Precision::kFp64;
+  return run;
+}
+
+Verdict Judge(Verdict (*check)(const AssertionInput&), const RunEvidence& run,
+              OptionTable* options = nullptr) {
+  OptionTable empty("assert", "");
+  return check({{&run, 1}, {&run, 1}, options != nullptr ? *options : empty, 0.99});
+}
+
+// Lemma 2 at q = 0.5, G = 2: the bound is 4 q^2 G^2 / (1-q^2)^2 = 4 * 0.25 * 4 / 0.5625 = 7.11.
+TEST(SpamsLemma2Check, KnownAnswers) {
+  RunEvidence run = Evidence();
+  run.constants.push_back({"G", 2, Certainty::kBound, "by construction"});
+  Series& sq = run.probes["spams-ef/sq_norm"];
+  for (std::int64_t t = 1; t <= 20; ++t) {
+    for (int i = 0; i < 2; ++i)
+      sq.points.push_back({t, i, 7.0 * (1 - 1.0 / static_cast<double>(t))});
+  }
+  run.probes["spams-ef/q"].points.push_back({1, 0, 0.5});
+  const double bound = SpamsLemma2ErrorBound(0.5, 2);
+  EXPECT_NEAR(bound, 64.0 / 9.0, 1e-12);
+
+  Verdict v = Judge(&CheckSpamsLemma2, run);
+  EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
+  EXPECT_DOUBLE_EQ(v.bound_value, bound);
+  EXPECT_THAT(v.detail, HasSubstr("G = 2 (bound"));
+
+  // One planted point over the bound, at step 7, worker 1.
+  sq.points[2 * 6 + 1].value = 7.2;
+  v = Judge(&CheckSpamsLemma2, run);
+  EXPECT_EQ(v.kind, VerdictKind::kViolated);
+  EXPECT_EQ(v.worst_step, 7);
+  EXPECT_EQ(v.worst_worker, 1);
+  EXPECT_DOUBLE_EQ(v.measured_value, 7.2);
+
+  // A larger q given to the check makes the same point admissible.
+  OptionTable options("assert", "");
+  options.Set("q", {0.6, ""});
+  EXPECT_EQ(Judge(&CheckSpamsLemma2, run, &options).kind, VerdictKind::kHolds);
+
+  // Missing G, q, or the series.
+  RunEvidence no_g = run;
+  no_g.constants.clear();
+  v = Judge(&CheckSpamsLemma2, no_g);
+  EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.detail, HasSubstr("G"));
+  RunEvidence no_q = run;
+  no_q.probes.erase("spams-ef/q");
+  v = Judge(&CheckSpamsLemma2, no_q);
+  EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.detail, HasSubstr("declares no q"));
+  EXPECT_EQ(Judge(&CheckSpamsLemma2, Evidence()).kind, VerdictKind::kInconclusive);
+  // q >= 1 makes the lemma empty.
+  options.Set("q", {1.0, ""});
+  EXPECT_EQ(Judge(&CheckSpamsLemma2, run, &options).kind, VerdictKind::kInconclusive);
+}
+
+// Lemma 4 with the server's q (spams, Alg. 3) and an estimated G, which the detail names.
+TEST(SpamsLemma4Check, KnownAnswers) {
+  RunEvidence run = Evidence("spams");
+  run.constants.push_back({"G", 1, Certainty::kEstimate, "largest stochastic gradient"});
+  run.probes["spams-vhat/q"].points.push_back({1, kServer, 0.0});
+  Series& vhat = run.probes["spams-vhat/max_vhat"];
+  for (std::int64_t t = 1; t <= 20; ++t) vhat.points.push_back({t, kServer, 3.9});
+  Verdict v = Judge(&CheckSpamsLemma4, run);  // q = 0: bound 4 G^2 = 4
+  EXPECT_EQ(v.kind, VerdictKind::kHolds);
+  EXPECT_DOUBLE_EQ(v.bound_value, 4);
+  EXPECT_THAT(v.detail, HasSubstr("estimate"));
+  vhat.points[11].value = 4.01;
+  v = Judge(&CheckSpamsLemma4, run);
+  EXPECT_EQ(v.kind, VerdictKind::kViolated);
+  EXPECT_EQ(v.worst_step, 12);
+  // Rounding slack: 1e-13 over the bound is within fp64's 1e-12, 1e-11 is not.
+  vhat.points[11].value = 4 * (1 + 1e-13);
+  EXPECT_EQ(Judge(&CheckSpamsLemma4, run).kind, VerdictKind::kHolds);
+  vhat.points[11].value = 4 * (1 + 1e-11);
+  EXPECT_EQ(Judge(&CheckSpamsLemma4, run).kind, VerdictKind::kViolated);
+}
+
+// Lemma 5 at d = 10, eps = 0.01: sum ||D_t||_1 <= 100, sum ||D_t||^2 <= 1000.
+TEST(SpamsLemma5Check, KnownAnswers) {
+  RunEvidence run = Evidence();
+  run.optimizer_options = std::make_shared<OptionTable>("optimizer", "");
+  run.optimizer_options->Set("eps", {0.01, ""});
+  Series& l1 = run.probes["spams-d/l1"];
+  Series& sq = run.probes["spams-d/sq"];
+  for (std::int64_t t = 1; t <= 20; ++t) {
+    l1.points.push_back({t, kServer, 4.9});  // sums to 98
+    sq.points.push_back({t, kServer, 1.0});
+  }
+  Verdict v = Judge(&CheckSpamsLemma5, run);
+  EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.measured;
+  EXPECT_EQ(v.worst_step, 20);
+  // A planted jump at step 4 puts the running l1 sum over 100 from there on.
+  l1.points[3].value = 90;
+  v = Judge(&CheckSpamsLemma5, run);
+  EXPECT_EQ(v.kind, VerdictKind::kViolated);
+  EXPECT_EQ(v.worst_step, 4);
+  EXPECT_DOUBLE_EQ(v.bound_value, 100);
+  // Missing series; eps unknown for a non-SPAMS optimizer.
+  RunEvidence none = Evidence();
+  EXPECT_EQ(Judge(&CheckSpamsLemma5, none).kind, VerdictKind::kInconclusive);
+  RunEvidence other = run;
+  other.optimizer = "amsgrad";
+  other.optimizer_options = nullptr;
+  v = Judge(&CheckSpamsLemma5, other);
+  EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.detail, HasSubstr("eps"));
+  // SPAMS's default eps (1e-8) when the run does not set it: d / sqrt(eps) = 1e5.
+  RunEvidence defaults = run;
+  defaults.optimizer_options = nullptr;
+  EXPECT_EQ(Judge(&CheckSpamsLemma5, defaults).kind, VerdictKind::kHolds);
+}
+
+// Theorem 1 on hand-built evidence: constants known, a constant admissible step size.
+struct TheoremCase {
+  RunEvidence run = Evidence();
+  SpamsConstants k;
+};
+TheoremCase TheoremEvidence(double grad_sq) {
+  TheoremCase c;
+  RunEvidence& run = c.run;
+  run.workers = 2;
+  run.dimension = 4;
+  run.steps_done = run.steps = 50;
+  run.constants = {{"L", 1, Certainty::kExact, ""},
+                   {"G", 2, Certainty::kBound, ""},
+                   {"sigma", 0.5, Certainty::kExact, ""},
+                   {"sigma_g", 0, Certainty::kExact, ""},
+                   {"f_star", 0.25, Certainty::kEstimate, "L-BFGS"}};
+  run.optimizer_options = std::make_shared<OptionTable>("optimizer", "");
+  run.optimizer_options->Set("eps", {0.1, ""});
+  run.optimizer_options->Set("beta1", {0.0, ""});
+  run.probes["spams-ef/q"].points.push_back({1, 0, 0.5});
+  c.k = {0.5, 2, 1, 0.1, 0.0, 0, 2, 4, 0.5, 0, 1.0};
+  c.k.eta = 0.5 * SpamsTheorem1(c.k, 50).eta_max;
+  for (std::int64_t t = 1; t <= 50; ++t) run.metrics["lr"].points.push_back({t, kRunWide, c.k.eta});
+  for (std::int64_t s = 0; s <= 50; ++s) {
+    run.metrics["grad_sq_norm"].points.push_back({s, kRunWide, grad_sq});
+    run.metrics["train_loss"].points.push_back({s, kRunWide, 1.25});  // f(theta_1) - f* = 1
+  }
+  return c;
+}
+
+TEST(SpamsTheorem1Check, KnownAnswers) {
+  TheoremCase c = TheoremEvidence(0.01);
+  const double bound = SpamsTheorem1(c.k, 50).bound;
+  ASSERT_TRUE(std::isfinite(bound));
+  Verdict v = Judge(&CheckSpamsTheorem1, c.run);
+  EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
+  EXPECT_NEAR(v.bound_value, bound, 1e-9 * bound);
+  EXPECT_DOUBLE_EQ(v.measured_value, 0.01);
+  EXPECT_THAT(v.detail, HasSubstr("slack"));
+  EXPECT_THAT(v.detail, HasSubstr("f_star = 0.25 (estimate"));
+
+  // A run average above bound / (1 - 0.99) rejects the expectation bound (Markov).
+  TheoremCase over = TheoremEvidence(0);
+  for (Series::Point& p : over.run.metrics["grad_sq_norm"].points) p.value = 101 * bound;
+  EXPECT_EQ(Judge(&CheckSpamsTheorem1, over.run).kind, VerdictKind::kViolated);
+  for (Series::Point& p : over.run.metrics["grad_sq_norm"].points) p.value = 99 * bound;
+  EXPECT_EQ(Judge(&CheckSpamsTheorem1, over.run).kind, VerdictKind::kHolds);
+
+  // Inconclusive: a missing constant, an inadmissible or varying step size, a missing iterate.
+  TheoremCase no_sigma = TheoremEvidence(0.01);
+  no_sigma.run.constants.erase(no_sigma.run.constants.begin() + 2);
+  v = Judge(&CheckSpamsTheorem1, no_sigma.run);
+  EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.detail, HasSubstr("sigma"));
+  TheoremCase big = TheoremEvidence(0.01);
+  for (Series::Point& p : big.run.metrics["lr"].points) p.value = 4 * c.k.eta;
+  v = Judge(&CheckSpamsTheorem1, big.run);
+  EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.detail, HasSubstr("step size"));
+  TheoremCase varying = TheoremEvidence(0.01);
+  varying.run.metrics["lr"].points[5].value /= 2;
+  EXPECT_EQ(Judge(&CheckSpamsTheorem1, varying.run).kind, VerdictKind::kInconclusive);
+  TheoremCase gap = TheoremEvidence(0.01);
+  gap.run.metrics["grad_sq_norm"].points.erase(gap.run.metrics["grad_sq_norm"].points.begin() + 3);
+  v = Judge(&CheckSpamsTheorem1, gap.run);
+  EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.detail, HasSubstr("eval_every"));
+}
+
+}  // namespace
+}  // namespace lemmalab

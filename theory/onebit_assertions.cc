@@ -1,0 +1,359 @@
+// 1-bit Adam's and 1-bit LAMB's claims, judged from the probes of theory/onebit_probes.h:
+//   onebit-adam-icml-with-appendix.txt Assumption 1.3 (bounded compression errors) and Sec. 3.3 /
+//   Sec. 7.1 (the variance stabilises, which is what makes freezing it at T_w sound);
+//   onebit-lamb.txt Eq. (1) and Algorithm 1 lines 1-3 and 17-20 (the clips of c and r, and
+//   c = r c_avg with c_avg frozen).
+// Hyper-parameters are read from the run's optimizer options with the algorithms' own defaults
+// (optimizers/onebit_adam.h, optimizers/lamb.h, optimizers/adam.h).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "optimizers/adam.h"
+#include "optimizers/lamb.h"
+#include "optimizers/onebit_adam.h"
+#include "theory/assertions.h"
+
+namespace lemmalab {
+namespace {
+
+bool IsOnebitAdam(const RunEvidence& run) {
+  return run.optimizer == "onebit-adam" || run.optimizer == "onebit-adam-fp32";
+}
+
+// T_w of the run: its `warmup_steps` option, else the algorithm's default; nullopt for an
+// optimizer without a warmup.
+std::optional<std::int64_t> WarmupSteps(const RunEvidence& run) {
+  std::optional<std::int64_t> fallback;
+  if (IsOnebitAdam(run)) fallback = OnebitAdamOptions{}.warmup_steps;
+  if (run.optimizer == "onebit-lamb") fallback = OnebitLambOptions{}.warmup_steps;
+  OptionTable* table = run.optimizer_options.get();
+  if (fallback && table != nullptr && table->Has("warmup_steps")) {
+    return table->GetInt("warmup_steps", *fallback, 0);
+  }
+  return fallback;
+}
+
+// A number from the run's optimizer options, else `fallback`.
+double RunOption(const RunEvidence& run, std::string_view key, double fallback) {
+  OptionTable* table = run.optimizer_options.get();
+  return table != nullptr && table->Has(key) ? table->GetDouble(key, fallback) : fallback;
+}
+
+std::string Who(int worker) {
+  return worker == kServer ? "server" : fmt::format("worker {}", worker);
+}
+
+}  // namespace
+
+// Assumption 1.3 (lines 720-740): the workers' errors delta_t^(i) and the server's delta_bar_t
+// are bounded by a constant for all t. The constant is not known, and no finite run can tell a
+// bounded sequence from one growing slowly enough, so the check asks what a run can answer:
+// whether the error keeps growing during the compression phase (steps T_w+1..T; T_w = 0 for
+// optimizers without warmup). For every sender it splits that phase into two halves of equal
+// length and compares the largest ||delta|| of the second half with the largest of the first:
+// violated when max2 > (1 + tolerance) max1 (option `tolerance`, default 0.25). The maximum (not
+// the mean) is used because error feedback starts from delta = 0 and ramps up: a bounded error
+// reaches its level within the first half, and the first half's maximum includes that level,
+// whereas its mean is dragged down by the ramp. An error growing like t^p multiplies its maximum
+// by about 2^p from one half to the next, so growth faster than t^0.32 is flagged at the
+// default; errors that hover at a constant level pass. Each half needs `min_steps` (default 10)
+// steps.
+Verdict CheckOnebitErrorBounded(const AssertionInput& input) {
+  const RunEvidence& run = input.runs.front();
+  const double tolerance = input.options.GetDouble("tolerance", 0.25, Interval::NonNegative());
+  const std::int64_t min_steps = input.options.GetInt("min_steps", 10, 1);
+  if (!run.completed()) return Verdict::Inconclusive(fmt::format("the run {}", run.status));
+  const std::int64_t warmup = WarmupSteps(run).value_or(0);
+  std::map<int, Series> senders;  // worker index or kServer -> its compression-phase points
+  for (const char* name : {"worker_norm", "server_norm"}) {
+    const Series* s = run.Probe("onebit-error", name);
+    if (s == nullptr) continue;
+    for (const Series::Point& p : s->points) {
+      if (p.step > warmup) senders[p.worker].points.push_back(p);
+    }
+  }
+  if (senders.empty()) {
+    return Verdict::Inconclusive(fmt::format(
+        "no compression error recorded after the warmup (T_w = {}; probe onebit-error)", warmup));
+  }
+  Verdict verdict;
+  verdict.kind = VerdictKind::kHolds;
+  double worst = -1;
+  std::vector<std::string> parts;
+  for (const auto& [sender, series] : senders) {
+    const std::size_t n = series.points.size();
+    if (static_cast<std::int64_t>(n) < 2 * min_steps) {
+      return Verdict::Inconclusive(fmt::format(
+          "{} compression steps after T_w = {} for {}; the check needs {} (two halves of "
+          "min_steps = {})",
+          n, warmup, Who(sender), 2 * min_steps, min_steps));
+    }
+    const auto half = static_cast<std::ptrdiff_t>(n / 2);
+    const auto first_end =
+        series.points.begin() + (static_cast<std::ptrdiff_t>(n) - 2 * half) + half;
+    // With an odd count the first half takes the extra (earlier) step.
+    const auto by_value = [](const Series::Point& a, const Series::Point& b) {
+      return a.value < b.value || std::isnan(b.value);
+    };
+    const Series::Point max1 = *std::max_element(series.points.begin(), first_end, by_value);
+    const Series::Point max2 = *std::max_element(first_end, series.points.end(), by_value);
+    double ratio = max1.value > 0 ? max2.value / max1.value : (max2.value > 0 ? INFINITY : 1.0);
+    if (std::isnan(ratio)) ratio = INFINITY;  // a NaN error is not bounded
+    parts.push_back(fmt::format("{}: max {:.4g} then {:.4g} (x{:.3g})", Who(sender), max1.value,
+                                max2.value, ratio));
+    if (ratio > worst) {
+      worst = ratio;
+      verdict.worst_step = max2.step;
+      verdict.worst_worker = sender;
+      verdict.measured_value = ratio;
+    }
+    if (ratio > 1 + tolerance) verdict.kind = VerdictKind::kViolated;
+  }
+  verdict.bound_value = 1 + tolerance;
+  verdict.measured = fmt::format(
+      "largest growth of max ||delta|| from the first to the second "
+      "half of the compression phase: x{:.4g} ({})",
+      worst, Who(*verdict.worst_worker));
+  verdict.bound = fmt::format("<= 1 + tolerance = {:.3g}", 1 + tolerance);
+  verdict.detail = fmt::format("compression phase: steps {}..{} (T_w = {}); {}", warmup + 1,
+                               run.steps_done, warmup, fmt::join(parts, "; "));
+  return verdict;
+}
+
+// Sec. 3.3 (Fig. 2) and Sec. 7.1 (lines 962-974): Adam's variance becomes stable, which is what
+// justifies freezing it at T_w. The paper's own indicator is ||v_t||_1 / ||v_{t-Delta}||_1 with
+// Delta = 1/(1-beta2), and warmup ends when it reaches 0.96. Here the relative change over a
+// window, |r - 1| with r = ||v_t|| / ||v_{t-window}||, must be <= `tolerance` at t = T_w:
+//   window     default ceil(1/(1-beta2)), the paper's Delta and v's own time constant: over a
+//              shorter window v can fall by at most 1 - beta2^window whatever the gradients do,
+//              so a short window says little. When T_w - 1 is shorter than that, the longest
+//              window that fits (T_w - 1) is used, and the detail says so.
+//   tolerance  default 0.04, the paper's 0.96 threshold; the change is taken in absolute value,
+//              because the paper's one-sided ratio >= 0.96 is met at once while v still ramps up
+//              from v_0 = 0 (it only falls in BERT's Fig. 2 after an early peak).
+//   norm       "l1" (default, Sec. 7.1's indicator) or "l2" (Fig. 2's norm).
+//   at         the step to judge (default T_w: the run's warmup_steps, the algorithm's default).
+// The verdict also reports the first step at which the change was within the tolerance: the T_w
+// the paper's rule would have chosen on this run.
+Verdict CheckVarianceStable(const AssertionInput& input) {
+  const RunEvidence& run = input.runs.front();
+  const std::string norm = input.options.GetString("norm", "l1");
+  if (norm != "l1" && norm != "l2") input.options.Fail("norm", "must be \"l1\" or \"l2\"");
+  const double tolerance = input.options.GetDouble("tolerance", 0.04, Interval::NonNegative());
+  const Series* series = run.Probe("variance-norm", norm);
+  if (series == nullptr || series->empty()) {
+    return Verdict::Inconclusive("the run has no ||v_t|| series (probe variance-norm)");
+  }
+  std::optional<std::int64_t> at = WarmupSteps(run);
+  if (input.options.Has("at")) at = input.options.GetInt("at", 0, 1);
+  if (!at) {
+    return Verdict::Inconclusive(fmt::format(
+        "optimizer '{}' has no warmup; give the check the step to judge (`at`)", run.optimizer));
+  }
+  double beta2 = AdamOptions{}.beta2;
+  if (IsOnebitAdam(run)) beta2 = OnebitAdamOptions{}.beta2;
+  if (run.optimizer == "lamb" || run.optimizer == "onebit-lamb") beta2 = LambOptions{}.beta2;
+  beta2 = RunOption(run, "beta2", beta2);
+  // 1 / (1 - 0.9) is 10.000000000000002 in binary: round before taking the ceiling.
+  const auto paper_window = static_cast<std::int64_t>(std::ceil(1 / (1 - beta2) * (1 - 1e-12)));
+  std::int64_t window = paper_window;
+  std::string window_note = fmt::format("window = 1/(1-beta2) = {}", window);
+  if (input.options.Has("window")) {
+    window = input.options.GetInt("window", window, 1);
+    window_note = fmt::format("window = {} (the check's option; the paper's 1/(1-beta2) = {})",
+                              window, paper_window);
+  } else if (*at - window < 1) {
+    window = *at - 1;
+    window_note = fmt::format(
+        "window = T_w - 1 = {}: the paper's 1/(1-beta2) = {} does not fit in the warmup", window,
+        paper_window);
+  }
+  if (window < 1 || *at - window < 1) {
+    return Verdict::Inconclusive(fmt::format(
+        "step {} leaves no window of {} steps after step 1 (v_0 = 0 has no relative change)", *at,
+        window));
+  }
+  std::map<std::int64_t, double> by_step;
+  for (const Series::Point& p : series->points) by_step[p.step] = p.value;
+  const auto change = [&](std::int64_t t) -> std::optional<double> {
+    const auto now = by_step.find(t), before = by_step.find(t - window);
+    if (now == by_step.end() || before == by_step.end() || before->second == 0) return std::nullopt;
+    return std::abs(now->second / before->second - 1);
+  };
+  const std::optional<double> at_change = change(*at);
+  if (!at_change) {
+    return Verdict::Inconclusive(
+        fmt::format("||v|| is not recorded (or is 0) at steps {} and {}", *at - window, *at));
+  }
+  std::optional<std::int64_t> first;
+  for (const auto& [t, value] : by_step) {
+    const std::optional<double> c = change(t);
+    if (c && *c <= tolerance) {
+      first = t;
+      break;
+    }
+  }
+  Verdict verdict;
+  verdict.kind = *at_change <= tolerance ? VerdictKind::kHolds : VerdictKind::kViolated;
+  verdict.measured_value = *at_change;
+  verdict.bound_value = tolerance;
+  verdict.worst_step = *at;
+  verdict.worst_worker = kServer;
+  verdict.measured = fmt::format("|{} ||v_t|| / ||v_(t-{})|| - 1| = {:.4g} at T_w = {}", norm,
+                                 window, *at_change, *at);
+  verdict.bound =
+      fmt::format("<= tolerance = {:.3g} (the paper's ratio >= {:.3g})", tolerance, 1 - tolerance);
+  verdict.detail =
+      fmt::format("{}; first step within the tolerance: {}", window_note,
+                  first ? fmt::format("{} (a T_w the paper's rule would choose)", *first)
+                        : std::string("none recorded"));
+  if (window < paper_window) {
+    verdict.detail += fmt::format(
+        "; over {} steps v can fall by at most 1 - beta2^{} = {:.3g}, so a decrease cannot show",
+        window, window, 1 - std::pow(beta2, static_cast<double>(window)));
+  }
+  return verdict;
+}
+
+// onebit-lamb.txt Eq. (1) and Algorithm 1, per layer l, from the probe lamb-ratios (whose
+// `worker` field is the layer):
+//   warmup (t <= T_w; every step for lamb): c_t in [c_min, c_max] (Eq. 1's clip; with
+//     zero_norm = "one", c = 1 where a norm is 0, DOMAIN.md convention 8);
+//   compression (t > T_w): r_t in [r_min, r_max] (line 19); r_t within
+//     [(1 - r_threshold) r_{t-1}, (1 + r_threshold) r_{t-1}] (line 18; r_{T_w} = 1, line 1) when
+//     r_{t-1} lies in [r_min, r_max] (otherwise line 19's clip may move it out of that band);
+//     c_t = r_t c_avg (line 20) with c_avg the beta3-average from 0 of the warmup's c_t (lines
+//     1-3), recomputed from the recorded warmup values.
+// Deterministic: any point outside is a violation (rounding slack `rtol`: 1e-6 for fp32 runs,
+// which store r and c in float, 1e-12 for fp64).
+Verdict CheckOnebitLambClips(const AssertionInput& input) {
+  const RunEvidence& run = input.runs.front();
+  const double rtol = input.options.GetDouble(
+      "rtol", run.precision == Precision::kFp64 ? 1e-12 : 1e-6, Interval::NonNegative());
+  const Series* c_series = run.Probe("lamb-ratios", "c");
+  if (c_series == nullptr || c_series->empty()) {
+    return Verdict::Inconclusive("the run has no c_t series (probe lamb-ratios)");
+  }
+  const bool onebit = run.optimizer == "onebit-lamb";
+  if (!onebit && run.optimizer != "lamb") {
+    return Verdict::Inconclusive(
+        fmt::format("optimizer '{}' is neither lamb nor onebit-lamb", run.optimizer));
+  }
+  const LambOptions lamb_defaults;
+  const OnebitLambOptions onebit_defaults;
+  const double c_min = RunOption(run, "c_min", lamb_defaults.c_min);
+  const double c_max = RunOption(run, "c_max", lamb_defaults.c_max);
+  const double r_min = RunOption(run, "r_min", onebit_defaults.r_min);
+  const double r_max = RunOption(run, "r_max", onebit_defaults.r_max);
+  const double threshold = RunOption(run, "r_threshold", onebit_defaults.r_threshold);
+  const double beta3 = RunOption(run, "beta3", onebit_defaults.beta3);
+  bool zero_norm_one = false;
+  if (OptionTable* table = run.optimizer_options.get();
+      table != nullptr && table->Has("zero_norm")) {
+    zero_norm_one = table->GetString("zero_norm", "clip") == "one";
+  }
+  const std::int64_t warmup = onebit ? *WarmupSteps(run) : run.steps_done;
+  const Series* r_series = run.Probe("lamb-ratios", "r");
+  if (onebit && run.steps_done > warmup && (r_series == nullptr || r_series->empty())) {
+    return Verdict::Inconclusive("the run has no r_t series (probe lamb-ratios)");
+  }
+
+  Verdict verdict;
+  verdict.kind = VerdictKind::kHolds;
+  std::int64_t points = 0, violations = 0;
+  std::string first;
+  const auto judge = [&](bool ok, const Series::Point& p, const std::string& what) {
+    ++points;
+    if (ok) return;
+    ++violations;
+    // The earliest violating step (then the lowest layer) is the one reported.
+    if (verdict.kind != VerdictKind::kViolated || p.step < *verdict.worst_step ||
+        (p.step == *verdict.worst_step && p.worker < *verdict.worst_worker)) {
+      verdict.kind = VerdictKind::kViolated;
+      verdict.worst_step = p.step;
+      verdict.worst_worker = p.worker;
+      first = fmt::format("layer {} at step {}: {}", p.worker, p.step, what);
+    }
+  };
+  const auto within = [&](double v, double lo, double hi) {
+    return v >= lo - rtol * std::abs(lo) && v <= hi + rtol * std::abs(hi);
+  };
+
+  std::map<int, Series> c_by_layer, r_by_layer;
+  for (const Series::Point& p : c_series->points) c_by_layer[p.worker].points.push_back(p);
+  if (r_series != nullptr) {
+    for (const Series::Point& p : r_series->points) r_by_layer[p.worker].points.push_back(p);
+  }
+  bool c_avg_checked = true;
+  for (const auto& [layer, c] : c_by_layer) {
+    double c_avg = 0;  // line 1
+    std::int64_t warmup_points = 0;
+    std::map<std::int64_t, double> r_at;
+    for (const Series::Point& p : r_by_layer[layer].points) r_at[p.step] = p.value;
+    double r_previous = 1;  // line 1
+    for (const Series::Point& p : c.points) {
+      if (p.step <= warmup) {
+        const bool ok = within(p.value, c_min, c_max) || (zero_norm_one && p.value == 1);
+        judge(ok, p,
+              fmt::format("c = {:.6g} outside [c_min, c_max] = [{}, {}]", p.value, c_min, c_max));
+        c_avg = beta3 * c_avg + (1 - beta3) * p.value;  // line 2
+        ++warmup_points;
+        continue;
+      }
+      const auto r_it = r_at.find(p.step);
+      if (r_it == r_at.end()) {
+        return Verdict::Inconclusive(
+            fmt::format("no r_t for layer {} at step {} (probe lamb-ratios)", layer, p.step));
+      }
+      const double r = r_it->second;
+      Series::Point rp = p;
+      rp.value = r;
+      judge(within(r, r_min, r_max), rp,
+            fmt::format("r = {:.6g} outside [r_min, r_max] = [{}, {}]", r, r_min, r_max));
+      if (within(r_previous, r_min, r_max)) {
+        const double lo = (1 - threshold) * r_previous, hi = (1 + threshold) * r_previous;
+        judge(within(r, lo, hi), rp,
+              fmt::format("r = {:.6g} moved more than r_threshold = {} from r_(t-1) = {:.6g}", r,
+                          threshold, r_previous));
+      }
+      r_previous = r;
+      if (warmup_points == warmup) {
+        const double expected = r * c_avg;  // line 20
+        judge(std::abs(p.value - expected) <= rtol * std::abs(expected) + 1e-300, p,
+              fmt::format("c = {:.6g}, but r c_avg = {:.6g} (c_avg = {:.6g})", p.value, expected,
+                          c_avg));
+      } else {
+        c_avg_checked = false;
+      }
+    }
+  }
+  verdict.measured =
+      fmt::format("{} of {} per-layer checks outside their bounds", violations, points);
+  verdict.bound = onebit ? fmt::format(
+                               "c in [{}, {}] in warmup (T_w = {}); then r in [{}, {}], "
+                               "|r_t / r_(t-1) - 1| <= {}, c = r c_avg",
+                               c_min, c_max, warmup, r_min, r_max, threshold)
+                         : fmt::format("c in [{}, {}]", c_min, c_max);
+  verdict.measured_value = static_cast<double>(violations);
+  verdict.bound_value = 0;
+  verdict.detail = fmt::format("the worker field is the layer; rounding slack rtol = {:.1g}", rtol);
+  if (!first.empty()) verdict.detail += fmt::format("; first violation: {}", first);
+  if (!c_avg_checked) {
+    verdict.detail += "; c = r c_avg not checked: the warmup's c_t are not all recorded";
+  }
+  if (verdict.kind == VerdictKind::kHolds && !run.completed()) {
+    verdict.kind = VerdictKind::kInconclusive;
+    verdict.detail +=
+        fmt::format("; the steps recorded meet the bounds, but the run {}", run.status);
+  }
+  return verdict;
+}
+
+}  // namespace lemmalab

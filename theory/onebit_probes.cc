@@ -1,0 +1,180 @@
+#include "theory/onebit_probes.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace lemmalab {
+namespace {
+
+// Maximum of a series, with the step and worker (or layer) of the maximum.
+struct Tally {
+  std::int64_t count = 0;
+  double max = -std::numeric_limits<double>::infinity();
+  std::int64_t max_step = 0;
+  int max_worker = 0;
+
+  void Add(double value, std::int64_t step, int worker) {
+    ++count;
+    if (value > max) {
+      max = value;
+      max_step = step;
+      max_worker = worker;
+    }
+  }
+};
+
+template <typename T>
+class OnebitErrorProbe final : public Probe<T> {
+ public:
+  explicit OnebitErrorProbe(const ProbeContext& context) : workers_(context.workers) {}
+
+  std::string_view name() const override { return "onebit-error"; }
+
+  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+    return optimizer.Observe(Quantity::kWorkerError, 0) != nullptr ||
+           optimizer.Observe(Quantity::kServerError, kServer) != nullptr;
+  }
+
+  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    for (int i = 0; i < workers_; ++i) {
+      const Vector<T>* delta = optimizer.Observe(Quantity::kWorkerError, i);
+      if (delta == nullptr || delta->size() == 0) continue;  // another process's worker
+      const double norm = delta->template cast<double>().norm();
+      sink.Record("worker_norm", i, norm);
+      worker_.Add(norm, step.t, i);
+    }
+    if (const Vector<T>* delta_bar = optimizer.Observe(Quantity::kServerError, kServer)) {
+      const double norm = delta_bar->template cast<double>().norm();
+      sink.Record("server_norm", kServer, norm);
+      server_.Add(norm, step.t, kServer);
+    }
+  }
+
+  std::vector<std::string> Summary() const override {
+    std::vector<std::string> lines;
+    if (worker_.count > 0) {
+      lines.push_back(fmt::format(
+          "max ||delta_t^(i)|| (onebit-adam Assumption 1.3: bounded): {:.4g} (step {}, worker {})",
+          worker_.max, worker_.max_step, worker_.max_worker));
+    }
+    if (server_.count > 0) {
+      lines.push_back(
+          fmt::format("  max ||delta_bar_t||: {:.4g} (step {})", server_.max, server_.max_step));
+    }
+    return lines;
+  }
+
+ private:
+  int workers_;
+  Tally worker_, server_;
+};
+
+template <typename T>
+class VarianceNormProbe final : public Probe<T> {
+ public:
+  explicit VarianceNormProbe(const ProbeContext& /*context*/) {}
+
+  std::string_view name() const override { return "variance-norm"; }
+
+  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+    return optimizer.Observe(Quantity::kVariance, kServer) != nullptr;
+  }
+
+  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    const Eigen::VectorXd v =
+        optimizer.Observe(Quantity::kVariance, kServer)->template cast<double>();
+    const double l1 = v.lpNorm<1>(), l2 = v.norm();
+    sink.Record("l1", kServer, l1);
+    sink.Record("l2", kServer, l2);
+    last_ = l1;
+    last_step_ = step.t;
+  }
+
+  std::vector<std::string> Summary() const override {
+    return {
+        fmt::format("||v_t||_1 at step {}: {:.6g} (onebit-adam Sec. 3.3: v stabilises; the "
+                    "check judges its relative change at T_w)",
+                    last_step_, last_)};
+  }
+
+ private:
+  double last_ = 0;
+  std::int64_t last_step_ = 0;
+};
+
+template <typename T>
+class LambRatiosProbe final : public Probe<T> {
+ public:
+  explicit LambRatiosProbe(const ProbeContext& /*context*/) {}
+
+  std::string_view name() const override { return "lamb-ratios"; }
+
+  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+    return optimizer.Observe(Quantity::kLayerScale, kServer) != nullptr;
+  }
+
+  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+               ProbeSink& sink) override {
+    // The `worker` field carries the layer index l: r and c are per layer, the same on every
+    // replica (onebit-lamb.txt Alg. 1 lines 17-20).
+    if (const Vector<T>* r = optimizer.Observe(Quantity::kLayerRatio, kServer)) {
+      for (Eigen::Index l = 0; l < r->size(); ++l) {
+        const auto value = static_cast<double>((*r)[l]);
+        sink.Record("r", static_cast<int>(l), value);
+        r_.Add(value, step.t, static_cast<int>(l));
+      }
+    }
+    const Vector<T>& c = *optimizer.Observe(Quantity::kLayerScale, kServer);
+    for (Eigen::Index l = 0; l < c.size(); ++l) {
+      const auto value = static_cast<double>(c[l]);
+      sink.Record("c", static_cast<int>(l), value);
+      c_.Add(value, step.t, static_cast<int>(l));
+    }
+  }
+
+  std::vector<std::string> Summary() const override {
+    std::vector<std::string> lines;
+    lines.push_back(fmt::format(
+        "max c_t^(l) (onebit-lamb Eq. 1 clip [c_min, c_max]; Alg. 1 line 20 r c_avg): {:.4g} "
+        "(step {}, layer {})",
+        c_.max, c_.max_step, c_.max_worker));
+    if (r_.count > 0) {
+      lines.push_back(fmt::format(
+          "  max r_t^(l) (Alg. 1 lines 18-19: clip to [r_min, r_max]): {:.4g} (step {}, layer {})",
+          r_.max, r_.max_step, r_.max_worker));
+    }
+    return lines;
+  }
+
+ private:
+  Tally r_, c_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Probe<T>> MakeOnebitErrorProbe(const ProbeContext& context) {
+  return std::make_unique<OnebitErrorProbe<T>>(context);
+}
+template <typename T>
+std::unique_ptr<Probe<T>> MakeVarianceNormProbe(const ProbeContext& context) {
+  return std::make_unique<VarianceNormProbe<T>>(context);
+}
+template <typename T>
+std::unique_ptr<Probe<T>> MakeLambRatiosProbe(const ProbeContext& context) {
+  return std::make_unique<LambRatiosProbe<T>>(context);
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                  \
+  template std::unique_ptr<Probe<T>> MakeOnebitErrorProbe(const ProbeContext&);  \
+  template std::unique_ptr<Probe<T>> MakeVarianceNormProbe(const ProbeContext&); \
+  template std::unique_ptr<Probe<T>> MakeLambRatiosProbe(const ProbeContext&);
+LEMMALAB_INSTANTIATE(float)
+LEMMALAB_INSTANTIATE(double)
+#undef LEMMALAB_INSTANTIATE
+
+}  // namespace lemmalab
