@@ -284,7 +284,7 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
   };
   auto birder = MakeBirder<double>(BirderOptions{}, Symmetric(q), {problem->dimension(), 4});
   Cluster<double> cluster(*problem, *birder);
-  const ProbeContext context{problem->dimension(), 4, 0, nullptr};
+  const ProbeContext context{problem->dimension(), 4};
   auto ef = MakeErrorNormProbe<double>(context);
   auto domain = MakeQuantizerDomainProbe<double>(context);
   auto min_b = MakeMinDenominatorProbe<double>(context);

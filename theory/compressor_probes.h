@@ -10,9 +10,10 @@
 //               +inf for a deterministic compressor that moves u), z_inside (the same on the
 //               coordinates with |u_j| <= 1, where Lemma 1 speaks: Birder's Q clips outside
 //               them, which is biased there, DOMAIN.md), bias (||mean_k C_k(u) - u|| /
-//               ||u|| over all draws) and, on the coordinates with |u_j| <= 1, variance_ratio =
-//               sum_j s_j^2 / sum_j (1 - u_j^2) (Lemma 1 Eq. 18: Var Q(u)_j = 1 - u_j^2 for
-//               Birder's quantizer; s_j^2 the draws' sample variance).
+//               ||u|| over all draws) and, on the coordinates with |u_j| <= 1, variance_sum =
+//               sum_j s_j^2 (the draws' sample variances) and variance_expected =
+//               sum_j (1 - u_j^2) (Lemma 1 Eq. 18: Var Q(u)_j = 1 - u_j^2 for Birder's
+//               quantizer; recorded only for senders whose compressor is stochastic-binary).
 //   q-deviate   ||C(u) - u|| / ||u|| for every call (spams.txt Assumption 1: <= q < 1), from the
 //               run's own compression, and the compressor's declared q (`declared_q`, recorded
 //               at the first step; absent when the compressor declares none).

@@ -63,7 +63,7 @@ struct ProbeContext {
   int workers = 1;
   std::uint64_t seed = 0;  // keys the probes' own Philox streams (Purpose::kProbe)
   // The [[optimizer]] table of the run the probe is made for (its hyperparameters), or null.
-  std::shared_ptr<OptionTable> optimizer;
+  std::shared_ptr<OptionTable> optimizer = nullptr;
 };
 
 template <typename T>

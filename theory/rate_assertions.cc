@@ -132,7 +132,13 @@ Verdict CheckSpeedup(const AssertionInput& input) {
   std::vector<std::vector<double>> y_per_seed;
   for (const auto& [seed, values] : by_seed) {
     std::vector<double> y;
-    for (const int n : ns) y.push_back(values.at(n));
+    for (const int n : ns) {
+      if (!values.contains(n)) {
+        return Verdict::Inconclusive(fmt::format(
+            "seed {} has no run with n = {}: every seed needs every worker count", seed, n));
+      }
+      y.push_back(values.at(n));
+    }
     y_per_seed.push_back(std::move(y));
   }
   return ExponentVerdict(FitSpeedup(n_values, y_per_seed, o.fit), o, "n",

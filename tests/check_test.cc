@@ -1,0 +1,410 @@
+// lemmalab check and the assertions: each claim against a case whose answer is known, with
+// negative controls (a planted fault the check must catch).
+#include "cli/check.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "comm/cluster.h"
+#include "compressors/identity.h"
+#include "compressors/stochastic_binary.h"
+#include "compressors/top_k.h"
+#include "optimizers/birder.h"
+#include "optimizers/ef_sgd.h"
+#include "problems/quadratic.h"
+#include "tests/test_util.h"
+#include "theory/assertions.h"
+#include "theory/compressor_probes.h"
+
+namespace lemmalab {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A noisy quadratic with exactly known constants, fp64, 4 workers; `tail` adds optimizers and
+// [[assert]] tables.
+std::string QuadraticSpec(const std::string& tail, int steps = 60) {
+  return fmt::format(R"(seed = 7
+steps = {}
+workers = 4
+precision = "fp64"
+
+[problem]
+name = "quadratic"
+dimension = 40
+L = 1.0
+mu = 0.01
+rotate = true
+noise = "sphere"
+sigma = 0.1
+heterogeneity = 0.5
+
+[schedule]
+name = "inv-sqrt"
+lr = 0.05
+{})",
+                     steps, tail);
+}
+
+CheckReport Check(const std::string& text, const testing::TempDir& dir, bool from = false) {
+  testing::WriteFile(dir / "spec.toml", text);
+  CheckOptions options;
+  options.out_dir = dir / "out";
+  options.from = from;
+  options.progress = false;
+  return RunCheck(LoadSpec(dir / "spec.toml"), options);
+}
+
+const CheckRow& Row(const CheckReport& report, std::string_view assertion, std::string_view run) {
+  for (const CheckRow& row : report.rows) {
+    if (row.assertion == assertion && row.runs == run) return row;
+  }
+  throw std::runtime_error(fmt::format("no row {} / {}", assertion, run));
+}
+
+TEST(Check, BirderLemma2HoldsToRoundingAndBreaksWithoutServerFeedback) {
+  testing::TempDir dir;
+  const CheckReport report = Check(QuadraticSpec(R"(
+[[optimizer]]
+name = "birder"
+beta = 0.9
+
+[[optimizer]]
+name = "birder"
+label = "no-server-ef"
+server_feedback = "none"
+
+[[optimizer]]
+name = "birder"
+label = "no-worker-ef"
+worker_feedback = "none"
+
+[[assert]]
+assertion = "birder-lemma2"
+runs = ["birder"]
+
+[[assert]]
+assertion = "birder-lemma2"
+runs = ["no-server-ef", "no-worker-ef"]
+expect = "violated"
+)"),
+                                   dir);
+  EXPECT_EQ(report.mismatches(), 0) << FormatCheck(report);
+  // In fp64 the identity's residual is a few units of rounding relative to |z|.
+  EXPECT_LT(Row(report, "birder-lemma2", "birder").verdict.measured_value, 1e-14);
+  // Dropping an error feedback breaks it by the dropped error: order alpha, not rounding.
+  EXPECT_GT(Row(report, "birder-lemma2", "no-server-ef").verdict.measured_value, 1e-3);
+  EXPECT_GT(Row(report, "birder-lemma2", "no-worker-ef").verdict.measured_value, 1e-3);
+  EXPECT_EQ(Row(report, "birder-lemma2", "no-server-ef").verdict.worst_step, 1);
+}
+
+TEST(Check, FromReadsTheSameVerdictsAndWritesJsonAndMarkdown) {
+  testing::TempDir dir;
+  const std::string spec = QuadraticSpec(R"(
+[[optimizer]]
+name = "birder"
+
+[[assert]]
+assertion = "ef-norm"
+
+[[assert]]
+assertion = "b-floor"
+)");
+  const CheckReport ran = Check(spec, dir);
+  WriteCheckFiles(ran, dir / "out");
+  const std::string json = testing::ReadFile(dir / "out/check.json");
+  const CheckReport read = Check(spec, dir, /*from=*/true);
+  WriteCheckFiles(read, dir / "out");
+  EXPECT_EQ(testing::ReadFile(dir / "out/check.json"), json);
+  EXPECT_THAT(json, HasSubstr("\"assertion\": \"ef-norm\""));
+  EXPECT_THAT(json, HasSubstr("\"as_expected\": true"));
+  EXPECT_THAT(testing::ReadFile(dir / "out/check.md"),
+              HasSubstr("| ef-norm | birder.txt Lemma 1, Eq. 16 and 19 | birder |"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out/check.json.partial"));
+}
+
+TEST(Check, SpecErrorsNameTheTableAndTheRule) {
+  testing::TempDir dir;
+  const std::string birder = "\n[[optimizer]]\nname = \"birder\"\n";
+  EXPECT_THAT(testing::UserErrorOf([&] { Check(QuadraticSpec(birder), dir); }),
+              HasSubstr("no [[assert]] table: nothing to check"));
+  EXPECT_THAT(testing::UserErrorOf([&] {
+                Check(QuadraticSpec(birder + "[[assert]]\nassertion = \"ef-nrom\"\n"), dir);
+              }),
+              HasSubstr("unknown assertion 'ef-nrom' (did you mean 'ef-norm'?)"));
+  EXPECT_THAT(
+      testing::UserErrorOf([&] {
+        Check(QuadraticSpec(birder + "[[assert]]\nassertion = \"ef-norm\"\nruns = [\"adam\"]\n"),
+              dir);
+      }),
+      HasSubstr("no [[optimizer]] is labelled 'adam'"));
+  EXPECT_THAT(
+      testing::UserErrorOf([&] {
+        Check(QuadraticSpec(birder + "[[assert]]\nassertion = \"ef-norm\"\nexpect = \"fine\"\n"),
+              dir);
+      }),
+      HasSubstr("expect"));
+  EXPECT_THAT(testing::UserErrorOf([&] {
+                Check(QuadraticSpec(birder + "[check]\nconfidence = 1.5\n[[assert]]\nassertion "
+                                             "= \"ef-norm\"\n"),
+                      dir);
+              }),
+              HasSubstr("confidence"));
+  EXPECT_THAT(
+      testing::UserErrorOf([&] {
+        Check(QuadraticSpec(birder + "[[assert]]\nassertion = \"ef-norm\"\ntolerence = 1\n"), dir);
+      }),
+      HasSubstr("tolerence"));
+}
+
+// The command's exit code: 0 when every verdict is the expected one, 1 when one is not, 2 for
+// a user error.
+TEST(Check, ExitCodeSaysWhetherEveryVerdictWasExpected) {
+  testing::TempDir dir;
+  const std::string base = QuadraticSpec(R"(
+[[optimizer]]
+name = "birder"
+
+[[assert]]
+assertion = "ef-norm"
+)",
+                                         20);
+  testing::WriteFile(dir / "ok.toml", base);
+  testing::WriteFile(dir / "wrong.toml", base + "expect = \"violated\"\n");
+  const auto ok =
+      testing::RunLemmalab({"check", (dir / "ok.toml").string(), "--out", (dir / "a").string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("1 of 1 verdicts as expected"));
+  const auto wrong =
+      testing::RunLemmalab({"check", (dir / "wrong.toml").string(), "--out", (dir / "b").string()});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_THAT(wrong.out, HasSubstr("NO (violated)"));
+  const auto missing = testing::RunLemmalab(
+      {"check", (dir / "ok.toml").string(), "--from", (dir / "nowhere").string()});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("no results.sqlite there"));
+}
+
+// Probe series into a RunEvidence, as the results would hold them.
+class EvidenceSink final : public ProbeSink {
+ public:
+  EvidenceSink(RunEvidence& run, std::string probe) : run_(run), probe_(std::move(probe)) {}
+  void At(std::int64_t t) { t_ = t; }
+  void Record(std::string_view series, int worker, double value) override {
+    run_.probes[fmt::format("{}/{}", probe_, series)].points.push_back({t_, worker, value});
+  }
+
+ private:
+  RunEvidence& run_;
+  std::string probe_;
+  std::int64_t t_ = 0;
+};
+
+// Runs ef-sgd (error feedback, no server compression) with `maker` on a quadratic for 30 steps
+// under `probe`, and returns what it recorded.
+RunEvidence ProbeCompressor(const CompressorMaker<double>& maker,
+                            std::unique_ptr<Probe<double>> (*make_probe)(const ProbeContext&),
+                            std::string probe_name) {
+  QuadraticOptions q;
+  q.spectrum.dimension = 64;
+  q.noise.sigma = 0.1;
+  const auto problem = MakeQuadratic<double>(BuildQuadraticModel(q, 4, 3));
+  const OptimizerContext context{64, 4};
+  ExchangeConfig<double> exchange{maker, FeedbackKind::kClassic, nullptr, FeedbackKind::kNone};
+  exchange.server_compressor = [](const CompressorShape&) { return MakeIdentity<double>(); };
+  auto optimizer = MakeEfSgd<double>(exchange, context);
+  Cluster<double> cluster(*problem, *optimizer);
+  RunEvidence run;
+  run.label = "planted";
+  run.dimension = 64;
+  run.status = "completed";
+  EvidenceSink sink(run, probe_name);
+  auto probe = make_probe({64, 4, 11});
+  EXPECT_TRUE(probe->AppliesTo(*optimizer));
+  Eigen::VectorXd x = problem->InitialPoint();
+  probe->Attach(*optimizer, x);
+  for (std::int64_t t = 1; t <= 30; ++t) {
+    cluster.Step({t, 0.1, 3}, x);
+    sink.At(t);
+    probe->Observe({t, 0.1, x, cluster.gradients(), *problem}, *optimizer, sink);
+  }
+  return run;
+}
+
+// Top-k with k = 8 of 64 but declaring q = 0.5: on the quadratic's gradients it removes far more
+// than half the norm, which q-deviate must catch.
+class OverclaimingTopK final : public Compressor<double> {
+ public:
+  OverclaimingTopK() : inner_(MakeTopK<double>(64, 8)) {}
+  std::string_view name() const override { return "overclaiming-top-k"; }
+  bool unbiased() const override { return false; }
+  std::optional<double> q() const override { return 0.5; }
+  EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& s, Message& out) override {
+    return inner_->Encode(x, s, out);
+  }
+  void Decode(const Message& in, VectorRef<double> out) const override { inner_->Decode(in, out); }
+  void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
+    inner_->DecodeAdd(in, w, acc);
+  }
+
+ private:
+  std::unique_ptr<Compressor<double>> inner_;
+};
+
+Verdict Judge(AssertionFn check, const RunEvidence& run, const std::string& table = "") {
+  const auto options = ParseOptionTable(table, "[[assert]]");
+  return check({std::span(&run, 1), std::span(&run, 1), *options, 0.99});
+}
+
+TEST(CompressorChecks, CompressorThatBreaksItsDeclaredQIsFlagged) {
+  const RunEvidence honest =
+      ProbeCompressor([](const CompressorShape&) { return MakeTopK<double>(64, 8); },
+                      &MakeDeviationProbe<double>, "q-deviate");
+  // Top-k's own declared q, sqrt(1 - k/d), holds on every call.
+  EXPECT_EQ(Judge(&CheckDeviation, honest).kind, VerdictKind::kHolds);
+  const RunEvidence lying =
+      ProbeCompressor([](const CompressorShape&) { return std::make_unique<OverclaimingTopK>(); },
+                      &MakeDeviationProbe<double>, "q-deviate");
+  const Verdict v = Judge(&CheckDeviation, lying);
+  EXPECT_EQ(v.kind, VerdictKind::kViolated);
+  EXPECT_EQ(v.worst_step, 1);
+  EXPECT_GT(v.measured_value, 0.5);
+  EXPECT_THAT(v.bound, HasSubstr("declared by the compressor"));
+}
+
+TEST(CompressorChecks, BiasedQuantizerIsFlaggedAndBirdersIsNot) {
+  const RunEvidence fair = ProbeCompressor(
+      [](const CompressorShape& shape) {
+        return MakeStochasticBinary<double>(QuantizerDomain::kClip, shape.dimension);
+      },
+      &MakeUnbiasednessProbe<double>, "q-unbiased");
+  EXPECT_EQ(Judge(&CheckUnbiased, fair, "coordinates = \"inside\"").kind, VerdictKind::kHolds);
+  const Verdict variance = Judge(&CheckQuantizerVariance, fair);
+  EXPECT_EQ(variance.kind, VerdictKind::kHolds) << variance.measured;
+  // The planted fault: the quantizer draws +1 with probability p + 0.05.
+  const RunEvidence leaning = ProbeCompressor(
+      [](const CompressorShape& shape) -> std::unique_ptr<Compressor<double>> {
+        struct Leaning final : Compressor<double> {
+          explicit Leaning(std::int64_t d)
+              : inner(MakeStochasticBinary<double>(QuantizerDomain::kClip, d)) {}
+          std::string_view name() const override { return "leaning"; }
+          bool unbiased() const override { return true; }
+          EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& s, Message& out) override {
+            shifted = (x.array() + 0.1).min(1.0).max(-1.0);
+            return inner->Encode(shifted, s, out);
+          }
+          void Decode(const Message& in, VectorRef<double> out) const override {
+            inner->Decode(in, out);
+          }
+          void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
+            inner->DecodeAdd(in, w, acc);
+          }
+          std::unique_ptr<Compressor<double>> inner;
+          Eigen::VectorXd shifted;
+        };
+        return std::make_unique<Leaning>(shape.dimension);
+      },
+      &MakeUnbiasednessProbe<double>, "q-unbiased");
+  const Verdict v = Judge(&CheckUnbiased, leaning, "coordinates = \"inside\"");
+  EXPECT_EQ(v.kind, VerdictKind::kViolated);
+  EXPECT_GT(v.measured_value, 10.0);
+}
+
+// Hand-built series: every branch of the generic assertions.
+RunEvidence CurveRun(double p, std::uint64_t seed, int steps = 400, int workers = 4) {
+  RunEvidence run;
+  run.label = "sgd";
+  run.status = "completed";
+  run.steps_done = steps;
+  run.seed = seed;
+  run.workers = workers;
+  Series& gsq = run.metrics["grad_sq_norm"];
+  PhiloxStream noise({seed, Purpose::kProbe, 0, 0});
+  // Values whose running mean (1/T) sum_{t <= T} is 3 T^-p / sqrt(n) exactly, times a jitter
+  // of +-10%: the paper's t = step + 1.
+  for (int step = 0; step <= steps; ++step) {
+    const double t = step + 1.0;
+    const double jitter = 1 + 0.2 * (noise() / 4294967296.0 - 0.5);
+    const double value = 3.0 * (std::pow(t, 1 - p) - std::pow(t - 1, 1 - p)) / std::sqrt(workers);
+    gsq.points.push_back({step, kRunWide, value * jitter});
+  }
+  return run;
+}
+
+TEST(RateChecks, FittedExponentIsComparedWithTheTheorems) {
+  std::vector<RunEvidence> half, quarter;
+  for (std::uint64_t s = 1; s <= 4; ++s) {
+    half.push_back(CurveRun(0.5, s));
+    quarter.push_back(CurveRun(0.25, s));
+  }
+  const auto options = ParseOptionTable("offset = false", "[[assert]]");
+  const Verdict holds = CheckRate({half, half, *options, 0.99});
+  EXPECT_EQ(holds.kind, VerdictKind::kHolds) << holds.measured;
+  EXPECT_NEAR(holds.measured_value, 0.5, 0.05);
+  // Negative control: a curve decaying like T^-1/4 is slower than the theorem's T^-1/2.
+  const Verdict slow = CheckRate({quarter, quarter, *options, 0.99});
+  EXPECT_EQ(slow.kind, VerdictKind::kViolated) << slow.measured;
+  // One seed gives no interval.
+  EXPECT_EQ(CheckRate({std::span(half).first(1), half, *options, 0.99}).kind,
+            VerdictKind::kInconclusive);
+}
+
+TEST(RateChecks, SpeedupFitsTheDependenceOnWorkers) {
+  std::vector<RunEvidence> runs;
+  for (const int n : {1, 2, 4, 8}) {
+    for (std::uint64_t s = 1; s <= 3; ++s) runs.push_back(CurveRun(0.5, s, 400, n));
+  }
+  const auto options = ParseOptionTable("offset = false\ncompare = \"equal\"", "[[assert]]");
+  const Verdict v = CheckSpeedup({runs, runs, *options, 0.99});
+  EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.measured;  // the curves scale like n^-1/2
+  EXPECT_NEAR(v.measured_value, 0.5, 0.05);
+  const auto one =
+      ParseOptionTable("offset = false\ncompare = \"equal\"\nexponent = 1", "[[assert]]");
+  EXPECT_EQ(CheckSpeedup({runs, runs, *one, 0.99}).kind, VerdictKind::kViolated);
+}
+
+TEST(EndPointChecks, OptimalityGapAndReference) {
+  RunEvidence a;
+  a.label = "signsgd";
+  a.status = "completed";
+  a.metrics["optimality_gap"].points = {{0, kRunWide, 5.0}, {100, kRunWide, 0.3}};
+  a.metrics["train_loss"].points = {{100, kRunWide, 1.3}};
+  RunEvidence b = a;
+  b.label = "ef-signsgd";
+  b.metrics["optimality_gap"].points.back().value = 1e-5;
+  b.metrics["train_loss"].points.back().value = 1.00001;
+  EXPECT_EQ(Judge(&CheckOptimalityGap, a, "tolerance = 1e-3").kind, VerdictKind::kViolated);
+  EXPECT_EQ(Judge(&CheckOptimalityGap, b, "tolerance = 1e-3").kind, VerdictKind::kHolds);
+  const std::vector<RunEvidence> both = {a, b};
+  const auto options = ParseOptionTable("reference = \"ef-signsgd\"\ntolerance = 0.1", "x");
+  EXPECT_EQ(CheckTracksReference({std::span(&both[0], 1), both, *options, 0.99}).kind,
+            VerdictKind::kViolated);
+  EXPECT_EQ(CheckTracksReference({std::span(&both[1], 1), both, *options, 0.99}).kind,
+            VerdictKind::kHolds);
+}
+
+TEST(BirderChecks, ErrorNormAndTheoremPreconditions) {
+  RunEvidence run;
+  run.label = "birder";
+  run.status = "completed";
+  run.dimension = 10;
+  Series& sq = run.probes["ef-norm/worker_sq_norm"];
+  for (int t = 1; t <= 200; ++t) sq.points.push_back({t, 0, 5.0 + (t % 3)});  // mean 0.6 d
+  EXPECT_EQ(Judge(&CheckErrorNorm, run).kind, VerdictKind::kHolds);
+  for (auto& p : sq.points) p.value += 8.0;  // mean 1.4 d: Lemma 1 broken
+  const Verdict broken = Judge(&CheckErrorNorm, run);
+  EXPECT_EQ(broken.kind, VerdictKind::kViolated);
+  EXPECT_NEAR(broken.measured_value, 1.4, 0.01);
+  // Theorem 1 assumes alpha_t = c / sqrt(t): a constant rate is inconclusive, not a verdict.
+  run.steps_done = 2;
+  run.metrics["grad_sq_norm"].points = {{0, kRunWide, 1}, {1, kRunWide, 1}, {2, kRunWide, 1}};
+  run.metrics["lr"].points = {{1, kRunWide, 0.1}, {2, kRunWide, 0.1}};
+  const Verdict theorem = Judge(&CheckBirderTheorem1, run);
+  EXPECT_EQ(theorem.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(theorem.detail, HasSubstr("c / sqrt(t)"));
+}
+
+}  // namespace
+}  // namespace lemmalab

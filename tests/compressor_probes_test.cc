@@ -1,0 +1,119 @@
+// The compressor probes against compressors whose answer is known: unbiased ones pass, biased
+// ones (deterministic sign, a planted quantizer that leans by 0.05) are caught, Birder's
+// quantizer has variance 1 - u^2, and a compressor that breaks its declared q is flagged.
+#include "theory/compressor_probes.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compressors/identity.h"
+#include "compressors/qsgd.h"
+#include "compressors/sign.h"
+#include "compressors/stochastic_binary.h"
+#include "compressors/top_k.h"
+
+namespace lemmalab {
+namespace {
+
+Eigen::VectorXd UniformInput(std::int64_t d, std::uint64_t seed, double range = 1.0) {
+  PhiloxStream stream({seed, Purpose::kDataSynthesis, 0, 0});
+  Eigen::VectorXd u(d);
+  for (auto& x : u) x = range * (2.0 * stream() / 4294967296.0 - 1.0);
+  return u;
+}
+
+// A planted fault: Birder's quantizer whose probability of +1 is p + 0.05 (clamped): biased by
+// about +0.1 per coordinate.
+class LeaningBinary final : public Compressor<double> {
+ public:
+  explicit LeaningBinary(std::int64_t d)
+      : inner_(MakeStochasticBinary<double>(QuantizerDomain::kClip, d)) {}
+  std::string_view name() const override { return "leaning-binary"; }
+  bool unbiased() const override { return true; }  // the lie the probe must catch
+  EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& stream, Message& out) override {
+    shifted_ = (x.array() + 0.1).min(1.0);
+    return inner_->Encode(shifted_, stream, out);
+  }
+  void Decode(const Message& in, VectorRef<double> out) const override { inner_->Decode(in, out); }
+  void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
+    inner_->DecodeAdd(in, w, acc);
+  }
+
+ private:
+  std::unique_ptr<Compressor<double>> inner_;
+  Eigen::VectorXd shifted_;
+};
+
+UnbiasednessSample Sample(Compressor<double>& c, const Eigen::VectorXd& u, std::uint64_t seed) {
+  PhiloxStream stream({seed, Purpose::kProbe, 0, 1});
+  return SampleUnbiasedness(c, u, kUnbiasednessDraws, stream);
+}
+
+TEST(Unbiasedness, UnbiasedCompressorsGiveStandardStatistics) {
+  // Over many inputs the split-sample z of an unbiased compressor has mean ~0 and variance
+  // ~nu/(nu-2); Birder's quantizer's variance ratio has mean 1.
+  const auto binary = MakeStochasticBinary<double>(QuantizerDomain::kClip, 200);
+  const auto qsgd = MakeQsgd<double>(4, QsgdNorm::kTwo, 200);
+  double z_binary = 0, z_qsgd = 0, ratio = 0;
+  const int inputs = 200;
+  for (int k = 0; k < inputs; ++k) {
+    const Eigen::VectorXd u = UniformInput(200, 100 + k);
+    const UnbiasednessSample b = Sample(*binary, u, k);
+    z_binary += b.z;
+    ratio += b.variance_sum / b.variance_expected;
+    z_qsgd += Sample(*qsgd, u, k).z;
+  }
+  // Stouffer's Z over 200 inputs: |Z| < 3 for an unbiased compressor (99.7%).
+  const double scale = std::sqrt(inputs * 31.0 / 29.0);
+  EXPECT_LT(std::abs(z_binary / scale), 3.0);
+  EXPECT_LT(std::abs(z_qsgd / scale), 3.0);
+  // Lemma 1 Eq. 18: the mean ratio is 1 within 1% (its standard error is ~0.2% here).
+  EXPECT_NEAR(ratio / inputs, 1.0, 0.01);
+}
+
+TEST(Unbiasedness, IdentityIsExactlyUnbiased) {
+  const auto identity = MakeIdentity<double>();
+  const UnbiasednessSample s = Sample(*identity, UniformInput(50, 1), 1);
+  EXPECT_EQ(s.z, 0.0);
+  EXPECT_EQ(s.bias, 0.0);
+}
+
+TEST(Unbiasedness, DeterministicSignIsFlaggedAsBiased) {
+  const auto sign = MakeSign<double>(50);
+  const UnbiasednessSample s = Sample(*sign, UniformInput(50, 2), 2);
+  EXPECT_TRUE(std::isinf(s.z) && s.z > 0);
+  EXPECT_GT(s.bias, 0.3);
+}
+
+TEST(Unbiasedness, PlantedLeaningQuantizerIsFlagged) {
+  // Bias 0.1 per coordinate on 200 coordinates: the first half's sign guesses the lean on ~70%
+  // of them, so a call's z is ~3.6 on average and Stouffer's Z over 10 calls ~11, far beyond the
+  // one-sided 99% quantile 2.33 that CheckUnbiased uses.
+  LeaningBinary leaning(200);
+  double sum = 0;
+  for (int k = 0; k < 10; ++k) sum += Sample(leaning, UniformInput(200, 300 + k, 0.8), k).z;
+  EXPECT_GT(sum / std::sqrt(10 * 31.0 / 29.0), 8.0);
+}
+
+TEST(Unbiasedness, ClippingOutsideTheIntervalIsBiasedOnlyThere) {
+  // Inputs in [-1.5, 1.5]: Q clips, so the draws' mean is biased on |u| > 1 (z large), while
+  // the coordinates inside stay unbiased (z_inside small).
+  const auto binary = MakeStochasticBinary<double>(QuantizerDomain::kClip, 400);
+  const UnbiasednessSample s = Sample(*binary, UniformInput(400, 5, 1.5), 5);
+  EXPECT_GT(s.z, 5.0);
+  EXPECT_LT(std::abs(s.z_inside), 4.0);
+}
+
+TEST(Unbiasedness, NearDegenerateInputsAreNotMistakenForDeterminism) {
+  // u_j = +-(1 - 1e-9): every draw gives sign(u), the draws' mean moves u by 1e-9. That is what
+  // an unbiased quantizer does at such inputs, not evidence of bias.
+  const auto binary = MakeStochasticBinary<double>(QuantizerDomain::kClip, 64);
+  Eigen::VectorXd u =
+      UniformInput(64, 9).unaryExpr([](double x) { return x >= 0 ? 1 - 1e-9 : -(1 - 1e-9); });
+  EXPECT_EQ(Sample(*binary, u, 9).z, 0.0);
+}
+
+}  // namespace
+}  // namespace lemmalab
