@@ -62,12 +62,17 @@ BirderOptions OptionsOf(const RunEvidence& run) {
   return ReadBirderOptions(copy);
 }
 
+// The unit roundoff of the run's precision.
+double UnitRoundoff(const RunEvidence& run) {
+  return run.precision == Precision::kFp64 ? 0x1p-53 : 0x1p-24;
+}
+
 // The tolerance of an identity that holds to rounding: `tolerance` from the [[assert]] table, or
-// 1e4 units of the run's precision (the identity combines a few dozen rounded values, each
-// relative to the largest entry).
+// 256 units of the run's precision (the identity combines a few dozen rounded values, each
+// relative to the largest entry; Birder's residual is observed at a few units).
 double RoundingTolerance(const AssertionInput& input) {
-  const double unit = input.runs.front().precision == Precision::kFp64 ? 0x1p-53 : 0x1p-24;
-  return input.options.GetDouble("tolerance", 1e4 * unit, Interval::Positive());
+  return input.options.GetDouble("tolerance", 256 * UnitRoundoff(input.runs.front()),
+                                 Interval::Positive());
 }
 
 }  // namespace
@@ -103,7 +108,10 @@ Verdict CheckDenominatorFloor(const AssertionInput& input) {
                                   "> 0 (eps = 0: rho must come from b)");
     return v;
   }
-  return EveryPointAtLeast(*s, rho, "min_j (b + eps)",
+  // The run added eps in its own precision: in fp32, 1e-8 is 9.99999994e-9.
+  const double stored =
+      run.precision == Precision::kFp32 ? static_cast<double>(static_cast<float>(rho)) : rho;
+  return EveryPointAtLeast(*s, stored, "min_j (b + eps)",
                            fmt::format(">= rho = {:.3g}{}", rho, given ? "" : " (= eps)"));
 }
 

@@ -106,9 +106,10 @@ Verdict CheckRate(const AssertionInput& input) {
                          fmt::format("running mean of {}", o.quantity));
 }
 
-// Linear speedup: at the last step, the running average falls with the number of workers like
-// a n^-q + c (sigma / sqrt(n T) gives q = 1/2 for the averaged squared gradient norm); q is
-// fitted per seed over the check's worker counts.
+// Linear speedup: the mean of the quantity over the paper's t = from..T falls with the number of
+// workers like a n^-q + c (sigma / sqrt(n T) gives q = 1/2 for the averaged squared gradient
+// norm); q is fitted per seed over the check's worker counts. A late `from` leaves out the
+// transient from x_0, which no number of workers shortens.
 Verdict CheckSpeedup(const AssertionInput& input) {
   const RateOptions o = ReadRateOptions(input);
   std::map<std::uint64_t, std::map<int, double>> by_seed;  // seed -> n -> value
@@ -119,9 +120,16 @@ Verdict CheckSpeedup(const AssertionInput& input) {
           fmt::format("n = {}, seed {}: the run did not complete", run.workers, run.seed));
     const std::vector<double> values = PerStep(run, o.quantity);
     if (values.empty()) return Verdict::Inconclusive(o.quantity + " is not recorded every step");
+    if (o.from >= static_cast<std::int64_t>(values.size())) {
+      return Verdict::Inconclusive(fmt::format("from = {} leaves nothing of {} steps", o.from,
+                                               values.size()));
+    }
     double mean = 0;
-    for (const double x : values) mean += x;
-    by_seed[run.seed][run.workers] = mean / static_cast<double>(values.size());
+    for (std::size_t t = static_cast<std::size_t>(o.from) - 1; t < values.size(); ++t) {
+      mean += values[t];
+    }
+    by_seed[run.seed][run.workers] =
+        mean / static_cast<double>(values.size() - static_cast<std::size_t>(o.from) + 1);
     if (std::find(ns.begin(), ns.end(), run.workers) == ns.end()) ns.push_back(run.workers);
   }
   std::sort(ns.begin(), ns.end());
@@ -142,7 +150,7 @@ Verdict CheckSpeedup(const AssertionInput& input) {
     y_per_seed.push_back(std::move(y));
   }
   return ExponentVerdict(FitSpeedup(n_values, y_per_seed, o.fit), o, "n",
-                         fmt::format("mean of {} over T = {} steps, n = {}", o.quantity,
+                         fmt::format("mean of {} over t = {}..{}, n = {}", o.quantity, o.from,
                                      input.runs.front().steps_done, fmt::join(ns, ", ")));
 }
 
