@@ -152,7 +152,9 @@ Verdict CheckZSequence(const AssertionInput& input) {
 // this run), G the problem's bound if it has one and the run stayed inside it (else the largest
 // stochastic gradient norm it saw, an estimate), L and f* the problem's, f(z_1) from probe
 // birder-z. `bound = "rederived"` uses the constants with the proof's last step redone
-// (theory/bounds.h). One run is one sample of the expectation; the detail says so.
+// (theory/bounds.h). One run is one sample of the expectation; the detail says so. With
+// `bound_at_most`, a bound above that level at the last T is a violation too (vacuous at the
+// problem's scale: the rho -> 0 counterexample).
 Verdict CheckBirderTheorem1(const AssertionInput& input) {
   const RunEvidence& run = input.runs.front();
   if (!run.completed()) return Verdict::Inconclusive("the run did not complete: " + run.status);
@@ -246,6 +248,15 @@ Verdict CheckBirderTheorem1(const AssertionInput& input) {
     if (!(lhs <= bound) && v.kind == VerdictKind::kHolds) v.kind = VerdictKind::kViolated;
   }
   const BirderTheorem1Result at_t = BirderTheorem1(k, static_cast<double>(run.steps_done));
+  // `bound_at_most`: the bound at the last T must also stay below this level to count as saying
+  // something at the problem's scale (it grows like 1/rho^2 as rho -> 0).
+  if (input.options.Has("bound_at_most")) {
+    const double most = input.options.GetDouble("bound_at_most", 0, Interval::Positive());
+    const double last = rederived ? at_t.bound_rederived : at_t.bound;
+    notes.push_back(fmt::format("bound at T = {}: {:.4g} (bound_at_most = {:.4g})",
+                                run.steps_done, last, most));
+    if (!(last <= most)) v.kind = VerdictKind::kViolated;
+  }
   v.measured =
       fmt::format("((1/T) sum ||grad f(x_t)||)^2 = {:.6g} at T = {} (closest to the bound)",
                   v.measured_value, *v.worst_step);
