@@ -247,6 +247,8 @@ constexpr ExchangeDefaults kOnebitExchange = {.compressor = "scaled-sign",
                                               .server_recompresses = true,
                                               .server_feedback = FeedbackKind::kClassic};
 
+}  // namespace
+
 OnebitAdamOptions ReadOnebitAdamOptions(OptionTable& options, bool read_local_momentum) {
   OnebitAdamOptions o;
   o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
@@ -259,8 +261,6 @@ OnebitAdamOptions ReadOnebitAdamOptions(OptionTable& options, bool read_local_mo
   }
   return o;
 }
-
-}  // namespace
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdam(const OnebitAdamOptions& options,

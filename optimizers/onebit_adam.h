@@ -48,6 +48,10 @@ struct OnebitAdamOptions {
   LocalMomentum local_momentum = LocalMomentum::kSync;  // DOMAIN.md convention 1
 };
 
+// The options of onebit-adam (and, without local_momentum, onebit-adam-fp32) from their table, with
+// the defaults above (theory/ reads the run's hyperparameters through it).
+OnebitAdamOptions ReadOnebitAdamOptions(OptionTable& options, bool read_local_momentum);
+
 // `warmup` encodes the warmup's gradients (option `warmup_compressor`): empty means the identity
 // (the run's precision); "fp16" gives the fp16 warmup of onebit-adam.txt Sec. 6's volume count.
 template <typename T>

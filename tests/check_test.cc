@@ -16,6 +16,7 @@
 #include "problems/quadratic.h"
 #include "tests/test_util.h"
 #include "theory/assertions.h"
+#include "theory/bounds.h"
 #include "theory/compressor_probes.h"
 
 namespace lemmalab {
@@ -404,6 +405,48 @@ TEST(BirderChecks, ErrorNormAndTheoremPreconditions) {
   const Verdict theorem = Judge(&CheckBirderTheorem1, run);
   EXPECT_EQ(theorem.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(theorem.detail, HasSubstr("c / sqrt(t)"));
+}
+
+// 1-bit Adam's Theorem 1 from hand-built series: the bound is exactly OneBitAdamTheorem1 at the
+// run's constants, a left-hand side 1e12 times larger is violated, a varying rate inconclusive.
+TEST(OnebitTheoremCheck, BoundFromTheRunsConstants) {
+  RunEvidence run;
+  run.label = "onebit-adam";
+  run.optimizer = "onebit-adam";
+  run.status = "completed";
+  run.steps_done = 6;
+  run.workers = 2;
+  run.optimizer_options = ParseOptionTable("name = \"onebit-adam\"\nwarmup_steps = 2", "x");
+  run.constants = {{"L", 1.0, Certainty::kExact, ""},
+                   {"sigma", 0.1, Certainty::kExact, ""},
+                   {"f_star", 0.0, Certainty::kExact, ""}};
+  for (int s = 0; s <= 6; ++s) {
+    run.metrics["grad_sq_norm"].points.push_back({s, kRunWide, 1.0});
+    run.metrics["train_loss"].points.push_back({s, kRunWide, 2.0});
+    if (s > 0) run.metrics["lr"].points.push_back({s, kRunWide, 0.01});
+    if (s > 2) run.probes["onebit-error/combined_norm"].points.push_back({s, kRunWide, 0.1});
+  }
+  run.probes["onebit-error/frozen_sqrt_min"].points = {{3, kRunWide, 0.5}};
+  run.probes["onebit-error/frozen_sqrt_max"].points = {{3, kRunWide, 1.0}};
+  OneBitAdamConstants k;
+  k.lipschitz = 1;
+  k.sigma = 0.1;
+  k.eps = 0.1;
+  k.beta = 0.9;
+  k.n = 2;
+  k.denominator_min = 0.5 + 1e-8;  // eta outside the root (the default)
+  k.denominator_max = 1.0 + 1e-8;
+  k.f_gap = 2;
+  k.gamma = 0.01;
+  const double bound = OneBitAdamTheorem1(k, 4).euclidean_mean_bound;
+  Verdict v = Judge(&CheckOnebitAdamTheorem1, run);
+  EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
+  EXPECT_EQ(v.measured_value, 1.0);  // the mean over steps 2..6
+  EXPECT_DOUBLE_EQ(v.bound_value, bound);
+  for (auto& p : run.metrics["grad_sq_norm"].points) p.value = 1e12;
+  EXPECT_EQ(Judge(&CheckOnebitAdamTheorem1, run).kind, VerdictKind::kViolated);
+  run.metrics["lr"].points[4].value = 0.02;
+  EXPECT_EQ(Judge(&CheckOnebitAdamTheorem1, run).kind, VerdictKind::kInconclusive);
 }
 
 }  // namespace

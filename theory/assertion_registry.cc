@@ -105,6 +105,13 @@ const Registry<AssertionInfo>& Assertions() {
            {"onebit-error"},
            AssertionScope::kRun,
            &CheckOnebitErrorBounded},
+          {"onebit-theorem1",
+           "(1/(T+1)) sum ||grad f(x_t)||^2 over the compression phase <= Theorem 1's bound "
+           "(Markov at the confidence)",
+           "onebit-adam-icml-with-appendix.txt Thm 1, Eq. 6",
+           {"onebit-error"},
+           AssertionScope::kRun,
+           &CheckOnebitAdamTheorem1},
           {"onebit-lamb-clips",
            "c_t in [c_min, c_max] in warmup; then r_t in [r_min, r_max], within r_threshold of "
            "r_(t-1), and c_t = r_t c_avg, per layer",

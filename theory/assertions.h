@@ -34,5 +34,6 @@ Verdict CheckSpamsTheorem1(const AssertionInput& input);
 Verdict CheckOnebitErrorBounded(const AssertionInput& input);
 Verdict CheckVarianceStable(const AssertionInput& input);
 Verdict CheckOnebitLambClips(const AssertionInput& input);
+Verdict CheckOnebitAdamTheorem1(const AssertionInput& input);
 
 }  // namespace lemmalab

@@ -253,8 +253,8 @@ Verdict CheckBirderTheorem1(const AssertionInput& input) {
   if (input.options.Has("bound_at_most")) {
     const double most = input.options.GetDouble("bound_at_most", 0, Interval::Positive());
     const double last = rederived ? at_t.bound_rederived : at_t.bound;
-    notes.push_back(fmt::format("bound at T = {}: {:.4g} (bound_at_most = {:.4g})",
-                                run.steps_done, last, most));
+    notes.push_back(fmt::format("bound at T = {}: {:.4g} (bound_at_most = {:.4g})", run.steps_done,
+                                last, most));
     if (!(last <= most)) v.kind = VerdictKind::kViolated;
   }
   v.measured =

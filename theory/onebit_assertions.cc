@@ -19,6 +19,8 @@
 #include "optimizers/lamb.h"
 #include "optimizers/onebit_adam.h"
 #include "theory/assertions.h"
+#include "theory/bounds.h"
+#include "theory/verdicts.h"
 
 namespace lemmalab {
 namespace {
@@ -354,6 +356,133 @@ Verdict CheckOnebitLambClips(const AssertionInput& input) {
         fmt::format("; the steps recorded meet the bounds, but the run {}", run.status);
   }
   return verdict;
+}
+
+}  // namespace lemmalab
+
+namespace lemmalab {
+
+// Theorem 1 (onebit-adam-icml-with-appendix.txt Eq. 6, theory/bounds.h) over the compression
+// phase: the paper's x_0 is lemmalab's x after step T_w, and its t = 0..T are the evaluations at
+// steps T_w..T_w + T. Measured: (1/(T+1)) sum_t ||grad f(x_t)||^2 (Euclidean), against the
+// bound's Euclidean form (the V-norm bound times max_j of the update's denominator). The run's
+// own constants: gamma its constant rate, beta = beta1, n, L and sigma the problem's, eps^2 the
+// largest ||delta_t||^2 of the combined error (1/n) sum_i delta_t^(i) + delta_bar_t the run saw
+// (probe onebit-error; the lemma needs E||delta_t||^2 <= eps^2 at every t, and a single run's
+// largest value stands in for that supremum: an estimate), the denominator's extremes from
+// v_Tw and eta, f(x_0) - f* from the train loss at T_w. One run is one draw of an expectation,
+// so, as for SPAMS, it is violated only above bound / (1 - confidence) (Markov).
+Verdict CheckOnebitAdamTheorem1(const AssertionInput& input) {
+  const RunEvidence& run = input.runs.front();
+  if (!IsOnebitAdam(run) || !run.optimizer_options) {
+    return Verdict::Inconclusive("Theorem 1 is 1-bit Adam's (onebit-adam, onebit-adam-fp32)");
+  }
+  if (!run.completed()) return Verdict::Inconclusive("the run did not complete: " + run.status);
+  OptionTable table = *run.optimizer_options;
+  const OnebitAdamOptions o = ReadOnebitAdamOptions(table, false);
+  const std::int64_t tw = o.warmup_steps;
+  const std::int64_t T = run.steps_done - tw;
+  if (T < 1) return Verdict::Inconclusive("the run ends before the compression phase");
+  const Series* gsq = run.Metric("grad_sq_norm");
+  const Series* lr = run.Metric("lr");
+  const Series* loss = run.Metric("train_loss");
+  if (gsq == nullptr || lr == nullptr || loss == nullptr) {
+    return Verdict::Inconclusive("the run has no grad_sq_norm, train_loss or lr metric");
+  }
+  double sum = 0, f0 = std::nan("");
+  std::int64_t count = 0;
+  for (const Series::Point& p : gsq->points) {
+    if (p.step >= tw) {
+      sum += p.value;
+      ++count;
+    }
+  }
+  for (const Series::Point& p : loss->points) {
+    if (p.step == tw) f0 = p.value;
+  }
+  if (count != T + 1 || std::isnan(f0)) {
+    return Verdict::Inconclusive(
+        "Theorem 1's left-hand side needs ||grad f(x_t)|| at every step of the compression phase "
+        "and f at its start: set eval_every = 1");
+  }
+  const double gamma = lr->points.front().value;
+  for (const Series::Point& p : lr->points) {
+    if (p.value != gamma) {
+      return Verdict::Inconclusive(
+          fmt::format("Theorem 1 takes a constant learning rate; at step {} it is {:.6g}, not "
+                      "{:.6g}",
+                      p.step, p.value, gamma));
+    }
+  }
+  const Series* combined = run.Probe("onebit-error", "combined_norm");
+  const Series* root_min = run.Probe("onebit-error", "frozen_sqrt_min");
+  const Series* root_max = run.Probe("onebit-error", "frozen_sqrt_max");
+  if (combined == nullptr || root_min == nullptr || root_max == nullptr || root_min->empty()) {
+    return Verdict::Inconclusive(
+        "the run recorded no combined error or frozen variance (probe "
+        "onebit-error)");
+  }
+  double eps = 0;
+  for (const Series::Point& p : combined->points) {
+    if (p.step > tw) eps = std::max(eps, p.value);
+  }
+  const Constant* l = run.FindConstant("L");
+  const Constant* sigma = run.FindConstant("sigma");
+  const Constant* f_star = run.FindConstant("f_star");
+  if (l == nullptr || sigma == nullptr || f_star == nullptr) {
+    return Verdict::Inconclusive(
+        "Theorem 1 needs L, sigma and f*, which this problem does not "
+        "all know");
+  }
+  const auto denominator = [&](double root) {
+    return o.eps_placement == EpsPlacement::kOutside ? root + o.eps
+                                                     : std::sqrt(root * root + o.eps);
+  };
+  OneBitAdamConstants k;
+  k.lipschitz = l->value;
+  k.sigma = sigma->value;
+  k.eps = eps;
+  k.beta = o.beta1;
+  k.n = run.workers;
+  k.denominator_min = denominator(root_min->points.front().value);
+  k.denominator_max = denominator(root_max->points.front().value);
+  k.f_gap = f0 - f_star->value;
+  k.gamma = gamma;
+  const OneBitAdamTheorem1Result r = OneBitAdamTheorem1(k, static_cast<double>(T));
+  const double measured = sum / static_cast<double>(count);
+  const std::string constants = fmt::format(
+      "gamma = {:.4g}, beta1 = {:.4g}, n = {}, eps = {:.4g} (estimate: largest ||delta_t|| of "
+      "the combined error seen), denominator in [{:.4g}, {:.4g}], f(x_Tw) - f* = {:.6g}; {}; {}; "
+      "{}",
+      gamma, o.beta1, run.workers, eps, k.denominator_min, k.denominator_max, k.f_gap,
+      DescribeConstant(*l), DescribeConstant(*sigma), DescribeConstant(*f_star));
+  if (!std::isfinite(r.euclidean_mean_bound)) {
+    Verdict v = Verdict::Inconclusive(fmt::format(
+        "the left-hand coefficient 1 - gamma L / v_min - 2 gamma^2 L^2 / ((1-beta)^2 v_min^2) = "
+        "{:.4g} is not positive at this step size: Theorem 1 makes no claim; {}",
+        r.coefficient, constants));
+    v.measured = fmt::format("(1/(T+1)) sum ||grad f(x_t)||^2 = {:.6g}", measured);
+    return v;
+  }
+  Verdict v;
+  v.measured_value = measured;
+  v.bound_value = r.euclidean_mean_bound;
+  v.measured = fmt::format(
+      "(1/(T+1)) sum_t ||grad f(x_t)||^2 = {:.6g} over the T = {} steps "
+      "after T_w = {}",
+      measured, T, tw);
+  v.bound = fmt::format(
+      "<= {:.6g} (Eq. 6 / coefficient {:.3g} / (T+1), times max denominator); "
+      "slack x{:.3g}",
+      r.euclidean_mean_bound, r.coefficient, r.euclidean_mean_bound / measured);
+  v.kind = measured <= r.euclidean_mean_bound / (1 - input.confidence) ? VerdictKind::kHolds
+                                                                       : VerdictKind::kViolated;
+  v.worst_step = run.steps_done;
+  v.detail = fmt::format(
+      "one run against an expectation bound: violated only above bound / {:.2g} "
+      "(Markov); {}",
+      1 - input.confidence, constants);
+  return v;
 }
 
 }  // namespace lemmalab

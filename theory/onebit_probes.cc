@@ -51,6 +51,37 @@ class OnebitErrorProbe final : public Probe<T> {
       sink.Record("server_norm", kServer, norm);
       server_.Add(norm, step.t, kServer);
     }
+    RecordTheoremInputs(step, optimizer, sink);
+  }
+
+  // What Theorem 1 needs beyond the norms (theory/onebit_assertions.cc): the combined error
+  // delta_t = (1/n) sum_i delta_t^(i) + delta_bar_t its proof bounds (E||delta_t||^2 <= eps^2,
+  // Lemma 2) as `combined_norm` (run-wide), and, once, at the first step the frozen variance
+  // v_Tw is set, min_j and max_j sqrt(v_Tw,j) as `frozen_sqrt_min` and `frozen_sqrt_max`.
+  void RecordTheoremInputs(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+                           ProbeSink& sink) {
+    const Vector<T>* delta_bar = optimizer.Observe(Quantity::kServerError, kServer);
+    Eigen::VectorXd combined;
+    int senders = 0;
+    for (int i = 0; i < workers_; ++i) {
+      const Vector<T>* delta = optimizer.Observe(Quantity::kWorkerError, i);
+      if (delta == nullptr || delta->size() == 0) continue;
+      if (senders++ == 0) combined = Eigen::VectorXd::Zero(delta->size());
+      combined += delta->template cast<double>();
+    }
+    if (senders == workers_ && delta_bar != nullptr && delta_bar->size() == combined.size()) {
+      combined = combined / workers_ + delta_bar->template cast<double>();
+      sink.Record("combined_norm", kRunWide, combined.norm());
+    }
+    const Vector<T>* frozen = optimizer.Observe(Quantity::kFrozenVariance, kServer);
+    if (!frozen_recorded_ && frozen != nullptr && frozen->size() > 0 &&
+        (frozen->array() != T(0)).any()) {
+      frozen_recorded_ = true;
+      const Eigen::ArrayXd root = frozen->template cast<double>().array().sqrt();
+      sink.Record("frozen_sqrt_min", kRunWide, root.minCoeff());
+      sink.Record("frozen_sqrt_max", kRunWide, root.maxCoeff());
+    }
+    (void)step;
   }
 
   std::vector<std::string> Summary() const override {
@@ -70,6 +101,7 @@ class OnebitErrorProbe final : public Probe<T> {
  private:
   int workers_;
   Tally worker_, server_;
+  bool frozen_recorded_ = false;
 };
 
 template <typename T>

@@ -121,8 +121,8 @@ Verdict CheckSpeedup(const AssertionInput& input) {
     const std::vector<double> values = PerStep(run, o.quantity);
     if (values.empty()) return Verdict::Inconclusive(o.quantity + " is not recorded every step");
     if (o.from >= static_cast<std::int64_t>(values.size())) {
-      return Verdict::Inconclusive(fmt::format("from = {} leaves nothing of {} steps", o.from,
-                                               values.size()));
+      return Verdict::Inconclusive(
+          fmt::format("from = {} leaves nothing of {} steps", o.from, values.size()));
     }
     double mean = 0;
     for (std::size_t t = static_cast<std::size_t>(o.from) - 1; t < values.size(); ++t) {
