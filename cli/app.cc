@@ -255,9 +255,9 @@ int Main(int argc, char** argv) {
 
   std::string check_spec, check_out, check_from;
   int check_threads = 0;
-  CLI::App* check =
-      app.add_subcommand("check", "Run a spec (or read its results) and judge its [[assert]] "
-                                  "claims; exit 1 when a verdict is not the expected one");
+  CLI::App* check = app.add_subcommand("check",
+                                       "Run a spec (or read its results) and judge its [[assert]] "
+                                       "claims; exit 1 when a verdict is not the expected one");
   check->add_option("SPEC", check_spec, "Run spec (TOML) with [[assert]] tables")->required();
   CLI::Option* check_out_option =
       check->add_option("--out", check_out, "Results folder (default: results/<spec name>)");
@@ -296,8 +296,9 @@ int Main(int argc, char** argv) {
 #ifdef LEMMALAB_HAVE_MPI
       if (mpi) {
         if (!quiet) {
-          fmt::print(stderr, "error: lemmalab check runs in one process: its probes read every "
-                             "worker's state (run it without mpirun)\n");
+          fmt::print(stderr,
+                     "error: lemmalab check runs in one process: its probes read every "
+                     "worker's state (run it without mpirun)\n");
         }
         return kExitUserError;
       }

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <ranges>
 #include <nlohmann/json.hpp>
+#include <ranges>
 #include <utility>
 
 #include "cli/evidence_reader.h"
@@ -46,10 +46,10 @@ VerdictKind ParseExpectation(OptionTable& table) {
 
 std::vector<Claim> ReadClaims(const RunSpec& spec) {
   if (spec.asserts.empty()) {
-    throw UserError(fmt::format(
-        "{}: no [[assert]] table: nothing to check (add e.g. [[assert]] assertion = "
-        "\"ef-norm\"; lemmalab list shows the assertions)",
-        spec.path.string()));
+    throw UserError(
+        fmt::format("{}: no [[assert]] table: nothing to check (add e.g. [[assert]] assertion = "
+                    "\"ef-norm\"; lemmalab list shows the assertions)",
+                    spec.path.string()));
   }
   std::vector<std::string> labels;
   for (const OptimizerSpec& o : spec.optimizers) labels.push_back(o.label);
@@ -89,8 +89,9 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
     if (seeds.empty()) spec.check->Fail("seeds", "the list is empty");
     if (workers.empty()) spec.check->Fail("workers", "the list is empty");
     if (workers.size() > 1 && spec.comm.topology_given) {
-      spec.check->Fail("workers", "a worker sweep cannot keep the fixed topology of "
-                                  "[communication] (nodes, workers_per_node)");
+      spec.check->Fail("workers",
+                       "a worker sweep cannot keep the fixed topology of "
+                       "[communication] (nodes, workers_per_node)");
     }
     spec.check->RejectUnknownKeys();
   }
@@ -108,7 +109,8 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
       Experiment e;
       e.seed = static_cast<std::uint64_t>(seed);
       e.workers = static_cast<int>(n);
-      e.dir = sweep ? options.out_dir / fmt::format("seed-{}-workers-{}", seed, n) : options.out_dir;
+      e.dir =
+          sweep ? options.out_dir / fmt::format("seed-{}-workers-{}", seed, n) : options.out_dir;
       if (!options.from) {
         RunSpec one = spec;
         one.seed = e.seed;
@@ -134,9 +136,8 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
         throw UserError(fmt::format(
             "--from {}: {} holds results of seed {} with {} workers, not seed {} with {} workers "
             "as {} asks",
-            options.out_dir.string(), e.dir.string(),
-            e.runs.empty() ? 0 : e.runs.front().seed, e.runs.empty() ? 0 : e.runs.front().workers,
-            e.seed, e.workers, spec.path.string()));
+            options.out_dir.string(), e.dir.string(), e.runs.empty() ? 0 : e.runs.front().seed,
+            e.runs.empty() ? 0 : e.runs.front().workers, e.seed, e.workers, spec.path.string()));
       }
       experiments.push_back(std::move(e));
     }
@@ -203,8 +204,7 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
       case AssertionScope::kAcrossWorkers: {
         std::vector<RunEvidence> runs;
         for (const Experiment& e : experiments) runs.push_back(find(e));
-        row(fmt::format("{} over n = {}", label,
-                        fmt::join(std::views::keys(by_workers), ", ")),
+        row(fmt::format("{} over n = {}", label, fmt::join(std::views::keys(by_workers), ", ")),
             runs, experiments.front().runs);
         break;
       }
@@ -217,10 +217,10 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
     r.source = std::string(claim.info->source);
     r.runs = "(none)";
     r.expected = claim.expected;
-    r.verdict = Verdict::Inconclusive(
-        claim.runs.empty() ? fmt::format("no run recorded the probes it reads ({})",
-                                         fmt::join(claim.info->probes, ", "))
-                           : "none of the listed runs exist");
+    r.verdict = Verdict::Inconclusive(claim.runs.empty()
+                                          ? fmt::format("no run recorded the probes it reads ({})",
+                                                        fmt::join(claim.info->probes, ", "))
+                                          : "none of the listed runs exist");
     rows.push_back(std::move(r));
   }
   claim.table->RejectUnknownKeys();
@@ -266,12 +266,13 @@ std::string FormatCheck(const CheckReport& report) {
   std::string out = fmt::format("{:<{}}  {:<{}}  {:<12}  {:<12}  {}\n", "assertion", a, "run", r,
                                 "verdict", "expected", "source");
   for (const CheckRow& row : report.rows) {
-    out += fmt::format("{:<{}}  {:<{}}  {:<12}  {:<12}  {}\n", row.assertion, a, row.runs, r,
-                       VerdictName(row.verdict.kind),
-                       row.as_expected() ? std::string("yes")
-                                         : fmt::format("NO ({})", VerdictName(row.expected)),
-                       row.source);
-    if (!row.verdict.measured.empty()) out += fmt::format("    measured: {}\n", row.verdict.measured);
+    out += fmt::format(
+        "{:<{}}  {:<{}}  {:<12}  {:<12}  {}\n", row.assertion, a, row.runs, r,
+        VerdictName(row.verdict.kind),
+        row.as_expected() ? std::string("yes") : fmt::format("NO ({})", VerdictName(row.expected)),
+        row.source);
+    if (!row.verdict.measured.empty())
+      out += fmt::format("    measured: {}\n", row.verdict.measured);
     if (!row.verdict.bound.empty()) out += fmt::format("    bound:    {}\n", row.verdict.bound);
     if (const std::string worst = WorstText(row.verdict); !worst.empty()) {
       out += fmt::format("    worst:    {}\n", worst);
@@ -343,8 +344,8 @@ std::string CheckJson(const CheckReport& report) {
     };
     j["measured_value"] = number(row.verdict.measured_value);
     j["bound_value"] = number(row.verdict.bound_value);
-    j["worst_step"] = row.verdict.worst_step ? nlohmann::json(*row.verdict.worst_step)
-                                             : nlohmann::json(nullptr);
+    j["worst_step"] =
+        row.verdict.worst_step ? nlohmann::json(*row.verdict.worst_step) : nlohmann::json(nullptr);
     j["worst_worker"] = row.verdict.worst_worker ? nlohmann::json(*row.verdict.worst_worker)
                                                  : nlohmann::json(nullptr);
     rows.push_back(std::move(j));
@@ -353,8 +354,8 @@ std::string CheckJson(const CheckReport& report) {
 }
 
 void WriteCheckFiles(const CheckReport& report, const std::filesystem::path& dir) {
-  for (const auto& [name, text] : {std::pair{"check.json", CheckJson(report)},
-                                   std::pair{"check.md", CheckMarkdown(report)}}) {
+  for (const auto& [name, text] :
+       {std::pair{"check.json", CheckJson(report)}, std::pair{"check.md", CheckMarkdown(report)}}) {
     const std::filesystem::path target = dir / name;
     const std::filesystem::path partial = dir / fmt::format("{}.partial", name);
     {

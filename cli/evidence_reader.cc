@@ -21,8 +21,8 @@ using Statement = std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)>;
 Statement Query(sqlite3* db, const char* sql, const std::filesystem::path& file) {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK) {
-    throw UserError(fmt::format("{}: not a lemmalab results database ({})", file.string(),
-                                sqlite3_errmsg(db)));
+    throw UserError(
+        fmt::format("{}: not a lemmalab results database ({})", file.string(), sqlite3_errmsg(db)));
   }
   return Statement(s, &sqlite3_finalize);
 }
@@ -122,9 +122,8 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
     index[id] = runs.size();
     runs.push_back(std::move(run));
   }
-  for (Statement s = Query(db.get(),
-                           "SELECT run_id, step, name, worker, value FROM metrics ORDER BY rowid",
-                           file);
+  for (Statement s = Query(
+           db.get(), "SELECT run_id, step, name, worker, value FROM metrics ORDER BY rowid", file);
        sqlite3_step(s.get()) == SQLITE_ROW;) {
     RunEvidence& run = runs.at(index.at(sqlite3_column_int64(s.get(), 0)));
     run.metrics[Text(s.get(), 2)].points.push_back(
