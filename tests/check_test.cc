@@ -15,6 +15,7 @@
 #include "optimizers/ef_sgd.h"
 #include "problems/quadratic.h"
 #include "tests/test_util.h"
+#include "tests/theory_doubles.h"
 #include "theory/assertions.h"
 #include "theory/bounds.h"
 #include "theory/compressor_probes.h"
@@ -188,21 +189,6 @@ assertion = "ef-norm"
   EXPECT_THAT(missing.err, HasSubstr("no results.sqlite there"));
 }
 
-// Probe series into a RunEvidence, as the results would hold them.
-class EvidenceSink final : public ProbeSink {
- public:
-  EvidenceSink(RunEvidence& run, std::string probe) : run_(run), probe_(std::move(probe)) {}
-  void At(std::int64_t t) { t_ = t; }
-  void Record(std::string_view series, int worker, double value) override {
-    run_.probes[fmt::format("{}/{}", probe_, series)].points.push_back({t_, worker, value});
-  }
-
- private:
-  RunEvidence& run_;
-  std::string probe_;
-  std::int64_t t_ = 0;
-};
-
 // Runs ef-sgd (error feedback, no server compression) with `maker` on a quadratic for 30 steps
 // under `probe`, and returns what it recorded.
 RunEvidence ProbeCompressor(const CompressorMaker<double>& maker,
@@ -221,38 +207,20 @@ RunEvidence ProbeCompressor(const CompressorMaker<double>& maker,
   run.label = "planted";
   run.dimension = 64;
   run.status = "completed";
-  EvidenceSink sink(run, probe_name);
+  testing::EvidenceSink sink;
+  sink.run = &run;
+  sink.probe = probe_name;
   auto probe = make_probe({64, 4, 11});
   EXPECT_TRUE(probe->AppliesTo(*optimizer));
   Eigen::VectorXd x = problem->InitialPoint();
   probe->Attach(*optimizer, x);
   for (std::int64_t t = 1; t <= 30; ++t) {
     cluster.Step({t, 0.1, 3}, x);
-    sink.At(t);
+    sink.step = t;
     probe->Observe({t, 0.1, x, cluster.gradients(), *problem}, *optimizer, sink);
   }
   return run;
 }
-
-// Top-k with k = 8 of 64 but declaring q = 0.5: on the quadratic's gradients it removes far more
-// than half the norm, which q-deviate must catch.
-class OverclaimingTopK final : public Compressor<double> {
- public:
-  OverclaimingTopK() : inner_(MakeTopK<double>(64, 8)) {}
-  std::string_view name() const override { return "overclaiming-top-k"; }
-  bool unbiased() const override { return false; }
-  std::optional<double> q() const override { return 0.5; }
-  EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& s, Message& out) override {
-    return inner_->Encode(x, s, out);
-  }
-  void Decode(const Message& in, VectorRef<double> out) const override { inner_->Decode(in, out); }
-  void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
-    inner_->DecodeAdd(in, w, acc);
-  }
-
- private:
-  std::unique_ptr<Compressor<double>> inner_;
-};
 
 Verdict Judge(AssertionFn check, const RunEvidence& run, const std::string& table = "") {
   const auto options = ParseOptionTable(table, "[[assert]]");
@@ -265,9 +233,13 @@ TEST(CompressorChecks, CompressorThatBreaksItsDeclaredQIsFlagged) {
                       &MakeDeviationProbe<double>, "q-deviate");
   // Top-k's own declared q, sqrt(1 - k/d), holds on every call.
   EXPECT_EQ(Judge(&CheckDeviation, honest).kind, VerdictKind::kHolds);
-  const RunEvidence lying =
-      ProbeCompressor([](const CompressorShape&) { return std::make_unique<OverclaimingTopK>(); },
-                      &MakeDeviationProbe<double>, "q-deviate");
+  // Top-k with k = 8 of 64 declaring q = 0.5: on the quadratic's gradients it removes far more
+  // than half the norm.
+  const RunEvidence lying = ProbeCompressor(
+      [](const CompressorShape&) {
+        return std::make_unique<testing::Overclaiming>(MakeTopK<double>(64, 8), 0.5, false);
+      },
+      &MakeDeviationProbe<double>, "q-deviate");
   const Verdict v = Judge(&CheckDeviation, lying);
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 1);
@@ -286,26 +258,8 @@ TEST(CompressorChecks, BiasedQuantizerIsFlaggedAndBirdersIsNot) {
   EXPECT_EQ(variance.kind, VerdictKind::kHolds) << variance.measured;
   // The planted fault: the quantizer draws +1 with probability p + 0.05.
   const RunEvidence leaning = ProbeCompressor(
-      [](const CompressorShape& shape) -> std::unique_ptr<Compressor<double>> {
-        struct Leaning final : Compressor<double> {
-          explicit Leaning(std::int64_t d)
-              : inner(MakeStochasticBinary<double>(QuantizerDomain::kClip, d)) {}
-          std::string_view name() const override { return "leaning"; }
-          bool unbiased() const override { return true; }
-          EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& s, Message& out) override {
-            shifted = (x.array() + 0.1).min(1.0).max(-1.0);
-            return inner->Encode(shifted, s, out);
-          }
-          void Decode(const Message& in, VectorRef<double> out) const override {
-            inner->Decode(in, out);
-          }
-          void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
-            inner->DecodeAdd(in, w, acc);
-          }
-          std::unique_ptr<Compressor<double>> inner;
-          Eigen::VectorXd shifted;
-        };
-        return std::make_unique<Leaning>(shape.dimension);
+      [](const CompressorShape& shape) {
+        return std::make_unique<testing::LeaningBinary>(shape.dimension);
       },
       &MakeUnbiasednessProbe<double>, "q-unbiased");
   const Verdict v = Judge(&CheckUnbiased, leaning, "coordinates = \"inside\"");

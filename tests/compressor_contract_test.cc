@@ -20,6 +20,7 @@
 #include "compressors/compressor.h"
 #include "core/bits.h"
 #include "tests/failures_of.h"
+#include "tests/theory_doubles.h"
 
 namespace lemmalab {
 namespace {
@@ -312,26 +313,7 @@ INSTANTIATE_TEST_SUITE_P(Compressors, Contract, ::testing::ValuesIn(Configs()),
 
 // Negative controls: a compressor that claims more than it delivers is caught. `Overclaiming`
 // forwards to a real compressor but declares a smaller q or unbiasedness.
-class Overclaiming final : public Compressor<double> {
- public:
-  Overclaiming(std::unique_ptr<Compressor<double>> inner, std::optional<double> q, bool unbiased)
-      : inner_(std::move(inner)), q_(q), unbiased_(unbiased) {}
-  std::string_view name() const override { return "overclaiming"; }
-  bool unbiased() const override { return unbiased_; }
-  std::optional<double> q() const override { return q_; }
-  EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& s, Message& out) override {
-    return inner_->Encode(x, s, out);
-  }
-  void Decode(const Message& in, VectorRef<double> out) const override { inner_->Decode(in, out); }
-  void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
-    inner_->DecodeAdd(in, w, acc);
-  }
-
- private:
-  std::unique_ptr<Compressor<double>> inner_;
-  std::optional<double> q_;
-  bool unbiased_;
-};
+using testing::Overclaiming;
 
 // Top-k keeping 30%, declaring q^2 = 1 - `declared_fraction` (honest: 0.3).
 void TopKDeclaring(double declared_fraction) {

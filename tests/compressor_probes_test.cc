@@ -13,6 +13,7 @@
 #include "compressors/sign.h"
 #include "compressors/stochastic_binary.h"
 #include "compressors/top_k.h"
+#include "tests/theory_doubles.h"
 
 namespace lemmalab {
 namespace {
@@ -24,27 +25,7 @@ Eigen::VectorXd UniformInput(std::int64_t d, std::uint64_t seed, double range = 
   return u;
 }
 
-// A planted fault: Birder's quantizer whose probability of +1 is p + 0.05 (clamped): biased by
-// about +0.1 per coordinate.
-class LeaningBinary final : public Compressor<double> {
- public:
-  explicit LeaningBinary(std::int64_t d)
-      : inner_(MakeStochasticBinary<double>(QuantizerDomain::kClip, d)) {}
-  std::string_view name() const override { return "leaning-binary"; }
-  bool unbiased() const override { return true; }  // the lie the probe must catch
-  EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& stream, Message& out) override {
-    shifted_ = (x.array() + 0.1).min(1.0);
-    return inner_->Encode(shifted_, stream, out);
-  }
-  void Decode(const Message& in, VectorRef<double> out) const override { inner_->Decode(in, out); }
-  void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
-    inner_->DecodeAdd(in, w, acc);
-  }
-
- private:
-  std::unique_ptr<Compressor<double>> inner_;
-  Eigen::VectorXd shifted_;
-};
+using testing::LeaningBinary;
 
 UnbiasednessSample Sample(Compressor<double>& c, const Eigen::VectorXd& u, std::uint64_t seed) {
   PhiloxStream stream({seed, Purpose::kProbe, 0, 1});

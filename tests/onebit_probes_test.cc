@@ -17,6 +17,7 @@
 #include "problems/sharding.h"
 #include "problems/supervised.h"
 #include "tests/optimizer_test_util.h"
+#include "tests/theory_doubles.h"
 #include "theory/assertion.h"
 #include "theory/assertions.h"
 
@@ -25,14 +26,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct EvidenceSink final : ProbeSink {
-  RunEvidence* run = nullptr;
-  std::string probe;
-  std::int64_t step = 0;
-  void Record(std::string_view series, int worker, double value) override {
-    run->probes[probe + "/" + std::string(series)].points.push_back({step, worker, value});
-  }
-};
+using testing::EvidenceSink;
 
 std::unique_ptr<Problem<double>> Logistic(int workers) {
   const Dataset data = MakeSyntheticLogistic(120, 6, 3.0, 1);

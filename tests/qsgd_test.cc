@@ -260,7 +260,8 @@ TEST(Qsgd, ExactMessageSizes) {
     for (const Eigen::Index d : {1, 2, 7, 8, 9, 31, 33, 100, 1001}) {
       auto c = MakeQsgd<float>(s, QsgdNorm::kTwo, d);
       Message m;
-      const Eigen::VectorXf x = testing::GaussianVector(d, static_cast<std::uint64_t>(d)).cast<float>();
+      const Eigen::VectorXf x =
+          testing::GaussianVector(d, static_cast<std::uint64_t>(d)).cast<float>();
       RoundTrip(*c, x, m);
       const std::int64_t stream_bits = d * (w + 1);
       EXPECT_EQ(m.bits(), 32 + 8 * ((stream_bits + 7) / 8)) << "s = " << s << ", d = " << d;

@@ -17,6 +17,7 @@
 #include "problems/sharding.h"
 #include "problems/supervised.h"
 #include "tests/optimizer_test_util.h"
+#include "tests/theory_doubles.h"
 #include "theory/assertion.h"
 #include "theory/assertions.h"
 #include "theory/bounds.h"
@@ -26,15 +27,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Records probe series into a RunEvidence, as a finished run's results hold them.
-struct EvidenceSink final : ProbeSink {
-  RunEvidence* run = nullptr;
-  std::string probe;
-  std::int64_t step = 0;
-  void Record(std::string_view series, int worker, double value) override {
-    run->probes[probe + "/" + std::string(series)].points.push_back({step, worker, value});
-  }
-};
+using testing::EvidenceSink;
 
 // Runs `optimizer` for `steps` steps of a 4-worker logistic regression (d = 7) with the probes
 // attached, calling `check` after every step; returns the evidence the probes left.

@@ -7,29 +7,10 @@
 
 #include "optimizers/birder.h"
 #include "theory/evidence.h"
+#include "theory/tally.h"
 
 namespace lemmalab {
 namespace {
-
-// Mean and maximum of a series, with the step and worker of the maximum.
-struct Tally {
-  double sum = 0;
-  std::int64_t count = 0;
-  double max = -std::numeric_limits<double>::infinity();
-  std::int64_t max_step = 0;
-  int max_worker = 0;
-
-  void Add(double value, std::int64_t step, int worker) {
-    sum += value;
-    ++count;
-    if (value > max) {
-      max = value;
-      max_step = step;
-      max_worker = worker;
-    }
-  }
-  double mean() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
-};
 
 template <typename T>
 class QuantizerDomainProbe final : public Probe<T> {

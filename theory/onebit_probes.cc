@@ -5,25 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#include "theory/tally.h"
+
 namespace lemmalab {
 namespace {
-
-// Maximum of a series, with the step and worker (or layer) of the maximum.
-struct Tally {
-  std::int64_t count = 0;
-  double max = -std::numeric_limits<double>::infinity();
-  std::int64_t max_step = 0;
-  int max_worker = 0;
-
-  void Add(double value, std::int64_t step, int worker) {
-    ++count;
-    if (value > max) {
-      max = value;
-      max_step = step;
-      max_worker = worker;
-    }
-  }
-};
 
 template <typename T>
 class OnebitErrorProbe final : public Probe<T> {

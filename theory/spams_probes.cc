@@ -6,25 +6,10 @@
 #include <limits>
 #include <optional>
 
+#include "theory/tally.h"
+
 namespace lemmalab {
 namespace {
-
-// Maximum of a series, with the step and worker of the maximum, and the last value.
-struct Tally {
-  std::int64_t count = 0;
-  double max = -std::numeric_limits<double>::infinity();
-  std::int64_t max_step = 0;
-  int max_worker = 0;
-
-  void Add(double value, std::int64_t step, int worker) {
-    ++count;
-    if (value > max) {
-      max = value;
-      max_step = step;
-      max_worker = worker;
-    }
-  }
-};
 
 std::string Who(int worker) {
   return worker == kServer ? "server" : fmt::format("worker {}", worker);

@@ -1,0 +1,71 @@
+// Test doubles for the theory checks: a sink that records probe series into a RunEvidence (as a
+// finished run's results would hold them), and planted faults for the compressor checks.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "compressors/compressor.h"
+#include "compressors/stochastic_binary.h"
+#include "theory/evidence.h"
+#include "theory/probe.h"
+
+namespace lemmalab::testing {
+
+// Records probe series into `run->probes["probe/series"]` at `step`.
+struct EvidenceSink final : ProbeSink {
+  RunEvidence* run = nullptr;
+  std::string probe;
+  std::int64_t step = 0;
+  void Record(std::string_view series, int worker, double value) override {
+    run->probes[probe + "/" + std::string(series)].points.push_back({step, worker, value});
+  }
+};
+
+// Forwards to a real compressor but declares a q or an unbiasedness it need not have.
+class Overclaiming final : public Compressor<double> {
+ public:
+  Overclaiming(std::unique_ptr<Compressor<double>> inner, std::optional<double> q, bool unbiased)
+      : inner_(std::move(inner)), q_(q), unbiased_(unbiased) {}
+  std::string_view name() const override { return "overclaiming"; }
+  bool unbiased() const override { return unbiased_; }
+  std::optional<double> q() const override { return q_; }
+  EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& s, Message& out) override {
+    return inner_->Encode(x, s, out);
+  }
+  void Decode(const Message& in, VectorRef<double> out) const override { inner_->Decode(in, out); }
+  void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
+    inner_->DecodeAdd(in, w, acc);
+  }
+
+ private:
+  std::unique_ptr<Compressor<double>> inner_;
+  std::optional<double> q_;
+  bool unbiased_;
+};
+
+// A planted bias: Birder's quantizer applied to clamp(u + 0.1, -1, 1), so it draws +1 with
+// probability p + 0.05 and leans by about +0.1 per coordinate, while claiming to be unbiased.
+class LeaningBinary final : public Compressor<double> {
+ public:
+  explicit LeaningBinary(std::int64_t d)
+      : inner_(MakeStochasticBinary<double>(QuantizerDomain::kClip, d)) {}
+  std::string_view name() const override { return "leaning-binary"; }
+  bool unbiased() const override { return true; }  // the lie the probe must catch
+  EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& stream, Message& out) override {
+    shifted_ = (x.array() + 0.1).min(1.0).max(-1.0);
+    return inner_->Encode(shifted_, stream, out);
+  }
+  void Decode(const Message& in, VectorRef<double> out) const override { inner_->Decode(in, out); }
+  void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
+    inner_->DecodeAdd(in, w, acc);
+  }
+
+ private:
+  std::unique_ptr<Compressor<double>> inner_;
+  Eigen::VectorXd shifted_;
+};
+
+}  // namespace lemmalab::testing

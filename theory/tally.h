@@ -1,0 +1,29 @@
+// The mean and largest value of a probe's series, with the step and sender of the largest: what a
+// probe's Summary lines report.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+namespace lemmalab {
+
+struct Tally {
+  double sum = 0;
+  std::int64_t count = 0;
+  double max = -std::numeric_limits<double>::infinity();
+  std::int64_t max_step = 0;
+  int max_worker = 0;
+
+  void Add(double value, std::int64_t step, int worker) {
+    sum += value;
+    ++count;
+    if (value > max) {
+      max = value;
+      max_step = step;
+      max_worker = worker;
+    }
+  }
+  double mean() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
+};
+
+}  // namespace lemmalab
