@@ -13,6 +13,7 @@
 
 #include "cli/evidence_reader.h"
 #include "cli/experiment.h"
+#include "cli/results.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "theory/probe.h"
@@ -86,8 +87,15 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
     seeds = spec.check->GetIntList("seeds", seeds, 0, 0xFFFFFFFFll);
     workers = spec.check->GetIntList("workers", workers, 1, 1 << 20);
     confidence = spec.check->GetDouble("confidence", confidence, Interval{0.5, 1.0, true, true});
-    if (seeds.empty()) spec.check->Fail("seeds", "the list is empty");
-    if (workers.empty()) spec.check->Fail("workers", "the list is empty");
+    for (const auto& [key, list] : {std::pair{"seeds", &seeds}, std::pair{"workers", &workers}}) {
+      if (list->empty()) spec.check->Fail(key, "the list is empty");
+      std::vector<std::int64_t> sorted = *list;
+      std::sort(sorted.begin(), sorted.end());
+      if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+          twice != sorted.end()) {
+        spec.check->Fail(key, fmt::format("{} is listed twice", *twice));
+      }
+    }
     if (workers.size() > 1 && spec.comm.topology_given) {
       spec.check->Fail("workers",
                        "a worker sweep cannot keep the fixed topology of "
@@ -129,6 +137,15 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
           fmt::print(stderr, "running seed {}, {} workers -> {}\n", seed, n, e.dir.string());
         }
         RunExperiment(one, run);
+      }
+      if (options.from && !std::filesystem::exists(e.dir / ResultsWriter::kDatabase)) {
+        throw UserError(fmt::format(
+            "--from {}: no results for seed {} with {} workers at {}{}; run lemmalab check "
+            "without --from to produce them",
+            options.out_dir.string(), seed, n, e.dir.string(),
+            sweep ? " (the spec's [check] sweep keeps each experiment in "
+                    "seed-<s>-workers-<n>/)"
+                  : ""));
       }
       e.runs = ReadEvidence(e.dir);
       if (options.from && (e.runs.empty() || e.runs.front().seed != e.seed ||
@@ -223,7 +240,12 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
                                           : "none of the listed runs exist");
     rows.push_back(std::move(r));
   }
-  claim.table->RejectUnknownKeys();
+  // An assertion reads its keys as it evaluates; one that found nothing to judge (inconclusive
+  // everywhere) may not have read them all, so a typo is reported once it has judged something.
+  if (std::any_of(rows.begin(), rows.end(),
+                  [](const CheckRow& r) { return r.verdict.kind != VerdictKind::kInconclusive; })) {
+    claim.table->RejectUnknownKeys();
+  }
   return rows;
 }
 

@@ -69,7 +69,8 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
        sqlite3_step(s.get()) == SQLITE_ROW;) {
     meta[Text(s.get(), 0)] = Text(s.get(), 1);
   }
-  for (const char* key : {"spec_text", "spec_path", "seed", "steps", "workers", "precision"}) {
+  for (const char* key :
+       {"spec_text", "spec_path", "seed", "steps", "workers", "precision", "dimension"}) {
     if (!meta.contains(key)) {
       throw UserError(fmt::format("{}: the results lack '{}' (written by an older lemmalab?)",
                                   file.string(), key));
@@ -110,7 +111,7 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
     run.steps = std::stoll(meta["steps"]);
     run.seed = std::stoull(meta["seed"]);
     run.workers = std::stoi(meta["workers"]);
-    run.dimension = meta.contains("dimension") ? std::stoll(meta["dimension"]) : 0;
+    run.dimension = std::stoll(meta["dimension"]);
     run.precision = meta["precision"] == "fp64" ? Precision::kFp64 : Precision::kFp32;
     run.results = dir.string();
     run.constants = problem_constants;

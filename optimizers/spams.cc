@@ -160,6 +160,7 @@ class Spams final : public DistributedOptimizer<T> {
 
   // The one compression happens at the server (kServer), as in CompressedExchange's records:
   // the input g_t + e_t, the decoded g~_t, and the compressor (whose q() spams.txt Lemma 2 uses).
+  bool CanKeepCompressionRecords() const override { return true; }
   bool KeepCompressionRecords() override {
     record_ = std::make_unique<CompressionRecord<T>>();
     record_->compressor = compressor_.get();

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "optimizers/birder.h"
 #include "theory/assertions.h"
 #include "theory/bounds.h"
+#include "theory/rate_fit.h"
 #include "theory/statistics.h"
 #include "theory/verdicts.h"
 
@@ -24,8 +26,11 @@ Verdict CheckErrorNorm(const AssertionInput& input) {
   verdict.kind = VerdictKind::kHolds;
   verdict.bound = "<= 1";
   verdict.bound_value = 1;
+  if (!run.completed()) {
+    return Verdict::Inconclusive("the run did not complete (" + run.status +
+                                 "): its errors at the end are not those of the lemma");
+  }
   const double d = static_cast<double>(run.dimension);
-  const double z = NormalQuantile(input.confidence);
   bool any = false;
   std::vector<std::string> parts;
   for (const auto& [series, side] :
@@ -36,11 +41,17 @@ Verdict CheckErrorNorm(const AssertionInput& input) {
     std::vector<double> ratios;
     for (const Series::Point& p : s->points) ratios.push_back(p.value / d);
     const MeanEstimate mean = BatchMeans(ratios);
-    const double lower = mean.mean - z * mean.standard_error;
+    if (!std::isfinite(mean.standard_error) || !std::isfinite(mean.mean)) {
+      return Verdict::Inconclusive(fmt::format(
+          "{} values of ||e||^2 are too few for a batch-means interval (at least {} needed)",
+          ratios.size(), 2 * kBatches));
+    }
+    // The batch means' t statistic has batches - 1 degrees of freedom.
+    const double lower =
+        mean.mean - StudentTQuantile(input.confidence, mean.dof) * mean.standard_error;
     const Series::Point worst = *s->Max();
     parts.push_back(fmt::format("{} mean {:.4g} (lower {:.0f}% bound {:.4g}), max {:.4g}", side,
-                                mean.mean, 100 * input.confidence,
-                                std::isfinite(lower) ? lower : -INFINITY, worst.value / d));
+                                mean.mean, 100 * input.confidence, lower, worst.value / d));
     if (!std::isfinite(verdict.measured_value) || mean.mean > verdict.measured_value) {
       verdict.measured_value = mean.mean;
       verdict.worst_step = worst.step;
@@ -157,6 +168,12 @@ Verdict CheckZSequence(const AssertionInput& input) {
 // problem's scale: the rho -> 0 counterexample).
 Verdict CheckBirderTheorem1(const AssertionInput& input) {
   const RunEvidence& run = input.runs.front();
+  const bool rederived =
+      Choose(input.options, "bound", "printed", {"printed", "rederived"}) == "rederived";
+  // NaN: no `bound_at_most`.
+  const double at_most = input.options.Has("bound_at_most")
+                             ? input.options.GetDouble("bound_at_most", 0, Interval::Positive())
+                             : std::numeric_limits<double>::quiet_NaN();
   if (!run.completed()) return Verdict::Inconclusive("the run did not complete: " + run.status);
   const Series* gsq = run.Metric("grad_sq_norm");
   const Series* lr = run.Metric("lr");
@@ -224,8 +241,17 @@ Verdict CheckBirderTheorem1(const AssertionInput& input) {
   k.rho = min_den->Min()->value;
   k.beta = options.beta;
   k.f_z1_gap = f_z1->points.front().value - f_star->value;
-  const bool rederived =
-      Choose(input.options, "bound", "printed", {"printed", "rederived"}) == "rederived";
+  if (k.f_z1_gap < 0) {
+    // Only an estimated f* can lie above f(z_1); the gap is then taken as 0 (its lower end).
+    notes.push_back(fmt::format("f(z_1) - f* = {:.3g} < 0 with this f*: taken as 0", k.f_z1_gap));
+    k.f_z1_gap = 0;
+  }
+  if (!(k.rho > 0)) {
+    Verdict v = Verdict::Inconclusive(fmt::format(
+        "rho = min (b + eps) = {:.3g}: Theorem 1 assumes rho > 0 and its bound is infinite",
+        k.rho));
+    return v;
+  }
   notes.push_back(
       fmt::format("c = {:.6g}, beta = {:.6g}, rho = {:.6g} (smallest b + eps seen), "
                   "f(z_1) - f* = {:.6g}, d = {}",
@@ -250,12 +276,11 @@ Verdict CheckBirderTheorem1(const AssertionInput& input) {
   const BirderTheorem1Result at_t = BirderTheorem1(k, static_cast<double>(run.steps_done));
   // `bound_at_most`: the bound at the last T must also stay below this level to count as saying
   // something at the problem's scale (it grows like 1/rho^2 as rho -> 0).
-  if (input.options.Has("bound_at_most")) {
-    const double most = input.options.GetDouble("bound_at_most", 0, Interval::Positive());
+  if (!std::isnan(at_most)) {
     const double last = rederived ? at_t.bound_rederived : at_t.bound;
     notes.push_back(fmt::format("bound at T = {}: {:.4g} (bound_at_most = {:.4g})", run.steps_done,
-                                last, most));
-    if (!(last <= most)) v.kind = VerdictKind::kViolated;
+                                last, at_most));
+    if (!(last <= at_most)) v.kind = VerdictKind::kViolated;
   }
   v.measured =
       fmt::format("((1/T) sum ||grad f(x_t)||)^2 = {:.6g} at T = {} (closest to the bound)",

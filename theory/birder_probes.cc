@@ -188,8 +188,11 @@ class ZSequenceProbe final : public Probe<T> {
   std::string_view name() const override { return "birder-z"; }
 
   bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+    // Under a hierarchical layout the workers' error feedback lives at the nodes, where the
+    // identity's e_t cannot see it (CanKeepCompressionRecords is false exactly there).
     return optimizer.Observe(Quantity::kMomentum, 0) != nullptr &&
-           optimizer.Observe(Quantity::kDenominator, 0) != nullptr;
+           optimizer.Observe(Quantity::kDenominator, 0) != nullptr &&
+           optimizer.CanKeepCompressionRecords();
   }
 
   void Attach(DistributedOptimizer<T>& optimizer, const Vector<T>& x1) override {

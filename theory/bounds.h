@@ -67,7 +67,8 @@ struct BirderTheorem1Result {
   double bound = 0;  // C1 / sqrt(T) + C2 (1 + ln T) / sqrt(T), Eq. 6 / Eq. 40
   // The same with the proof's last step redone (see bounds.cc): the printed constants carry a
   // factor c G where the step gives G / c, and the sum of alpha_{t-1}^2 needs c^2 (2 + ln T):
-  // C1' = (C1 + C2) / c^2, C2' = C2 / c^2.
+  // C1' = (G/c) bracket(C1) + c G K', C2' = c G K', with K' C2's bracket where G^2(1+L)/(2 rho^2)
+  // becomes G^2(1+2L)/(2 rho^2) (bounds.cc).
   double c1_rederived = 0;
   double c2_rederived = 0;
   double bound_rederived = 0;

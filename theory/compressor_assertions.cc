@@ -1,9 +1,11 @@
 // The compressors' contracts, judged on the inputs a run gave them (probes q-unbiased and
 // q-deviate, theory/compressor_probes.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "theory/assertions.h"
 #include "theory/compressor_probes.h"
@@ -111,28 +113,43 @@ Verdict CheckQuantizerVariance(const AssertionInput& input) {
   return v;
 }
 
-// spams.txt Assumption 1: ||C(x) - x|| <= q ||x|| with q < 1, for every call. q is the
-// compressor's declared one, or `q` from the [[assert]] table.
+// spams.txt Assumption 1: ||C(x) - x|| <= q ||x|| with q < 1, for every call. q is `q` from the
+// [[assert]] table for every sender, or each sender's own declared q (workers and server may
+// use different compressors).
 Verdict CheckDeviation(const AssertionInput& input) {
   const RunEvidence& run = input.runs.front();
   std::string why;
   const Series* ratio = RequireProbe(run, "q-deviate", "ratio", why);
   if (ratio == nullptr) return Verdict::Inconclusive(why);
-  double q = std::numeric_limits<double>::quiet_NaN();
-  std::string basis = "given";
   if (input.options.Has("q")) {
-    q = input.options.GetDouble("q", 0, Interval::ClosedOpen(0, 1));
-  } else if (const Series* declared = run.Probe("q-deviate", "declared_q");
-             declared != nullptr && !declared->empty()) {
-    q = declared->Max()->value;
-    basis = "declared by the compressor";
-  } else {
-    return Verdict::Inconclusive(
-        "the compressor declares no q (stochastic and sign compressors have none): give q in the "
-        "[[assert]] table");
+    const double q = input.options.GetDouble("q", 0, Interval::ClosedOpen(0, 1));
+    return EveryPointAtMost(*ratio, q, "||C(u) - u|| / ||u||",
+                            fmt::format("<= q = {:.6g} (given)", q));
   }
-  return EveryPointAtMost(*ratio, q, "||C(u) - u|| / ||u||",
-                          fmt::format("<= q = {:.6g} ({})", q, basis));
+  std::map<int, double> declared;
+  if (const Series* d = run.Probe("q-deviate", "declared_q")) {
+    for (const Series::Point& p : d->points) declared[p.worker] = p.value;
+  }
+  Series relative;
+  std::vector<std::string> qs;
+  for (const auto& [sender, q] : declared)
+    qs.push_back(fmt::format("{} {:.4g}", SenderName(sender), q));
+  for (const Series::Point& p : ratio->points) {
+    const auto it = declared.find(p.worker);
+    if (it == declared.end()) {
+      return Verdict::Inconclusive(fmt::format(
+          "{}'s compressor declares no q (stochastic and sign compressors have none): give q in "
+          "the [[assert]] table",
+          SenderName(p.worker)));
+    }
+    // q = 0 (the identity): any move at all breaks it.
+    const double q = it->second;
+    const double r =
+        q > 0 ? p.value / q : (p.value == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+    relative.points.push_back({p.step, p.worker, r});
+  }
+  return EveryPointAtMost(relative, 1.0, "||C(u) - u|| / (q ||u||)",
+                          fmt::format("<= 1, q declared per sender: {}", fmt::join(qs, ", ")));
 }
 
 }  // namespace lemmalab

@@ -16,10 +16,15 @@ namespace {
 template <typename T>
 std::vector<int> Senders(const DistributedOptimizer<T>& optimizer, int workers) {
   std::vector<int> senders;
+  // A sender whose record was never filled (a server that does not compress) is not one.
+  const auto compressed = [&](int sender) {
+    const CompressionRecord<T>* record = optimizer.LastCompression(sender);
+    return record != nullptr && record->input.size() > 0;
+  };
   for (int i = 0; i < workers; ++i) {
-    if (optimizer.LastCompression(i) != nullptr) senders.push_back(i);
+    if (compressed(i)) senders.push_back(i);
   }
-  if (optimizer.LastCompression(kServer) != nullptr) senders.push_back(kServer);
+  if (compressed(kServer)) senders.push_back(kServer);
   return senders;
 }
 

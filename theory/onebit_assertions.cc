@@ -446,7 +446,7 @@ Verdict CheckOnebitAdamTheorem1(const AssertionInput& input) {
   k.n = run.workers;
   k.denominator_min = denominator(root_min->points.front().value);
   k.denominator_max = denominator(root_max->points.front().value);
-  k.f_gap = f0 - f_star->value;
+  k.f_gap = std::max(0.0, f0 - f_star->value);  // below 0 only with an estimated f*
   k.gamma = gamma;
   const OneBitAdamTheorem1Result r = OneBitAdamTheorem1(k, static_cast<double>(T));
   const double measured = sum / static_cast<double>(count);

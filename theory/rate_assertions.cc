@@ -100,7 +100,15 @@ Verdict CheckRate(const AssertionInput& input) {
       return Verdict::Inconclusive(
           fmt::format("from = {} leaves nothing of {} steps to fit", o.from, run.steps_done));
     }
-    curves.push_back(RunningAverageCurve(values, o.points, o.from));
+    Curve curve = RunningAverageCurve(values, o.points, o.from);
+    if (curve.x.size() < 3 ||
+        std::any_of(curve.y.begin(), curve.y.end(), [](double y) { return !(y > 0); })) {
+      return Verdict::Inconclusive(fmt::format(
+          "seed {}: the running mean of {} from step {} gives {} points, not 3 or more positive "
+          "ones a power law can be fitted to",
+          run.seed, o.quantity, o.from, curve.x.size()));
+    }
+    curves.push_back(std::move(curve));
   }
   return ExponentVerdict(FitAcrossSeeds(curves, o.fit), o, "T",
                          fmt::format("running mean of {}", o.quantity));
@@ -144,6 +152,11 @@ Verdict CheckSpeedup(const AssertionInput& input) {
       if (!values.contains(n)) {
         return Verdict::Inconclusive(fmt::format(
             "seed {} has no run with n = {}: every seed needs every worker count", seed, n));
+      }
+      if (!(values.at(n) > 0)) {
+        return Verdict::Inconclusive(
+            fmt::format("seed {}, n = {}: the mean of {} is {:.3g}; a power law needs it > 0", seed,
+                        n, o.quantity, values.at(n)));
       }
       y.push_back(values.at(n));
     }

@@ -22,6 +22,7 @@ struct MeanEstimate {
   std::int64_t samples = 0;
   double dof = 0;  // degrees of freedom of the batch-means t statistic (batches - 1)
 };
-MeanEstimate BatchMeans(std::span<const double> values, int batches = 10);
+inline constexpr int kBatches = 10;
+MeanEstimate BatchMeans(std::span<const double> values, int batches = kBatches);
 
 }  // namespace lemmalab
