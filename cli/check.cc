@@ -175,16 +175,19 @@ bool Selected(const Claim& claim, const RunEvidence& run) {
 std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& experiments,
                             double confidence) {
   std::vector<CheckRow> rows;
-  const auto row = [&](std::string runs, std::span<const RunEvidence> group,
-                       std::span<const RunEvidence> experiment) {
+  const auto add = [&](std::string runs, Verdict verdict) {
     CheckRow r;
     r.assertion = std::string(claim.info->name);
     r.summary = std::string(claim.info->summary);
     r.source = std::string(claim.info->source);
     r.runs = std::move(runs);
     r.expected = claim.expected;
-    r.verdict = claim.info->evaluate({group, experiment, *claim.table, confidence});
+    r.verdict = std::move(verdict);
     rows.push_back(std::move(r));
+  };
+  const auto row = [&](std::string runs, std::span<const RunEvidence> group,
+                       std::span<const RunEvidence> experiment) {
+    add(std::move(runs), claim.info->evaluate({group, experiment, *claim.table, confidence}));
   };
   // Labels in spec order, as the first experiment lists them.
   std::vector<std::string> labels;
@@ -228,17 +231,10 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
     }
   }
   if (labels.empty()) {
-    CheckRow r;
-    r.assertion = std::string(claim.info->name);
-    r.summary = std::string(claim.info->summary);
-    r.source = std::string(claim.info->source);
-    r.runs = "(none)";
-    r.expected = claim.expected;
-    r.verdict = Verdict::Inconclusive(claim.runs.empty()
-                                          ? fmt::format("no run recorded the probes it reads ({})",
-                                                        fmt::join(claim.info->probes, ", "))
-                                          : "none of the listed runs exist");
-    rows.push_back(std::move(r));
+    add("(none)", Verdict::Inconclusive(
+                      claim.runs.empty() ? fmt::format("no run recorded the probes it reads ({})",
+                                                       fmt::join(claim.info->probes, ", "))
+                                         : "none of the listed runs exist"));
   }
   // An assertion reads its keys as it evaluates; one that found nothing to judge (inconclusive
   // everywhere) may not have read them all, so a typo is reported once it has judged something.

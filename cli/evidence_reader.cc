@@ -108,12 +108,10 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
     run.optimizer = Text(s.get(), 2);
     run.status = Text(s.get(), 3);
     run.steps_done = sqlite3_column_int64(s.get(), 4);
-    run.steps = std::stoll(meta["steps"]);
     run.seed = std::stoull(meta["seed"]);
     run.workers = std::stoi(meta["workers"]);
     run.dimension = std::stoll(meta["dimension"]);
     run.precision = meta["precision"] == "fp64" ? Precision::kFp64 : Precision::kFp32;
-    run.results = dir.string();
     run.constants = problem_constants;
     const std::int64_t id = sqlite3_column_int64(s.get(), 0);
     for (const Constant& c : run_constants[id]) run.constants.push_back(c);

@@ -172,7 +172,7 @@ TEST(OnebitProbes, LambRatiosEqualIndependentRecomputation) {
       }
     }
   }
-  run.steps_done = run.steps = steps;
+  run.steps_done = steps;
   OptionTable options("assert", "");
   const Verdict verdict = CheckOnebitLambClips({{&run, 1}, {&run, 1}, options, 0.99});
   EXPECT_EQ(verdict.kind, VerdictKind::kHolds) << verdict.measured << " | " << verdict.detail;
@@ -187,7 +187,7 @@ RunEvidence Evidence(std::string optimizer, std::int64_t steps, std::int64_t war
   run.status = "completed";
   run.workers = 2;
   run.dimension = 7;
-  run.steps = run.steps_done = steps;
+  run.steps_done = steps;
   run.precision = Precision::kFp64;
   run.optimizer_options = std::make_shared<OptionTable>("optimizer", "");
   run.optimizer_options->Set("warmup_steps", testing::Int(warmup));

@@ -197,7 +197,7 @@ RunEvidence Evidence(std::string optimizer = "dist-spams") {
   run.status = "completed";
   run.workers = 2;
   run.dimension = 10;
-  run.steps = run.steps_done = 20;
+  run.steps_done = 20;
   run.precision = Precision::kFp64;
   return run;
 }
@@ -323,7 +323,7 @@ TheoremCase TheoremEvidence(double grad_sq) {
   RunEvidence& run = c.run;
   run.workers = 2;
   run.dimension = 4;
-  run.steps_done = run.steps = 50;
+  run.steps_done = 50;
   run.constants = {{"L", 1, Certainty::kExact, ""},
                    {"G", 2, Certainty::kBound, ""},
                    {"sigma", 0.5, Certainty::kExact, ""},

@@ -20,14 +20,6 @@ std::optional<Series::Point> Series::Min() const {
   return best;
 }
 
-Series Series::OfWorker(int worker) const {
-  Series out;
-  for (const Point& p : points) {
-    if (p.worker == worker) out.points.push_back(p);
-  }
-  return out;
-}
-
 std::vector<double> Series::Values() const {
   std::vector<double> out;
   out.reserve(points.size());

@@ -35,8 +35,6 @@ struct Series {
   // nullopt.
   std::optional<Point> Max() const;
   std::optional<Point> Min() const;
-  // The points of one worker (or kServer, or kRunWide), in step order.
-  Series OfWorker(int worker) const;
   // The values, in order.
   std::vector<double> Values() const;
 };
@@ -46,12 +44,10 @@ struct RunEvidence {
   std::string optimizer;  // its registry name
   std::string status;     // "completed" or "diverged at step ...: ..."
   std::int64_t steps_done = 0;
-  std::int64_t steps = 0;  // the spec's T
   std::uint64_t seed = 0;
   int workers = 1;
   std::int64_t dimension = 0;
   Precision precision = Precision::kFp32;
-  std::string results;                                 // the results folder, for messages
   std::map<std::string, Series, std::less<>> metrics;  // by metric name
   std::map<std::string, Series, std::less<>> probes;   // by "probe/series"
   // The problem's constants, then what the run observed (G, certainty estimate).

@@ -48,10 +48,6 @@ double RunOption(const RunEvidence& run, std::string_view key, double fallback) 
   return table != nullptr && table->Has(key) ? table->GetDouble(key, fallback) : fallback;
 }
 
-std::string Who(int worker) {
-  return worker == kServer ? "server" : fmt::format("worker {}", worker);
-}
-
 }  // namespace
 
 // Assumption 1.3 (lines 720-740): the workers' errors delta_t^(i) and the server's delta_bar_t
@@ -95,7 +91,7 @@ Verdict CheckOnebitErrorBounded(const AssertionInput& input) {
       return Verdict::Inconclusive(fmt::format(
           "{} compression steps after T_w = {} for {}; the check needs {} (two halves of "
           "min_steps = {})",
-          n, warmup, Who(sender), 2 * min_steps, min_steps));
+          n, warmup, SenderName(sender), 2 * min_steps, min_steps));
     }
     const auto half = static_cast<std::ptrdiff_t>(n / 2);
     const auto first_end =
@@ -108,8 +104,8 @@ Verdict CheckOnebitErrorBounded(const AssertionInput& input) {
     const Series::Point max2 = *std::max_element(first_end, series.points.end(), by_value);
     double ratio = max1.value > 0 ? max2.value / max1.value : (max2.value > 0 ? INFINITY : 1.0);
     if (std::isnan(ratio)) ratio = INFINITY;  // a NaN error is not bounded
-    parts.push_back(fmt::format("{}: max {:.4g} then {:.4g} (x{:.3g})", Who(sender), max1.value,
-                                max2.value, ratio));
+    parts.push_back(fmt::format("{}: max {:.4g} then {:.4g} (x{:.3g})", SenderName(sender),
+                                max1.value, max2.value, ratio));
     if (ratio > worst) {
       worst = ratio;
       verdict.worst_step = max2.step;
@@ -122,7 +118,7 @@ Verdict CheckOnebitErrorBounded(const AssertionInput& input) {
   verdict.measured = fmt::format(
       "largest growth of max ||delta|| from the first to the second "
       "half of the compression phase: x{:.4g} ({})",
-      worst, Who(*verdict.worst_worker));
+      worst, SenderName(*verdict.worst_worker));
   verdict.bound = fmt::format("<= 1 + tolerance = {:.3g}", 1 + tolerance);
   verdict.detail = fmt::format("compression phase: steps {}..{} (T_w = {}); {}", warmup + 1,
                                run.steps_done, warmup, fmt::join(parts, "; "));
@@ -146,8 +142,7 @@ Verdict CheckOnebitErrorBounded(const AssertionInput& input) {
 // the paper's rule would have chosen on this run.
 Verdict CheckVarianceStable(const AssertionInput& input) {
   const RunEvidence& run = input.runs.front();
-  const std::string norm = input.options.GetString("norm", "l1");
-  if (norm != "l1" && norm != "l2") input.options.Fail("norm", "must be \"l1\" or \"l2\"");
+  const std::string norm = Choose(input.options, "norm", "l1", {"l1", "l2"});
   const double tolerance = input.options.GetDouble("tolerance", 0.04, Interval::NonNegative());
   const Series* series = run.Probe("variance-norm", norm);
   if (series == nullptr || series->empty()) {

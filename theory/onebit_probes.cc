@@ -36,15 +36,14 @@ class OnebitErrorProbe final : public Probe<T> {
       sink.Record("server_norm", kServer, norm);
       server_.Add(norm, step.t, kServer);
     }
-    RecordTheoremInputs(step, optimizer, sink);
+    RecordTheoremInputs(optimizer, sink);
   }
 
   // What Theorem 1 needs beyond the norms (theory/onebit_assertions.cc): the combined error
   // delta_t = (1/n) sum_i delta_t^(i) + delta_bar_t its proof bounds (E||delta_t||^2 <= eps^2,
   // Lemma 2) as `combined_norm` (run-wide), and, once, at the first step the frozen variance
   // v_Tw is set, min_j and max_j sqrt(v_Tw,j) as `frozen_sqrt_min` and `frozen_sqrt_max`.
-  void RecordTheoremInputs(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
-                           ProbeSink& sink) {
+  void RecordTheoremInputs(const DistributedOptimizer<T>& optimizer, ProbeSink& sink) {
     const Vector<T>* delta_bar = optimizer.Observe(Quantity::kServerError, kServer);
     Eigen::VectorXd combined;
     int senders = 0;
@@ -66,7 +65,6 @@ class OnebitErrorProbe final : public Probe<T> {
       sink.Record("frozen_sqrt_min", kRunWide, root.minCoeff());
       sink.Record("frozen_sqrt_max", kRunWide, root.maxCoeff());
     }
-    (void)step;
   }
 
   std::vector<std::string> Summary() const override {

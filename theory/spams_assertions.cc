@@ -19,6 +19,7 @@
 #include "optimizers/spams.h"
 #include "theory/assertions.h"
 #include "theory/bounds.h"
+#include "theory/verdicts.h"
 
 namespace lemmalab {
 namespace {
@@ -27,12 +28,6 @@ namespace {
 double RoundingTolerance(const AssertionInput& input, const RunEvidence& run) {
   const double fallback = run.precision == Precision::kFp64 ? 1e-12 : 1e-6;
   return input.options.GetDouble("rtol", fallback, Interval::NonNegative());
-}
-
-// "G = 2.5 (estimate: largest stochastic gradient norm ...)".
-std::string Describe(const Constant& c) {
-  return fmt::format("{} = {:.6g} ({}{}{})", c.name, c.value, CertaintyName(c.certainty),
-                     c.basis.empty() ? "" : ": ", c.basis);
 }
 
 bool IsSpams(const RunEvidence& run) {
@@ -133,8 +128,8 @@ Verdict CheckPerStepBound(const AssertionInput& input, std::string_view probe,
                              "largest stochastic gradient norm, Assumption 3 holds on this run by "
                              "construction)"
                            : "";
-  verdict.detail =
-      fmt::format("{}; {}{}; rounding slack rtol = {:.1g}", q.source, Describe(*g), g_note, rtol);
+  verdict.detail = fmt::format("{}; {}{}; rounding slack rtol = {:.1g}", q.source,
+                               DescribeConstant(*g), g_note, rtol);
   if (violations > 0) {
     verdict.kind = VerdictKind::kViolated;
     verdict.detail += fmt::format("; {} of {} points over the bound, the first at step {} ({})",
@@ -259,7 +254,7 @@ Verdict CheckSpamsTheorem1(const AssertionInput& input) {
     if (c == nullptr) {
       missing.emplace_back(name);
     } else {
-      notes.push_back(Describe(*c));
+      notes.push_back(DescribeConstant(*c));
     }
     return c;
   };

@@ -7,13 +7,10 @@
 #include <optional>
 
 #include "theory/tally.h"
+#include "theory/verdicts.h"
 
 namespace lemmalab {
 namespace {
-
-std::string Who(int worker) {
-  return worker == kServer ? "server" : fmt::format("worker {}", worker);
-}
 
 // The q that `sender`'s compressor declares (spams.txt Assumption 1), when the optimizer keeps
 // compression records and the compressor has one.
@@ -84,7 +81,7 @@ class SpamsErrorProbe final : public Probe<T> {
     return {
         fmt::format("max ||e_t||^2 (spams Lemma 2: <= 4 q^2 G^2 / (1-q^2)^2): {:.4g} (step {}, "
                     "{}); declared q {}",
-                    tally_.max, tally_.max_step, Who(tally_.max_worker),
+                    tally_.max, tally_.max_step, SenderName(tally_.max_worker),
                     q_ ? fmt::format("{:.4g}", *q_) : std::string("none"))};
   }
 

@@ -79,8 +79,9 @@ std::string Choose(OptionTable& options, std::string_view key, std::string_view 
 }
 
 std::string DescribeConstant(const Constant& constant) {
-  return fmt::format("{} = {:.6g} ({}: {})", constant.name, constant.value,
-                     CertaintyName(constant.certainty), constant.basis);
+  return fmt::format("{} = {:.6g} ({}{}{})", constant.name, constant.value,
+                     CertaintyName(constant.certainty), constant.basis.empty() ? "" : ": ",
+                     constant.basis);
 }
 
 }  // namespace lemmalab
