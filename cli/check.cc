@@ -21,10 +21,10 @@
 namespace lemmalab {
 namespace {
 
-// One [[assert]] entry, validated before anything runs.
+// One [[assert]] entry, validated (every key) before anything runs.
 struct Claim {
   const AssertionInfo* info = nullptr;
-  std::shared_ptr<OptionTable> table;
+  Judgement judge;
   std::vector<std::string> runs;  // labels; empty: the default selection
   VerdictKind expected = VerdictKind::kHolds;
 };
@@ -38,8 +38,9 @@ struct Experiment {
 };
 
 VerdictKind ParseExpectation(OptionTable& table) {
-  static const std::vector<std::string> kKinds = {"holds", "violated", "inconclusive"};
+  static const std::vector<std::string> kKinds = {"holds", "vacuous", "violated", "inconclusive"};
   const std::string expect = table.GetChoice("expect", "holds", kKinds);
+  if (expect == "vacuous") return VerdictKind::kVacuous;
   if (expect == "violated") return VerdictKind::kViolated;
   if (expect == "inconclusive") return VerdictKind::kInconclusive;
   return VerdictKind::kHolds;
@@ -52,12 +53,12 @@ std::vector<Claim> ReadClaims(const RunSpec& spec) {
                     "\"ef-norm\"; lemmalab list shows the assertions)",
                     spec.path.string()));
   }
-  std::vector<std::string> labels;
-  for (const OptimizerSpec& o : spec.optimizers) labels.push_back(o.label);
+  AssertionContext context;
+  for (const OptimizerSpec& o : spec.optimizers) context.labels.push_back(o.label);
+  const std::vector<std::string>& labels = context.labels;
   std::vector<Claim> claims;
   for (const std::shared_ptr<OptionTable>& table : spec.asserts) {
     Claim claim;
-    claim.table = table;
     const std::string name = table->RequireString("assertion");
     claim.info = Assertions().Find(name);
     if (claim.info == nullptr) {
@@ -72,6 +73,8 @@ std::vector<Claim> ReadClaims(const RunSpec& spec) {
                                         JoinNames(labels)));
       }
     }
+    claim.judge = claim.info->make(*table, context);
+    table->RejectUnknownKeys();
     claims.push_back(std::move(claim));
   }
   return claims;
@@ -172,22 +175,43 @@ bool Selected(const Claim& claim, const RunEvidence& run) {
                      [&](std::string_view probe) { return run.HasProbe(probe); });
 }
 
+// The judged runs' status and final loss, as the check prints them beside the verdict.
+std::string DescribeRuns(std::span<const RunEvidence> runs) {
+  if (runs.empty()) return "";
+  if (runs.size() == 1) {
+    return fmt::format("{}, final loss {:.6g}", runs.front().status, runs.front().final_loss);
+  }
+  const auto completed = std::count_if(runs.begin(), runs.end(),
+                                       [](const RunEvidence& r) { return r.completed(); });
+  const auto [low, high] = std::minmax_element(
+      runs.begin(), runs.end(),
+      [](const RunEvidence& a, const RunEvidence& b) { return a.final_loss < b.final_loss; });
+  std::string out = fmt::format("{} of {} runs completed, final loss {:.6g} to {:.6g}", completed,
+                                runs.size(), low->final_loss, high->final_loss);
+  for (const RunEvidence& r : runs) {
+    if (!r.completed()) out += fmt::format("; seed {}, n = {}: {}", r.seed, r.workers, r.status);
+  }
+  return out;
+}
+
 std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& experiments,
                             double confidence) {
   std::vector<CheckRow> rows;
-  const auto add = [&](std::string runs, Verdict verdict) {
+  const auto add = [&](std::string runs, std::string status, Verdict verdict) {
     CheckRow r;
     r.assertion = std::string(claim.info->name);
     r.summary = std::string(claim.info->summary);
-    r.source = std::string(claim.info->source);
+    r.source = verdict.source.empty() ? std::string(claim.info->source) : verdict.source;
     r.runs = std::move(runs);
+    r.status = std::move(status);
     r.expected = claim.expected;
     r.verdict = std::move(verdict);
     rows.push_back(std::move(r));
   };
   const auto row = [&](std::string runs, std::span<const RunEvidence> group,
                        std::span<const RunEvidence> experiment) {
-    add(std::move(runs), claim.info->evaluate({group, experiment, *claim.table, confidence}));
+    add(std::move(runs), DescribeRuns(group),
+        Settle(claim.judge({group, experiment, confidence})));
   };
   // Labels in spec order, as the first experiment lists them.
   std::vector<std::string> labels;
@@ -231,16 +255,11 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
     }
   }
   if (labels.empty()) {
-    add("(none)", Verdict::Inconclusive(
-                      claim.runs.empty() ? fmt::format("no run recorded the probes it reads ({})",
-                                                       fmt::join(claim.info->probes, ", "))
-                                         : "none of the listed runs exist"));
-  }
-  // An assertion reads its keys as it evaluates; one that found nothing to judge (inconclusive
-  // everywhere) may not have read them all, so a typo is reported once it has judged something.
-  if (std::any_of(rows.begin(), rows.end(),
-                  [](const CheckRow& r) { return r.verdict.kind != VerdictKind::kInconclusive; })) {
-    claim.table->RejectUnknownKeys();
+    add("(none)", "",
+        Verdict::Inconclusive(claim.runs.empty()
+                                  ? fmt::format("no run recorded the probes it reads ({})",
+                                                fmt::join(claim.info->probes, ", "))
+                                  : "none of the listed runs exist"));
   }
   return rows;
 }
@@ -275,27 +294,49 @@ CheckReport RunCheck(RunSpec spec, const CheckOptions& options) {
   return report;
 }
 
+namespace {
+
+std::string PremiseLine(const Premise& p) {
+  const char* status = p.failed()                                   ? "FAILED"
+                       : p.status == Premise::Status::kUnchecked ? "unchecked"
+                                                                 : "met";
+  return fmt::format("[{}] {}: {}", status, p.name, p.detail);
+}
+
+std::string FormLine(const BoundForm& f) {
+  return fmt::format("{}: {} -> {}{}", f.name, f.bound, VerdictName(f.kind),
+                     f.detail.empty() ? "" : fmt::format(" ({})", f.detail));
+}
+
+}  // namespace
+
 std::string FormatCheck(const CheckReport& report) {
   std::size_t a = 9, r = 3;
   for (const CheckRow& row : report.rows) {
     a = std::max(a, row.assertion.size());
     r = std::max(r, row.runs.size());
   }
-  std::string out = fmt::format("{:<{}}  {:<{}}  {:<12}  {:<12}  {}\n", "assertion", a, "run", r,
+  std::string out = fmt::format("{:<{}}  {:<{}}  {:<15}  {:<12}  {}\n", "assertion", a, "run", r,
                                 "verdict", "expected", "source");
   for (const CheckRow& row : report.rows) {
-    out += fmt::format(
-        "{:<{}}  {:<{}}  {:<12}  {:<12}  {}\n", row.assertion, a, row.runs, r,
-        VerdictName(row.verdict.kind),
-        row.as_expected() ? std::string("yes") : fmt::format("NO ({})", VerdictName(row.expected)),
-        row.source);
-    if (!row.verdict.measured.empty())
-      out += fmt::format("    measured: {}\n", row.verdict.measured);
-    if (!row.verdict.bound.empty()) out += fmt::format("    bound:    {}\n", row.verdict.bound);
-    if (const std::string worst = WorstText(row.verdict); !worst.empty()) {
-      out += fmt::format("    worst:    {}\n", worst);
+    out += fmt::format("{:<{}}  {:<{}}  {:<15}  {:<12}  {}\n", row.assertion, a, row.runs, r,
+                       VerdictName(row.verdict.kind),
+                       row.as_expected()
+                           ? std::string("yes")
+                           : fmt::format("NO ({})", ExpectationName(row.expected)),
+                       row.source);
+    const auto line = [&](std::string_view label, const std::string& text) {
+      if (!text.empty()) out += fmt::format("    {:<9} {}\n", label, text);
+    };
+    line("run:", row.status);
+    line("measured:", row.verdict.measured);
+    line("bound:", row.verdict.bound);
+    for (const BoundForm& f : row.verdict.other_forms) line("also:", FormLine(f));
+    line("worst:", WorstText(row.verdict));
+    for (std::size_t k = 0; k < row.verdict.premises.size(); ++k) {
+      line(k == 0 ? "premises:" : "", PremiseLine(row.verdict.premises[k]));
     }
-    if (!row.verdict.detail.empty()) out += fmt::format("    detail:   {}\n", row.verdict.detail);
+    line("detail:", row.verdict.detail);
   }
   const int bad = report.mismatches();
   out += fmt::format("{} of {} verdicts as expected (confidence {:g}){}\n",
@@ -320,25 +361,43 @@ std::string CheckMarkdown(const CheckReport& report) {
   };
   std::string out = fmt::format("# lemmalab check: {}\n\nConfidence {:g}. Results: {}.\n\n",
                                 report.spec, report.confidence, fmt::join(report.folders, ", "));
-  out += "| assertion | source | run | measured | bound | verdict | expected | worst |\n";
-  out += "|---|---|---|---|---|---|---|---|\n";
+  out += "| assertion | source | run | status | measured | bound | verdict | expected | worst |\n";
+  out += "|---|---|---|---|---|---|---|---|---|\n";
   for (const CheckRow& row : report.rows) {
-    out += fmt::format("| {} | {} | {} | {} | {} | **{}** | {} | {} |\n", cell(row.assertion),
-                       cell(row.source), cell(row.runs), cell(row.verdict.measured),
-                       cell(row.verdict.bound), VerdictName(row.verdict.kind),
-                       VerdictName(row.expected), cell(WorstText(row.verdict)));
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | **{}** | {} | {} |\n", cell(row.assertion),
+                       cell(row.source), cell(row.runs), cell(row.status),
+                       cell(row.verdict.measured), cell(row.verdict.bound),
+                       VerdictName(row.verdict.kind), ExpectationName(row.expected),
+                       cell(WorstText(row.verdict)));
   }
   bool details = false;
   for (const CheckRow& row : report.rows) {
-    if (row.verdict.detail.empty()) continue;
+    if (row.verdict.detail.empty() && row.verdict.premises.empty() &&
+        row.verdict.other_forms.empty()) {
+      continue;
+    }
     if (!details) out += "\n## Details\n\n";
     details = true;
-    out += fmt::format("- **{}** ({}): {}\n", row.assertion, row.runs, row.verdict.detail);
+    out += fmt::format("- **{}** ({}): {}\n", row.assertion, row.runs,
+                       row.verdict.detail.empty() ? "-" : row.verdict.detail);
+    for (const BoundForm& f : row.verdict.other_forms) {
+      out += fmt::format("  - also {}\n", FormLine(f));
+    }
+    for (const Premise& p : row.verdict.premises) {
+      out += fmt::format("  - premise {}\n", PremiseLine(p));
+    }
   }
   return out;
 }
 
 std::string CheckJson(const CheckReport& report) {
+  // JSON has no NaN or infinity: such values are null.
+  const auto number = [](double x) {
+    return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+  };
+  const auto optional = [](const auto& x) {
+    return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
+  };
   nlohmann::json doc;
   doc["spec"] = report.spec;
   doc["confidence"] = report.confidence;
@@ -346,26 +405,40 @@ std::string CheckJson(const CheckReport& report) {
   doc["as_expected"] = report.mismatches() == 0;
   auto& rows = doc["verdicts"] = nlohmann::json::array();
   for (const CheckRow& row : report.rows) {
+    const Verdict& v = row.verdict;
     nlohmann::json j = {{"assertion", row.assertion},
                         {"summary", row.summary},
                         {"source", row.source},
                         {"run", row.runs},
-                        {"verdict", VerdictName(row.verdict.kind)},
-                        {"expected", VerdictName(row.expected)},
+                        {"status", row.status},
+                        {"verdict", ExpectationName(v.kind)},
+                        {"expected", ExpectationName(row.expected)},
                         {"as_expected", row.as_expected()},
-                        {"measured", row.verdict.measured},
-                        {"bound", row.verdict.bound},
-                        {"detail", row.verdict.detail}};
-    // JSON has no NaN or infinity: such values are null.
-    const auto number = [](double x) {
-      return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
-    };
-    j["measured_value"] = number(row.verdict.measured_value);
-    j["bound_value"] = number(row.verdict.bound_value);
-    j["worst_step"] =
-        row.verdict.worst_step ? nlohmann::json(*row.verdict.worst_step) : nlohmann::json(nullptr);
-    j["worst_worker"] = row.verdict.worst_worker ? nlohmann::json(*row.verdict.worst_worker)
-                                                 : nlohmann::json(nullptr);
+                        {"measured", v.measured},
+                        {"bound", v.bound},
+                        {"detail", v.detail}};
+    j["measured_value"] = number(v.measured_value);
+    j["bound_value"] = number(v.bound_value);
+    j["worst_step"] = optional(v.worst_step);
+    j["worst_worker"] = optional(v.worst_worker);
+    auto& forms = j["other_forms"] = nlohmann::json::array();
+    for (const BoundForm& f : v.other_forms) {
+      forms.push_back({{"name", f.name},
+                       {"verdict", ExpectationName(f.kind)},
+                       {"bound", f.bound},
+                       {"bound_value", number(f.bound_value)},
+                       {"detail", f.detail}});
+    }
+    auto& premises = j["premises"] = nlohmann::json::array();
+    for (const Premise& p : v.premises) {
+      premises.push_back({{"name", p.name},
+                          {"status", p.failed()                                   ? "failed"
+                                     : p.status == Premise::Status::kUnchecked ? "unchecked"
+                                                                               : "met"},
+                          {"detail", p.detail},
+                          {"step", optional(p.step)},
+                          {"worker", optional(p.worker)}});
+    }
     rows.push_back(std::move(j));
   }
   return doc.dump(2) + "\n";

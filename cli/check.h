@@ -10,10 +10,12 @@
 //   assertion = "ef-norm"    # a registered assertion (lemmalab list)
 //   runs = ["birder"]        # labels; default: every run that recorded the probes it reads
 //                            # (assertions that read only metrics: every run)
-//   expect = "holds"         # or "violated" (a counterexample) or "inconclusive"
+//   expect = "holds"         # or "vacuous", "violated" (a counterexample) or "inconclusive"
 //   tolerance = 1e-12        # ... and the assertion's own keys
 //
-// The probes the assertions read are attached to the runs without being listed in `probes`.
+// Every [[assert]] table is validated (each assertion reads all its keys) before the first run
+// starts. The probes the assertions read are attached to the runs without being listed in
+// `probes`.
 // With one seed and one worker count the results go to DIR itself; with a sweep, to
 // DIR/seed-<s>-workers-<n>/. The verdicts are written to DIR/check.json and DIR/check.md (under
 // .partial names until complete) and printed; the command exits 1 when a verdict differs from
@@ -43,6 +45,7 @@ struct CheckRow {
   std::string summary;
   std::string source;
   std::string runs;  // which runs were judged: "birder", "birder (seed 2)", "birder over 5 seeds"
+  std::string status;  // their status and final loss: "completed, final loss 0.0643"
   Verdict verdict;
   VerdictKind expected = VerdictKind::kHolds;
   bool as_expected() const { return verdict.kind == expected; }

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "cli/results.h"
-#include "cli/spec.h"
 #include "core/error.h"
 
 namespace lemmalab {
@@ -69,16 +68,12 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
        sqlite3_step(s.get()) == SQLITE_ROW;) {
     meta[Text(s.get(), 0)] = Text(s.get(), 1);
   }
-  for (const char* key :
-       {"spec_text", "spec_path", "seed", "steps", "workers", "precision", "dimension"}) {
+  for (const char* key : {"seed", "steps", "workers", "precision", "dimension"}) {
     if (!meta.contains(key)) {
       throw UserError(fmt::format("{}: the results lack '{}' (written by an older lemmalab?)",
                                   file.string(), key));
     }
   }
-  const RunSpec spec = ParseSpec(meta["spec_text"], meta["spec_path"]);
-  std::map<std::string, std::shared_ptr<OptionTable>> options;
-  for (const OptimizerSpec& o : spec.optimizers) options[o.label] = o.options;
 
   std::vector<Constant> problem_constants;
   std::map<std::int64_t, std::vector<Constant>> run_constants;
@@ -99,8 +94,8 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
   std::vector<RunEvidence> runs;
   std::map<std::int64_t, std::size_t> index;
   for (Statement s = Query(db.get(),
-                           "SELECT run_id, label, optimizer, status, steps_done FROM runs ORDER "
-                           "BY run_id",
+                           "SELECT run_id, label, optimizer, status, steps_done, final_loss FROM "
+                           "runs ORDER BY run_id",
                            file);
        sqlite3_step(s.get()) == SQLITE_ROW;) {
     RunEvidence run;
@@ -108,6 +103,7 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
     run.optimizer = Text(s.get(), 2);
     run.status = Text(s.get(), 3);
     run.steps_done = sqlite3_column_int64(s.get(), 4);
+    run.final_loss = Real(s.get(), 5);
     run.seed = std::stoull(meta["seed"]);
     run.workers = std::stoi(meta["workers"]);
     run.dimension = std::stoll(meta["dimension"]);
@@ -115,11 +111,26 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
     run.constants = problem_constants;
     const std::int64_t id = sqlite3_column_int64(s.get(), 0);
     for (const Constant& c : run_constants[id]) run.constants.push_back(c);
-    if (const auto it = options.find(run.label); it != options.end()) {
-      run.optimizer_options = it->second;
-    }
     index[id] = runs.size();
     runs.push_back(std::move(run));
+  }
+  for (Statement s = Query(db.get(),
+                           "SELECT run_id, key, value, type FROM hyperparameters ORDER BY rowid",
+                           file);
+       sqlite3_step(s.get()) == SQLITE_ROW;) {
+    RunEvidence& run = runs.at(index.at(sqlite3_column_int64(s.get(), 0)));
+    const std::string type = Text(s.get(), 3);
+    Hyperparameters::Value value;
+    if (type == "boolean") {
+      value = sqlite3_column_int64(s.get(), 2) != 0;
+    } else if (type == "integer") {
+      value = static_cast<std::int64_t>(sqlite3_column_int64(s.get(), 2));
+    } else if (type == "number") {
+      value = Real(s.get(), 2);
+    } else {
+      value = Text(s.get(), 2);
+    }
+    run.hyperparameters.Set(Text(s.get(), 1), std::move(value));
   }
   for (Statement s = Query(
            db.get(), "SELECT run_id, step, name, worker, value FROM metrics ORDER BY rowid", file);

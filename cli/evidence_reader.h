@@ -9,8 +9,8 @@
 
 namespace lemmalab {
 
-// Every run of DIR/results.sqlite, in spec order, with the optimizer tables of the spec text the
-// results hold (so hyperparameters are the ones the run used, even if the spec changed since).
+// Every run of DIR/results.sqlite, in spec order, with the options it resolved when it ran (its
+// `hyperparameters` rows: the ones the run used, even if the spec or the defaults changed since).
 // UserError when DIR holds no complete results.
 std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir);
 

@@ -30,6 +30,7 @@ struct PreparedRun {
   std::string optimizer;
   std::unique_ptr<Schedule> schedule;
   std::unique_ptr<DistributedOptimizer<T>> algorithm;
+  Hyperparameters hyperparameters;  // what the optimizer and its schedule read, resolved
   std::vector<std::unique_ptr<Probe<T>>> probes;
 };
 
@@ -65,7 +66,7 @@ std::string DescribeNetwork(const NetworkModel& network) {
 
 // Why the run cannot go on after this step, or "" when everything is finite.
 template <typename T>
-std::string FailureAfterStep(const DistributedOptimizer<T>& algorithm, int workers,
+std::string FailureAfterStep(const Observable<T>& algorithm, int workers,
                              double minibatch_loss, const Vector<T>& x) {
   for (int w = kServer; w < workers; ++w) {
     const EncodeStats* stats = algorithm.LastEncode(w);
@@ -92,13 +93,15 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   record.schedule = run.schedule->Describe();
   record.status = "running";
   const std::int64_t run_id = writer.AddRun(record);
+  writer.AddHyperparameters(run_id, run.hyperparameters);
   report.dimension = problem.dimension();
 
   Vector<T> x = problem.InitialPoint();
   Cluster<T> cluster(problem, *run.algorithm, spec.comm, options.threads, options.transport,
                      fmt::format("optimizer '{}'", run.spec->label));
   RunProbeSink sink(writer, run_id);
-  for (auto& probe : run.probes) probe->Attach(*run.algorithm, x);
+  Observable<T>& view = run.algorithm->observable();
+  for (auto& probe : run.probes) probe->Attach(view, x);
   const auto evaluate = [&](std::int64_t step) {
     const Evaluation e = problem.Evaluate(x);
     writer.AddMetric(run_id, step, "train_loss", std::nullopt, e.loss);
@@ -154,13 +157,15 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     writer.AddMetric(run_id, t, "bytes_inter", std::nullopt, static_cast<double>(step_bytes.inter));
     writer.AddMetric(run_id, t, "comm_seconds", std::nullopt, projected);
     if (!run.probes.empty()) {
-      const ProbeStep<T> probe_step{t, ctx.lr, x, cluster.gradients(), problem};
+      const std::span<const Vector<T>> consumed = view.ConsumedGradients();
+      const ProbeStep<T> probe_step{t, ctx.lr, x,
+                                    consumed.empty() ? cluster.gradients() : consumed, problem};
       for (auto& probe : run.probes) {
         sink.At(t, probe->name());
-        probe->Observe(probe_step, *run.algorithm, sink);
+        probe->Observe(probe_step, view, sink);
       }
     }
-    failure = FailureAfterStep(*run.algorithm, spec.workers, loss, x);
+    failure = FailureAfterStep(view, spec.workers, loss, x);
     if (!failure.empty() || t % spec.eval_every == 0 || t == spec.steps) {
       last = evaluate(t);
       evaluated_at = t;
@@ -231,7 +236,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
       if (options.transport->Runs(i)) optimizer_context.local_workers.push_back(i);
     }
   }
-  const ProbeContext run_probe_context{problem->dimension(), spec.workers, spec.seed, nullptr};
+  const ProbeContext run_probe_context{problem->dimension(), spec.workers, spec.seed};
   OptionTable no_network("[network]", spec.path.string());
   const NetworkModel network = NetworkFromOptions(spec.network ? *spec.network : no_network);
   if (spec.network) spec.network->RejectUnknownKeys();
@@ -243,13 +248,15 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
     PreparedRun<T> run;
     run.spec = &o;
     run.optimizer = o.options->GetString("name", "");
-    run.schedule = MakeSchedule(*o.schedule, {spec.steps});
+    run.schedule = MakeSchedule(*o.schedule, {spec.steps, spec.workers});
     run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
+    run.hyperparameters = o.options->Resolved();
+    run.hyperparameters.Merge("schedule", o.schedule->Resolved());
     ProbeContext probe_context = run_probe_context;
-    probe_context.optimizer = o.options;
+    probe_context.hyperparameters = run.hyperparameters;
     for (std::size_t k = 0; k < spec.probes.size(); ++k) {
       auto probe = FactoryFor<T>(*Probes().Find(spec.probes[k]))(probe_context);
-      if (probe->AppliesTo(*run.algorithm)) {
+      if (probe->AppliesTo(run.algorithm->observable())) {
         run.probes.push_back(std::move(probe));
         probe_applied[k] = true;
       }

@@ -30,6 +30,9 @@ CREATE TABLE constants(
 CREATE TABLE shards(
   worker INTEGER NOT NULL, samples INTEGER NOT NULL, label INTEGER NOT NULL,
   count INTEGER NOT NULL);
+CREATE TABLE hyperparameters(
+  run_id INTEGER NOT NULL REFERENCES runs(run_id), key TEXT NOT NULL, value, type TEXT NOT NULL,
+  PRIMARY KEY (run_id, key));
 CREATE TABLE probes(
   run_id INTEGER NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, probe TEXT NOT NULL,
   series TEXT NOT NULL, worker INTEGER, value REAL);
@@ -189,6 +192,22 @@ void ResultsWriter::UpdateRun(std::int64_t run_id, const RunRecord& run) {
 void ResultsWriter::AddConstant(std::optional<std::int64_t> run_id, const Constant& constant) {
   ExecuteOnce(db_, "INSERT INTO constants VALUES (?, ?, ?, ?, ?)", run_id, constant.name,
               constant.value, CertaintyName(constant.certainty), constant.basis);
+}
+
+void ResultsWriter::AddHyperparameters(std::int64_t run_id, const Hyperparameters& options) {
+  for (const auto& [key, value] : options.entries()) {
+    const std::string_view type = Hyperparameters::TypeName(value);
+    const char* sql = "INSERT INTO hyperparameters VALUES (?, ?, ?, ?)";
+    if (const auto* b = std::get_if<bool>(&value)) {
+      ExecuteOnce(db_, sql, run_id, key, std::int64_t{*b}, type);
+    } else if (const auto* i = std::get_if<std::int64_t>(&value)) {
+      ExecuteOnce(db_, sql, run_id, key, *i, type);
+    } else if (const auto* d = std::get_if<double>(&value)) {
+      ExecuteOnce(db_, sql, run_id, key, *d, type);
+    } else {
+      ExecuteOnce(db_, sql, run_id, key, std::string_view(std::get<std::string>(value)), type);
+    }
+  }
 }
 
 void ResultsWriter::AddShards(const std::vector<ShardSummary>& shards) {

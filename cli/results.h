@@ -17,6 +17,11 @@
 //                                          certainty exact / bound / estimate; run_id NULL for
 //                                          the problem's, set for what a run observed (G)
 //   shards(worker, samples, label, count)  shard sizes and label histograms (data problems)
+//   hyperparameters(run_id, key, value, type)
+//                                          every option the run's optimizer, compressor and
+//                                          schedule read, defaults filled in ("beta",
+//                                          "compressor.name", "schedule.lr"); type boolean (0/1),
+//                                          integer, number or string (core/hyperparameters.h)
 //   metrics(run_id, step, name, worker, value)
 //   probes(run_id, step, probe, series, worker, value)
 // `worker` is NULL for run-wide values, -1 for the server, i for worker i. Step 0 is the
@@ -32,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/hyperparameters.h"
 #include "core/types.h"
 #include "problems/problem.h"
 
@@ -80,6 +86,8 @@ class ResultsWriter {
   // A problem constant (run_id empty) or one a run observed.
   void AddConstant(std::optional<std::int64_t> run_id, const Constant& constant);
   void AddShards(const std::vector<ShardSummary>& shards);
+  // The run's resolved options (core/hyperparameters.h).
+  void AddHyperparameters(std::int64_t run_id, const Hyperparameters& options);
   void AddProbe(std::int64_t run_id, std::int64_t step, std::string_view probe,
                 std::string_view series, std::optional<int> worker, double value);
 

@@ -1,6 +1,6 @@
 // Random-k: keep k coordinates chosen uniformly at random without replacement, zero the rest
 // (rand_k of Stich, Cordonnier & Jaggi, "Sparsified SGD with memory", NeurIPS 2018: birder.txt
-// ref. [27], spams.txt ref. [51]; DOMAIN.md's compressor table).
+// ref. [27], spams.txt ref. [51]; docs/conventions.md §14).
 // Each coordinate is kept with probability k/d, so
 //   scaled = true  (default): C(x) = (d/k) x_S, unbiased, E||C(x) - x||^2 = (d/k - 1) ||x||^2;
 //   scaled = false:           C(x) = x_S, biased, E||C(x) - x||^2 = (1 - k/d) ||x||^2.

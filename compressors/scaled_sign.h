@@ -1,7 +1,7 @@
 // Scaled sign, 1-bit Adam's compressor (onebit-adam.txt Sec. 4.3, Alg. 1 line 7):
 //   C(x) = (||x|| / ||sign(x)||) sign(x)
-// per chunk of the vector, with zero sent as +1 so ||sign(x_c)|| = sqrt(d_c) (DOMAIN.md
-// convention 5). Option `chunk` (elements per scale; 0, the default, means one scale for the
+// per chunk of the vector, with zero sent as +1 so ||sign(x_c)|| = sqrt(d_c) (docs/conventions.md
+// §5). Option `chunk` (elements per scale; 0, the default, means one scale for the
 // whole vector, as the worker's C in the algorithm box). Wire format: one float32 scale per
 // chunk, then the packed sign bits: 8 ceil(d/8) + 32 * chunks bits. Deterministic and biased,
 // with no q < 1 in general (x = e_1 gives ||C(x) - x||^2 = (2 - 2/sqrt(d)) ||x||^2).

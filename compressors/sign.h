@@ -1,5 +1,5 @@
 // Sign (signSGD, Bernstein et al. 2018): C(x) = sign(x), one bit per element and nothing else.
-// A bit has two states, so zero is sent as +1 (DOMAIN.md convention 5). Biased and without a
+// A bit has two states, so zero is sent as +1 (docs/conventions.md §5). Biased and without a
 // q < 1; used with error feedback it is EF-signSGD.
 // Split (chunked collectives): part k is the bits of its range, a byte slice; always exact.
 #pragma once

@@ -12,8 +12,9 @@
 // Wire format (compressors/one_bit_compressor.h): ceil(d/8) bytes of packed bits, preceded,
 // under the "rescale" policy only, by one float32 scale.
 //
-// Outside [-1, 1] the paper's Q is undefined; error feedback pushes inputs there (DOMAIN.md).
-// The policy is an option, and Encode counts the inputs it applies to (EncodeStats):
+// Outside [-1, 1] the paper's Q is undefined; error feedback pushes inputs there
+// (docs/conventions.md §11). The policy is an option, and Encode counts the inputs it applies to
+// (EncodeStats):
 //   domain = "clip"     clamp u_j to [-1, 1] first (default; 1 bit per element; biased
 //                       outside the interval, so unbiased() is false);
 //   domain = "rescale"  s = max(1, ||u||_inf) rounded up to float32, send s and Q(u / s);

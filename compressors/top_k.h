@@ -6,7 +6,7 @@
 // Options: k (a count, >= 1) or fraction (in (0, 1], k = max(1, ceil(fraction * d))), exactly
 // one of them; k > d is an error naming k and d.
 //
-// Ties go to the lower index (DOMAIN.md convention 6): coordinates are ranked by |x_j|
+// Ties go to the lower index (docs/conventions.md §6): coordinates are ranked by |x_j|
 // descending, then by j ascending, so the message is a function of x alone. A NaN ranks as
 // |x| = +inf (tied with infinities, then by index), so non-finite inputs are kept and reach the
 // receiver rather than hiding among the dropped coordinates; Encode counts them in

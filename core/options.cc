@@ -94,6 +94,17 @@ void OptionTable::Note(std::string_view key, std::string description) {
   uses_.push_back({std::string(key), std::move(description)});
 }
 
+void OptionTable::Resolve(std::string_view key, Hyperparameters::Value value) {
+  resolved_.insert_or_assign(std::string(key), std::move(value));
+}
+
+Hyperparameters OptionTable::Resolved() const {
+  Hyperparameters out;
+  for (const auto& [key, value] : resolved_) out.Set(key, value);
+  for (const auto& [key, child] : children_) out.Merge(key, child->Resolved());
+  return out;
+}
+
 namespace {
 
 std::string IntRule(std::int64_t min, std::int64_t max) {
@@ -129,6 +140,7 @@ bool OptionTable::Has(std::string_view key) {
 double OptionTable::GetDouble(std::string_view key, double fallback, const Interval& rule) {
   const double x = Has(key) ? RequireDouble(key, rule) : fallback;
   Note(key, fmt::format("{}; default {}", NumberUse(rule), fallback));
+  Resolve(key, x);
   return x;
 }
 
@@ -143,6 +155,7 @@ double OptionTable::RequireDouble(std::string_view key, const Interval& rule) {
   }
   if (!rule.Contains(x)) Fail(key, fmt::format("{} must be {}, got {}", key, rule.ToString(), x));
   Note(key, fmt::format("{}; required", NumberUse(rule)));
+  Resolve(key, x);
   return x;
 }
 
@@ -150,6 +163,7 @@ std::int64_t OptionTable::GetInt(std::string_view key, std::int64_t fallback, st
                                  std::int64_t max) {
   const std::int64_t x = Has(key) ? RequireInt(key, min, max) : fallback;
   Note(key, fmt::format("{}; default {}", IntUse(min, max), fallback));
+  Resolve(key, x);
   return x;
 }
 
@@ -160,19 +174,25 @@ std::int64_t OptionTable::RequireInt(std::string_view key, std::int64_t min, std
   if (x < min || x > max)
     Fail(key, fmt::format("{} must be {}, got {}", key, IntRule(min, max), x));
   Note(key, fmt::format("{}; required", IntUse(min, max)));
+  Resolve(key, x);
   return x;
 }
 
 bool OptionTable::GetBool(std::string_view key, bool fallback) {
   const OptionValue* value = Lookup(key);
   Note(key, fmt::format("true or false; default {}", fallback));
-  return value == nullptr ? fallback : Expect<bool>(key, *value, "true or false");
+  const bool b = value == nullptr ? fallback : Expect<bool>(key, *value, "true or false");
+  Resolve(key, b);
+  return b;
 }
 
 std::string OptionTable::GetString(std::string_view key, std::string_view fallback) {
   const OptionValue* value = Lookup(key);
   Note(key, fallback.empty() ? "a string" : fmt::format("a string; default '{}'", fallback));
-  return value == nullptr ? std::string(fallback) : Expect<std::string>(key, *value, "a string");
+  std::string s =
+      value == nullptr ? std::string(fallback) : Expect<std::string>(key, *value, "a string");
+  Resolve(key, s);
+  return s;
 }
 
 std::string OptionTable::RequireString(std::string_view key) {
@@ -206,6 +226,7 @@ std::vector<std::string> OptionTable::GetStringList(std::string_view key) {
     }
     out.push_back(*s);
   }
+  Resolve(key, fmt::format("[{}]", fmt::join(out, ", ")));
   return out;
 }
 
@@ -215,7 +236,10 @@ std::vector<std::int64_t> OptionTable::GetIntList(std::string_view key,
   const OptionValue* value = Lookup(key);
   Note(key, fmt::format("an array of integers {}; default [{}]", IntRule(min, max),
                         fmt::join(fallback, ", ")));
-  if (value == nullptr) return fallback;
+  if (value == nullptr) {
+    Resolve(key, fmt::format("[{}]", fmt::join(fallback, ", ")));
+    return fallback;
+  }
   std::vector<std::int64_t> out;
   for (const OptionValue& item : Expect<OptionValue::Array>(key, *value, "an array of integers")) {
     const auto* n = std::get_if<std::int64_t>(&item.data);
@@ -228,13 +252,17 @@ std::vector<std::int64_t> OptionTable::GetIntList(std::string_view key,
     }
     out.push_back(*n);
   }
+  Resolve(key, fmt::format("[{}]", fmt::join(out, ", ")));
   return out;
 }
 
 std::shared_ptr<OptionTable> OptionTable::GetTable(std::string_view key) {
   const OptionValue* value = Lookup(key);
   Note(key, "a table");
-  return value == nullptr ? nullptr : Expect<OptionValue::Table>(key, *value, "a table");
+  if (value == nullptr) return nullptr;
+  const OptionValue::Table& table = Expect<OptionValue::Table>(key, *value, "a table");
+  children_.insert_or_assign(std::string(key), table);
+  return table;
 }
 
 std::vector<std::shared_ptr<OptionTable>> OptionTable::GetTableArray(std::string_view key) {
@@ -259,19 +287,19 @@ std::shared_ptr<OptionTable> OptionTable::GetComponent(std::string_view key,
   Note(key,
        fmt::format("a component (a name or a table with a name); default '{}'", fallback_name));
   const std::string context = fmt::format("{}: {}", context_, key);
+  std::shared_ptr<OptionTable> table;
   if (value == nullptr) {
-    auto table = std::make_shared<OptionTable>(context, where_);
+    table = std::make_shared<OptionTable>(context, where_);
     table->Set("name", {std::string(fallback_name), where_});
-    return table;
-  }
-  if (std::holds_alternative<std::string>(value->data)) {
-    auto table = std::make_shared<OptionTable>(context, value->where);
+  } else if (std::holds_alternative<std::string>(value->data)) {
+    table = std::make_shared<OptionTable>(context, value->where);
     table->Set("name", *value);
-    return table;
+  } else {
+    table = Expect<OptionValue::Table>(key, *value, "a name or a table with a name");
+    table->set_context(context);
+    if (!table->Has("name")) table->Fail("name", "missing required key 'name'");
   }
-  const auto& table = Expect<OptionValue::Table>(key, *value, "a name or a table with a name");
-  table->set_context(context);
-  if (!table->Has("name")) table->Fail("name", "missing required key 'name'");
+  children_.insert_or_assign(std::string(key), table);
   return table;
 }
 

@@ -19,6 +19,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/hyperparameters.h"
+
 namespace lemmalab {
 
 class OptionTable;
@@ -107,6 +109,11 @@ class OptionTable {
     Note(key, std::move(description));
   }
 
+  // What the getters returned, defaults filled in, with the sub-tables read through GetTable and
+  // GetComponent under "key." (a compressor's options as "compressor.k"). Keys only tested with
+  // Has and never read are absent. Arrays are given as their text ("[256, 128]").
+  Hyperparameters Resolved() const;
+
   // Throws UserError "<where>: <context>: <message>", located at `key` when it is present.
   [[noreturn]] void Fail(std::string_view key, std::string_view message) const;
 
@@ -114,6 +121,8 @@ class OptionTable {
   const OptionValue* Lookup(std::string_view key);
   // Records (or refines) what `key` is; outer getters call it last, so theirs is what stays.
   void Note(std::string_view key, std::string description);
+  // Records the value a getter returned for `key`.
+  void Resolve(std::string_view key, Hyperparameters::Value value);
   template <typename V>
   const V& Expect(std::string_view key, const OptionValue& value, std::string_view what) const;
 
@@ -122,6 +131,8 @@ class OptionTable {
   std::map<std::string, OptionValue, std::less<>> values_;
   std::set<std::string, std::less<>> known_;
   std::vector<Use> uses_;
+  std::map<std::string, Hyperparameters::Value, std::less<>> resolved_;
+  std::map<std::string, std::shared_ptr<OptionTable>, std::less<>> children_;
 };
 
 }  // namespace lemmalab

@@ -8,8 +8,8 @@
 //   v_max <- max(v_max, v)                    (AMSGrad; the max is over the raw v; Adam: v_max = v)
 //   x <- x - (alpha_t / c1) m / (sqrt(v_max) / sqrt(c2) + eps)    eps_placement "outside"
 //   x <- x - (alpha_t / c1) m / sqrt(v_max / c2 + eps)             eps_placement "inside"
-// "outside" is PyTorch's; "inside" is onebit-adam.txt Eq. 1's sqrt(v + eta) (DOMAIN.md
-// convention 2). Bias correction off gives onebit-adam Eq. 1 and Alg. 1's warmup Adam.
+// "outside" is PyTorch's; "inside" is onebit-adam.txt Eq. 1's sqrt(v + eta) (docs/conventions.md
+// §2). Bias correction off gives onebit-adam Eq. 1 and Alg. 1's warmup Adam.
 #pragma once
 
 #include "optimizers/optimizer.h"

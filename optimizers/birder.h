@@ -10,7 +10,7 @@
 //   replicas:  x <- x - alpha_t u_bar                             (line 16)
 //
 // One beta for m and b and no bias correction (Eq. 4). The constant eps is footnote 5's "small
-// constant added to b_t": added in the denominator (DOMAIN.md convention 7), it keeps
+// constant added to b_t": added in the denominator (docs/conventions.md §7), it keeps
 // |m / (b + eps)| <= 1 and makes the denominator >= eps = rho of Theorem 1. Q is the
 // `compressor` option (default Birder's stochastic binary quantizer, compressors/
 // stochastic_binary.h); the same compressor configuration serves workers and server.

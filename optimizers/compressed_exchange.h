@@ -12,7 +12,7 @@
 // for "scaled"); a side without feedback sends C(y). A server that does not re-compress uses
 // the identity "compressor": it sends y_bar in the run's precision, and its error stays 0.
 //
-// The server error is computed from the messages actually received (DOMAIN.md convention 4).
+// The server error is computed from the messages actually received (docs/conventions.md §4).
 // Streams: worker i draws from (seed, kWorkerCompression, i, t), the server from
 // (seed, kServerCompression, kServerStream, t), so results do not depend on scheduling.
 #pragma once
@@ -29,7 +29,7 @@
 namespace lemmalab {
 
 // Where a worker's momentum starts each compressed step in the algorithms that
-// exchange a compressed momentum (1-bit Adam, 1-bit LAMB; DOMAIN.md convention 1).
+// exchange a compressed momentum (1-bit Adam, 1-bit LAMB; docs/conventions.md §1).
 enum class LocalMomentum {
   kSync,  // m^(i) = beta1 m_{t-1} + (1 - beta1) g^(i) from the synchronised m of line 13
           // (DeepSpeed: the fused buffer is overwritten by the allreduce)
@@ -77,7 +77,7 @@ template <typename T>
 ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaults& defaults);
 
 // Under the chunked layouts (optimizers/optimizer.h) the same pattern is cut up:
-//   flat chunked:  worker i compresses its whole y with one scale (DOMAIN.md convention 5) and
+//   flat chunked:  worker i compresses its whole y with one scale (docs/conventions.md §5) and
 //                  its message is Split by chunk; the server of chunk c averages the n parts and
 //                  re-compresses its chunk with its own error e_bar_c and scale.
 //   hierarchical:  workers send y in full precision; node k's local rank r averages the node's

@@ -27,7 +27,7 @@ double Clip(double x, double lo, double hi) { return std::min(std::max(x, lo), h
 double ScalingCoefficient(double x_norm, double u_norm, const LambOptions& o) {
   if (x_norm == 0 || u_norm == 0) {
     if (o.zero_norm == LambZeroNorm::kOne) return 1.0;  // apex / DeepSpeed: unclipped 1
-    // Eq. (1) as written (DOMAIN.md convention 8): ||x|| = 0 is the ratio 0; ||u|| = 0 < ||x||
+    // Eq. (1) as written (docs/conventions.md §8): ||x|| = 0 is the ratio 0; ||u|| = 0 < ||x||
     // is its limit +infinity. The 0/0 of an all-zero layer counts as ||x|| = 0.
     return x_norm == 0 ? o.c_min : o.c_max;
   }

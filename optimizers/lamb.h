@@ -23,7 +23,7 @@
 
 namespace lemmalab {
 
-// What c^(l) is when ||x^(l)|| = 0 or ||u^(l)|| = 0 (DOMAIN.md convention 8).
+// What c^(l) is when ||x^(l)|| = 0 or ||u^(l)|| = 0 (docs/conventions.md §8).
 enum class LambZeroNorm {
   // Eq. (1) as written: ||x|| = 0 makes the ratio 0, so c = c_min (also when ||u|| = 0 too);
   // ||u|| = 0 < ||x|| makes it +infinity, so c = c_max (u = 0: x does not move either way).

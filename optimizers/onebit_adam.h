@@ -4,17 +4,17 @@
 //
 // onebit-adam, for steps t = 1..T_w (line 2, Eq. 1 without bias correction): Adam on the
 // averaged gradient, the gradients sent in full precision; at the end of step T_w, v is frozen
-// (v_Tw). Steps t > T_w (lines 3-14, DOMAIN.md convention 3: step T_w is not repeated):
+// (v_Tw). Steps t > T_w (lines 3-14, docs/conventions.md §3: step T_w is not repeated):
 //   worker i:  m^(i) = beta1 m_prev + (1 - beta1) g^(i)                        (line 6)
 //              sends C(m^(i) + delta^(i)), delta^(i) <- m^(i) + delta^(i) - C(...) (lines 7-8)
 //   server:    m_bar = C(mean_i C(...) + delta_bar), delta_bar <- ... - m_bar   (line 10,
-//              the error from the messages received: DOMAIN.md convention 4)
+//              the error from the messages received: docs/conventions.md §4)
 //   replicas:  m = m_bar,  x <- x - alpha_t m / (sqrt(v_Tw) + eta)             (line 13)
 // m_prev is the last synchronised m (local_momentum "sync": line 6 has no worker index on
 // m_{t-1}, and line 13 sets m = m_bar; DeepSpeed does this) or the worker's own m^(i), started
-// from the synchronised m at the end of warmup ("own"); DOMAIN.md convention 1. eta goes outside
-// the root by default, inside with eps_placement "inside" (convention 2). C is the `compressor`
-// option, scaled sign by default (Sec. 4.3; one scale per vector, convention 5); the server
+// from the synchronised m at the end of warmup ("own"); docs/conventions.md §1. eta goes outside
+// the root by default, inside with eps_placement "inside" (§2). C is the `compressor`
+// option, scaled sign by default (Sec. 4.3; one scale per vector, §5); the server
 // re-compresses with the same configuration unless `server_compressor` says otherwise.
 //
 // onebit-adam-fp32 ("1-bit Adam (32-bits)", Sec. 7.2): the same schedule, but after warmup the
@@ -40,12 +40,13 @@ struct OnebitAdamOptions {
   double beta1 = 0.9;    // in [0, 1); onebit-adam.txt Sec. 7.1 (BERT)
   double beta2 = 0.999;  // in [0, 1); Sec. 7.1
   double eps = 1e-8;     // eta of Eq. 1, > 0; the box has none, PyTorch's and DeepSpeed's 1e-8
-  EpsPlacement eps_placement = EpsPlacement::kOutside;  // DOMAIN.md convention 2
+  EpsPlacement eps_placement = EpsPlacement::kOutside;  // docs/conventions.md §2
   // T_w >= 0, in steps. The paper chooses it per task (15-25% of training, Sec. 7.1, Table 2;
   // 13 of 200 epochs in Sec. 7.2); 100 is lemmalab's default for short synthetic runs, and a
-  // run of T steps should set it. 0 starts compressing at once with v = 0 (diverges: DOMAIN.md).
+  // run of T steps should set it. 0 starts compressing at once with v = 0 (diverges:
+  // docs/conventions.md §3).
   std::int64_t warmup_steps = 100;
-  LocalMomentum local_momentum = LocalMomentum::kSync;  // DOMAIN.md convention 1
+  LocalMomentum local_momentum = LocalMomentum::kSync;  // docs/conventions.md §1
 };
 
 // The options of onebit-adam (and, without local_momentum, onebit-adam-fp32) from their table, with

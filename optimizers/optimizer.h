@@ -85,11 +85,35 @@ struct CompressionRecord {
   CompressorShape shape;
 };
 
+// What probes may observe of an optimizer: its state vectors, its encode statistics and, on
+// request, its compression records. An interface of its own, reached only through
+// DistributedOptimizer::observable(), so that a wrapper (weight decay) hands on the inner
+// optimizer's view whole instead of forwarding its methods one by one (and dropping one).
 template <typename T>
-class DistributedOptimizer {
+class Observable {
  public:
-  virtual ~DistributedOptimizer() = default;
+  virtual ~Observable() = default;
 
+  // A state vector after the last step, or nullptr when the algorithm has no such quantity.
+  // `worker` is a worker index or kServer.
+  virtual const Vector<T>* Observe(Quantity /*quantity*/, int /*worker*/) const { return nullptr; }
+  // Statistics of the last Encode by `worker` (or kServer), or nullptr when it sends raw values.
+  virtual const EncodeStats* LastEncode(int /*worker*/) const { return nullptr; }
+  // Starts keeping a CompressionRecord per sender from the next step on; returns false when the
+  // optimizer cannot (no compressor, or compression that lives at the nodes of a hierarchy).
+  virtual bool KeepCompressionRecords() { return false; }
+  // Whether KeepCompressionRecords would succeed.
+  virtual bool CanKeepCompressionRecords() const { return false; }
+  // Worker `worker`'s (or, with one server chunk, kServer's) last compression, or nullptr.
+  virtual const CompressionRecord<T>* LastCompression(int /*worker*/) const { return nullptr; }
+  // The stochastic gradients the worker phases consumed at the last step, one per worker, when
+  // they are not the problem's (l2 weight decay adds lambda x); empty: the problem's.
+  virtual std::span<const Vector<T>> ConsumedGradients() const { return {}; }
+};
+
+template <typename T>
+class DistributedOptimizer : public Observable<T> {
+ public:
   // Worker `worker` at parameters x (its own replica, see LocalParameters) with its
   // stochastic gradient g computes the message it sends.
   virtual void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> x,
@@ -122,18 +146,13 @@ class DistributedOptimizer {
   // there. nullptr (the default) means every replica equals the synchronised x.
   virtual const Vector<T>* LocalParameters(int /*worker*/) const { return nullptr; }
 
-  // A state vector after the last step, or nullptr when the algorithm has no such quantity.
-  // `worker` is a worker index or kServer.
-  virtual const Vector<T>* Observe(Quantity /*quantity*/, int /*worker*/) const { return nullptr; }
-  // Statistics of the last Encode by `worker` (or kServer), or nullptr when it sends raw values.
-  virtual const EncodeStats* LastEncode(int /*worker*/) const { return nullptr; }
-  // Starts keeping a CompressionRecord per sender from the next step on; returns false when the
-  // optimizer cannot (no compressor, or compression that lives at the nodes of a hierarchy).
-  virtual bool KeepCompressionRecords() { return false; }
-  // Whether KeepCompressionRecords would succeed.
-  virtual bool CanKeepCompressionRecords() const { return false; }
-  // Worker `worker`'s (or, with one server chunk, kServer's) last compression, or nullptr.
-  virtual const CompressionRecord<T>* LastCompression(int /*worker*/) const { return nullptr; }
+  // What probes may observe: the optimizer itself (it implements Observable's methods it has
+  // state for), or, for a wrapper, the wrapped optimizer's view. Probes and the run loop read an
+  // optimizer's state through this and nothing else.
+  virtual Observable<T>& observable() { return *this; }
+  const Observable<T>& observable() const {
+    return const_cast<DistributedOptimizer*>(this)->observable();
+  }
 };
 
 // How the scheme cuts the aggregation (see the top of this file). The default, an empty

@@ -96,6 +96,24 @@ class Warmup final : public Schedule {
   std::int64_t every_;
 };
 
+// lr times n^a T^b: the step sizes the corollaries prescribe as functions of the number of
+// workers and the horizon (SPAMS Corollary 1's eta = L sqrt(n / T) is lr = L, a = 1/2, b = -1/2),
+// so one spec swept over workers runs each n at its own prescribed step size.
+class Scaled final : public Schedule {
+ public:
+  Scaled(std::unique_ptr<Schedule> inner, double factor, std::string how)
+      : inner_(std::move(inner)), factor_(factor), how_(std::move(how)) {}
+  double Rate(std::int64_t t) const override { return factor_ * inner_->Rate(t); }
+  std::string Describe() const override {
+    return fmt::format("({}) x {} = x {:.6g}", inner_->Describe(), how_, factor_);
+  }
+
+ private:
+  std::unique_ptr<Schedule> inner_;
+  double factor_;
+  std::string how_;
+};
+
 double ReadRate(OptionTable& options) { return options.RequireDouble("lr", Interval::Positive()); }
 
 std::unique_ptr<Schedule> MakeConstant(OptionTable& options, const ScheduleContext&) {
@@ -172,8 +190,15 @@ const Registry<ScheduleInfo>& Schedules() {
 std::unique_ptr<Schedule> MakeSchedule(OptionTable& options, const ScheduleContext& context) {
   if (!options.Has("name")) options.Set("name", {std::string("constant"), options.where()});
   std::unique_ptr<Schedule> schedule = Schedules().Get(options).make(options, context);
+  const double a = options.GetDouble("workers_exponent", 0, Interval{-2, 2});
+  const double b = options.GetDouble("steps_exponent", 0, Interval{-2, 2});
   options.RejectUnknownKeys();
-  return schedule;
+  if (a == 0 && b == 0) return schedule;
+  const double factor = std::pow(static_cast<double>(context.workers), a) *
+                        std::pow(static_cast<double>(context.steps), b);
+  return std::make_unique<Scaled>(std::move(schedule), factor,
+                                  fmt::format("n^{} T^{} (n = {}, T = {})", a, b, context.workers,
+                                              context.steps));
 }
 
 }  // namespace lemmalab

@@ -11,6 +11,9 @@
 //                           #   alpha_t = lr gamma^floor((t - warmup - 1) / every)
 //                           #   (onebit-adam.txt Sec. 7.1: "0.99 ... after every 520 steps")
 //   lr = 0.01               # > 0, required
+//   workers_exponent = 0.5  # any schedule: alpha_t times n^a T^b (a = workers_exponent,
+//   steps_exponent = -0.5   #   b = steps_exponent, each in [-2, 2], default 0): the step sizes
+//                           #   the corollaries prescribe as functions of n and T
 //
 // Every schedule is positive for t <= T (scaled error feedback divides by it).
 #pragma once
@@ -34,6 +37,7 @@ class Schedule {
 // What a schedule may need to know about the run.
 struct ScheduleContext {
   std::int64_t steps = 1;  // T
+  int workers = 1;         // n
 };
 
 struct ScheduleInfo {

@@ -11,7 +11,7 @@
 //               d = g + mu buf if nesterov, else buf;  x <- x - alpha_t d
 //               (mu = 0: d = g, as PyTorch skips the buffer)
 //
-// sgdm and sgdm-torch are different algorithms (DOMAIN.md convention 9): with dampening 0 the
+// sgdm and sgdm-torch are different algorithms (docs/conventions.md §9): with dampening 0 the
 // torch buffer is 1/(1 - beta) times larger in steady state, and its first step is a full
 // alpha g where sgdm's is (1 - beta) alpha g, so no rescaling of alpha maps one onto the other.
 #pragma once

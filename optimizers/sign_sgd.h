@@ -1,6 +1,6 @@
 // signSGD (Bernstein et al., ICML 2018, "signSGD: compressed optimisation for non-convex
 // problems"), the uncompressed reference: every worker sends the true sign of its gradient,
-// sign(0) = 0 (DOMAIN.md convention 5), in the run's precision
+// sign(0) = 0 (docs/conventions.md §5), in the run's precision
 // (optimizers/full_precision_wire.h), and every replica steps by
 //   aggregate = "mean":      x <- x - alpha_t (1/n) sum_i sign(g^(i))
 //   aggregate = "majority":  x <- x - alpha_t sign(sum_i sign(g^(i)))   (signSGD with majority

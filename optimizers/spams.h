@@ -12,7 +12,7 @@
 //   feedback, then the same AMSGrad step), so with n = 1 it is Algorithm 3 exactly and equals
 //   dist-spams.
 //
-// DOMAIN.md convention 6: Algorithms 2 and 3 govern (zero initial m, v, v_hat; eps inside the
+// docs/conventions.md §6: Algorithms 2 and 3 govern (zero initial m, v, v_hat; eps inside the
 // root), not the AMSGrad box of Algorithm 1 (v_0 = eps). The compressor defaults to Block-Sign
 // over the problem's layers (Definition 2), which needs no size parameter; Top-k is
 // `compressor = { name = "top-k", fraction = 0.01 }`.

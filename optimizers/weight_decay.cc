@@ -1,10 +1,35 @@
 #include "optimizers/weight_decay.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace lemmalab {
 namespace {
+
+// The inner optimizer's view, with the gradients its worker phases consumed under l2 decay
+// (g + lambda x), which probes that replay the update (birder-z) need instead of the problem's.
+template <typename T>
+class DecayedGradientsView final : public Observable<T> {
+ public:
+  DecayedGradientsView(Observable<T>& inner, const std::vector<Vector<T>>& gradients)
+      : inner_(inner), gradients_(gradients) {}
+
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    return inner_.Observe(quantity, worker);
+  }
+  const EncodeStats* LastEncode(int worker) const override { return inner_.LastEncode(worker); }
+  bool KeepCompressionRecords() override { return inner_.KeepCompressionRecords(); }
+  bool CanKeepCompressionRecords() const override { return inner_.CanKeepCompressionRecords(); }
+  const CompressionRecord<T>* LastCompression(int worker) const override {
+    return inner_.LastCompression(worker);
+  }
+  std::span<const Vector<T>> ConsumedGradients() const override { return gradients_; }
+
+ private:
+  Observable<T>& inner_;
+  const std::vector<Vector<T>>& gradients_;
+};
 
 template <typename T>
 class WeightDecayed final : public DistributedOptimizer<T> {
@@ -14,6 +39,7 @@ class WeightDecayed final : public DistributedOptimizer<T> {
       : inner_(std::move(inner)), decay_(decay) {
     if (decay_.mode == WeightDecayMode::kL2) {
       gradients_ = LocalStates<T>(context);
+      view_ = std::make_unique<DecayedGradientsView<T>>(inner_->observable(), gradients_);
     }
   }
 
@@ -54,15 +80,13 @@ class WeightDecayed final : public DistributedOptimizer<T> {
   const Vector<T>* LocalParameters(int worker) const override {
     return inner_->LocalParameters(worker);
   }
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    return inner_->Observe(quantity, worker);
-  }
-  const EncodeStats* LastEncode(int worker) const override { return inner_->LastEncode(worker); }
+  Observable<T>& observable() override { return view_ ? *view_ : inner_->observable(); }
 
  private:
   std::unique_ptr<DistributedOptimizer<T>> inner_;
   WeightDecay decay_;
   std::vector<Vector<T>> gradients_;  // g + lambda x, one per worker (workers run in parallel)
+  std::unique_ptr<DecayedGradientsView<T>> view_;  // l2 only
 };
 
 }  // namespace

@@ -253,6 +253,103 @@ TEST(SpamsLemmas, HandComputedValues) {
   EXPECT_EQ(SpamsLemma5(10, 0).l1_sum, kVacuousBound);
 }
 
+// Corollary 2 (n = 1, eta = L / sqrt(T)) on SpamsExample at T = 1e6: eta = 0.001 (n = 4 and
+// sigma_g = 0.5 of the example are ignored), eta_max = 0.03665083330689157 as above;
+//   parts: 2/(1e6 * 1e-3) = 0.002; 1e-3 (1)(1)/(1 * 1) = 0.001; 3e-6 C0 (7/3) =
+//   2.7010286106510526e-5; 0 (sigma_g = 0); (10/3)(10)/1e6 = 3.3333333333333333e-5;
+//   1e-3 (17/3)(7/3)(10)/1e6 = 1.3222222222222222e-7; bound 2 C0 * sum = 0.023618379458673146,
+//   with C2 = 25/9 in the sigma^2 term 0.02365808316237685.
+// Admissible from T = L^2 / eta_max^2 = 9 C0^2 (2)(25/9) = 744.44...: not at 744, at 745.
+TEST(SpamsCorollary2, HandComputedBoundAndThreshold) {
+  const SpamsCorollary2Result r = SpamsCorollary2(SpamsExample(), 1e6);
+  ExpectRelNear(r.eta, 0.001);
+  ASSERT_TRUE(r.theorem.step_size_admissible);
+  ASSERT_EQ(r.theorem.parts.size(), 6u);
+  ExpectRelNear(r.theorem.parts[0].value, 0.002);
+  ExpectRelNear(r.theorem.parts[1].value, 0.001);
+  ExpectRelNear(r.theorem.parts[2].value, 2.7010286106510526e-5);
+  EXPECT_EQ(r.theorem.parts[3].value, 0);
+  ExpectRelNear(r.theorem.parts[4].value, 3.3333333333333333e-5);
+  ExpectRelNear(r.theorem.parts[5].value, 1.3222222222222222e-7);
+  ExpectRelNear(r.theorem.bound, 0.023618379458673146);
+  ExpectRelNear(r.theorem.bound_proof, 0.02365808316237685);
+  EXPECT_FALSE(SpamsCorollary2(SpamsExample(), 744).theorem.step_size_admissible);
+  EXPECT_EQ(SpamsCorollary2(SpamsExample(), 744).theorem.bound, kVacuousBound);
+  EXPECT_TRUE(SpamsCorollary2(SpamsExample(), 745).theorem.step_size_admissible);
+  EXPECT_TRUE(std::isfinite(SpamsCorollary2(SpamsExample(), 745).theorem.bound));
+}
+
+TEST(SpamsCorollary2, PrintedRate) {
+  const SpamsCorollary2Result r = SpamsCorollary2(SpamsExample(), 1e6);
+  ASSERT_EQ(r.rate.terms.size(), 3u);
+  EXPECT_EQ(r.rate.terms[0].t_exponent, 0.5);
+  EXPECT_EQ(r.rate.terms[1].t_exponent, 1.5);
+  EXPECT_EQ(r.rate.terms[2].t_exponent, 1);
+  EXPECT_EQ(r.rate.t_exponent, 0.5);
+  EXPECT_EQ(r.rate.n_exponent, 0);
+  // The same step as Corollary 1 at n = 1, and the same Theorem 1 there with sigma_g = 0.
+  SpamsConstants one = SpamsExample();
+  one.n = 1;
+  one.sigma_g = 0;
+  const SpamsCorollary1Result c1 = SpamsCorollary1(one, 1e6);
+  EXPECT_EQ(c1.eta, r.eta);
+  EXPECT_EQ(c1.theorem.bound, r.theorem.bound);
+  EXPECT_THROW(SpamsCorollary2(SpamsExample(), 0.5), UserError);
+}
+
+// Lemma 1: T sigma^2 + sum = 10 (0.25) + 3 = 5.5. Per step with beta1 = 0.5, sigma = 1 and
+// E||grad f||^2 = 4, 0, 2: the averages are 2, 1, 1.5, so the bounds are 3, 2, 2.5; they sum to
+// 7.5, below the summed bound 3 (1) + 6 = 9 (the sum drops the 1 - beta1^(T-tau+1) factors).
+TEST(SpamsLemma1, HandComputedValues) {
+  ExpectRelNear(SpamsLemma1MomentumBound(0.5, 10, 3), 5.5);
+  const std::vector<double> per_step = SpamsLemma1PerStepBounds(0.5, 1, {4, 0, 2});
+  ASSERT_EQ(per_step.size(), 3u);
+  ExpectRelNear(per_step[0], 3);
+  ExpectRelNear(per_step[1], 2);
+  ExpectRelNear(per_step[2], 2.5);
+  EXPECT_LT(per_step[0] + per_step[1] + per_step[2], SpamsLemma1MomentumBound(1, 3, 6));
+  EXPECT_TRUE(SpamsLemma1PerStepBounds(0.5, 1, {}).empty());
+}
+
+// beta1 = 0: m'_t = g_bar_t, the per-step bounds are sigma^2 + a_t and sum to the printed bound
+// exactly; beta1 = 1: m'_t = 0 and only sigma^2 remains.
+TEST(SpamsLemma1, PerStepLimitsAndSum) {
+  const std::vector<double> grad_sq = {4, 0, 2, 7};
+  const std::vector<double> zero = SpamsLemma1PerStepBounds(0, 0.5, grad_sq);
+  double sum = 0;
+  for (size_t t = 0; t < grad_sq.size(); ++t) {
+    ExpectRelNear(zero[t], 0.25 + grad_sq[t]);
+    sum += zero[t];
+  }
+  ExpectRelNear(sum, SpamsLemma1MomentumBound(0.5, 4, 13));
+  for (double bound : SpamsLemma1PerStepBounds(1, 0.5, grad_sq)) ExpectRelNear(bound, 0.25);
+  EXPECT_THROW(SpamsLemma1PerStepBounds(1.5, 1, grad_sq), UserError);
+  EXPECT_THROW(SpamsLemma1PerStepBounds(0.5, 1, {1, -1}), UserError);
+  EXPECT_THROW(SpamsLemma1MomentumBound(1, 0.5, 1), UserError);
+  EXPECT_THROW(SpamsLemma1MomentumBound(1, 10, -1), UserError);
+}
+
+// Lemma 3 at q = 0.5, sigma = 1, sigma_g = 0.5, T = 100, sum 20: 4 (0.25)/0.5625 = 16/9 times
+// 100 (1.25) + 20 = 145, i.e. 2320/9 = 257.77777777777778. No compression (q = 0): no error.
+TEST(SpamsLemma3, HandComputedValuesAndLimits) {
+  ExpectRelNear(SpamsLemma3ErrorAverageBound(0.5, 1, 0.5, 100, 20), 2320.0 / 9.0);
+  EXPECT_EQ(SpamsLemma3ErrorAverageBound(0, 1, 0.5, 100, 20), 0);
+  double previous = 0;
+  for (double q : {0.1, 0.5, 0.9, 0.99, 0.999999}) {
+    const double bound = SpamsLemma3ErrorAverageBound(q, 1, 0.5, 100, 20);
+    EXPECT_GT(bound, previous) << "q = " << q;
+    EXPECT_TRUE(std::isfinite(bound));
+    previous = bound;
+  }
+  EXPECT_EQ(SpamsLemma3ErrorAverageBound(1, 1, 0.5, 100, 20), kVacuousBound);
+  EXPECT_EQ(SpamsLemma3ErrorAverageBound(1.5, 1, 0.5, 100, 20), kVacuousBound);
+  // Its constant is Lemma 2's 4q^2/(1-q^2)^2 (per unit G^2).
+  ExpectRelNear(SpamsLemma3ErrorAverageBound(0.5, 0, 0, 1, 1), SpamsLemma2ErrorBound(0.5, 1));
+  EXPECT_THROW(SpamsLemma3ErrorAverageBound(-0.1, 1, 0.5, 100, 20), UserError);
+  EXPECT_THROW(SpamsLemma3ErrorAverageBound(0.5, 1, 0.5, 0, 20), UserError);
+  EXPECT_THROW(SpamsLemma3ErrorAverageBound(0.5, 1, 0.5, 100, -1), UserError);
+}
+
 OneBitAdamConstants OneBitAdamExample() {
   OneBitAdamConstants k;
   k.lipschitz = 2;
@@ -291,6 +388,52 @@ TEST(OneBitAdamTheorem1, HandComputedBound) {
   EXPECT_TRUE(std::isnan(OneBitAdamTheorem1(k, 1000).euclidean_mean_bound));
 }
 
+// The proof's slips corrected (bounds.cc), same example: the coefficient is unchanged (0.9928);
+//   2e-6 (4)(0.25)(1000)/(0.01 * 0.125) = 1.6 and 4e-6 (4)(0.25)(1000)/(1e-4 * 0.125) = 320
+//     replace the printed 4.8 (2/(1-beta)^2 + 4/(1-beta)^4 for 6/(1-beta)^2);
+//   2e-3 (1000)/(4 * 0.25) = 2 and 2e-6 (4)(1000)/(4 * 0.01 * 0.125) = 1.6 replace 1 and 0.8
+//     (h's noise is V_max sigma^2 = 2 sigma^2);
+//   rhs 6325.2, sum 6325.2/0.9928 = 6371.071716357776, mean 6.3647070093484276, Euclidean
+//   12.729414018696855.
+TEST(OneBitAdamTheorem1, RederivedBound) {
+  const OneBitAdamTheorem1Result r = OneBitAdamTheorem1(OneBitAdamExample(), 1000);
+  ASSERT_EQ(r.parts_rederived.size(), 5u);
+  ExpectRelNear(r.parts_rederived[0].value, 6000);
+  ExpectRelNear(r.parts_rederived[1].value, 1.6);
+  ExpectRelNear(r.parts_rederived[2].value, 320);
+  ExpectRelNear(r.parts_rederived[3].value, 2);
+  ExpectRelNear(r.parts_rederived[4].value, 1.6);
+  ExpectRelNear(r.rhs_rederived, 6325.2);
+  ExpectRelNear(r.sum_bound_rederived, 6371.071716357776);
+  ExpectRelNear(r.mean_bound_rederived, 6.3647070093484276);
+  ExpectRelNear(r.euclidean_mean_bound_rederived, 12.729414018696855);
+  OneBitAdamConstants k = OneBitAdamExample();
+  k.denominator_max = 0;
+  EXPECT_TRUE(std::isnan(OneBitAdamTheorem1(k, 1000).euclidean_mean_bound_rederived));
+}
+
+// Each correction has factor 1 at one point: (1-beta)^4 = (1-beta)^2 at beta = 0, and V_max = 1
+// at v_min = 1. There the re-derived terms equal the printed ones exactly.
+TEST(OneBitAdamTheorem1, RederivedMatchesPrintedWhereTheFactorsAreOne) {
+  OneBitAdamConstants k = OneBitAdamExample();
+  k.beta = 0;  // eps terms: 2 + 4 = 6; sigma terms still differ (v_min = 0.5)
+  OneBitAdamTheorem1Result r = OneBitAdamTheorem1(k, 1000);
+  ExpectRelNear(r.parts_rederived[1].value + r.parts_rederived[2].value, r.parts[1].value);
+  ExpectRelNear(r.parts_rederived[3].value, 2 * r.parts[2].value);
+  k = OneBitAdamExample();
+  k.denominator_min = 1;  // sigma terms equal; eps terms still differ (beta = 0.9)
+  r = OneBitAdamTheorem1(k, 1000);
+  ExpectRelNear(r.parts_rederived[3].value, r.parts[2].value);
+  ExpectRelNear(r.parts_rederived[4].value, r.parts[3].value);
+  EXPECT_GT(r.parts_rederived[1].value + r.parts_rederived[2].value, 10 * r.parts[1].value);
+  k.beta = 0;  // both: everything agrees
+  r = OneBitAdamTheorem1(k, 1000);
+  ExpectRelNear(r.rhs_rederived, r.rhs);
+  ExpectRelNear(r.sum_bound_rederived, r.sum_bound);
+  ExpectRelNear(r.mean_bound_rederived, r.mean_bound);
+  ExpectRelNear(r.euclidean_mean_bound_rederived, r.euclidean_mean_bound);
+}
+
 TEST(OneBitAdamTheorem1, VacuousWhenTheCoefficientIsNotPositive) {
   OneBitAdamConstants k = OneBitAdamExample();
   k.gamma = 0.1;  // 1 - 0.4 - 2(0.01)(4)/(0.01 * 0.25) = 1 - 0.4 - 32 < 0
@@ -298,9 +441,12 @@ TEST(OneBitAdamTheorem1, VacuousWhenTheCoefficientIsNotPositive) {
   EXPECT_LT(r.coefficient, 0);
   EXPECT_EQ(r.sum_bound, kVacuousBound);
   EXPECT_EQ(r.mean_bound, kVacuousBound);
+  EXPECT_EQ(r.sum_bound_rederived, kVacuousBound);
+  EXPECT_EQ(r.mean_bound_rederived, kVacuousBound);
   k = OneBitAdamExample();
   k.denominator_min = 0;
   EXPECT_EQ(OneBitAdamTheorem1(k, 1000).sum_bound, kVacuousBound);
+  EXPECT_EQ(OneBitAdamTheorem1(k, 1000).sum_bound_rederived, kVacuousBound);
 }
 
 // gamma_proof = 0.1 / (4(2)/0.5 + sqrt(1000/4) + 0.5^(2/3) 1000^(1/3)) = 0.1 / (16 + 15.8113883
@@ -343,6 +489,186 @@ TEST(OneBitAdamTheorem1, RejectsImpossibleConstants) {
   k = OneBitAdamExample();
   k.denominator_max = 0.1;  // below denominator_min
   EXPECT_THROW(OneBitAdamTheorem1(k, 10), UserError);
+}
+
+OneBitLambConstants OneBitLambExample() {
+  OneBitLambConstants k;
+  k.lipschitz = 2;
+  k.sigma = 1;
+  k.eps = 0.5;
+  k.beta = 0.9;
+  k.n = 4;
+  k.denominator_min = 0.5;  // V_max = 2
+  k.denominator_max = 2;
+  k.f_gap = 3;
+  k.gamma = 1e-3;
+  k.c_min = 0.5;  // gamma_min = 5e-4
+  k.c_max = 2;    // gamma_max = 2e-3
+  return k;
+}
+
+// onebit-lamb Eq. 3 at L = 2, sigma = 1, eps = 0.5, beta = 0.9, n = 4, V_max = 2, gap 3,
+// gamma_max = 2e-3, gamma_min = 5e-4, T = 1000 (gamma_max^3 L^2 / gamma_min = 6.4e-8):
+//   coefficient 1 - 2e-3 (2)(2) - 8 (6.4e-8)/0.01 = 1 - 0.008 - 0.0512 = 0.9408;
+//   parts 2 (3)/5e-4 = 12000; 24 (6.4e-8)(8)(0.25)(1000)/0.01 = 307.2;
+//   2 (2)(4e-6)(1000)/(4 * 5e-4) = 8; 8 (6.4e-8)(4)(1000)/(4 * 0.01) = 51.2; rhs 12366.4,
+//   sum 12366.4/0.9408 = 13144.557823129252, mean 13.131426396732519, Euclidean (x 2)
+//   26.262852793465038.
+TEST(OneBitLambTheorem1, HandComputedBound) {
+  const OneBitLambTheorem1Result r = OneBitLambTheorem1(OneBitLambExample(), 1000);
+  ExpectRelNear(r.v_max, 2);
+  ExpectRelNear(r.gamma_max, 2e-3);
+  ExpectRelNear(r.gamma_min, 5e-4);
+  EXPECT_FALSE(r.proof_covers_step_range);  // c_min < c_max
+  ExpectRelNear(r.coefficient, 0.9408);
+  ASSERT_EQ(r.parts.size(), 4u);
+  ExpectRelNear(r.parts[0].value, 12000);
+  ExpectRelNear(r.parts[1].value, 307.2);
+  ExpectRelNear(r.parts[2].value, 8);
+  ExpectRelNear(r.parts[3].value, 51.2);
+  ExpectRelNear(r.rhs, 12366.4);
+  ExpectRelNear(r.sum_bound, 13144.557823129252);
+  ExpectRelNear(r.mean_bound, 13.131426396732519);
+  ExpectRelNear(r.euclidean_mean_bound, 26.262852793465038);
+  OneBitLambConstants k = OneBitLambExample();
+  k.denominator_max = 0;
+  EXPECT_TRUE(std::isnan(OneBitLambTheorem1(k, 1000).euclidean_mean_bound));
+  k.c_min = k.c_max = 1;
+  EXPECT_TRUE(OneBitLambTheorem1(k, 1000).proof_covers_step_range);
+}
+
+// The re-derived form, same example: coefficient 1 - 0.008 - 0.0512 (4) = 0.7872 (V_max^2);
+//   parts 12000; 8 (6.4e-8)(8)(0.25)(1000)/0.01 = 102.4 and 16 (...)/1e-4 = 20480 (for 307.2);
+//   2 (4)(4e-6)(1000)/(4 * 5e-4) = 16 and 8 (6.4e-8)(8)(1000)/(4 * 0.01) = 102.4 (V_max sigma^2);
+//   rhs 32700.8, sum 32700.8/0.7872 = 41540.650406504065, mean 41.499151255248816, Euclidean
+//   82.998302510497632.
+TEST(OneBitLambTheorem1, RederivedBound) {
+  const OneBitLambTheorem1Result r = OneBitLambTheorem1(OneBitLambExample(), 1000);
+  ExpectRelNear(r.coefficient_rederived, 0.7872);
+  ASSERT_EQ(r.parts_rederived.size(), 5u);
+  ExpectRelNear(r.parts_rederived[0].value, 12000);
+  ExpectRelNear(r.parts_rederived[1].value, 102.4);
+  ExpectRelNear(r.parts_rederived[2].value, 20480);
+  ExpectRelNear(r.parts_rederived[3].value, 16);
+  ExpectRelNear(r.parts_rederived[4].value, 102.4);
+  ExpectRelNear(r.rhs_rederived, 32700.8);
+  ExpectRelNear(r.sum_bound_rederived, 41540.650406504065);
+  ExpectRelNear(r.mean_bound_rederived, 41.499151255248816);
+  ExpectRelNear(r.euclidean_mean_bound_rederived, 82.998302510497632);
+}
+
+// beta = 0 makes (1-beta)^4 = (1-beta)^2; V_max = 1 makes the V_max factors of the sigma^2 terms
+// and of the coefficient 1. With both, printed and re-derived agree exactly.
+TEST(OneBitLambTheorem1, RederivedMatchesPrintedWhereTheFactorsAreOne) {
+  OneBitLambConstants k = OneBitLambExample();
+  k.beta = 0;
+  OneBitLambTheorem1Result r = OneBitLambTheorem1(k, 1000);
+  ExpectRelNear(r.parts_rederived[1].value + r.parts_rederived[2].value, r.parts[1].value);
+  ExpectRelNear(r.parts_rederived[3].value, 2 * r.parts[2].value);  // V_max = 2
+  k = OneBitLambExample();
+  k.denominator_min = 1;
+  r = OneBitLambTheorem1(k, 1000);
+  ExpectRelNear(r.coefficient_rederived, r.coefficient);
+  ExpectRelNear(r.parts_rederived[3].value, r.parts[2].value);
+  ExpectRelNear(r.parts_rederived[4].value, r.parts[3].value);
+  k.beta = 0;
+  r = OneBitLambTheorem1(k, 1000);
+  ExpectRelNear(r.coefficient_rederived, r.coefficient);
+  ExpectRelNear(r.rhs_rederived, r.rhs);
+  ExpectRelNear(r.sum_bound_rederived, r.sum_bound);
+  ExpectRelNear(r.euclidean_mean_bound_rederived, r.euclidean_mean_bound);
+}
+
+TEST(OneBitLambTheorem1, VacuousCases) {
+  OneBitLambConstants k = OneBitLambExample();
+  k.gamma = 0.05;  // 1 - 0.4 - 8 (1e-3)(4)/(0.01 * 0.025) = 1 - 0.4 - 128 < 0
+  OneBitLambTheorem1Result r = OneBitLambTheorem1(k, 1000);
+  EXPECT_LT(r.coefficient, 0);
+  EXPECT_EQ(r.sum_bound, kVacuousBound);
+  EXPECT_EQ(r.mean_bound, kVacuousBound);
+  EXPECT_EQ(r.euclidean_mean_bound, kVacuousBound);
+  EXPECT_EQ(r.sum_bound_rederived, kVacuousBound);
+  // The printed coefficient positive, the corrected one not: only the re-derived bound is
+  // vacuous. gamma = 4e-3, c = 1, V_max = 10: printed 1 - 0.08 - 8 (1.6e-5)(4)/0.01 = 0.8688,
+  // re-derived 1 - 0.08 - 0.0512 (100) = -4.2.
+  k = OneBitLambExample();
+  k.gamma = 4e-3;
+  k.c_min = k.c_max = 1;
+  k.denominator_min = 0.1;
+  r = OneBitLambTheorem1(k, 1000);
+  ExpectRelNear(r.coefficient, 0.8688);
+  ExpectRelNear(r.coefficient_rederived, -4.2);
+  EXPECT_TRUE(std::isfinite(r.sum_bound));
+  EXPECT_EQ(r.sum_bound_rederived, kVacuousBound);
+  // V_max infinite, beta = 1, gamma_min = 0 < gamma_max.
+  using Mutation = void (*)(OneBitLambConstants&);
+  const Mutation mutations[] = {[](OneBitLambConstants& c) { c.denominator_min = 0; },
+                                [](OneBitLambConstants& c) { c.beta = 1; },
+                                [](OneBitLambConstants& c) { c.c_min = 0; }};
+  for (const Mutation mutate : mutations) {
+    k = OneBitLambExample();
+    mutate(k);
+    r = OneBitLambTheorem1(k, 1000);
+    EXPECT_EQ(r.sum_bound, kVacuousBound);
+    EXPECT_EQ(r.sum_bound_rederived, kVacuousBound);
+  }
+}
+
+TEST(OneBitLambTheorem1, RejectsImpossibleConstants) {
+  OneBitLambConstants k = OneBitLambExample();
+  k.c_max = 0.25;  // below c_min
+  EXPECT_THROW(OneBitLambTheorem1(k, 10), UserError);
+  k = OneBitLambExample();
+  k.denominator_max = 0.1;
+  EXPECT_THROW(OneBitLambTheorem1(k, 10), UserError);
+  k = OneBitLambExample();
+  k.beta = -0.1;
+  EXPECT_THROW(OneBitLambTheorem1(k, 10), UserError);
+  k = OneBitLambExample();
+  k.n = 0.5;
+  EXPECT_THROW(OneBitLambTheorem1(k, 10), UserError);
+  EXPECT_THROW(OneBitLambTheorem1(OneBitLambExample(), 0), UserError);
+}
+
+// gamma = 0.1 / (16 (2)(2) + sqrt(1000/4) + 1000^(1/3) 0.5^(2/3)) = 0.1 / (64 + 15.8113883 +
+// 6.2996052) = 0.0011612919080020617, used as gamma_max = gamma_min.
+TEST(OneBitLambCorollary1, StepSizeAndRate) {
+  const OneBitLambCorollary1Result r = OneBitLambCorollary1(OneBitLambExample(), 1000);
+  ExpectRelNear(r.gamma, 0.0011612919080020617);
+  ExpectRelNear(r.theorem.gamma_max, r.gamma);
+  ExpectRelNear(r.theorem.gamma_min, r.gamma);
+  EXPECT_TRUE(r.theorem.proof_covers_step_range);
+  ASSERT_EQ(r.rate.terms.size(), 3u);
+  EXPECT_NEAR(r.rate.terms[1].t_exponent, 2.0 / 3.0, 1e-15);
+  EXPECT_EQ(r.rate.t_exponent, 0.5);
+  EXPECT_EQ(r.rate.n_exponent, 0.5);
+}
+
+// Line 605 claims the coefficient is >= 1/2 at this step. That holds for the re-derived one for
+// every beta and V_max (gamma L V_max <= 1/16, the last term <= 1/32). The printed one lacks
+// V_max^2: with sigma = eps = 0, beta = 0.9, V_max = 0.1 the step is 0.1/3.2 = 0.03125 and it is
+// 1 - 0.00625 - 8 (0.03125^2)(4)/0.01 = 1 - 0.00625 - 3.125 = -2.13125.
+TEST(OneBitLambCorollary1, CoefficientAboveOneHalfOnlyWhenRederived) {
+  OneBitLambConstants k = OneBitLambExample();
+  k.sigma = 0;
+  k.eps = 0;
+  for (double beta : {0.0, 0.5, 0.9, 0.99}) {
+    for (double denominator : {0.1, 1.0, 10.0}) {
+      k.beta = beta;
+      k.denominator_min = denominator;
+      k.denominator_max = denominator;
+      const OneBitLambCorollary1Result r = OneBitLambCorollary1(k, 1000);
+      EXPECT_GE(r.theorem.coefficient_rederived, 0.5)
+          << "beta = " << beta << ", denominator = " << denominator;
+    }
+  }
+  k.beta = 0.9;
+  k.denominator_min = k.denominator_max = 10;
+  const OneBitLambCorollary1Result r = OneBitLambCorollary1(k, 1000);
+  ExpectRelNear(r.gamma, 0.03125);
+  ExpectRelNear(r.theorem.coefficient, -2.13125);
+  EXPECT_EQ(r.theorem.sum_bound, kVacuousBound);
+  EXPECT_TRUE(std::isfinite(r.theorem.sum_bound_rederived));
 }
 
 }  // namespace

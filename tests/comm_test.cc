@@ -207,7 +207,7 @@ TEST(SchemeEquivalence, HierarchicalWithOneWorkerPerNodeIsTheCompressedAllreduce
 }
 
 // onebit-adam.txt Sec. 6: rank c re-compresses chunk c with its own server error and scale
-// (DOMAIN.md convention 5). After the first compressed step the replicas' m is the decoded
+// (docs/conventions.md §5). After the first compressed step the replicas' m is the decoded
 // reply, and e_bar = u - reply with u the chunk's mean (the server error starts at 0), so
 // |m_j| = ||u_c|| / sqrt(d_c) on every coordinate of chunk c.
 TEST(CompressedAllreduce, EachChunkServerRecompressesWithItsOwnScale) {

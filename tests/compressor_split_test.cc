@@ -1,5 +1,5 @@
 // Compressor::Split and CompressorShape::Restrict, for the chunked collectives (1-bit Adam's
-// compressed allreduce, onebit-adam.txt Sec. 6 and DOMAIN.md convention 5; Birder's hierarchical
+// compressed allreduce, onebit-adam.txt Sec. 6 and docs/conventions.md §5; Birder's hierarchical
 // all-reduce, birder.txt Sec. 4).
 //
 // For every registered compressor, in several configurations, fp32 and fp64: a message of the

@@ -126,7 +126,7 @@ TEST(LambTest, NoLayersIsOneLayer) {
   EXPECT_EQ(flat->Observe(Quantity::kLayerScale, 0)->size(), 1);
 }
 
-// DOMAIN.md convention 8. Layer 1 starts at x = 0 (ratio 0); layer 2 has x != 0 but a zero
+// docs/conventions.md §8. Layer 1 starts at x = 0 (ratio 0); layer 2 has x != 0 but a zero
 // gradient, so u = 0 (ratio +infinity); layer 3 is ordinary.
 TEST(LambTest, ZeroNormRules) {
   const Eigen::VectorXd x0 = Vec({0, 0, 0.5, 1});

@@ -132,8 +132,8 @@ TEST(OnebitProbes, LambRatiosEqualIndependentRecomputation) {
   run.optimizer = "onebit-lamb";
   run.status = "completed";
   run.precision = Precision::kFp64;
-  run.optimizer_options = std::make_shared<OptionTable>("optimizer", "");
-  run.optimizer_options->Set("warmup_steps", testing::Int(4));
+  run.hyperparameters =
+      testing::MakeFromTomlHyperparameters("name = 'onebit-lamb'\nwarmup_steps = 4");
   Eigen::VectorXd x = problem->InitialPoint();
   Eigen::VectorXd m = Eigen::VectorXd::Zero(d), v = m;
   const std::vector<std::pair<Eigen::Index, Eigen::Index>> layers = {{0, 6}, {6, 1}};
@@ -173,8 +173,7 @@ TEST(OnebitProbes, LambRatiosEqualIndependentRecomputation) {
     }
   }
   run.steps_done = steps;
-  OptionTable options("assert", "");
-  const Verdict verdict = CheckOnebitLambClips({{&run, 1}, {&run, 1}, options, 0.99});
+  const Verdict verdict = testing::Judge("onebit-lamb-clips", run);
   EXPECT_EQ(verdict.kind, VerdictKind::kHolds) << verdict.measured << " | " << verdict.detail;
 }
 
@@ -189,16 +188,13 @@ RunEvidence Evidence(std::string optimizer, std::int64_t steps, std::int64_t war
   run.dimension = 7;
   run.steps_done = steps;
   run.precision = Precision::kFp64;
-  run.optimizer_options = std::make_shared<OptionTable>("optimizer", "");
-  run.optimizer_options->Set("warmup_steps", testing::Int(warmup));
+  // The options the run resolved, as `lemmalab run` stores them (the algorithm's defaults).
+  run.hyperparameters = testing::MakeFromTomlHyperparameters(
+      fmt::format("name = '{}'\nwarmup_steps = {}", run.optimizer, warmup));
   return run;
 }
 
-Verdict Judge(Verdict (*check)(const AssertionInput&), const RunEvidence& run,
-              OptionTable* options = nullptr) {
-  OptionTable empty("assert", "");
-  return check({{&run, 1}, {&run, 1}, options != nullptr ? *options : empty, 0.99});
-}
+using testing::Judge;
 
 // Errors of 2 workers and the server over 60 steps with T_w = 10.
 RunEvidence ErrorEvidence(double (*worker1)(std::int64_t t)) {
@@ -215,18 +211,18 @@ RunEvidence ErrorEvidence(double (*worker1)(std::int64_t t)) {
 TEST(OnebitErrorBoundedCheck, KnownAnswers) {
   // Hovering at a level: holds.
   Verdict v =
-      Judge(&CheckOnebitErrorBounded,
+      Judge("onebit-error-bounded",
             ErrorEvidence([](std::int64_t t) { return 2 + std::cos(static_cast<double>(t)); }));
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.measured;
   // A ramp from delta = 0 that levels off within the first half: holds (the maximum, not the
   // mean, of the first half).
-  v = Judge(&CheckOnebitErrorBounded, ErrorEvidence([](std::int64_t t) {
+  v = Judge("onebit-error-bounded", ErrorEvidence([](std::int64_t t) {
     return std::min(static_cast<double>(t - 10), 8.0);
   }));
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.measured;
   // A planted growing error (worker 1's ||delta|| = t): the second half's max is 60, the
   // first's 35; flagged at the step of the largest value.
-  v = Judge(&CheckOnebitErrorBounded,
+  v = Judge("onebit-error-bounded",
             ErrorEvidence([](std::int64_t t) { return static_cast<double>(t); }));
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 60);
@@ -235,27 +231,26 @@ TEST(OnebitErrorBoundedCheck, KnownAnswers) {
   // sqrt growth (x1.41 from half to half here) is caught at the default 0.25, not at 0.5.
   RunEvidence sqrt_growth =
       ErrorEvidence([](std::int64_t t) { return std::sqrt(static_cast<double>(t - 10)); });
-  EXPECT_EQ(Judge(&CheckOnebitErrorBounded, sqrt_growth).kind, VerdictKind::kViolated);
-  OptionTable loose("assert", "");
-  loose.Set("tolerance", {0.5, ""});
-  EXPECT_EQ(Judge(&CheckOnebitErrorBounded, sqrt_growth, &loose).kind, VerdictKind::kHolds);
+  EXPECT_EQ(Judge("onebit-error-bounded", sqrt_growth).kind, VerdictKind::kViolated);
+  EXPECT_EQ(Judge("onebit-error-bounded", sqrt_growth, "tolerance = 0.5").kind,
+            VerdictKind::kHolds);
   // Too few compression steps, a diverged run, no series.
   RunEvidence short_run = ErrorEvidence([](std::int64_t) { return 1.0; });
-  short_run.optimizer_options->Set("warmup_steps", testing::Int(45));
-  v = Judge(&CheckOnebitErrorBounded, short_run);
+  short_run.hyperparameters.Set("warmup_steps", std::int64_t{45});
+  v = Judge("onebit-error-bounded", short_run);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("min_steps"));
   RunEvidence diverged = ErrorEvidence([](std::int64_t) { return 1.0; });
   diverged.status = "diverged at step 60: NaN";
-  EXPECT_EQ(Judge(&CheckOnebitErrorBounded, diverged).kind, VerdictKind::kInconclusive);
-  EXPECT_EQ(Judge(&CheckOnebitErrorBounded, Evidence("onebit-adam", 60, 10)).kind,
+  EXPECT_EQ(Judge("onebit-error-bounded", diverged).kind, VerdictKind::kInconclusive);
+  EXPECT_EQ(Judge("onebit-error-bounded", Evidence("onebit-adam", 60, 10)).kind,
             VerdictKind::kInconclusive);
 }
 
 // ||v_t||_1 = f(t) for t = 1..80 with T_w = 50 and beta2 = 0.9 (window 1/(1-beta2) = 10).
 RunEvidence VarianceEvidence(double (*f)(double t), double beta2 = 0.9) {
   RunEvidence run = Evidence("onebit-adam", 80, 50);
-  if (beta2 != 0) run.optimizer_options->Set("beta2", {beta2, ""});
+  if (beta2 != 0) run.hyperparameters.Set("beta2", beta2);
   for (std::int64_t t = 1; t <= 80; ++t) {
     run.probes["variance-norm/l1"].points.push_back({t, kServer, f(static_cast<double>(t))});
     run.probes["variance-norm/l2"].points.push_back({t, kServer, f(static_cast<double>(t))});
@@ -265,7 +260,7 @@ RunEvidence VarianceEvidence(double (*f)(double t), double beta2 = 0.9) {
 
 TEST(VarianceStableCheck, KnownAnswers) {
   const auto saturating = [](double t) { return 1 - std::exp(-t / 5); };
-  Verdict v = Judge(&CheckVarianceStable, VarianceEvidence(saturating));
+  Verdict v = Judge("onebit-variance-stable", VarianceEvidence(saturating));
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.measured;
   EXPECT_EQ(v.worst_step, 50);
   EXPECT_NEAR(v.measured_value, saturating(50) / saturating(40) - 1, 1e-12);
@@ -276,36 +271,37 @@ TEST(VarianceStableCheck, KnownAnswers) {
                   1) > 0.04) {
     ++first;
   }
-  EXPECT_THAT(v.detail, HasSubstr(fmt::format("first step within the tolerance: {} ", first)));
+  EXPECT_THAT(v.detail,
+              HasSubstr(fmt::format("(steps <= 50) within the tolerance: {} ", first)));
+  // The rule the verdict applies is the two-sided one, and its bound says so.
+  EXPECT_THAT(v.bound, HasSubstr("|r - 1| <= tolerance = 0.04 (two-sided"));
 
   // v still ramping up (v ~ t): 50 / 40 - 1 = 0.25 > 0.04 at T_w.
-  v = Judge(&CheckVarianceStable, VarianceEvidence([](double t) { return t; }));
+  v = Judge("onebit-variance-stable", VarianceEvidence([](double t) { return t; }));
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 50);
   EXPECT_NEAR(v.measured_value, 0.25, 1e-12);
 
   // The default beta2 = 0.999 asks for a 1000-step window; T_w = 50 fits 49, and says so.
-  v = Judge(&CheckVarianceStable, VarianceEvidence([](double t) { return t; }, 0));
+  v = Judge("onebit-variance-stable", VarianceEvidence([](double t) { return t; }, 0));
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_THAT(v.detail, HasSubstr("does not fit"));
   EXPECT_NEAR(v.measured_value, 50.0 - 1, 1e-12);
 
   // The `window`, `at` and `tolerance` options.
-  OptionTable options("assert", "");
-  options.Set("window", testing::Int(5));
-  options.Set("at", testing::Int(80));
-  options.Set("tolerance", {0.07, ""});
-  v = Judge(&CheckVarianceStable, VarianceEvidence([](double t) { return t; }), &options);
+  v = Judge("onebit-variance-stable", VarianceEvidence([](double t) { return t; }),
+            "window = 5\nat = 80\ntolerance = 0.07");
   EXPECT_EQ(v.kind, VerdictKind::kHolds);  // 80 / 75 - 1 = 0.067
   EXPECT_EQ(v.worst_step, 80);
 
   // No warmup to judge (plain Adam without `at`), no series.
   RunEvidence adam = VarianceEvidence(saturating);
   adam.optimizer = "adam";
-  v = Judge(&CheckVarianceStable, adam);
+  adam.hyperparameters = testing::MakeFromTomlHyperparameters("name = 'adam'");
+  v = Judge("onebit-variance-stable", adam);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("`at`"));
-  EXPECT_EQ(Judge(&CheckVarianceStable, Evidence("onebit-adam", 80, 50)).kind,
+  EXPECT_EQ(Judge("onebit-variance-stable", Evidence("onebit-adam", 80, 50)).kind,
             VerdictKind::kInconclusive);
 }
 
@@ -335,7 +331,7 @@ RunEvidence LambEvidence() {
 }
 
 TEST(OnebitLambClipsCheck, KnownAnswers) {
-  Verdict v = Judge(&CheckOnebitLambClips, LambEvidence());
+  Verdict v = Judge("onebit-lamb-clips", LambEvidence());
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
 
   const auto planted = [](const char* series, std::int64_t step, int layer, double value) {
@@ -343,7 +339,7 @@ TEST(OnebitLambClipsCheck, KnownAnswers) {
     for (Series::Point& p : run.probes[series].points) {
       if (p.step == step && p.worker == layer) p.value = value;
     }
-    return Judge(&CheckOnebitLambClips, run);
+    return Judge("onebit-lamb-clips", run);
   };
   // c over c_max during warmup (step 3, layer 1).
   v = planted("lamb-ratios/c", 3, 1, 0.31);
@@ -365,16 +361,17 @@ TEST(OnebitLambClipsCheck, KnownAnswers) {
   // c_min at step 9 is flagged.
   RunEvidence lamb = LambEvidence();
   lamb.optimizer = "lamb";
+  lamb.hyperparameters = testing::MakeFromTomlHyperparameters("name = 'lamb'");
   lamb.probes.erase("lamb-ratios/r");
-  EXPECT_EQ(Judge(&CheckOnebitLambClips, lamb).kind, VerdictKind::kHolds);
+  EXPECT_EQ(Judge("onebit-lamb-clips", lamb).kind, VerdictKind::kHolds);
   for (Series::Point& p : lamb.probes["lamb-ratios/c"].points) {
     if (p.step == 9 && p.worker == 1) p.value = 0.005;
   }
-  v = Judge(&CheckOnebitLambClips, lamb);
+  v = Judge("onebit-lamb-clips", lamb);
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 9);
   // No series.
-  EXPECT_EQ(Judge(&CheckOnebitLambClips, Evidence("onebit-lamb", 10, 4)).kind,
+  EXPECT_EQ(Judge("onebit-lamb-clips", Evidence("onebit-lamb", 10, 4)).kind,
             VerdictKind::kInconclusive);
 }
 

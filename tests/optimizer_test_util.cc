@@ -22,4 +22,11 @@ std::unique_ptr<DistributedOptimizer<double>> MakeFromToml(const std::string& to
   return MakeOptimizer<double>(*table, OptimizerContext{dimension, workers});
 }
 
+Hyperparameters MakeFromTomlHyperparameters(const std::string& toml, std::int64_t dimension,
+                                            int workers) {
+  auto table = ParseOptionTable(toml, "optimizer", "test.toml");
+  MakeOptimizer<double>(*table, OptimizerContext{dimension, workers});
+  return table->Resolved();
+}
+
 }  // namespace lemmalab::testing

@@ -92,4 +92,9 @@ std::unique_ptr<DistributedOptimizer<T>> MakeNamed(std::string_view name,
 std::unique_ptr<DistributedOptimizer<double>> MakeFromToml(const std::string& toml,
                                                            std::int64_t dimension, int workers = 2);
 
+// The resolved options (core/hyperparameters.h) of the optimizer that table describes, as a run
+// stores them with its results.
+Hyperparameters MakeFromTomlHyperparameters(const std::string& toml, std::int64_t dimension = 8,
+                                            int workers = 2);
+
 }  // namespace lemmalab::testing

@@ -215,7 +215,8 @@ TEST(RandomK, SquaredErrorMatchesDomainFormula) {
     const ErrorMoments e = scaled ? SquaredErrorMoments(x, k, norm2, (ratio - 1) * (ratio - 1) - 1)
                                   : SquaredErrorMoments(x, k, norm2, -1);
     const double expected = scaled ? (ratio - 1) * norm2 : (1 - 1.0 / ratio) * norm2;
-    EXPECT_NEAR(e.mean, expected, 1e-12 * norm2) << "the moments agree with DOMAIN.md";
+    EXPECT_NEAR(e.mean, expected, 1e-12 * norm2)
+        << "the moments agree with docs/conventions.md §14";
     EXPECT_NEAR(sum / draws, expected, 5 * std::sqrt(e.variance / draws)) << "scaled " << scaled;
   }
 }

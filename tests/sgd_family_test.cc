@@ -85,7 +85,7 @@ TEST(SgdmTorch, ThreeStepsByHand) {
   }
 }
 
-// The papers' momentum and PyTorch's are different algorithms (DOMAIN.md convention 9): even
+// The papers' momentum and PyTorch's are different algorithms (docs/conventions.md §9): even
 // with dampening = 1 - beta, which makes the recursions equal, torch's first buffer is g1 and
 // sgdm's first m is (1 - beta) g1, so the first steps differ by the factor 1/(1 - beta).
 TEST(SgdmTorch, DiffersFromThePapersMomentumAtTheFirstStep) {

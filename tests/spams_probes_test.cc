@@ -17,7 +17,9 @@
 #include "problems/sharding.h"
 #include "problems/supervised.h"
 #include "tests/optimizer_test_util.h"
+#include "tests/test_util.h"
 #include "tests/theory_doubles.h"
+#include "cli/spec.h"
 #include "theory/assertion.h"
 #include "theory/assertions.h"
 #include "theory/bounds.h"
@@ -28,6 +30,7 @@ namespace {
 using ::testing::HasSubstr;
 
 using testing::EvidenceSink;
+using testing::Judge;
 
 // Runs `optimizer` for `steps` steps of a 4-worker logistic regression (d = 7) with the probes
 // attached, calling `check` after every step; returns the evidence the probes left.
@@ -51,7 +54,7 @@ ProbeRun MakeProblem(int workers) {
   return run;
 }
 
-// Top-k with ties to the lower index (spams.txt Alg. 3 line 5; DOMAIN.md convention 6).
+// Top-k with ties to the lower index (spams.txt Alg. 3 line 5; docs/conventions.md §6).
 Eigen::VectorXd TopK(const Eigen::VectorXd& u, int k) {
   std::vector<int> order(static_cast<std::size_t>(u.size()));
   std::iota(order.begin(), order.end(), 0);
@@ -103,9 +106,15 @@ TEST(SpamsProbes, SeriesEqualIndependentRecomputationOfAlgorithm2) {
       const Eigen::VectorXd& g = cluster.gradients()[static_cast<std::size_t>(i)];
       run.largest_gradient = std::max(run.largest_gradient, g.norm());
       const Eigen::VectorXd g_tilde = TopK(g + e[i], 2);  // line 7
+      // What probe q-deviate records (Assumption 1 on this run's own compressions).
+      run.evidence.probes["q-deviate/ratio"].points.push_back(
+          {t, i, (g_tilde - (g + e[i])).norm() / (g + e[i]).norm()});
       e[i] += g - g_tilde;                                // line 8
       g_bar += g_tilde / n;                               // line 12
     }
+    double largest = 0;
+    for (const Eigen::VectorXd& g : cluster.gradients()) largest = std::max(largest, g.norm());
+    run.evidence.metrics["max_grad_norm"].points.push_back({t, kRunWide, largest});
     m = 0.5 * m + 0.5 * g_bar;
     v = 0.999 * v + 0.001 * g_bar.cwiseAbs2();
     v_hat = v_hat.cwiseMax(v);
@@ -138,20 +147,28 @@ TEST(SpamsProbes, SeriesEqualIndependentRecomputationOfAlgorithm2) {
   run.evidence.optimizer = "dist-spams";
   run.evidence.steps_done = 15;
   run.evidence.constants.push_back({"G", run.largest_gradient, Certainty::kEstimate, "observed"});
-  run.evidence.optimizer_options = std::make_shared<OptionTable>("optimizer", "");
-  run.evidence.optimizer_options->Set("eps", {kEps, ""});
-  for (const auto check : {&CheckSpamsLemma2, &CheckSpamsLemma4, &CheckSpamsLemma5}) {
-    OptionTable options("assert", "");
-    const Verdict verdict = check({{&run.evidence, 1}, {&run.evidence, 1}, options, 0.99});
+  run.evidence.hyperparameters = testing::MakeFromTomlHyperparameters(
+      "name = 'dist-spams'\ncompressor = { name = 'top-k', k = 2 }\neps = 1e-3\nbeta1 = 0.5");
+  for (const char* lemma : {"spams-lemma2", "spams-lemma4", "spams-lemma5"}) {
+    const Verdict verdict = Judge(lemma, run.evidence);
     EXPECT_EQ(verdict.kind, VerdictKind::kHolds) << verdict.measured << " | " << verdict.detail;
   }
-  // Negative control: a compressor that does not keep its declared q. Top-2 of 7 is q-deviate
-  // only with q^2 = 5/7; declaring q = 0.2 (a bound 25 times smaller) breaks Lemma 2 on this run.
-  OptionTable planted("assert", "");
-  planted.Set("q", {0.2, ""});
-  const Verdict broken = CheckSpamsLemma2({{&run.evidence, 1}, {&run.evidence, 1}, planted, 0.99});
-  EXPECT_EQ(broken.kind, VerdictKind::kViolated) << broken.measured;
-  EXPECT_THAT(broken.detail, HasSubstr("the check's option"));
+  // Negative control (the audit's over-claimed q): Top-2 of 7 is q-deviate only with q^2 = 5/7;
+  // a check told q = 0.2 (a bound 25 times smaller) is contradicted by the run's own
+  // compressions, so Lemmas 2 and 4 and Theorem 1 are all inconclusive, naming the premise (the
+  // bound alone would say Lemma 2 is violated).
+  for (const char* lemma : {"spams-lemma2", "spams-lemma4"}) {
+    const Verdict broken = Judge(lemma, run.evidence, "q = 0.2");
+    EXPECT_EQ(broken.kind, VerdictKind::kInconclusive) << broken.measured;
+    EXPECT_THAT(broken.detail, HasSubstr("premise failed: spams.txt Assumption 1"));
+  }
+  EXPECT_THAT(Judge("spams-lemma2", run.evidence, "q = 0.2").detail,
+              HasSubstr("the bound alone would say violated"));
+  // A G the run contradicts (Assumption 3 given as half the largest gradient it saw).
+  const Verdict small_g = Judge("spams-lemma2", run.evidence,
+                                fmt::format("G = {}", run.largest_gradient / 2));
+  EXPECT_EQ(small_g.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(small_g.detail, HasSubstr("premise failed: spams.txt Assumption 3"));
 }
 
 // Algorithm 3 (spams): the one error lives at the server, so it is recorded as kServer, with the
@@ -190,22 +207,25 @@ TEST(SpamsProbes, SingleMachineRecordsTheServersErrorAndCompression) {
   EXPECT_DOUBLE_EQ(q.points[0].value, std::sqrt(1 - 3.0 / 7.0));
 }
 
-// Hand-built evidence for the assertions.
+// Hand-built evidence for the assertions, with the premises met: SPAMS with classic error
+// feedback, gradients of norm 1 and compressions that keep to q = 0.5.
 RunEvidence Evidence(std::string optimizer = "dist-spams") {
   RunEvidence run;
-  run.optimizer = std::move(optimizer);
+  run.optimizer = optimizer;
   run.status = "completed";
   run.workers = 2;
   run.dimension = 10;
   run.steps_done = 20;
   run.precision = Precision::kFp64;
+  run.hyperparameters.Set("name", optimizer);
+  run.hyperparameters.Set(optimizer == "spams" ? "feedback" : "worker_feedback", "classic");
+  run.hyperparameters.Set("eps", 1e-8);
+  run.hyperparameters.Set("beta1", 0.9);
+  for (std::int64_t t = 1; t <= 20; ++t) {
+    run.metrics["max_grad_norm"].points.push_back({t, kRunWide, 1.0});
+    for (int i = 0; i < 2; ++i) run.probes["q-deviate/ratio"].points.push_back({t, i, 0.0});
+  }
   return run;
-}
-
-Verdict Judge(Verdict (*check)(const AssertionInput&), const RunEvidence& run,
-              OptionTable* options = nullptr) {
-  OptionTable empty("assert", "");
-  return check({{&run, 1}, {&run, 1}, options != nullptr ? *options : empty, 0.99});
 }
 
 // Lemma 2 at q = 0.5, G = 2: the bound is 4 q^2 G^2 / (1-q^2)^2 = 4 * 0.25 * 4 / 0.5625 = 7.11.
@@ -221,39 +241,37 @@ TEST(SpamsLemma2Check, KnownAnswers) {
   const double bound = SpamsLemma2ErrorBound(0.5, 2);
   EXPECT_NEAR(bound, 64.0 / 9.0, 1e-12);
 
-  Verdict v = Judge(&CheckSpamsLemma2, run);
+  Verdict v = Judge("spams-lemma2", run);
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
   EXPECT_DOUBLE_EQ(v.bound_value, bound);
   EXPECT_THAT(v.detail, HasSubstr("G = 2 (bound"));
 
   // One planted point over the bound, at step 7, worker 1.
   sq.points[2 * 6 + 1].value = 7.2;
-  v = Judge(&CheckSpamsLemma2, run);
+  v = Judge("spams-lemma2", run);
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 7);
   EXPECT_EQ(v.worst_worker, 1);
   EXPECT_DOUBLE_EQ(v.measured_value, 7.2);
 
   // A larger q given to the check makes the same point admissible.
-  OptionTable options("assert", "");
-  options.Set("q", {0.6, ""});
-  EXPECT_EQ(Judge(&CheckSpamsLemma2, run, &options).kind, VerdictKind::kHolds);
+  EXPECT_EQ(Judge("spams-lemma2", run, "q = 0.6").kind, VerdictKind::kHolds);
 
   // Missing G, q, or the series.
   RunEvidence no_g = run;
   no_g.constants.clear();
-  v = Judge(&CheckSpamsLemma2, no_g);
+  v = Judge("spams-lemma2", no_g);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("G"));
   RunEvidence no_q = run;
   no_q.probes.erase("spams-ef/q");
-  v = Judge(&CheckSpamsLemma2, no_q);
+  v = Judge("spams-lemma2", no_q);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("declares no q"));
-  EXPECT_EQ(Judge(&CheckSpamsLemma2, Evidence()).kind, VerdictKind::kInconclusive);
-  // q >= 1 makes the lemma empty.
-  options.Set("q", {1.0, ""});
-  EXPECT_EQ(Judge(&CheckSpamsLemma2, run, &options).kind, VerdictKind::kInconclusive);
+  EXPECT_EQ(Judge("spams-lemma2", Evidence()).kind, VerdictKind::kInconclusive);
+  // q >= 1 is refused before anything runs: Assumption 1 needs q < 1.
+  EXPECT_THAT(testing::UserErrorOf([&] { Judge("spams-lemma2", run, "q = 1.0"); }),
+              HasSubstr("q must be in [0, 1)"));
 }
 
 // Lemma 4 with the server's q (spams, Alg. 3) and an estimated G, which the detail names.
@@ -261,83 +279,86 @@ TEST(SpamsLemma4Check, KnownAnswers) {
   RunEvidence run = Evidence("spams");
   run.constants.push_back({"G", 1, Certainty::kEstimate, "largest stochastic gradient"});
   run.probes["spams-vhat/q"].points.push_back({1, kServer, 0.0});
+  run.probes["q-deviate/ratio"].points = {{1, kServer, 0.0}};
   Series& vhat = run.probes["spams-vhat/max_vhat"];
   for (std::int64_t t = 1; t <= 20; ++t) vhat.points.push_back({t, kServer, 3.9});
-  Verdict v = Judge(&CheckSpamsLemma4, run);  // q = 0: bound 4 G^2 = 4
+  Verdict v = Judge("spams-lemma4", run);  // q = 0: bound 4 G^2 = 4
   EXPECT_EQ(v.kind, VerdictKind::kHolds);
   EXPECT_DOUBLE_EQ(v.bound_value, 4);
   EXPECT_THAT(v.detail, HasSubstr("estimate"));
   vhat.points[11].value = 4.01;
-  v = Judge(&CheckSpamsLemma4, run);
+  v = Judge("spams-lemma4", run);
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 12);
   // Rounding slack: 1e-13 over the bound is within fp64's 1e-12, 1e-11 is not.
   vhat.points[11].value = 4 * (1 + 1e-13);
-  EXPECT_EQ(Judge(&CheckSpamsLemma4, run).kind, VerdictKind::kHolds);
+  EXPECT_EQ(Judge("spams-lemma4", run).kind, VerdictKind::kHolds);
   vhat.points[11].value = 4 * (1 + 1e-11);
-  EXPECT_EQ(Judge(&CheckSpamsLemma4, run).kind, VerdictKind::kViolated);
+  EXPECT_EQ(Judge("spams-lemma4", run).kind, VerdictKind::kViolated);
 }
 
 // Lemma 5 at d = 10, eps = 0.01: sum ||D_t||_1 <= 100, sum ||D_t||^2 <= 1000.
 TEST(SpamsLemma5Check, KnownAnswers) {
   RunEvidence run = Evidence();
-  run.optimizer_options = std::make_shared<OptionTable>("optimizer", "");
-  run.optimizer_options->Set("eps", {0.01, ""});
+  run.hyperparameters.Set("eps", 0.01);
   Series& l1 = run.probes["spams-d/l1"];
   Series& sq = run.probes["spams-d/sq"];
   for (std::int64_t t = 1; t <= 20; ++t) {
     l1.points.push_back({t, kServer, 4.9});  // sums to 98
     sq.points.push_back({t, kServer, 1.0});
   }
-  Verdict v = Judge(&CheckSpamsLemma5, run);
+  Verdict v = Judge("spams-lemma5", run);
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.measured;
   EXPECT_EQ(v.worst_step, 20);
   // A planted jump at step 4 puts the running l1 sum over 100 from there on.
   l1.points[3].value = 90;
-  v = Judge(&CheckSpamsLemma5, run);
+  v = Judge("spams-lemma5", run);
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 4);
   EXPECT_DOUBLE_EQ(v.bound_value, 100);
-  // Missing series; eps unknown for a non-SPAMS optimizer.
+  // Missing series; an optimizer whose update is not SPAMS's (its eps sits elsewhere).
   RunEvidence none = Evidence();
-  EXPECT_EQ(Judge(&CheckSpamsLemma5, none).kind, VerdictKind::kInconclusive);
+  EXPECT_EQ(Judge("spams-lemma5", none).kind, VerdictKind::kInconclusive);
   RunEvidence other = run;
   other.optimizer = "amsgrad";
-  other.optimizer_options = nullptr;
-  v = Judge(&CheckSpamsLemma5, other);
+  v = Judge("spams-lemma5", other);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
-  EXPECT_THAT(v.detail, HasSubstr("eps"));
-  // SPAMS's default eps (1e-8) when the run does not set it: d / sqrt(eps) = 1e5.
+  EXPECT_THAT(v.detail, HasSubstr("premise failed: the algorithm is SPAMS"));
+  // The run's resolved eps is the one judged: SPAMS's default 1e-8 gives d / sqrt(eps) = 1e5.
   RunEvidence defaults = run;
-  defaults.optimizer_options = nullptr;
-  EXPECT_EQ(Judge(&CheckSpamsLemma5, defaults).kind, VerdictKind::kHolds);
+  defaults.hyperparameters.Set("eps", 1e-8);
+  EXPECT_EQ(Judge("spams-lemma5", defaults).kind, VerdictKind::kHolds);
 }
 
-// Theorem 1 on hand-built evidence: constants known, a constant admissible step size.
+// Theorem 1 on hand-built evidence: constants known, a constant admissible step size. At T = 50
+// the bound is ~300, far above G^2 = 4 (the most the left side can be): vacuous whatever the run
+// does. Over T = 10^4 steps at eta = eta_max it falls to ~0.96, below ||grad f(theta_1)||^2 =
+// 3.9, and meeting it is evidence.
 struct TheoremCase {
   RunEvidence run = Evidence();
   SpamsConstants k;
 };
-TheoremCase TheoremEvidence(double grad_sq) {
+TheoremCase TheoremEvidence(double grad_sq, std::int64_t steps = 10000) {
   TheoremCase c;
   RunEvidence& run = c.run;
   run.workers = 2;
   run.dimension = 4;
-  run.steps_done = 50;
+  run.steps_done = steps;
   run.constants = {{"L", 1, Certainty::kExact, ""},
                    {"G", 2, Certainty::kBound, ""},
                    {"sigma", 0.5, Certainty::kExact, ""},
                    {"sigma_g", 0, Certainty::kExact, ""},
                    {"f_star", 0.25, Certainty::kEstimate, "L-BFGS"}};
-  run.optimizer_options = std::make_shared<OptionTable>("optimizer", "");
-  run.optimizer_options->Set("eps", {0.1, ""});
-  run.optimizer_options->Set("beta1", {0.0, ""});
+  run.hyperparameters.Set("eps", 0.1);
+  run.hyperparameters.Set("beta1", 0.0);
   run.probes["spams-ef/q"].points.push_back({1, 0, 0.5});
   c.k = {0.5, 2, 1, 0.1, 0.0, 0, 2, 4, 0.5, 0, 1.0};
-  c.k.eta = 0.5 * SpamsTheorem1(c.k, 50).eta_max;
-  for (std::int64_t t = 1; t <= 50; ++t) run.metrics["lr"].points.push_back({t, kRunWide, c.k.eta});
-  for (std::int64_t s = 0; s <= 50; ++s) {
-    run.metrics["grad_sq_norm"].points.push_back({s, kRunWide, grad_sq});
+  c.k.eta = SpamsTheorem1(c.k, static_cast<double>(steps)).eta_max;
+  for (std::int64_t t = 1; t <= steps; ++t) {
+    run.metrics["lr"].points.push_back({t, kRunWide, c.k.eta});
+  }
+  for (std::int64_t s = 0; s <= steps; ++s) {
+    run.metrics["grad_sq_norm"].points.push_back({s, kRunWide, s == 0 ? 3.9 : grad_sq});
     run.metrics["train_loss"].points.push_back({s, kRunWide, 1.25});  // f(theta_1) - f* = 1
   }
   return c;
@@ -345,41 +366,67 @@ TheoremCase TheoremEvidence(double grad_sq) {
 
 TEST(SpamsTheorem1Check, KnownAnswers) {
   TheoremCase c = TheoremEvidence(0.01);
-  const double bound = SpamsTheorem1(c.k, 50).bound;
-  ASSERT_TRUE(std::isfinite(bound));
-  Verdict v = Judge(&CheckSpamsTheorem1, c.run);
+  const SpamsTheorem1Result r = SpamsTheorem1(c.k, 10000);
+  // beta1 = 0 and q = 0.5: C2 = 4q^2/(1-q^2)^2 = 1.78 > C1 = 2q/(1-q^2) = 1.33, so the proof's
+  // bound (the verdict's) is above the printed one (shown beside it).
+  const double bound = r.bound_proof;
+  ASSERT_LT(bound, 3.9);
+  ASSERT_GT(bound, r.bound);
+  Verdict v = Judge("spams-theorem1", c.run);
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
   EXPECT_NEAR(v.bound_value, bound, 1e-9 * bound);
-  EXPECT_DOUBLE_EQ(v.measured_value, 0.01);
-  EXPECT_THAT(v.detail, HasSubstr("slack"));
+  ASSERT_EQ(v.other_forms.size(), 1u);
+  EXPECT_NEAR(v.other_forms[0].bound_value, r.bound, 1e-9 * r.bound);
+  EXPECT_NEAR(v.measured_value, (3.9 + 9999 * 0.01) / 10000, 1e-12);
   EXPECT_THAT(v.detail, HasSubstr("f_star = 0.25 (estimate"));
+  // Printed as the verdict's form on request.
+  EXPECT_NEAR(Judge("spams-theorem1", c.run, "bound = \"printed\"").bound_value, r.bound,
+              1e-9 * r.bound);
 
-  // A run average above bound / (1 - 0.99) rejects the expectation bound (Markov).
+  // One run against an expectation: above bound / (1 - 0.99) rejects it (Markov), between the
+  // bound and that level one draw cannot decide.
   TheoremCase over = TheoremEvidence(0);
   for (Series::Point& p : over.run.metrics["grad_sq_norm"].points) p.value = 101 * bound;
-  EXPECT_EQ(Judge(&CheckSpamsTheorem1, over.run).kind, VerdictKind::kViolated);
+  EXPECT_EQ(Judge("spams-theorem1", over.run).kind, VerdictKind::kViolated);
   for (Series::Point& p : over.run.metrics["grad_sq_norm"].points) p.value = 99 * bound;
-  EXPECT_EQ(Judge(&CheckSpamsTheorem1, over.run).kind, VerdictKind::kHolds);
+  EXPECT_EQ(Judge("spams-theorem1", over.run).kind, VerdictKind::kInconclusive);
+  // A bound a run standing still at theta_1 would meet is no evidence: vacuous.
+  TheoremCase still = TheoremEvidence(0.01);
+  still.run.metrics["grad_sq_norm"].points.front().value = 0.5;
+  v = Judge("spams-theorem1", still.run);
+  EXPECT_EQ(v.kind, VerdictKind::kVacuous);
+  EXPECT_THAT(v.detail, HasSubstr("vacuous: not below min(G^2, ||grad f(theta_1)||^2)"));
+  // Over 50 steps the bound (~300) is above G^2: vacuous too.
+  EXPECT_EQ(Judge("spams-theorem1", TheoremEvidence(0.01, 50).run).kind, VerdictKind::kVacuous);
 
-  // Inconclusive: a missing constant, an inadmissible or varying step size, a missing iterate.
+  // Inconclusive: a missing constant, an inadmissible or varying step size, a missing iterate,
+  // gradients above the G the bound uses.
   TheoremCase no_sigma = TheoremEvidence(0.01);
   no_sigma.run.constants.erase(no_sigma.run.constants.begin() + 2);
-  v = Judge(&CheckSpamsTheorem1, no_sigma.run);
+  v = Judge("spams-theorem1", no_sigma.run);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("sigma"));
   TheoremCase big = TheoremEvidence(0.01);
   for (Series::Point& p : big.run.metrics["lr"].points) p.value = 4 * c.k.eta;
-  v = Judge(&CheckSpamsTheorem1, big.run);
+  v = Judge("spams-theorem1", big.run);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
-  EXPECT_THAT(v.detail, HasSubstr("step size"));
+  EXPECT_THAT(v.detail, HasSubstr("premise failed: eta <= eta_max"));
   TheoremCase varying = TheoremEvidence(0.01);
   varying.run.metrics["lr"].points[5].value /= 2;
-  EXPECT_EQ(Judge(&CheckSpamsTheorem1, varying.run).kind, VerdictKind::kInconclusive);
+  EXPECT_EQ(Judge("spams-theorem1", varying.run).kind, VerdictKind::kInconclusive);
   TheoremCase gap = TheoremEvidence(0.01);
   gap.run.metrics["grad_sq_norm"].points.erase(gap.run.metrics["grad_sq_norm"].points.begin() + 3);
-  v = Judge(&CheckSpamsTheorem1, gap.run);
+  v = Judge("spams-theorem1", gap.run);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("eval_every"));
+  // The audit's "iterates leave the ball where G holds": a stochastic gradient of norm 38.8
+  // against the problem's G = 2 at step 17.
+  TheoremCase escaped = TheoremEvidence(0.01);
+  escaped.run.metrics["max_grad_norm"].points[16].value = 38.8;
+  v = Judge("spams-theorem1", escaped.run);
+  EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.detail, HasSubstr("premise failed: spams.txt Assumption 3"));
+  EXPECT_THAT(v.premises[3].detail, HasSubstr("38.8 at step 17 exceeds G = 2"));
 }
 
 }  // namespace

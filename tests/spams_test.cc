@@ -20,7 +20,7 @@ using testing::Step;
 // The StepContext seed of every Step in this file.
 constexpr std::uint64_t kSeed = 7;
 
-// Block-Sign with one block: sign(y) ||y||_1 / d, zero sent as +1 (DOMAIN.md convention 5), the
+// Block-Sign with one block: sign(y) ||y||_1 / d, zero sent as +1 (docs/conventions.md §5), the
 // scale sent as a float32.
 Eigen::VectorXd BlockSign(const Eigen::VectorXd& y) {
   const double scale = static_cast<float>(y.lpNorm<1>() / static_cast<double>(y.size()));
@@ -118,7 +118,7 @@ TEST(Spams, CompressesTheMeanGradientWithTheServersError) {
   EXPECT_NEAR((x - Eigen::Vector3d(-1, 1, -1)).norm(), 0.0, 1e-12);
 }
 
-// DOMAIN.md convention 6 and the reduction: with the identity compressor the error stays
+// docs/conventions.md §6 and the reduction: with the identity compressor the error stays
 // zero, and with one worker Algorithm 2 is AMSGrad with eps inside the root, no bias correction.
 TEST(DistSpams, WithIdentityAndOneWorkerIsAmsGradWithEpsInsideTheRoot) {
   const Eigen::Index d = 5;

@@ -7,12 +7,26 @@
 #include <string>
 #include <utility>
 
+#include "cli/spec.h"
 #include "compressors/compressor.h"
 #include "compressors/stochastic_binary.h"
+#include "theory/assertions.h"
 #include "theory/evidence.h"
 #include "theory/probe.h"
 
 namespace lemmalab::testing {
+
+// The verdict `assertion` gives, configured by the [[assert]] keys `table` (TOML text), on
+// `runs` judged together (one run for per-run assertions), as lemmalab check settles it.
+inline Verdict Judge(std::string_view assertion, std::span<const RunEvidence> runs,
+                     const std::string& table = "", double confidence = 0.99) {
+  const auto options = ParseOptionTable(table, "[[assert]]");
+  return JudgeAssertion(assertion, *options, {runs, runs, confidence});
+}
+inline Verdict Judge(std::string_view assertion, const RunEvidence& run,
+                     const std::string& table = "", double confidence = 0.99) {
+  return Judge(assertion, std::span(&run, 1), table, confidence);
+}
 
 // Records probe series into `run->probes["probe/series"]` at `step`.
 struct EvidenceSink final : ProbeSink {

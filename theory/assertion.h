@@ -1,19 +1,33 @@
 // Assertions: the claims of the papers that `lemmalab check` turns into verdicts.
 //
 // An assertion reads the series probes and metrics left in a run's results (theory/evidence.h)
-// and says whether the claim holds there: holds, violated (where and by how much), or
-// inconclusive (not enough samples, a constant the bound needs is unknown, the run diverged
-// before the claim could be judged). Each names its source (paper file, lemma or theorem,
-// equation) and the probes it needs, which `lemmalab check` attaches to the runs by itself.
+// and says whether the claim holds there. A verdict is a claim a researcher will cite, so:
+//   holds            positive evidence: a bound met at every evaluated point, or, for a
+//                    statistical claim, a confidence interval inside the claimed limit;
+//   holds (vacuous)  met, but by a bound no smaller than a trivial one (the left-hand side's
+//                    value at the start, or the largest value the quantity can take): no
+//                    evidence either way;
+//   violated         evidence against, with the worst step, worker and margin;
+//   inconclusive     anything else, with the reason: a premise of the lemma or theorem that the
+//                    run broke (named, with its step and value), a diverged run, a series that is
+//                    not stationary where a stationary mean is assumed, too few samples, an
+//                    unknown constant.
+// Every lemma and theorem lists the premises its proof uses and checks each on the run
+// (theory/premises.h); a failed premise makes the verdict inconclusive whatever the bound says.
+// Where the printed statement and the bound its proof supports differ, both are evaluated: the
+// verdict is the proof's, the printed one is shown beside it (Verdict::other_forms).
 //
-// Statistical assertions state their confidence level (the check's `confidence`, default 0.99)
-// and draw only from the run's keyed streams, so a verdict is reproducible bit for bit.
+// An assertion is made from its [[assert]] table before anything runs (Make reads and validates
+// every key, so a typo fails at once), and the judgement it returns reads only the evidence.
+// Statistical judgements state their confidence level (the check's `confidence`, default 0.99)
+// and use only the run's keyed streams, so a verdict is reproducible bit for bit.
 //
-// Adding an assertion: one function and one line in theory/assertion_registry.cc, one
-// known-answer test (and a negative control) in tests/.
+// Adding an assertion: one Make function and one line in theory/assertion_registry.cc, one
+// known-answer test and a negative control in tests/.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <span>
@@ -27,8 +41,46 @@
 
 namespace lemmalab {
 
-enum class VerdictKind { kHolds, kViolated, kInconclusive };
-std::string_view VerdictName(VerdictKind kind);  // "holds", "violated", "inconclusive"
+enum class VerdictKind { kHolds, kVacuous, kViolated, kInconclusive };
+// "holds", "holds (vacuous)", "violated", "inconclusive".
+std::string_view VerdictName(VerdictKind kind);
+// The word a spec's `expect` uses: "holds", "vacuous", "violated", "inconclusive".
+std::string_view ExpectationName(VerdictKind kind);
+
+// An assumption a lemma's or theorem's proof uses, as checked on the run. `kUnchecked` names one
+// the run cannot show either way (the detail says why); it does not decide the verdict but is
+// printed with it, so a reader sees what the verdict takes on trust.
+struct Premise {
+  enum class Status { kMet, kFailed, kUnchecked };
+  std::string name;  // "Assumption 3 (||g_t,i|| <= G)"
+  Status status = Status::kMet;
+  std::string detail;  // how it was checked; where it failed, with the value
+  std::optional<std::int64_t> step;
+  std::optional<int> worker;
+
+  bool failed() const { return status == Status::kFailed; }
+  static Premise Met(std::string name, std::string detail) {
+    return {std::move(name), Status::kMet, std::move(detail), std::nullopt, std::nullopt};
+  }
+  static Premise Unchecked(std::string name, std::string detail) {
+    return {std::move(name), Status::kUnchecked, std::move(detail), std::nullopt, std::nullopt};
+  }
+  static Premise Failed(std::string name, std::string detail,
+                        std::optional<std::int64_t> step = std::nullopt,
+                        std::optional<int> worker = std::nullopt) {
+    return {std::move(name), Status::kFailed, std::move(detail), step, worker};
+  }
+};
+
+// Another form of the same bound judged on the same run (the statement as printed beside the
+// one re-derived from its proof).
+struct BoundForm {
+  std::string name;  // "as printed"
+  VerdictKind kind = VerdictKind::kInconclusive;
+  std::string bound;
+  double bound_value = std::numeric_limits<double>::quiet_NaN();
+  std::string detail;
+};
 
 struct Verdict {
   VerdictKind kind = VerdictKind::kInconclusive;
@@ -39,6 +91,11 @@ struct Verdict {
   std::optional<std::int64_t> worst_step;  // where the claim is closest to failing, or fails
   std::optional<int> worst_worker;         // worker index or kServer, when per worker
   std::string detail;  // why inconclusive; which constants are exact, bounds or estimates
+  // The source for this run when it is not the assertion's own (the run's compressor's contract
+  // rather than Birder's Lemma 1, say).
+  std::string source;
+  std::vector<Premise> premises;
+  std::vector<BoundForm> other_forms;
 
   static Verdict Inconclusive(std::string why) {
     Verdict v;
@@ -47,20 +104,29 @@ struct Verdict {
   }
 };
 
-// What one evaluation sees. `runs` are the runs the assertion judges together: one run for
+// What one judgement sees. `runs` are the runs the assertion judges together: one run for
 // per-run assertions; the same label over the check's seeds (kAcrossSeeds) or over its worker
 // counts and seeds (kAcrossWorkers). `experiment` holds every run of the experiment `runs[0]`
 // belongs to (same seed and workers), for assertions that compare with a reference run.
 struct AssertionInput {
   std::span<const RunEvidence> runs;
   std::span<const RunEvidence> experiment;
-  OptionTable& options;      // the [[assert]] table: the assertion's own keys
   double confidence = 0.99;  // for statistical verdicts
 };
 
 enum class AssertionScope { kRun, kAcrossSeeds, kAcrossWorkers };
 
-using AssertionFn = Verdict (*)(const AssertionInput& input);
+// The judgement an [[assert]] table configures.
+using Judgement = std::function<Verdict(const AssertionInput& input)>;
+
+// What an assertion may check its options against before anything runs.
+struct AssertionContext {
+  std::vector<std::string> labels;  // of the spec's [[optimizer]] tables
+};
+
+// Reads and validates every key of the assertion's [[assert]] table (beyond assertion, runs and
+// expect) and returns the judgement; UserError on a bad key.
+using AssertionMaker = Judgement (*)(OptionTable& options, const AssertionContext& context);
 
 struct AssertionInfo {
   std::string_view name;
@@ -68,9 +134,13 @@ struct AssertionInfo {
   std::string_view source;               // "birder.txt Lemma 1, Eq. 16"
   std::vector<std::string_view> probes;  // probes whose series it reads (attached by the check)
   AssertionScope scope = AssertionScope::kRun;
-  AssertionFn evaluate = nullptr;
+  AssertionMaker make = nullptr;
 };
 
 const Registry<AssertionInfo>& Assertions();
+
+// The verdict as a check reports it: the judgement's, made inconclusive (naming the premise,
+// its step and value) when a premise failed.
+Verdict Settle(Verdict verdict);
 
 }  // namespace lemmalab

@@ -1,20 +1,9 @@
 // The assertion registry: adding an assertion is one function and one line in the table below.
 #include "theory/assertion.h"
 #include "theory/assertions.h"
+#include "theory/verdicts.h"
 
 namespace lemmalab {
-
-std::string_view VerdictName(VerdictKind kind) {
-  switch (kind) {
-    case VerdictKind::kHolds:
-      return "holds";
-    case VerdictKind::kViolated:
-      return "violated";
-    case VerdictKind::kInconclusive:
-      break;
-  }
-  return "inconclusive";
-}
 
 const Registry<AssertionInfo>& Assertions() {
   static const Registry<AssertionInfo> registry(
@@ -25,132 +14,143 @@ const Registry<AssertionInfo>& Assertions() {
            "birder.txt Thm 1 assumption and footnote 5",
            {"min-b"},
            AssertionScope::kRun,
-           &CheckDenominatorFloor},
+           &MakeDenominatorFloorCheck},
           {"b-positive",
            "min_j b_t,j > 0 without the added constant",
            "birder.txt Thm 1 assumption (rho > 0), Eq. 4",
            {"min-b"},
            AssertionScope::kRun,
-           &CheckRawDenominatorPositive},
+           &MakeRawDenominatorPositiveCheck},
           {"birder-lemma2",
            "the z-sequence identity holds to rounding at every step",
            "birder.txt Lemma 2, Eq. 20-23",
            {"birder-z"},
            AssertionScope::kRun,
-           &CheckZSequence},
+           &MakeZSequenceCheck},
           {"birder-theorem1",
            "((1/T) sum ||grad f(x_t)||)^2 <= C1/sqrt(T) + C2 (1 + ln T)/sqrt(T) at every T",
            "birder.txt Thm 1, Eq. 6, 41-42",
-           {"min-b", "birder-z"},
+           {"min-b", "birder-z", "ef-norm"},
            AssertionScope::kRun,
-           &CheckBirderTheorem1},
+           &MakeBirderTheorem1Check},
           {"ef-norm",
            "E||e||^2 <= d for worker and server error feedback",
            "birder.txt Lemma 1, Eq. 16 and 19",
-           {"ef-norm"},
+           {"ef-norm", "q-domain"},
            AssertionScope::kRun,
-           &CheckErrorNorm},
+           &MakeErrorNormCheck},
           {"linear-speedup",
            "the averaged squared gradient norm falls like n^-q with the theorem's q",
            "onebit-adam-icml-with-appendix.txt Cor. 1; spams.txt Cor. 1",
            {},
            AssertionScope::kAcrossWorkers,
-           &CheckSpeedup},
+           &MakeSpeedupCheck},
           {"optimality-gap",
            "f(x_T) - f* <= tolerance at the end of the run",
            "convergence to a minimiser (the signSGD counterexamples violate it)",
            {},
            AssertionScope::kRun,
-           &CheckOptimalityGap},
+           &MakeOptimalityGapCheck},
           {"q-deviate",
            "||C(u) - u|| <= q ||u|| with q < 1 for every compressor call",
            "spams.txt Assumption 1",
            {"q-deviate"},
            AssertionScope::kRun,
-           &CheckDeviation},
+           &MakeDeviationCheck},
           {"q-domain",
            "every input of Q lies in [-1, 1]",
            "birder.txt Eq. 5, Lemma 1",
            {"q-domain"},
            AssertionScope::kRun,
-           &CheckQuantizerDomain},
+           &MakeQuantizerDomainCheck},
           {"q-unbiased",
            "E[C(u)] = u on the run's own inputs (repeated draws)",
            "birder.txt Eq. 5, Lemma 1 Eq. 17",
            {"q-unbiased"},
            AssertionScope::kRun,
-           &CheckUnbiased},
+           &MakeUnbiasedCheck},
           {"q-variance",
            "Var Q(u)_j = 1 - u_j^2 on |u_j| <= 1 (Birder's quantizer)",
            "birder.txt Lemma 1, Eq. 18",
            {"q-unbiased"},
            AssertionScope::kRun,
-           &CheckQuantizerVariance},
+           &MakeQuantizerVarianceCheck},
           {"rate",
            "the running average of ||grad f||^2 decays like T^-p with the theorem's p",
            "birder.txt Thm 1; spams.txt Thm 1; onebit-adam-icml-with-appendix.txt Thm 1",
            {},
            AssertionScope::kAcrossSeeds,
-           &CheckRate},
+           &MakeRateCheck},
           {"tracks-reference",
            "the run ends within tolerance of a reference run",
            "onebit-adam.txt Sec. 3.2, Fig. 6 (naive compression drifts from Adam)",
            {},
            AssertionScope::kRun,
-           &CheckTracksReference},
+           &MakeTracksReferenceCheck},
           {"onebit-error-bounded",
            "the compression errors ||delta^(i)_t||, ||delta_bar_t|| stay bounded in the "
            "compression phase (max over its second half <= (1 + tolerance) x max over the first)",
            "onebit-adam-icml-with-appendix.txt Assumption 1.3 (lines 720-740)",
            {"onebit-error"},
            AssertionScope::kRun,
-           &CheckOnebitErrorBounded},
+           &MakeOnebitErrorBoundedCheck},
           {"onebit-theorem1",
            "(1/(T+1)) sum ||grad f(x_t)||^2 over the compression phase <= Theorem 1's bound "
            "(Markov at the confidence)",
            "onebit-adam-icml-with-appendix.txt Thm 1, Eq. 6",
            {"onebit-error"},
            AssertionScope::kRun,
-           &CheckOnebitAdamTheorem1},
+           &MakeOnebitAdamTheorem1Check},
           {"onebit-lamb-clips",
            "c_t in [c_min, c_max] in warmup; then r_t in [r_min, r_max], within r_threshold of "
            "r_(t-1), and c_t = r_t c_avg, per layer",
            "onebit-lamb.txt Eq. (1) and Algorithm 1 lines 1-3, 18-20",
            {"lamb-ratios"},
            AssertionScope::kRun,
-           &CheckOnebitLambClips},
+           &MakeOnebitLambClipsCheck},
           {"onebit-variance-stable",
            "||v_t|| changes by <= tolerance over a window of 1/(1-beta2) steps at T_w",
            "onebit-adam-icml-with-appendix.txt Sec. 3.3, Fig. 2, Sec. 7.1 (lines 962-974)",
            {"variance-norm"},
            AssertionScope::kRun,
-           &CheckVarianceStable},
+           &MakeVarianceStableCheck},
           {"spams-lemma2",
            "||e_t,i||^2 <= 4 q^2 G^2 / (1-q^2)^2 at every step and worker",
            "spams.txt Lemma 2 (lines 534-538, Eq. 3)",
-           {"spams-ef"},
+           {"spams-ef", "q-deviate"},
            AssertionScope::kRun,
-           &CheckSpamsLemma2},
+           &MakeSpamsLemma2Check},
           {"spams-lemma4",
            "max_j v_hat_t,j <= 4 (1+q^2)^3 G^2 / (1-q^2)^2 at every step",
            "spams.txt Lemma 4 (lines 547-549)",
-           {"spams-vhat"},
+           {"spams-vhat", "q-deviate"},
            AssertionScope::kRun,
-           &CheckSpamsLemma4},
+           &MakeSpamsLemma4Check},
           {"spams-lemma5",
            "sum_t ||D_t||_1 <= d / sqrt(eps) and sum_t ||D_t||^2 <= d / eps at every step",
            "spams.txt Lemma 5 (lines 566-571)",
            {"spams-d"},
            AssertionScope::kRun,
-           &CheckSpamsLemma5},
+           &MakeSpamsLemma5Check},
           {"spams-theorem1",
            "(1/T) sum_t ||grad f(theta_t)||^2 <= Theorem 1's bound (Markov at the confidence)",
            "spams.txt Theorem 1 (lines 221-222; proof lines 552-590)",
-           {"spams-ef"},
+           {"spams-ef", "q-deviate"},
            AssertionScope::kRun,
-           &CheckSpamsTheorem1},
+           &MakeSpamsTheorem1Check},
       });
   return registry;
+}
+
+Verdict JudgeAssertion(std::string_view assertion, OptionTable& options,
+                       const AssertionInput& input) {
+  const AssertionInfo* info = Assertions().Find(assertion);
+  LEMMALAB_CHECK(info != nullptr, "no assertion '{}'", assertion);
+  AssertionContext context;
+  for (const RunEvidence& run : input.experiment) context.labels.push_back(run.label);
+  const Judgement judge = info->make(options, context);
+  options.RejectUnknownKeys();
+  return Settle(judge(input));
 }
 
 }  // namespace lemmalab

@@ -1,4 +1,5 @@
-// The assertion functions the registry (theory/assertion_registry.cc) lists, by source.
+// The assertions the registry (theory/assertion_registry.cc) lists, by source: each reads and
+// validates its [[assert]] keys and returns the judgement (theory/assertion.h).
 #pragma once
 
 #include "theory/assertion.h"
@@ -6,34 +7,38 @@
 namespace lemmalab {
 
 // birder.txt (theory/birder_assertions.cc)
-Verdict CheckErrorNorm(const AssertionInput& input);
-Verdict CheckQuantizerDomain(const AssertionInput& input);
-Verdict CheckDenominatorFloor(const AssertionInput& input);
-Verdict CheckRawDenominatorPositive(const AssertionInput& input);
-Verdict CheckZSequence(const AssertionInput& input);
-Verdict CheckBirderTheorem1(const AssertionInput& input);
+Judgement MakeErrorNormCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeQuantizerDomainCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeDenominatorFloorCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeRawDenominatorPositiveCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeZSequenceCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeBirderTheorem1Check(OptionTable& options, const AssertionContext& context);
 
 // Compressor contracts (theory/compressor_assertions.cc)
-Verdict CheckUnbiased(const AssertionInput& input);
-Verdict CheckQuantizerVariance(const AssertionInput& input);
-Verdict CheckDeviation(const AssertionInput& input);
+Judgement MakeUnbiasedCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeQuantizerVarianceCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeDeviationCheck(OptionTable& options, const AssertionContext& context);
 
 // Rates and end points (theory/rate_assertions.cc)
-Verdict CheckRate(const AssertionInput& input);
-Verdict CheckSpeedup(const AssertionInput& input);
-Verdict CheckOptimalityGap(const AssertionInput& input);
-Verdict CheckTracksReference(const AssertionInput& input);
+Judgement MakeRateCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeSpeedupCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeOptimalityGapCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeTracksReferenceCheck(OptionTable& options, const AssertionContext& context);
 
 // spams.txt (theory/spams_assertions.cc)
-Verdict CheckSpamsLemma2(const AssertionInput& input);
-Verdict CheckSpamsLemma4(const AssertionInput& input);
-Verdict CheckSpamsLemma5(const AssertionInput& input);
-Verdict CheckSpamsTheorem1(const AssertionInput& input);
+Judgement MakeSpamsLemma2Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeSpamsLemma4Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeSpamsLemma5Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeSpamsTheorem1Check(OptionTable& options, const AssertionContext& context);
 
 // onebit-adam-icml-with-appendix.txt and onebit-lamb.txt (theory/onebit_assertions.cc)
-Verdict CheckOnebitErrorBounded(const AssertionInput& input);
-Verdict CheckVarianceStable(const AssertionInput& input);
-Verdict CheckOnebitLambClips(const AssertionInput& input);
-Verdict CheckOnebitAdamTheorem1(const AssertionInput& input);
+Judgement MakeOnebitErrorBoundedCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeVarianceStableCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeOnebitLambClipsCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeOnebitAdamTheorem1Check(OptionTable& options, const AssertionContext& context);
+
+// One judgement by name, as a check makes it from an [[assert]] table: for tests and tools.
+Verdict JudgeAssertion(std::string_view assertion, OptionTable& options,
+                       const AssertionInput& input);
 
 }  // namespace lemmalab

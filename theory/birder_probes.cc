@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "optimizers/birder.h"
 #include "theory/evidence.h"
@@ -15,15 +16,19 @@ namespace {
 template <typename T>
 class QuantizerDomainProbe final : public Probe<T> {
  public:
-  explicit QuantizerDomainProbe(const ProbeContext& context) : workers_(context.workers) {}
+  explicit QuantizerDomainProbe(const ProbeContext& context)
+      : workers_(context.workers),
+        birder_quantizer_(context.hyperparameters.Text("compressor.name") == "stochastic-binary") {}
 
   std::string_view name() const override { return "q-domain"; }
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
-    return optimizer.LastEncode(0) != nullptr;
+  // Only Birder's quantizer has a domain ([-1, 1], Eq. 5); other compressors' encode statistics
+  // count other things (fp16's saturation) or nothing.
+  bool AppliesTo(const Observable<T>& optimizer) const override {
+    return birder_quantizer_ && optimizer.LastEncode(0) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     const std::int64_t t = step.t;
     for (int i = 0; i < workers_; ++i) {
@@ -60,6 +65,7 @@ class QuantizerDomainProbe final : public Probe<T> {
   }
 
   int workers_;
+  bool birder_quantizer_;
   Tally worker_, server_;
   std::int64_t first_outside_ = 0;
 };
@@ -72,12 +78,12 @@ class ErrorNormProbe final : public Probe<T> {
 
   std::string_view name() const override { return "ef-norm"; }
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     return optimizer.Observe(Quantity::kWorkerError, 0) != nullptr ||
            optimizer.Observe(Quantity::kServerError, kServer) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     const std::int64_t t = step.t;
     for (int i = 0; i < workers_; ++i) {
@@ -120,14 +126,15 @@ class MinDenominatorProbe final : public Probe<T> {
 
   std::string_view name() const override { return "min-b"; }
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     return optimizer.Observe(Quantity::kRawDenominator, 0) != nullptr &&
            optimizer.Observe(Quantity::kDenominator, 0) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     const std::int64_t t = step.t;
+    previous_.resize(static_cast<std::size_t>(workers_));
     for (int i = 0; i < workers_; ++i) {
       const Vector<T>& b = *optimizer.Observe(Quantity::kRawDenominator, i);
       const Vector<T>& denominator = *optimizer.Observe(Quantity::kDenominator, i);
@@ -135,8 +142,19 @@ class MinDenominatorProbe final : public Probe<T> {
       const double min_denominator = static_cast<double>(denominator.minCoeff());
       const auto at_constant = static_cast<std::int64_t>((b.array() == T(0)).count());
       sink.Record("min_b", i, min_b);
+      sink.Record("max_b", i, static_cast<double>(b.maxCoeff()));
       sink.Record("min_denominator", i, min_denominator);
       sink.Record("at_constant", i, static_cast<double>(at_constant));
+      // Theorem 1's proof, step (iii), needs alpha_{t-1} / b_{t-1} >= alpha_t / b_t on every
+      // coordinate: the largest ratio (alpha_t / b_t,j) / (alpha_{t-1} / b_{t-1},j) must stay
+      // <= 1. Line 7's max rule guarantees it after T0; without it b may fall faster than alpha.
+      Eigen::ArrayXd& before = previous_[static_cast<std::size_t>(i)];
+      const Eigen::ArrayXd now = denominator.template cast<double>().array();
+      if (before.size() == now.size() && lr_ > 0) {
+        const double growth = (step.lr / lr_) * (before / now).maxCoeff();
+        sink.Record("step_ratio", i, growth);
+      }
+      before = now;
       if (min_b < min_b_) {
         min_b_ = min_b;
         min_b_step_ = t;
@@ -145,6 +163,7 @@ class MinDenominatorProbe final : public Probe<T> {
       min_denominator_ = std::min(min_denominator_, min_denominator);
       max_at_constant_ = std::max(max_at_constant_, at_constant);
     }
+    lr_ = step.lr;
   }
 
   std::vector<std::string> Summary() const override {
@@ -163,6 +182,8 @@ class MinDenominatorProbe final : public Probe<T> {
   int min_b_worker_ = 0;
   double min_denominator_ = std::numeric_limits<double>::infinity();
   std::int64_t max_at_constant_ = 0;
+  std::vector<Eigen::ArrayXd> previous_;  // b_{t-1} + eps per worker
+  double lr_ = 0;                         // alpha_{t-1}
 };
 
 // Lemma 2 (birder.txt lines 396-515). In the paper's indexing e_t is the error that enters step
@@ -182,25 +203,24 @@ class ZSequenceProbe final : public Probe<T> {
  public:
   explicit ZSequenceProbe(const ProbeContext& context)
       : workers_(context.workers),
-        beta_(context.optimizer ? ReadBirderOptions(*context.optimizer).beta
-                                : BirderOptions{}.beta) {}
+        beta_(context.hyperparameters.Number("beta")) {}
 
   std::string_view name() const override { return "birder-z"; }
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     // Under a hierarchical layout the workers' error feedback lives at the nodes, where the
     // identity's e_t cannot see it (CanKeepCompressionRecords is false exactly there).
-    return optimizer.Observe(Quantity::kMomentum, 0) != nullptr &&
+    return beta_.has_value() && optimizer.Observe(Quantity::kMomentum, 0) != nullptr &&
            optimizer.Observe(Quantity::kDenominator, 0) != nullptr &&
            optimizer.CanKeepCompressionRecords();
   }
 
-  void Attach(DistributedOptimizer<T>& optimizer, const Vector<T>& x1) override {
+  void Attach(Observable<T>& optimizer, const Vector<T>& x1) override {
     x_ = x1.template cast<double>();
     e_ = CombinedError(optimizer);  // e_1
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     const Eigen::Index d = x_.size();
     Eigen::VectorXd m = Eigen::VectorXd::Zero(d), b = m, ratio = m, g = m;
@@ -220,9 +240,9 @@ class ZSequenceProbe final : public Probe<T> {
     const Eigen::VectorXd delta = ratio / n - m.cwiseQuotient(b);  // delta_t
     const Eigen::VectorXd e_next = CombinedError(optimizer);       // e_{t+1}
     const Eigen::VectorXd x_next = step.x.template cast<double>();
-    const double alpha = step.lr, k = beta_ / (1 - beta_);
+    const double beta = *beta_, alpha = step.lr, k = beta / (1 - beta);
     const Eigen::VectorXd z_next =
-        x_next + k * (x_next - x_) + alpha / (1 - beta_) * (delta + beta_ * e_ - e_next);
+        x_next + k * (x_next - x_) + alpha / (1 - beta) * (delta + beta * e_ - e_next);
     Eigen::VectorXd residual;
     if (step.t == 1) {
       z_ = x_ + alpha * (delta - e_);                                       // Eq. 20
@@ -261,7 +281,7 @@ class ZSequenceProbe final : public Probe<T> {
 
  private:
   // e = (1/n) sum_i e^(i) + e_bar (Eq. 12); a side without error feedback contributes 0.
-  Eigen::VectorXd CombinedError(const DistributedOptimizer<T>& optimizer) const {
+  Eigen::VectorXd CombinedError(const Observable<T>& optimizer) const {
     Eigen::VectorXd e = Eigen::VectorXd::Zero(x_.size());
     for (int i = 0; i < workers_; ++i) {
       if (const Vector<T>* ei = optimizer.Observe(Quantity::kWorkerError, i)) {
@@ -276,7 +296,7 @@ class ZSequenceProbe final : public Probe<T> {
   }
 
   int workers_;
-  double beta_;
+  std::optional<double> beta_;  // the run's beta (Birder's one EMA factor of m and b)
   Eigen::VectorXd x_, z_, e_, m_, b_, delta_;  // of the previous step (x_t, z_t, e_t, ...)
   double alpha_ = 0;
   double worst_ = 0;

@@ -1,10 +1,14 @@
 // The probes of Birder's analysis (birder.txt Sec. 3 and App. A):
 //   q-domain  fraction of Q's inputs outside [-1, 1] (Eq. 5 defines Q only inside), per worker
-//             and at the server; those inputs are clipped or rescaled (the quantizer's policy)
+//             and at the server; those inputs are clipped or rescaled (the quantizer's policy).
+//             Only for Birder's quantizer (compressor stochastic-binary)
 //   ef-norm   ||e_t^(i)||^2 per worker and ||e_bar_t||^2 at the server, against d
 //             (Lemma 1: E||e||^2 <= d when the input lies in [-1, 1])
 //   min-b     min_j b_t,j per worker, the denominator min_j (b_t,j + eps) >= rho (Theorem 1's
-//             assumption, footnote 5) and how many coordinates sit at the added constant (b = 0)
+//             assumption, footnote 5), how many coordinates sit at the added constant (b = 0),
+//             max_j b_t,j (the proof uses b <= G) and `step_ratio` = max_j (alpha_t / (b_t,j +
+//             eps)) / (alpha_{t-1} / (b_{t-1},j + eps)) from step 2 on (the proof's step (iii)
+//             needs it <= 1: the effective step never grows on any coordinate)
 //   birder-z  the residual of Lemma 2's identity (Eq. 21-22; Eq. 23 at t = 1), computed from the
 //             run's own x, m^(i), b^(i) + eps, g^(i), e^(i) and e_bar (App. A Eq. 9-12 average
 //             them over the workers): `residual` = ||R_t||_inf and `relative` = residual / the

@@ -2,9 +2,12 @@
 // put a measured curve next to what the paper promises:
 //   Birder Theorem 1         birder.txt Thm 1, Eq. 6, 41-42, lines 148-160 and 517-780
 //   SPAMS Theorem 1, Cor. 1  spams.txt Thm 1 and Cor. 1, lines 254-270, proof lines 550-676;
-//                            Lemmas 2, 4 and 5 (lines 498-622), which probes compare against
+//   and Corollary 2          Cor. 2 (one machine), lines 311-316;
+//                            Lemmas 1-5 (lines 475-622), which probes compare against
 //   1-bit Adam Theorem 1,    onebit-adam-icml-with-appendix.txt Assumption 1, Thm 1 (Eq. 6) and
 //   Corollary 1              Cor. 1, lines 593-860, proofs lines 1471-2483
+//   1-bit LAMB Theorem 1,    onebit-lamb.txt A.9: Assumption 1, Thm 1 (Eq. 3) and Cor. 1, lines
+//   Corollary 1              358-409, proofs lines 411-616
 // Every calculator is a pure function of a plain struct of constants. It returns the bound and its
 // parts (the summands of the printed expression, by name), and +infinity where the theorem's
 // assumptions fail in a way that makes it say nothing (rho = 0, q >= 1, beta = 1, a step size
@@ -116,8 +119,37 @@ struct SpamsCorollary1Result {
 };
 SpamsCorollary1Result SpamsCorollary1(const SpamsConstants& constants, double T);
 
+// Corollary 2 (lines 311-316): one machine (Algorithm 3), eta = L / sqrt(T).
+struct SpamsCorollary2Result {
+  double eta = 0;  // L / sqrt(T), the corollary's step size
+  // Theorem 1 at that step size with n = 1 and sigma_g = 0 (constants.eta, .n and .sigma_g are
+  // ignored: with one worker f_1 = f, so Assumption 4 ii holds with sigma_g = 0). Vacuous (not
+  // admissible) below T = L^2 / eta_max^2, which the corollary does not state.
+  SpamsTheorem1Result theorem;
+  CorollaryRate rate;  // 1/(L sqrt(T)) + d (L/T) (1/sqrt(T)) + 1/T, as printed
+};
+SpamsCorollary2Result SpamsCorollary2(const SpamsConstants& constants, double T);
+
+// Lemma 1 (lines 475-490), for the proof's virtual momentum m'_t = beta1 m'_{t-1} + (1-beta1)
+// g_bar_t, m'_0 = 0, of the averaged UNcompressed gradients g_bar_t = (1/n) sum_i g_t,i (line
+// 563), not the algorithm's m_t: sum_{t=1}^T E||m'_t||^2 <= T sigma^2 + sum_{t=1}^T E||grad
+// f(theta_t)||^2 (the printed inner index "sum_{tau=1}^t" is a typo for sum_{t=1}^T). The proof
+// supports exactly this (bounds.cc). grad_sq_sum: sum_{t=1}^T E||grad f(theta_t)||^2.
+double SpamsLemma1MomentumBound(double sigma, double T, double grad_sq_sum);
+// The proof's per-step inequality (line 486), tighter than the sum: for t = 1..T, E||m'_t||^2 <=
+// sigma^2 + (1-beta1) sum_{tau=1}^t beta1^(t-tau) E||grad f(theta_tau)||^2, from grad_sq[tau-1]
+// = E||grad f(theta_tau)||^2. Element t-1 of the result bounds E||m'_t||^2.
+std::vector<double> SpamsLemma1PerStepBounds(double beta1, double sigma,
+                                             const std::vector<double>& grad_sq);
 // Lemma 2 (lines 498-513): ||e_t,i||^2 <= 4 q^2 G^2 / (1-q^2)^2 for every worker and step.
 double SpamsLemma2ErrorBound(double q, double grad_bound);
+// Lemma 3 (lines 515-530), for E_t = (1-beta1) sum_{tau=1}^t beta1^(t-tau) e_bar_tau, the beta1
+// moving average of the averaged worker errors e_bar_t = (1/n) sum_i e_t,i (lines 559, 569):
+// sum_{t=1}^T E||E_t||^2 <= 4 T q^2 (sigma^2 + sigma_g^2) / (1-q^2)^2 + 4 q^2 / (1-q^2)^2 *
+// grad_sq_sum, grad_sq_sum = sum_{t=1}^T E||grad f(theta_t)||^2. The printed constant follows
+// from the proof (bounds.cc). kVacuousBound for q >= 1.
+double SpamsLemma3ErrorAverageBound(double q, double sigma, double sigma_g, double T,
+                                    double grad_sq_sum);
 // Lemma 4 (lines 536-549): v_hat_t,j <= 4 (1+q^2)^3 G^2 / (1-q^2)^2 for every t and coordinate.
 double SpamsLemma4VHatBound(double q, double grad_bound);
 // Lemma 5 (lines 601-622), D_t = 1/sqrt(v_hat_{t-1} + eps) - 1/sqrt(v_hat_t + eps) with
@@ -162,6 +194,17 @@ struct OneBitAdamTheorem1Result {
   // mean_bound * denominator_max: bounds (1/(T+1)) sum_t E||grad f(x_t)||^2 in the Euclidean
   // norm; NaN when denominator_max is not given.
   double euclidean_mean_bound = 0;
+  // The same with the proof's two slips corrected (bounds.cc); the coefficient does not change.
+  // The gradient noise of h is V_max sigma^2, so both sigma^2 terms gain a factor 1/v_min, and
+  // Eq. 11 + 12 give 2/(1-beta)^2 + 4/(1-beta)^4 where 6/(1-beta)^2 is printed:
+  //   2 gap/gamma + 2 gamma^2 L^2 eps^2 T/((1-beta)^2 v_min^3) + 4 gamma^2 L^2 eps^2 T/((1-beta)^4
+  //   v_min^3) + L gamma sigma^2 T/(n v_min^2) + 2 gamma^2 L^2 sigma^2 T/(n (1-beta)^2 v_min^3).
+  // Equal to the printed form at beta = 0 and v_min = 1.
+  std::vector<BoundPart> parts_rederived;  // the five summands above
+  double rhs_rederived = 0;
+  double sum_bound_rederived = 0;             // rhs_rederived / coefficient (or vacuous)
+  double mean_bound_rederived = 0;            // sum_bound_rederived / (T + 1)
+  double euclidean_mean_bound_rederived = 0;  // mean_bound_rederived * denominator_max, or NaN
 };
 OneBitAdamTheorem1Result OneBitAdamTheorem1(const OneBitAdamConstants& constants, double T);
 
@@ -175,5 +218,73 @@ struct OneBitAdamCorollary1Result {
   CorollaryRate rate;                // sigma/sqrt(nT) + eps^(2/3)/T^(2/3) + 1/T
 };
 OneBitAdamCorollary1Result OneBitAdamCorollary1(const OneBitAdamConstants& constants, double T);
+
+// ---------------------------------------------------------------------------------------------
+// 1-bit LAMB, Theorem 1 and Corollary 1 (onebit-lamb.txt A.9, lines 358-409; proofs 411-616).
+// As for 1-bit Adam the theorem covers the compression phase only, with the frozen v_Tw as the
+// preconditioner; the layerwise scaling coefficient c_t enters as the step gamma_t = gamma c_{t-1}.
+struct OneBitLambConstants {
+  double lipschitz = 0;  // L (Assumption 1.1)
+  double sigma = 0;      // E||grad F(x; zeta) - grad f(x)||^2 <= sigma^2 per worker (1.2)
+  // As for 1-bit Adam: the proof (Lemma 2, line 536) uses E||delta_bar_t||^2 <= eps^2 for the
+  // combined error delta_bar_t = (1/n) sum_i delta_t^(i) + delta_t (line 443).
+  double eps = 0;
+  double beta = 0;  // momentum factor beta1, in [0, 1)
+  double n = 1;     // workers
+  // min_j of the update's denominator sqrt(v_Tw,j) (+ eta): V = diag(1/denominator) is the
+  // matrix that multiplies m in x_{t+1} = x_t - gamma_t V m_t (line 453), so V_max = 1 /
+  // denominator_min (bounds.cc).
+  double denominator_min = 0;
+  // Optional (0: unknown): max_j of the same denominator, for the Euclidean form.
+  double denominator_max = 0;
+  double f_gap = 0;  // E f(x_1) - f(y*) as printed: the gap at the start of the compression phase
+  double gamma = 0;  // base learning rate gamma
+  // The range of the scaling coefficient c_{t-1} over the compression phase (over all layers):
+  // gamma_max = gamma c_max, gamma_min = gamma c_min. 1 and 1 for a constant step gamma.
+  double c_min = 1;
+  double c_max = 1;
+};
+
+// Eq. 3: coefficient * sum_{t=0}^T E||grad f(x_t)||^2 <= sum(parts). The statement prints the
+// Euclidean norm on the left, but the proof (like 1-bit Adam's) bounds the V-norm sum_t E||grad
+// f(x_t)||_V^2 (bounds.cc), so the bounds below are V-norm bounds and the Euclidean one is
+// euclidean_mean_bound (they agree with the printed claim when denominator_max <= 1, V >= I).
+struct OneBitLambTheorem1Result {
+  double v_max = 0;      // 1 / denominator_min
+  double gamma_max = 0;  // gamma c_max
+  double gamma_min = 0;  // gamma c_min
+  // False when c_min < c_max: the proof's auxiliary sequence (lines 546-554) needs a constant step,
+  // so the theorem is then not proven at all (bounds.cc); the numbers are still computed.
+  bool proof_covers_step_range = false;
+  // 1 - gamma_max L V_max - 8 gamma_max^3 L^2 / ((1-beta)^2 gamma_min), as printed
+  double coefficient = 0;
+  std::vector<BoundPart> parts;  // the four right-hand summands as printed
+  double rhs = 0;
+  double sum_bound = 0;             // rhs / coefficient, kVacuousBound if coefficient <= 0 (V-norm)
+  double mean_bound = 0;            // sum_bound / (T + 1): the sum runs over t = 0..T
+  double euclidean_mean_bound = 0;  // mean_bound * denominator_max; NaN if that is not given
+  // The same with three slips corrected (bounds.cc): the coefficient's last term gains V_max^2,
+  //   1 - gamma_max L V_max - 8 gamma_max^3 L^2 V_max^2 / ((1-beta)^2 gamma_min),
+  // and the right-hand side becomes (K = gamma_max^3 L^2 / gamma_min)
+  //   2 gap/gamma_min + 8 K V_max^3 eps^2 T/(1-beta)^2 + 16 K V_max^3 eps^2 T/(1-beta)^4
+  //   + L V_max^2 gamma_max^2 sigma^2 T/(n gamma_min) + 8 K V_max^3 sigma^2 T/(n (1-beta)^2).
+  // Equal to the printed form at beta = 0 and V_max = 1.
+  double coefficient_rederived = 0;
+  std::vector<BoundPart> parts_rederived;  // the five summands above
+  double rhs_rederived = 0;
+  double sum_bound_rederived = 0;
+  double mean_bound_rederived = 0;
+  double euclidean_mean_bound_rederived = 0;
+};
+OneBitLambTheorem1Result OneBitLambTheorem1(const OneBitLambConstants& constants, double T);
+
+struct OneBitLambCorollary1Result {
+  // gamma = gamma_max = gamma_min = (1-beta) / (16 L V_max + sigma sqrt(T/n) + T^(1/3) eps^(2/3))
+  // (line 403; the proof, line 603, chooses the same).
+  double gamma = 0;
+  OneBitLambTheorem1Result theorem;  // Theorem 1 at that constant step (constants.gamma, c ignored)
+  CorollaryRate rate;                // sigma/sqrt(nT) + eps^(2/3)/T^(2/3) + 1/T
+};
+OneBitLambCorollary1Result OneBitLambCorollary1(const OneBitLambConstants& constants, double T);
 
 }  // namespace lemmalab

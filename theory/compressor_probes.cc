@@ -14,7 +14,7 @@ namespace {
 
 // The senders a compression probe reads: every worker, and the server when it keeps a record.
 template <typename T>
-std::vector<int> Senders(const DistributedOptimizer<T>& optimizer, int workers) {
+std::vector<int> Senders(const Observable<T>& optimizer, int workers) {
   std::vector<int> senders;
   // A sender whose record was never filled (a server that does not compress) is not one.
   const auto compressed = [&](int sender) {
@@ -39,11 +39,11 @@ class CompressionProbe : public Probe<T> {
   explicit CompressionProbe(const ProbeContext& context)
       : workers_(context.workers), seed_(context.seed) {}
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     return optimizer.CanKeepCompressionRecords();
   }
 
-  void Attach(DistributedOptimizer<T>& optimizer, const Vector<T>& /*x1*/) override {
+  void Attach(Observable<T>& optimizer, const Vector<T>& /*x1*/) override {
     const bool kept = optimizer.KeepCompressionRecords();
     LEMMALAB_CHECK(kept, "{}: the optimizer refused to keep compression records", this->name());
   }
@@ -65,7 +65,7 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
 
   std::string_view name() const override { return "q-unbiased"; }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     if ((step.t - 1) % stride_ != 0) return;
     for (const int sender : Senders(optimizer, this->workers_)) {
@@ -79,6 +79,8 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
       sink.Record("z", sender, s.z);
       sink.Record("z_inside", sender, s.z_inside);
       sink.Record("bias", sender, s.bias);
+      sink.Record("sq_bias", sender, s.sq_bias);
+      sink.Record("sq_bias_inside", sender, s.sq_bias_inside);
       // Lemma 1's variance law is the law of Birder's quantizer, not of other compressors.
       if (record.compressor->name() == "stochastic-binary" && s.variance_expected > 0) {
         sink.Record("variance_sum", sender, s.variance_sum);
@@ -113,7 +115,7 @@ class DeviationProbe final : public CompressionProbe<T> {
 
   std::string_view name() const override { return "q-deviate"; }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     for (const int sender : Senders(optimizer, this->workers_)) {
       const CompressionRecord<T>& record = *optimizer.LastCompression(sender);
@@ -157,21 +159,27 @@ class DeviationProbe final : public CompressionProbe<T> {
 
 namespace {
 
-// The t statistic of the projections' mean. When every draw of the second half gave the same
-// projection (no spread to judge by) the statistic is +inf only if that projection is too large
-// for an unbiased two-level quantizer to have produced it with all draws alike: such a quantizer
-// with levels `gap` apart that is biased by b_j on coordinate j in the seen direction repeats one
-// level m times with probability prod_j (1 - b_j/gap)^m <= exp(-sum_j b_j m / gap), so a repeated
-// projection sum_j b_j above gap ln(100) / m is a 1% event; smaller ones (inputs at the edge of
-// the interval, where the rare level hardly ever comes up) count as no evidence (0).
-double SplitSampleStatistic(const std::vector<double>& projections, double gap) {
+// The t statistic of the projections' mean, with `resolution` the rounding level of a
+// projection: a compressor that works in T rounds its output (QSGD's and TernGrad's float32
+// scales), so a mean and a spread at that level are rounding, not bias, and count as no evidence
+// (a mean at rounding level over a spread at rounding level would otherwise give |z| ~ 1e16).
+// When every draw of the second half gave the same projection (no spread to judge by) the
+// statistic is +inf only if that projection is too large for an unbiased two-level quantizer to
+// have produced it with all draws alike: such a quantizer with levels `gap` apart that is biased
+// by b_j on coordinate j in the seen direction repeats one level m times with probability
+// prod_j (1 - b_j/gap)^m <= exp(-sum_j b_j m / gap), so a repeated projection sum_j b_j above
+// gap ln(100) / m is a 1% event; smaller ones (inputs at the edge of the interval, where the rare
+// level hardly ever comes up) count as no evidence (0).
+double SplitSampleStatistic(const std::vector<double>& projections, double gap,
+                            double resolution) {
   const auto m = static_cast<double>(projections.size());
   double mean = 0, var = 0;
   for (const double p : projections) mean += p;
   mean /= m;
   for (const double p : projections) var += (p - mean) * (p - mean);
   var /= m - 1;
-  if (var > 0) return mean / std::sqrt(var / m);
+  if (std::abs(mean) <= resolution) return 0.0;
+  if (var > resolution * resolution) return mean / std::sqrt(var / m + resolution * resolution);
   return mean > gap * std::log(100.0) / m ? std::numeric_limits<double>::infinity() : 0.0;
 }
 
@@ -208,17 +216,34 @@ UnbiasednessSample SampleUnbiasedness(Compressor<T>& compressor, const Vector<T>
       projections_inside.push_back((c - x).dot(w_inside));
     }
   }
+  // A projection sums |C(u)_j - u_j| <= |C(u)_j| + |u_j| over the coordinates, each rounded to
+  // T's precision: 16 units of roundoff of that sum is rounding.
+  const double roundoff = std::numeric_limits<T>::epsilon() / 2;
+  const Eigen::VectorXd magnitude = x.cwiseAbs().array() + largest;
   UnbiasednessSample s;
-  s.z = SplitSampleStatistic(projections, 2 * largest);
-  s.z_inside = SplitSampleStatistic(projections_inside, 2 * largest);
+  s.z = SplitSampleStatistic(projections, 2 * largest, 16 * roundoff * magnitude.sum());
+  s.z_inside = SplitSampleStatistic(projections_inside, 2 * largest,
+                                    16 * roundoff * magnitude.cwiseProduct(inside).sum());
   const Eigen::VectorXd mean_c = sum / draws;
   const double norm = x.norm();
   s.bias = norm > 0 ? (mean_c - x).norm() / norm : 0.0;
+  // ||mean - u||^2 - sum_j s_j^2 / draws is unbiased for ||E C(u) - u||^2 (the draws' noise in
+  // the mean, removed): pooled over calls it bounds the bias from above, which a test that only
+  // fails to reject cannot.
+  double sq_all = 0, sq_inside = 0, norm_inside = 0;
   for (Eigen::Index j = 0; j < d; ++j) {
+    const double variance =
+        std::max(0.0, (sum_sq[j] - draws * mean_c[j] * mean_c[j]) / (draws - 1));
+    const double excess = (mean_c[j] - x[j]) * (mean_c[j] - x[j]) - variance / draws;
+    sq_all += excess;
     if (inside[j] == 0) continue;
-    s.variance_sum += std::max(0.0, (sum_sq[j] - draws * mean_c[j] * mean_c[j]) / (draws - 1));
+    sq_inside += excess;
+    norm_inside += x[j] * x[j];
+    s.variance_sum += variance;
     s.variance_expected += 1 - x[j] * x[j];
   }
+  s.sq_bias = norm > 0 ? sq_all / (norm * norm) : 0.0;
+  s.sq_bias_inside = norm_inside > 0 ? sq_inside / norm_inside : 0.0;
   return s;
 }
 

@@ -9,15 +9,17 @@
 //               half saw (any bias). Recorded per call: z (the t statistic of the second half;
 //               +inf for a deterministic compressor that moves u), z_inside (the same on the
 //               coordinates with |u_j| <= 1, where Lemma 1 speaks: Birder's Q clips outside
-//               them, which is biased there, DOMAIN.md), bias (||mean_k C_k(u) - u|| /
-//               ||u|| over all draws) and, on the coordinates with |u_j| <= 1, variance_sum =
+//               them, which is biased there, docs/conventions.md), bias (||mean_k C_k(u) - u|| /
+//               ||u|| over all draws), sq_bias and sq_bias_inside (unbiased estimates of the
+//               relative squared bias, which pooled over calls bound it from above: the positive
+//               evidence of unbiasedness) and, on the coordinates with |u_j| <= 1, variance_sum =
 //               sum_j s_j^2 (the draws' sample variances) and variance_expected =
 //               sum_j (1 - u_j^2) (Lemma 1 Eq. 18: Var Q(u)_j = 1 - u_j^2 for Birder's
 //               quantizer; recorded only for senders whose compressor is stochastic-binary).
 //   q-deviate   ||C(u) - u|| / ||u|| for every call (spams.txt Assumption 1: <= q < 1), from the
 //               run's own compression, and the compressor's declared q (`declared_q`, recorded
 //               at the first step; absent when the compressor declares none).
-// Both need the optimizer's compression records (DistributedOptimizer::KeepCompressionRecords).
+// Both need the optimizer's compression records (Observable::KeepCompressionRecords).
 #pragma once
 
 #include "theory/probe.h"
@@ -40,6 +42,10 @@ struct UnbiasednessSample {
   double z = 0;                  // split-sample t statistic (see above)
   double z_inside = 0;           // the same with w restricted to the coordinates |u_j| <= 1
   double bias = 0;               // ||mean C(u) - u|| / ||u||
+  // (||mean C(u) - u||^2 - sum_j s_j^2 / draws) / ||u||^2: unbiased for the relative squared bias
+  // ||E C(u) - u||^2 / ||u||^2 (may be negative), and the same on the coordinates |u_j| <= 1
+  double sq_bias = 0;
+  double sq_bias_inside = 0;
   double variance_sum = 0;       // sum_j s_j^2 over |u_j| <= 1
   double variance_expected = 0;  // sum_j (1 - u_j^2) over the same coordinates
 };

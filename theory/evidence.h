@@ -1,19 +1,18 @@
 // What a finished run left in its results, in the form the assertions (theory/assertion.h) read:
-// the metric and probe series, the problem's constants and the optimizer's options. cli/check.cc
-// fills it from results.sqlite, so an assertion judges a run the same way whether the check just
-// ran it or reads it back with `lemmalab check --from DIR`.
+// the metric and probe series, the problem's constants and the run's resolved options.
+// cli/evidence_reader.cc fills it from results.sqlite, so an assertion judges a run the same way
+// whether the check just ran it or reads it back with `lemmalab check --from DIR`.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "core/options.h"
+#include "core/hyperparameters.h"
 #include "core/types.h"
 #include "optimizers/optimizer.h"
 #include "problems/problem.h"
@@ -44,6 +43,7 @@ struct RunEvidence {
   std::string optimizer;  // its registry name
   std::string status;     // "completed" or "diverged at step ...: ..."
   std::int64_t steps_done = 0;
+  double final_loss = 0;  // the full-batch training loss at the last evaluation
   std::uint64_t seed = 0;
   int workers = 1;
   std::int64_t dimension = 0;
@@ -52,9 +52,9 @@ struct RunEvidence {
   std::map<std::string, Series, std::less<>> probes;   // by "probe/series"
   // The problem's constants, then what the run observed (G, certainty estimate).
   std::vector<Constant> constants;
-  // The run's [[optimizer]] table (name, label and the algorithm's options), to read
-  // hyperparameters with the algorithm's own defaults.
-  std::shared_ptr<OptionTable> optimizer_options;
+  // Every option the run's optimizer, compressor and schedule read, defaults filled in
+  // ("beta", "compressor.name", "schedule.lr"): the one way assertions read hyperparameters.
+  Hyperparameters hyperparameters;
 
   bool completed() const { return status == "completed"; }
   const Series* Metric(std::string_view name) const;

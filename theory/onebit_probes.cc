@@ -17,12 +17,12 @@ class OnebitErrorProbe final : public Probe<T> {
 
   std::string_view name() const override { return "onebit-error"; }
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     return optimizer.Observe(Quantity::kWorkerError, 0) != nullptr ||
            optimizer.Observe(Quantity::kServerError, kServer) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     for (int i = 0; i < workers_; ++i) {
       const Vector<T>* delta = optimizer.Observe(Quantity::kWorkerError, i);
@@ -43,7 +43,7 @@ class OnebitErrorProbe final : public Probe<T> {
   // delta_t = (1/n) sum_i delta_t^(i) + delta_bar_t its proof bounds (E||delta_t||^2 <= eps^2,
   // Lemma 2) as `combined_norm` (run-wide), and, once, at the first step the frozen variance
   // v_Tw is set, min_j and max_j sqrt(v_Tw,j) as `frozen_sqrt_min` and `frozen_sqrt_max`.
-  void RecordTheoremInputs(const DistributedOptimizer<T>& optimizer, ProbeSink& sink) {
+  void RecordTheoremInputs(const Observable<T>& optimizer, ProbeSink& sink) {
     const Vector<T>* delta_bar = optimizer.Observe(Quantity::kServerError, kServer);
     Eigen::VectorXd combined;
     int senders = 0;
@@ -94,11 +94,11 @@ class VarianceNormProbe final : public Probe<T> {
 
   std::string_view name() const override { return "variance-norm"; }
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     return optimizer.Observe(Quantity::kVariance, kServer) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     const Eigen::VectorXd v =
         optimizer.Observe(Quantity::kVariance, kServer)->template cast<double>();
@@ -128,11 +128,11 @@ class LambRatiosProbe final : public Probe<T> {
 
   std::string_view name() const override { return "lamb-ratios"; }
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     return optimizer.Observe(Quantity::kLayerScale, kServer) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     // The `worker` field carries the layer index l: r and c are per layer, the same on every
     // replica (onebit-lamb.txt Alg. 1 lines 17-20).

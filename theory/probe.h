@@ -31,7 +31,7 @@ class ProbeSink {
 };
 
 // What a probe sees after step t: the step's rate, the iterate the step produced, and the
-// stochastic gradients the workers computed for it (at x_t).
+// stochastic gradients the workers' phases consumed (at x_t; with l2 weight decay, g + lambda x).
 template <typename T>
 struct ProbeStep {
   std::int64_t t = 1;
@@ -46,13 +46,13 @@ class Probe {
  public:
   virtual ~Probe() = default;
   virtual std::string_view name() const = 0;
-  // Whether this optimizer exposes what the probe reads.
-  virtual bool AppliesTo(const DistributedOptimizer<T>& optimizer) const = 0;
+  // Whether this optimizer exposes what the probe reads (DistributedOptimizer::observable()).
+  virtual bool AppliesTo(const Observable<T>& optimizer) const = 0;
   // Called once when the probe is attached to `optimizer`, before step 1, with x_1; a probe that
   // needs state the optimizer keeps only on request (KeepCompressionRecords) asks for it here.
-  virtual void Attach(DistributedOptimizer<T>& /*optimizer*/, const Vector<T>& /*x1*/) {}
+  virtual void Attach(Observable<T>& /*optimizer*/, const Vector<T>& /*x1*/) {}
   // Called after step t has been applied.
-  virtual void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  virtual void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                        ProbeSink& sink) = 0;
   // Report lines: what was measured, against which bound, where the bound comes from.
   virtual std::vector<std::string> Summary() const = 0;
@@ -62,8 +62,8 @@ struct ProbeContext {
   std::int64_t dimension = 0;
   int workers = 1;
   std::uint64_t seed = 0;  // keys the probes' own Philox streams (Purpose::kProbe)
-  // The [[optimizer]] table of the run the probe is made for (its hyperparameters), or null.
-  std::shared_ptr<OptionTable> optimizer = nullptr;
+  // The resolved options of the run the probe is made for (core/hyperparameters.h).
+  Hyperparameters hyperparameters = {};
 };
 
 template <typename T>

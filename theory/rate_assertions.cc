@@ -8,6 +8,8 @@
 #include <map>
 
 #include "theory/assertions.h"
+#include "theory/premises.h"
+#include "theory/statistics.h"
 #include "theory/rate_fit.h"
 #include "theory/verdicts.h"
 
@@ -31,27 +33,30 @@ struct RateOptions {
   std::string quantity;
   double exponent = 0.5;
   bool at_least = true;
+  double tolerance = 0.1;  // "equal": the interval must lie within exponent +- tolerance
+  double floor = 0.5;      // the largest share of the last value a fitted offset c may explain
   std::int64_t from = 10;
   int points = 30;
   AcrossSeedsOptions fit;
 };
 
-RateOptions ReadRateOptions(const AssertionInput& input) {
+RateOptions ReadRateOptions(OptionTable& options) {
   RateOptions o;
-  o.quantity =
-      Choose(input.options, "quantity", "grad_sq_norm", {"grad_sq_norm", "optimality_gap"});
-  o.exponent = input.options.GetDouble("exponent", 0.5, Interval::NonNegative());
-  o.at_least = Choose(input.options, "compare", "at-least", {"at-least", "equal"}) == "at-least";
-  o.from = input.options.GetInt("from", 10, 1);
-  o.points = static_cast<int>(input.options.GetInt("points", 30, 3, 1000));
-  o.fit.fit.fit_offset = input.options.GetBool("offset", true);
-  o.fit.confidence = input.confidence;
+  o.quantity = Choose(options, "quantity", "grad_sq_norm", {"grad_sq_norm", "optimality_gap"});
+  o.exponent = options.GetDouble("exponent", 0.5, Interval::NonNegative());
+  o.at_least = Choose(options, "compare", "at-least", {"at-least", "equal"}) == "at-least";
+  o.tolerance = options.GetDouble("tolerance", o.tolerance, Interval::Positive());
+  o.floor = options.GetDouble("floor", o.floor, Interval{0, 1, true, true});
+  o.from = options.GetInt("from", 10, 1);
+  o.points = static_cast<int>(options.GetInt("points", 30, 3, 1000));
+  o.fit.fit.fit_offset = options.GetBool("offset", true);
   return o;
 }
 
-// The verdict on an exponent estimate against the theorem's: "at-least" (the theorem bounds the
-// quantity by O(T^-p): a measured decay significantly slower violates it) or "equal" (the
-// exponent must lie in the interval).
+// The verdict on an exponent estimate against the theorem's. "at-least" (the theorem bounds the
+// quantity by O(T^-p)): holds when the interval's lower end is at least p (the decay is shown to
+// be that fast), violated when its upper end is below p. "equal": holds when the interval lies
+// within p +- tolerance, violated when it excludes p. Anything else is inconclusive.
 Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::string_view variable,
                         std::string what) {
   Verdict v;
@@ -60,35 +65,87 @@ Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::st
   v.measured =
       fmt::format("{}: p = {:.4g}, {:.0f}% interval [{:.4g}, {:.4g}] over {} of {} seeds", what,
                   e.mean, 100 * e.confidence, e.lower, e.upper, e.converged_seeds, e.seeds);
-  v.bound = fmt::format("{} {:.4g} (decay like {}^-p)", o.at_least ? "p >=" : "p =", o.exponent,
-                        variable);
+  v.bound = o.at_least ? fmt::format("p >= {:.4g} (decay like {}^-p)", o.exponent, variable)
+                       : fmt::format("p = {:.4g} +- {:.3g} (decay like {}^-p)", o.exponent,
+                                     o.tolerance, variable);
   if (!e.interval_available) {
     v.kind = VerdictKind::kInconclusive;
     v.detail = e.message;
     return v;
   }
-  const bool holds =
-      o.at_least ? e.upper >= o.exponent : e.lower <= o.exponent && o.exponent <= e.upper;
-  v.kind = holds ? VerdictKind::kHolds : VerdictKind::kViolated;
   std::vector<std::string> fits;
   for (const PowerLawFit& f : e.fits) fits.push_back(fmt::format("{:.3g}", f.p));
   v.detail = fmt::format("per-seed p: {}; model a {}^-p + c fitted with Ceres",
                          fmt::join(fits, ", "), variable);
+  if (o.at_least) {
+    v.kind = e.lower >= o.exponent  ? VerdictKind::kHolds
+             : e.upper < o.exponent ? VerdictKind::kViolated
+                                    : VerdictKind::kInconclusive;
+  } else {
+    v.kind = e.lower > o.exponent || e.upper < o.exponent ? VerdictKind::kViolated
+             : e.lower >= o.exponent - o.tolerance && e.upper <= o.exponent + o.tolerance
+                 ? VerdictKind::kHolds
+                 : VerdictKind::kInconclusive;
+  }
+  if (v.kind == VerdictKind::kInconclusive) {
+    v.detail = fmt::format("the interval is too wide to decide; {}", v.detail);
+  }
   return v;
 }
 
-}  // namespace
+// Does the quantity go to zero? A fitted offset c that makes up more than `floor` of the last
+// value (c / y(T), its interval over the seeds above floor) is a level the curve stalls at:
+// violated. The model's c can only show a floor if it is fitted (offset = true).
+void JudgeFloor(Verdict& v, const ExponentEstimate& e, std::span<const Curve> curves,
+                const RateOptions& o, double confidence, std::string_view quantity) {
+  if (!o.fit.fit.fit_offset || e.fits.size() < 2) return;
+  std::vector<double> shares;
+  for (std::size_t s = 0; s < e.fits.size(); ++s) {
+    shares.push_back(e.fits[s].c / curves[s].y.back());
+  }
+  const MeanEstimate share = IndependentMean(shares);
+  const double half =
+      StudentTQuantile(0.5 + confidence / 2, share.dof) * share.standard_error;
+  const std::string text = fmt::format(
+      "the fitted floor c is {:.3g} of the last value ({:.0f}% interval [{:.3g}, {:.3g}])",
+      share.mean, 100 * confidence, share.mean - half, share.mean + half);
+  if (share.mean - half > o.floor) {
+    v.kind = VerdictKind::kViolated;
+    v.detail = fmt::format("{} does not go to zero: {}, above floor = {:.3g}; {}", quantity, text,
+                           o.floor, v.detail);
+  } else if (share.mean + half > o.floor && v.kind == VerdictKind::kHolds) {
+    v.kind = VerdictKind::kInconclusive;
+    v.detail = fmt::format("{} may stall: {}, which reaches floor = {:.3g}; {}", quantity, text,
+                           o.floor, v.detail);
+  } else {
+    v.detail = fmt::format("{}; {}", text, v.detail);
+  }
+}
+
+// Premises shared by the fits: every run completed.
+bool AllCompleted(std::span<const RunEvidence> runs, Verdict& v) {
+  for (const RunEvidence& run : runs) {
+    Premise p = RunCompleted(run);
+    if (p.failed()) {
+      p.name = fmt::format("{} (seed {}, n = {})", p.name, run.seed, run.workers);
+      v.premises.push_back(std::move(p));
+      return false;
+    }
+  }
+  v.premises.push_back(Premise::Met("every run completed with finite values",
+                                    fmt::format("{} runs", runs.size())));
+  return true;
+}
 
 // The running average (1/T) sum_{t<=T} of ||grad f(x_t)||^2 (or of f(x_t) - f*) decays like
 // a T^-p + c; p is fitted per seed (Ceres) and its Student-t interval over the seeds is compared
-// with the theorem's exponent (`exponent`, default 1/2).
-Verdict CheckRate(const AssertionInput& input) {
-  const RateOptions o = ReadRateOptions(input);
+// with the theorem's exponent (`exponent`, default 1/2), and the offset c with the last value.
+Verdict CheckRate(const AssertionInput& input, RateOptions o) {
+  o.fit.confidence = input.confidence;
+  Verdict incomplete;
+  if (!AllCompleted(input.runs, incomplete)) return incomplete;
   std::vector<Curve> curves;
   for (const RunEvidence& run : input.runs) {
-    if (!run.completed())
-      return Verdict::Inconclusive(
-          fmt::format("seed {}: the run did not complete: {}", run.seed, run.status));
     const std::vector<double> values = PerStep(run, o.quantity);
     if (values.empty()) {
       return Verdict::Inconclusive(fmt::format(
@@ -110,22 +167,29 @@ Verdict CheckRate(const AssertionInput& input) {
     }
     curves.push_back(std::move(curve));
   }
-  return ExponentVerdict(FitAcrossSeeds(curves, o.fit), o, "T",
-                         fmt::format("running mean of {}", o.quantity));
+  const ExponentEstimate e = FitAcrossSeeds(curves, o.fit);
+  Verdict v =
+      ExponentVerdict(e, o, "T", fmt::format("running mean of {}", o.quantity));
+  incomplete.premises.swap(v.premises);
+  JudgeFloor(v, e, curves, o, input.confidence, fmt::format("the running mean of {}", o.quantity));
+  return v;
 }
 
 // Linear speedup: the mean of the quantity over the paper's t = from..T falls with the number of
 // workers like a n^-q + c (sigma / sqrt(n T) gives q = 1/2 for the averaged squared gradient
 // norm); q is fitted per seed over the check's worker counts. A late `from` leaves out the
-// transient from x_0, which no number of workers shortens.
-Verdict CheckSpeedup(const AssertionInput& input) {
-  const RateOptions o = ReadRateOptions(input);
+// transient from x_0, which no number of workers shortens. The corollaries prescribe a step size
+// that depends on n (and T); `lr_workers_exponent` states the one the claim is about, and the
+// runs must have used it (their lr at n against the lr at the smallest n, times n^a).
+Verdict CheckSpeedup(const AssertionInput& input, RateOptions o,
+                     std::optional<double> lr_exponent) {
+  o.fit.confidence = input.confidence;
+  Verdict incomplete;
+  if (!AllCompleted(input.runs, incomplete)) return incomplete;
   std::map<std::uint64_t, std::map<int, double>> by_seed;  // seed -> n -> value
+  std::map<int, double> lr_at;                            // n -> the first step's lr
   std::vector<int> ns;
   for (const RunEvidence& run : input.runs) {
-    if (!run.completed())
-      return Verdict::Inconclusive(
-          fmt::format("n = {}, seed {}: the run did not complete", run.workers, run.seed));
     const std::vector<double> values = PerStep(run, o.quantity);
     if (values.empty()) return Verdict::Inconclusive(o.quantity + " is not recorded every step");
     if (o.from >= static_cast<std::int64_t>(values.size())) {
@@ -138,11 +202,34 @@ Verdict CheckSpeedup(const AssertionInput& input) {
     }
     by_seed[run.seed][run.workers] =
         mean / static_cast<double>(values.size() - static_cast<std::size_t>(o.from) + 1);
+    if (const Series* lr = run.Metric("lr"); lr != nullptr && !lr->empty()) {
+      lr_at[run.workers] = lr->points.front().value;
+    }
     if (std::find(ns.begin(), ns.end(), run.workers) == ns.end()) ns.push_back(run.workers);
   }
   std::sort(ns.begin(), ns.end());
   if (ns.size() < 3) {
     return Verdict::Inconclusive("a speedup fit needs at least 3 worker counts ([check] workers)");
+  }
+  if (lr_exponent) {
+    const std::string name = fmt::format(
+        "the step size scales like n^{:.3g} (the corollary's prescription)", *lr_exponent);
+    const double base = lr_at[ns.front()] / std::pow(ns.front(), *lr_exponent);
+    std::string broken;
+    for (const int n : ns) {
+      const double expected = base * std::pow(n, *lr_exponent);
+      if (std::abs(lr_at[n] - expected) > 1e-9 * expected) {
+        broken = fmt::format("lr = {:.6g} at n = {}, the prescription gives {:.6g}", lr_at[n], n,
+                             expected);
+        break;
+      }
+    }
+    incomplete.premises.push_back(
+        broken.empty()
+            ? Premise::Met(name, fmt::format("lr = {:.6g} at n = {}, {:.6g} at n = {}",
+                                             lr_at[ns.front()], ns.front(), lr_at[ns.back()],
+                                             ns.back()))
+            : Premise::Failed(name, broken));
   }
   std::vector<double> n_values(ns.begin(), ns.end());
   std::vector<std::vector<double>> y_per_seed;
@@ -162,16 +249,17 @@ Verdict CheckSpeedup(const AssertionInput& input) {
     }
     y_per_seed.push_back(std::move(y));
   }
-  return ExponentVerdict(FitSpeedup(n_values, y_per_seed, o.fit), o, "n",
-                         fmt::format("mean of {} over t = {}..{}, n = {}", o.quantity, o.from,
-                                     input.runs.front().steps_done, fmt::join(ns, ", ")));
+  Verdict v = ExponentVerdict(FitSpeedup(n_values, y_per_seed, o.fit), o, "n",
+                              fmt::format("mean of {} over t = {}..{}, n = {}", o.quantity, o.from,
+                                          input.runs.front().steps_done, fmt::join(ns, ", ")));
+  v.premises = std::move(incomplete.premises);
+  return v;
 }
 
 // Where the run ends: f(x_T) - f* <= `tolerance` at the last evaluation (the signSGD
 // counterexamples converge, but to the wrong point).
-Verdict CheckOptimalityGap(const AssertionInput& input) {
+Verdict CheckOptimalityGap(const AssertionInput& input, double tolerance) {
   const RunEvidence& run = input.runs.front();
-  const double tolerance = input.options.GetDouble("tolerance", 1e-3, Interval::Positive());
   const Series* gap = run.Metric("optimality_gap");
   if (gap == nullptr || gap->empty()) {
     return Verdict::Inconclusive(
@@ -195,18 +283,22 @@ Verdict CheckOptimalityGap(const AssertionInput& input) {
 // |metric(run) - metric(reference)| <= `tolerance` at the last evaluation, for `metric`
 // (default train_loss). Adam with naively compressed gradients drifts from Adam (onebit-adam.txt
 // Sec. 3.2); 1-bit Adam's compressed momentum does not.
-Verdict CheckTracksReference(const AssertionInput& input) {
+struct ReferenceOptions {
+  std::string reference;
+  std::string metric;
+  double tolerance = 0.01;
+};
+
+Verdict CheckTracksReference(const AssertionInput& input, const ReferenceOptions& o) {
   const RunEvidence& run = input.runs.front();
-  const std::string reference = input.options.RequireString("reference");
-  const std::string metric = input.options.GetString("metric", "train_loss");
-  const double tolerance = input.options.GetDouble("tolerance", 0.01, Interval::Positive());
+  const std::string& reference = o.reference;
+  const std::string& metric = o.metric;
+  const double tolerance = o.tolerance;
   const RunEvidence* ref = nullptr;
   for (const RunEvidence& r : input.experiment) {
     if (r.label == reference) ref = &r;
   }
-  if (ref == nullptr) {
-    input.options.Fail("reference", fmt::format("no run is labelled '{}'", reference));
-  }
+  if (ref == nullptr) return Verdict::Inconclusive(fmt::format("no run '{}'", reference));
   const Series* a = run.Metric(metric);
   const Series* b = ref->Metric(metric);
   if (a == nullptr || b == nullptr || a->empty() || b->empty()) {
@@ -223,6 +315,44 @@ Verdict CheckTracksReference(const AssertionInput& input) {
   v.kind = v.measured_value <= tolerance && run.completed() ? VerdictKind::kHolds
                                                             : VerdictKind::kViolated;
   return v;
+}
+
+}  // namespace
+
+Judgement MakeRateCheck(OptionTable& options, const AssertionContext& /*context*/) {
+  const RateOptions o = ReadRateOptions(options);
+  return [o](const AssertionInput& input) { return CheckRate(input, o); };
+}
+
+Judgement MakeSpeedupCheck(OptionTable& options, const AssertionContext& /*context*/) {
+  const RateOptions o = ReadRateOptions(options);
+  std::optional<double> lr_exponent;
+  if (options.Has("lr_workers_exponent")) {
+    lr_exponent = options.GetDouble("lr_workers_exponent", 0, Interval{-2, 2});
+  }
+  return [o, lr_exponent](const AssertionInput& input) {
+    return CheckSpeedup(input, o, lr_exponent);
+  };
+}
+
+Judgement MakeOptimalityGapCheck(OptionTable& options, const AssertionContext& /*context*/) {
+  const double tolerance = options.GetDouble("tolerance", 1e-3, Interval::Positive());
+  return [tolerance](const AssertionInput& input) {
+    return CheckOptimalityGap(input, tolerance);
+  };
+}
+
+Judgement MakeTracksReferenceCheck(OptionTable& options, const AssertionContext& context) {
+  ReferenceOptions o;
+  o.reference = options.RequireString("reference");
+  o.metric = options.GetString("metric", "train_loss");
+  o.tolerance = options.GetDouble("tolerance", o.tolerance, Interval::Positive());
+  if (std::find(context.labels.begin(), context.labels.end(), o.reference) ==
+      context.labels.end()) {
+    options.Fail("reference", fmt::format("no [[optimizer]] is labelled '{}' (labels: {})",
+                                          o.reference, fmt::join(context.labels, ", ")));
+  }
+  return [o](const AssertionInput& input) { return CheckTracksReference(input, o); };
 }
 
 }  // namespace lemmalab

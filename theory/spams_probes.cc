@@ -15,7 +15,7 @@ namespace {
 // The q that `sender`'s compressor declares (spams.txt Assumption 1), when the optimizer keeps
 // compression records and the compressor has one.
 template <typename T>
-std::optional<double> DeclaredQ(const DistributedOptimizer<T>& optimizer, int sender) {
+std::optional<double> DeclaredQ(const Observable<T>& optimizer, int sender) {
   const CompressionRecord<T>* record = optimizer.LastCompression(sender);
   if (record == nullptr || record->compressor == nullptr) return std::nullopt;
   return record->compressor->q();
@@ -24,7 +24,7 @@ std::optional<double> DeclaredQ(const DistributedOptimizer<T>& optimizer, int se
 // Records series "q" once: the workers' compressor's q as worker 0 and the server's as kServer,
 // for the senders `has_worker` / `has_server` say carry error feedback.
 template <typename T>
-void RecordDeclaredQ(const DistributedOptimizer<T>& optimizer, bool has_worker, bool has_server,
+void RecordDeclaredQ(const Observable<T>& optimizer, bool has_worker, bool has_server,
                      ProbeSink& sink, std::optional<double>& shown) {
   for (const auto& [sender, has] : {std::pair{0, has_worker}, std::pair{kServer, has_server}}) {
     if (!has) continue;
@@ -42,18 +42,18 @@ class SpamsErrorProbe final : public Probe<T> {
 
   std::string_view name() const override { return "spams-ef"; }
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     return optimizer.Observe(Quantity::kWorkerError, 0) != nullptr ||
            optimizer.Observe(Quantity::kServerError, kServer) != nullptr;
   }
 
   // The declared q comes from the compressor instance, which optimizers show only through their
   // compression records.
-  void Attach(DistributedOptimizer<T>& optimizer, const Vector<T>& /*x1*/) override {
+  void Attach(Observable<T>& optimizer, const Vector<T>& /*x1*/) override {
     optimizer.KeepCompressionRecords();
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     bool has_worker = false;
     for (int i = 0; i < workers_; ++i) {
@@ -99,15 +99,15 @@ class SpamsMaxVarianceProbe final : public Probe<T> {
 
   std::string_view name() const override { return "spams-vhat"; }
 
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     return optimizer.Observe(Quantity::kMaxVariance, kServer) != nullptr;
   }
 
-  void Attach(DistributedOptimizer<T>& optimizer, const Vector<T>& /*x1*/) override {
+  void Attach(Observable<T>& optimizer, const Vector<T>& /*x1*/) override {
     optimizer.KeepCompressionRecords();
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     const Vector<T>& v_hat = *optimizer.Observe(Quantity::kMaxVariance, kServer);
     const double max = v_hat.size() == 0 ? 0.0 : static_cast<double>(v_hat.maxCoeff());
@@ -147,19 +147,19 @@ class SpamsDenominatorStepProbe final : public Probe<T> {
   std::string_view name() const override { return "spams-d"; }
 
   // Needs the update's denominator sqrt(v_hat + eps) next to v_hat: the AMSGrad server of SPAMS.
-  bool AppliesTo(const DistributedOptimizer<T>& optimizer) const override {
+  bool AppliesTo(const Observable<T>& optimizer) const override {
     return optimizer.Observe(Quantity::kMaxVariance, kServer) != nullptr &&
            optimizer.Observe(Quantity::kDenominator, kServer) != nullptr;
   }
 
   // 1/sqrt(v_hat_0 + eps) with v_hat_0 = 0, as the optimizer holds it before step 1.
-  void Attach(DistributedOptimizer<T>& optimizer, const Vector<T>& /*x1*/) override {
+  void Attach(Observable<T>& optimizer, const Vector<T>& /*x1*/) override {
     if (const Vector<T>* denominator = optimizer.Observe(Quantity::kDenominator, kServer)) {
       inverse_ = denominator->template cast<double>().cwiseInverse();
     }
   }
 
-  void Observe(const ProbeStep<T>& step, const DistributedOptimizer<T>& optimizer,
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
                ProbeSink& sink) override {
     const Vector<T>& denominator = *optimizer.Observe(Quantity::kDenominator, kServer);
     const Eigen::VectorXd inverse = denominator.template cast<double>().cwiseInverse();

@@ -38,4 +38,26 @@ MeanEstimate BatchMeans(std::span<const double> values, int batches) {
   return out;
 }
 
+MeanEstimate IndependentMean(std::span<const double> values) {
+  MeanEstimate out;
+  out.samples = static_cast<std::int64_t>(values.size());
+  if (values.empty()) {
+    out.standard_error = std::numeric_limits<double>::infinity();
+    return out;
+  }
+  double sum = 0;
+  for (const double v : values) sum += v;
+  const double n = static_cast<double>(values.size());
+  out.mean = sum / n;
+  if (values.size() < 2) {
+    out.standard_error = std::numeric_limits<double>::infinity();
+    return out;
+  }
+  double sq = 0;
+  for (const double v : values) sq += (v - out.mean) * (v - out.mean);
+  out.standard_error = std::sqrt(sq / (n - 1) / n);
+  out.dof = n - 1;
+  return out;
+}
+
 }  // namespace lemmalab

@@ -25,4 +25,8 @@ struct MeanEstimate {
 inline constexpr int kBatches = 10;
 MeanEstimate BatchMeans(std::span<const double> values, int batches = kBatches);
 
+// The mean of independent values and its standard error s / sqrt(N) (N - 1 degrees of freedom;
+// infinite with fewer than 2 values).
+MeanEstimate IndependentMean(std::span<const double> values);
+
 }  // namespace lemmalab

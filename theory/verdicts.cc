@@ -1,9 +1,50 @@
 #include "theory/verdicts.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <vector>
 
 namespace lemmalab {
+
+std::string_view VerdictName(VerdictKind kind) {
+  switch (kind) {
+    case VerdictKind::kHolds:
+      return "holds";
+    case VerdictKind::kVacuous:
+      return "holds (vacuous)";
+    case VerdictKind::kViolated:
+      return "violated";
+    case VerdictKind::kInconclusive:
+      break;
+  }
+  return "inconclusive";
+}
+
+std::string_view ExpectationName(VerdictKind kind) {
+  return kind == VerdictKind::kVacuous ? "vacuous" : VerdictName(kind);
+}
+
+Verdict Settle(Verdict verdict) {
+  std::vector<std::string> failed;
+  for (const Premise& p : verdict.premises) {
+    if (!p.failed()) continue;
+    std::string where;
+    if (p.step) where = fmt::format(" (step {}{})", *p.step,
+                                    p.worker ? ", " + SenderName(*p.worker) : std::string());
+    failed.push_back(fmt::format("{}{}", p.name, where));
+  }
+  if (failed.empty()) return verdict;
+  const std::string alone = verdict.kind == VerdictKind::kInconclusive
+                                ? std::string()
+                                : fmt::format("; the bound alone would say {}",
+                                              VerdictName(verdict.kind));
+  verdict.kind = VerdictKind::kInconclusive;
+  const std::string why =
+      fmt::format("premise failed: {}{}", fmt::join(failed, "; premise failed: "), alone);
+  verdict.detail = verdict.detail.empty() ? why : fmt::format("{}; {}", why, verdict.detail);
+  return verdict;
+}
 
 std::string SenderName(int worker) {
   if (worker == kServer) return "server";
@@ -59,6 +100,12 @@ Verdict EveryPointAtLeast(const Series& series, double bound, std::string_view w
                           std::string bound_text) {
   return EveryPoint(series, bound, what, std::move(bound_text), false,
                     [bound](double value) { return !(value >= bound); });
+}
+
+VerdictKind ExpectationVerdict(double measured, double bound, double confidence) {
+  if (measured <= bound) return VerdictKind::kHolds;
+  if (measured > bound / (1 - confidence)) return VerdictKind::kViolated;
+  return VerdictKind::kInconclusive;
 }
 
 const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,

@@ -24,6 +24,12 @@ Verdict EveryPointAtMost(const Series& series, double bound, std::string_view wh
 Verdict EveryPointAtLeast(const Series& series, double bound, std::string_view what,
                           std::string bound_text);
 
+// One run against a bound on an expectation E X <= B (X >= 0): a single draw X proves nothing
+// about E X, but X <= B is what the bound predicts (holds), and by Markov's inequality
+// P(X > B / a) <= a, so X > B / (1 - c) rejects the bound at confidence c (violated). In between
+// the one draw cannot decide (inconclusive).
+VerdictKind ExpectationVerdict(double measured, double bound, double confidence);
+
 // The series `probe/series` of the run, or nullptr with `why` set to an inconclusive reason.
 const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,
                            std::string& why);

@@ -1,0 +1,224 @@
+#include "theory/premises.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "theory/rate_fit.h"
+#include "theory/statistics.h"
+#include "theory/verdicts.h"
+
+namespace lemmalab {
+
+Premise RunCompleted(const RunEvidence& run) {
+  const std::string name = "the run completed with finite values";
+  if (run.completed() && std::isfinite(run.final_loss)) {
+    return Premise::Met(name, fmt::format("{} steps, final loss {:.6g}", run.steps_done,
+                                          run.final_loss));
+  }
+  return Premise::Failed(name, run.completed() ? "the final loss is not finite" : run.status,
+                         run.steps_done);
+}
+
+std::optional<UsedConstant> FindUsedConstant(const RunEvidence& run, std::string_view name,
+                                             std::optional<double> given) {
+  if (given) {
+    return UsedConstant{*given, Certainty::kBound,
+                        fmt::format("{} = {:.6g} (given in the [[assert]] table)", name, *given),
+                        true};
+  }
+  const Constant* c = run.FindConstant(name);
+  if (c == nullptr) return std::nullopt;
+  return UsedConstant{c->value, c->certainty, DescribeConstant(*c), false};
+}
+
+// Assumption 3: every worker's stochastic gradient is unbiased for grad f, i.e. the workers
+// sample one distribution. Shards whose objectives f_i differ (sigma_g > 0) break it.
+Premise OneDistribution(const RunEvidence& run, std::string_view assumption) {
+  const std::string name =
+      fmt::format("{} (E g_t^(i) = grad f(x_t) for every worker: one data distribution)",
+                  assumption);
+  if (run.workers == 1) return Premise::Met(name, "one worker");
+  const Constant* sigma_g = run.FindConstant("sigma_g");
+  if (sigma_g == nullptr) {
+    return Premise::Unchecked(
+        name, "the problem does not know sigma_g; each worker's gradient estimates its own "
+              "shard's f_i, which equals f only in expectation over the shuffle");
+  }
+  if (sigma_g->value == 0) return Premise::Met(name, DescribeConstant(*sigma_g));
+  return Premise::Failed(
+      name, fmt::format("{}: the workers' objectives differ", DescribeConstant(*sigma_g)));
+}
+
+Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::string_view assumption,
+                        bool full_gradient) {
+  const std::string name =
+      fmt::format("{} (||g_t^(i)|| <= G{})", assumption, full_gradient ? ", ||grad f|| <= G" : "");
+  const Series* stochastic = run.Metric("max_grad_norm");
+  if (stochastic == nullptr || stochastic->empty()) {
+    return Premise::Failed(name, "the run recorded no max_grad_norm: the premise cannot be checked");
+  }
+  if (!g.given && g.certainty == Certainty::kEstimate) {
+    return Premise::Met(name, fmt::format("{}: the run's own largest norm, so the premise holds "
+                                          "on this run by construction (an estimate, not a bound)",
+                                          g.description));
+  }
+  std::vector<std::string> checked;
+  const auto first_above = [&](const Series& series, bool squared) -> std::optional<Series::Point> {
+    for (const Series::Point& p : series.points) {
+      const double norm = squared ? std::sqrt(p.value) : p.value;
+      if (!(norm <= g.value * (1 + 1e-12))) return Series::Point{p.step, p.worker, norm};
+    }
+    return std::nullopt;
+  };
+  std::optional<Series::Point> above = first_above(*stochastic, false);
+  checked.push_back(
+      fmt::format("largest ||g_t^(i)|| {:.6g} over {} steps", stochastic->Max()->value,
+                  stochastic->points.size()));
+  if (full_gradient && !above) {
+    if (const Series* full = run.Metric("grad_sq_norm"); full != nullptr && !full->empty()) {
+      above = first_above(*full, true);
+      checked.push_back(fmt::format("largest ||grad f(x_t)|| {:.6g} over {} evaluations",
+                                    std::sqrt(full->Max()->value), full->points.size()));
+    }
+  }
+  if (above) {
+    return Premise::Failed(
+        name,
+        fmt::format("{:.6g} at step {} exceeds {}{}: the iterates left the region where G bounds "
+                    "the gradients",
+                    above->value, above->step, g.description,
+                    g.given ? " (the given G is contradicted by the run)" : ""),
+        above->step);
+  }
+  return Premise::Met(name, fmt::format("{}; {}", fmt::join(checked, ", "), g.description));
+}
+
+Premise CompressorWithinQ(const RunEvidence& run, std::optional<double> workers_q,
+                          std::optional<double> server_q, std::string_view q_source, double rtol) {
+  const std::string name =
+      fmt::format("spams.txt Assumption 1 (||C(u) - u|| <= q ||u|| with the q the bound uses: {})",
+                  q_source);
+  const Series* ratio = run.Probe("q-deviate", "ratio");
+  if (ratio == nullptr || ratio->empty()) {
+    return Premise::Failed(name, "the run recorded no ||C(u) - u|| / ||u|| (probe q-deviate)");
+  }
+  std::int64_t checked = 0;
+  double largest = 0;
+  for (const Series::Point& p : ratio->points) {
+    const std::optional<double> q = p.worker == kServer ? server_q : workers_q;
+    if (!q) continue;
+    ++checked;
+    largest = std::max(largest, p.value);
+    if (!(p.value <= *q * (1 + rtol))) {
+      return Premise::Failed(
+          name,
+          fmt::format("||C(u) - u|| / ||u|| = {:.6g} at step {} ({}) exceeds q = {:.6g}: the run "
+                      "contradicts that q",
+                      p.value, p.step, SenderName(p.worker), *q),
+          p.step, p.worker);
+    }
+  }
+  return Premise::Met(
+      name, fmt::format("largest ||C(u) - u|| / ||u|| {:.6g} over {} calls", largest, checked));
+}
+
+Premise OptionWithin(const RunEvidence& run, std::string_view key, const Interval& rule,
+                     std::string_view why) {
+  const std::string name = fmt::format("{} {} ({})", key, rule.ToString(), why);
+  const std::optional<double> value = run.hyperparameters.Number(key);
+  if (!value) return Premise::Failed(name, fmt::format("the run's optimizer has no {}", key));
+  if (!rule.Contains(*value)) {
+    return Premise::Failed(name, fmt::format("{} = {:.6g}", key, *value));
+  }
+  return Premise::Met(name, fmt::format("{} = {:.6g}", key, *value));
+}
+
+Premise OptionIs(const RunEvidence& run, std::string_view key, std::string_view value,
+                 std::string_view why) {
+  const std::string name = fmt::format("{} = {} ({})", key, value, why);
+  const std::optional<std::string> actual = run.hyperparameters.Text(key);
+  if (!actual) return Premise::Failed(name, fmt::format("the run's optimizer has no {}", key));
+  if (*actual != value) return Premise::Failed(name, fmt::format("{} = {}", key, *actual));
+  return Premise::Met(name, fmt::format("{} = {}", key, *actual));
+}
+
+Premise AlgorithmIs(const RunEvidence& run, std::span<const std::string_view> names,
+                    std::string_view statement) {
+  const std::string name = fmt::format("the algorithm is {}", statement);
+  if (std::find(names.begin(), names.end(), run.optimizer) != names.end()) {
+    return Premise::Met(name, fmt::format("optimizer {}", run.optimizer));
+  }
+  return Premise::Failed(name, fmt::format("the run's optimizer is {}; the statement is about {}",
+                                           run.optimizer, fmt::join(names, ", ")));
+}
+
+Premise NoWeightDecay(const RunEvidence& run) {
+  const std::string name = "no weight decay (the paper's algorithm has none)";
+  const double lambda = run.hyperparameters.Number("weight_decay").value_or(0);
+  if (lambda == 0) return Premise::Met(name, "weight_decay = 0");
+  return Premise::Failed(
+      name, fmt::format("weight_decay = {:.6g} ({})", lambda,
+                        run.hyperparameters.Text("weight_decay_mode").value_or("decoupled")));
+}
+
+Premise ConstantStepSize(const RunEvidence& run) {
+  const std::string name = "a constant step size";
+  const Series* lr = run.Metric("lr");
+  if (lr == nullptr || lr->empty()) return Premise::Failed(name, "the run recorded no lr");
+  const double first = lr->points.front().value;
+  for (const Series::Point& p : lr->points) {
+    if (p.value != first) {
+      return Premise::Failed(
+          name, fmt::format("lr = {:.6g} at step {}, {:.6g} at step {}", first,
+                            lr->points.front().step, p.value, p.step),
+          p.step);
+    }
+  }
+  return Premise::Met(name, fmt::format("lr = {:.6g} at every step", first));
+}
+
+Premise Stationary(std::span<const double> values, std::string_view what, double confidence) {
+  const std::string name = fmt::format("{} is stationary (its mean is taken over the run)", what);
+  const std::size_t burn_in = values.size() / 10;
+  const std::span<const double> kept = values.subspan(burn_in);
+  const std::size_t half = kept.size() / 2;
+  constexpr int kHalfBatches = kBatches / 2;
+  if (half < 2 * kHalfBatches) {
+    return Premise::Failed(name, fmt::format("{} values are too few to tell (at least {} needed)",
+                                             values.size(), 4 * kHalfBatches + burn_in));
+  }
+  const MeanEstimate first = BatchMeans(kept.first(half), kHalfBatches);
+  const MeanEstimate second = BatchMeans(kept.subspan(kept.size() - half), kHalfBatches);
+  if (!std::isfinite(first.mean) || !std::isfinite(second.mean)) {
+    return Premise::Failed(name, "the series holds values that are not finite");
+  }
+  const double overall = (first.mean + second.mean) / 2;
+  const double change = second.mean - first.mean;
+  const double se = std::hypot(first.standard_error, second.standard_error);
+  const double t = se > 0 ? std::abs(change) / se : (change == 0 ? 0.0 : INFINITY);
+  const double critical = StudentTQuantile(0.5 + confidence / 2, 2 * (kHalfBatches - 1));
+  const double relative = overall != 0 ? std::abs(change) / std::abs(overall) : 0.0;
+  const std::string numbers =
+      fmt::format("mean {:.4g} over the first half, {:.4g} over the second (t = {:.3g})",
+                  first.mean, second.mean, t);
+  if (t > critical && relative > 0.25) {
+    return Premise::Failed(name, fmt::format("{}: it drifts by {:.3g}x its mean", numbers, relative));
+  }
+  return Premise::Met(name, numbers);
+}
+
+void MarkVacuousIfAbove(Verdict& verdict, double trivial, std::string_view trivial_text) {
+  if (verdict.kind != VerdictKind::kHolds || !(verdict.bound_value >= trivial)) return;
+  verdict.kind = VerdictKind::kVacuous;
+  const std::string note =
+      fmt::format("vacuous: the bound {:.4g} is not below {} = {:.4g}, so meeting it is no "
+                  "evidence",
+                  verdict.bound_value, trivial_text, trivial);
+  verdict.detail = verdict.detail.empty() ? note : fmt::format("{}; {}", note, verdict.detail);
+}
+
+}  // namespace lemmalab

@@ -1,0 +1,83 @@
+// The premises lemmas and theorems share, each checked on a run's evidence: the run is healthy,
+// the stochastic gradients stay within G, the compressor is q-deviate with the q the bound uses,
+// a hyperparameter lies where the proof needs it, a series is stationary where its mean is taken.
+// Each returns a Premise (theory/assertion.h) that names the assumption and says how it was
+// checked, and, when it fails, the first step, the worker and the value.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/options.h"
+#include "problems/problem.h"
+#include "theory/assertion.h"
+
+namespace lemmalab {
+
+// The run completed and its values stayed finite (a diverged run proves nothing about a mean or
+// a bound that assumes it did not).
+Premise RunCompleted(const RunEvidence& run);
+
+// A constant a bound uses, with where it came from: the [[assert]] table's `key` (a user's
+// claim about the problem, which the run may contradict), else the problem's constant `name`
+// (exact or a bound), else the run's estimate. nullopt when none exists.
+struct UsedConstant {
+  double value = 0;
+  Certainty certainty = Certainty::kEstimate;
+  std::string description;  // for the verdict's detail: "G = 8.1 (bound: ...)"
+  bool given = false;       // from the [[assert]] table
+};
+std::optional<UsedConstant> FindUsedConstant(const RunEvidence& run, std::string_view name,
+                                             std::optional<double> given);
+
+// Every worker's stochastic gradient is unbiased for grad f: the workers sample one distribution
+// (Birder's Assumption 3, 1-bit Adam's Assumption 1.2 with one sigma for every worker). Met with
+// one worker or sigma_g = 0, failed with sigma_g > 0, unchecked when sigma_g is unknown.
+Premise OneDistribution(const RunEvidence& run, std::string_view assumption);
+
+// ||g_t^(i)|| <= G at every step and worker (metric max_grad_norm, the largest stochastic
+// gradient norm of each step) and, with `full_gradient`, ||grad f(x_t)|| <= G too (metric
+// grad_sq_norm). `assumption` names it ("spams.txt Assumption 3"). With G the run's own largest
+// observed norm the premise holds by construction, and the detail says so.
+Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::string_view assumption,
+                        bool full_gradient = false);
+
+// ||C(u) - u|| <= q ||u|| for every compressor call of the run (probe q-deviate, series ratio),
+// up to a relative rounding slack `rtol`: the q a bound uses must be one the run's compressor
+// actually keeps to. `workers_q` and `server_q` are the q used for each side's calls (nullopt: no
+// bound uses that side's q, its calls are not checked); `q_source` says where they come from.
+Premise CompressorWithinQ(const RunEvidence& run, std::optional<double> workers_q,
+                          std::optional<double> server_q, std::string_view q_source, double rtol);
+
+// A hyperparameter of the run within `rule` ("beta1 < 1" for a proof that divides by 1 - beta1).
+Premise OptionWithin(const RunEvidence& run, std::string_view key, const Interval& rule,
+                     std::string_view why);
+// A hyperparameter of the run equal to `value` ("worker_feedback = classic" where a lemma needs
+// error feedback); failed when it differs or the run has no such option.
+Premise OptionIs(const RunEvidence& run, std::string_view key, std::string_view value,
+                 std::string_view why);
+
+// The run's optimizer is one the lemma or theorem is about (its registry name).
+Premise AlgorithmIs(const RunEvidence& run, std::span<const std::string_view> names,
+                    std::string_view statement);
+
+// No weight decay: the papers' algorithms have none, so a theorem about them says nothing about
+// a run that shrinks x or adds lambda x to its gradients.
+Premise NoWeightDecay(const RunEvidence& run);
+
+// A constant step size (the theorem's eta); failed at the first step whose lr differs.
+Premise ConstantStepSize(const RunEvidence& run);
+
+// Whether `values` (a per-step series, in order) are stationary enough for a batch-means mean to
+// mean something: after a burn-in of the first tenth, the means of the two halves may not differ
+// significantly (Welch's t on the batch means of each half, at `confidence`) by more than a
+// quarter of the overall mean. A series that grows without bound fails it.
+Premise Stationary(std::span<const double> values, std::string_view what, double confidence);
+
+// Vacuity: a bound no smaller than `trivial` (the largest value the left-hand side can take, or
+// its value at the start) says nothing. Turns a holding verdict into kVacuous and says why.
+void MarkVacuousIfAbove(Verdict& verdict, double trivial, std::string_view trivial_text);
+
+}  // namespace lemmalab
