@@ -108,8 +108,10 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
   }
   for (const Claim& claim : claims) {
     for (const std::string_view probe : claim.info->probes) {
-      if (std::find(spec.probes.begin(), spec.probes.end(), probe) == spec.probes.end()) {
-        spec.probes.emplace_back(probe);
+      if (std::find(spec.probes.begin(), spec.probes.end(), probe) == spec.probes.end() &&
+          std::find(spec.check_probes.begin(), spec.check_probes.end(), probe) ==
+              spec.check_probes.end()) {
+        spec.check_probes.emplace_back(probe);
       }
     }
   }
@@ -165,14 +167,14 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
   return experiments;
 }
 
-// Whether the claim judges the run with this label by default: every run that recorded all the
-// probes the assertion reads (or every run, for assertions that read only metrics).
+// Whether the claim judges the run with this label by default: every run that recorded the
+// assertion's first probe, the one that measures its quantity (or every run, for assertions that
+// read only metrics). The other probes serve its premises, whose absence the verdict reports.
 bool Selected(const Claim& claim, const RunEvidence& run) {
   if (!claim.runs.empty()) {
     return std::find(claim.runs.begin(), claim.runs.end(), run.label) != claim.runs.end();
   }
-  return std::all_of(claim.info->probes.begin(), claim.info->probes.end(),
-                     [&](std::string_view probe) { return run.HasProbe(probe); });
+  return claim.info->probes.empty() || run.HasProbe(claim.info->probes.front());
 }
 
 // The judged runs' status and final loss, as the check prints them beside the verdict.

@@ -254,13 +254,16 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
     run.hyperparameters.Merge("schedule", o.schedule->Resolved());
     ProbeContext probe_context = run_probe_context;
     probe_context.hyperparameters = run.hyperparameters;
+    const auto attach = [&](const std::string& name) {
+      auto probe = FactoryFor<T>(*Probes().Find(name))(probe_context);
+      if (!probe->AppliesTo(run.algorithm->observable())) return false;
+      run.probes.push_back(std::move(probe));
+      return true;
+    };
     for (std::size_t k = 0; k < spec.probes.size(); ++k) {
-      auto probe = FactoryFor<T>(*Probes().Find(spec.probes[k]))(probe_context);
-      if (probe->AppliesTo(run.algorithm->observable())) {
-        run.probes.push_back(std::move(probe));
-        probe_applied[k] = true;
-      }
+      if (attach(spec.probes[k])) probe_applied[k] = true;
     }
+    for (const std::string& name : spec.check_probes) attach(name);
     runs.push_back(std::move(run));
   }
   for (std::size_t k = 0; k < spec.probes.size(); ++k) {
@@ -315,7 +318,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
 }  // namespace
 
 void RequireNoProbes(const RunSpec& spec) {
-  if (spec.probes.empty()) return;
+  if (spec.probes.empty() && spec.check_probes.empty()) return;
   throw UserError(fmt::format(
       "{}: probes read every worker's state, which one MPI rank does not hold; run specs with "
       "probes in one process (without mpirun)",

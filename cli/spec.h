@@ -60,6 +60,9 @@ struct RunSpec {
   bool reference = false;
   int reference_iterations = 10000;
   std::vector<std::string> probes;
+  // Probes `lemmalab check` attaches for its assertions: to every optimizer they apply to, and
+  // no error where they apply to none (the verdict then says what is missing).
+  std::vector<std::string> check_probes;
   std::shared_ptr<OptionTable> data;  // null when the spec has no [data]
   std::shared_ptr<OptionTable> problem;
   std::vector<OptimizerSpec> optimizers;

@@ -433,6 +433,7 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
     double worst_ratio = std::numeric_limits<double>::infinity();
     std::int64_t worst_t = 1, first_broken = 0;
     double lhs_at_worst = 0, bound_at_worst = 0, smallest_bound = kVacuousBound;
+    double lhs_at_first_broken = 0, bound_at_first_broken = 0;
   };
   std::array<Form, 2> forms = {Form{o.printed ? "as printed" : "re-derived", o.printed},
                                Form{o.printed ? "re-derived" : "as printed", !o.printed}};
@@ -454,6 +455,8 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
       if (!(lhs <= bound) && f.first_broken == 0) {
         f.kind = VerdictKind::kViolated;
         f.first_broken = t;
+        f.lhs_at_first_broken = lhs;
+        f.bound_at_first_broken = bound;
       }
     }
   }
@@ -470,22 +473,31 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   }
   const Form& main = forms[0];
   v.kind = main.kind;
-  v.worst_step = main.first_broken > 0 ? main.first_broken : main.worst_t;
-  v.measured_value = main.lhs_at_worst;
-  v.bound_value = main.bound_at_worst;
-  v.measured = fmt::format("((1/T) sum ||grad f(x_t)||)^2 = {:.6g} at T = {} ({})", v.measured_value,
-                           main.worst_t, main.first_broken > 0 ? "the bound's worst T" : "closest to the bound");
+  // A violation is reported where it first happens; otherwise where the bound is tightest.
+  const bool broken = main.first_broken > 0;
+  const std::int64_t at = broken ? main.first_broken : main.worst_t;
+  v.worst_step = at;
+  v.measured_value = broken ? main.lhs_at_first_broken : main.lhs_at_worst;
+  v.bound_value = broken ? main.bound_at_first_broken : main.bound_at_worst;
+  v.measured = fmt::format("((1/T) sum ||grad f(x_t)||)^2 = {:.6g} at T = {} ({})",
+                           v.measured_value, at,
+                           broken ? "the first T over the bound" : "closest to the bound");
   const auto describe = [&](const Form& f) {
+    const bool f_broken = f.first_broken > 0;
     return fmt::format(
-        "C1/sqrt(T) + C2(1 + ln T)/sqrt(T) = {:.6g} at T = {} ({}; C1 = {:.4g}, C2 = {:.4g}); "
-        "slack x{:.3g}{}",
-        f.bound_at_worst, f.worst_t, f.name, f.printed ? at_t.c1 : at_t.c1_rederived,
-        f.printed ? at_t.c2 : at_t.c2_rederived, f.worst_ratio,
-        f.first_broken > 0 ? fmt::format(", first broken at T = {}", f.first_broken) : "");
+        "C1/sqrt(T) + C2(1 + ln T)/sqrt(T) = {:.6g} at T = {} ({}; C1 = {:.4g}, C2 = {:.4g}){}",
+        f_broken ? f.bound_at_first_broken : f.bound_at_worst,
+        f_broken ? f.first_broken : f.worst_t, f.name, f.printed ? at_t.c1 : at_t.c1_rederived,
+        f.printed ? at_t.c2 : at_t.c2_rederived,
+        f_broken ? fmt::format("; first broken at T = {} (left side {:.6g})", f.first_broken,
+                               f.lhs_at_first_broken)
+                 : fmt::format("; slack x{:.3g}", f.worst_ratio));
   };
   v.bound = describe(main);
   const Form& other = forms[1];
-  v.other_forms.push_back({other.name, other.kind, describe(other), other.bound_at_worst,
+  v.other_forms.push_back({other.name, other.kind, describe(other),
+                           other.first_broken > 0 ? other.bound_at_first_broken
+                                                  : other.bound_at_worst,
                            other.kind == VerdictKind::kVacuous
                                ? fmt::format("never below {}", trivial_text)
                                : ""});

@@ -95,6 +95,9 @@ Verdict CheckUnbiased(const AssertionInput& input, const UnbiasedOptions& o) {
     v.detail = "the draws lean the way the first half of each call's draws saw (Stouffer's Z)";
   } else if (upper <= o.tolerance * o.tolerance) {
     v.kind = VerdictKind::kHolds;
+  } else if (!std::isfinite(upper)) {
+    v.kind = VerdictKind::kInconclusive;
+    v.detail = "no bias detected, but the bias estimates are not all finite";
   } else {
     v.kind = VerdictKind::kInconclusive;
     v.detail = fmt::format(

@@ -14,13 +14,29 @@
 namespace lemmalab {
 
 Premise RunCompleted(const RunEvidence& run) {
-  const std::string name = "the run completed with finite values";
-  if (run.completed() && std::isfinite(run.final_loss)) {
-    return Premise::Met(name, fmt::format("{} steps, final loss {:.6g}", run.steps_done,
-                                          run.final_loss));
+  const std::string name = "the run completed without diverging";
+  if (!run.completed()) return Premise::Failed(name, run.status, run.steps_done);
+  if (!std::isfinite(run.final_loss)) return Premise::Failed(name, "the final loss is not finite");
+  // A run can diverge without leaving the finite numbers: a loss that grows a thousandfold
+  // beyond where it started has blown up, whatever its status says.
+  const Series* start = run.Metric("train_loss");
+  const Series* minibatch = run.Metric("minibatch_loss");
+  if (start != nullptr && !start->empty() && minibatch != nullptr && !minibatch->empty()) {
+    const double initial = start->points.front().value;
+    const double limit = 1e3 * (1 + std::abs(initial));
+    for (const Series::Point& p : minibatch->points) {
+      if (p.value > limit) {
+        return Premise::Failed(
+            name,
+            fmt::format("the minibatch loss reached {:.4g} at step {}, more than 1000 x (1 + "
+                        "|f(x_0)|) with f(x_0) = {:.4g}: the run blew up",
+                        p.value, p.step, initial),
+            p.step);
+      }
+    }
   }
-  return Premise::Failed(name, run.completed() ? "the final loss is not finite" : run.status,
-                         run.steps_done);
+  return Premise::Met(name, fmt::format("{} steps, final loss {:.6g}", run.steps_done,
+                                        run.final_loss));
 }
 
 std::optional<UsedConstant> FindUsedConstant(const RunEvidence& run, std::string_view name,

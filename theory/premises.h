@@ -16,8 +16,9 @@
 
 namespace lemmalab {
 
-// The run completed and its values stayed finite (a diverged run proves nothing about a mean or
-// a bound that assumes it did not).
+// The run completed, its values stayed finite and its loss did not blow up (minibatch loss above
+// 1000 x (1 + |f(x_0)|)): a diverged run proves nothing about a mean or a bound that assumes it
+// did not.
 Premise RunCompleted(const RunEvidence& run);
 
 // A constant a bound uses, with where it came from: the [[assert]] table's `key` (a user's

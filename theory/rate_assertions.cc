@@ -29,12 +29,30 @@ std::vector<double> PerStep(const RunEvidence& run, std::string_view metric) {
   return values;
 }
 
+// Which paper states a rate for the run's algorithm (the claim's source for that run).
+std::string RateSource(const RunEvidence& run) {
+  static const std::map<std::string, std::string, std::less<>> kSources = {
+      {"birder", "birder.txt Thm 1, Eq. 6 (and the O(1/sqrt(nT)) the text after it claims)"},
+      {"dist-spams", "spams.txt Thm 1, Cor. 1 (lines 221-270)"},
+      {"spams", "spams.txt Thm 1, Cor. 2 (lines 221-316)"},
+      {"onebit-adam", "onebit-adam-icml-with-appendix.txt Thm 1, Cor. 1"},
+      {"onebit-adam-fp32", "onebit-adam-icml-with-appendix.txt Thm 1, Cor. 1"},
+      {"onebit-lamb", "onebit-lamb.txt Thm 1, Cor. 1 (App. A.9)"},
+  };
+  const auto it = kSources.find(run.optimizer);
+  return it != kSources.end()
+             ? it->second
+             : fmt::format("no paper's theorem for {}: the classical rate given as `exponent`",
+                           run.optimizer);
+}
+
 struct RateOptions {
   std::string quantity;
   double exponent = 0.5;
   bool at_least = true;
-  double tolerance = 0.1;  // "equal": the interval must lie within exponent +- tolerance
-  double floor = 0.5;      // the largest share of the last value a fitted offset c may explain
+  double tolerance = 0.05;  // how far below (at-least) or around (equal) the exponent may lie
+  double floor = 0.05;     // the share of the last value a fitted limit c may make up: above it,
+                           // the quantity does not go to zero
   std::int64_t from = 10;
   int points = 30;
   AcrossSeedsOptions fit;
@@ -54,9 +72,10 @@ RateOptions ReadRateOptions(OptionTable& options) {
 }
 
 // The verdict on an exponent estimate against the theorem's. "at-least" (the theorem bounds the
-// quantity by O(T^-p)): holds when the interval's lower end is at least p (the decay is shown to
-// be that fast), violated when its upper end is below p. "equal": holds when the interval lies
-// within p +- tolerance, violated when it excludes p. Anything else is inconclusive.
+// quantity by O(T^-p)): holds when the interval's lower end is at least p - tolerance (the decay
+// is shown to be that fast; the tolerance, default 0.05, lets a decay of exactly p be shown),
+// violated when its upper end is below p. "equal": holds when the interval lies within p +-
+// tolerance, violated when it excludes p. Anything else is inconclusive.
 Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::string_view variable,
                         std::string what) {
   Verdict v;
@@ -65,7 +84,9 @@ Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::st
   v.measured =
       fmt::format("{}: p = {:.4g}, {:.0f}% interval [{:.4g}, {:.4g}] over {} of {} seeds", what,
                   e.mean, 100 * e.confidence, e.lower, e.upper, e.converged_seeds, e.seeds);
-  v.bound = o.at_least ? fmt::format("p >= {:.4g} (decay like {}^-p)", o.exponent, variable)
+  v.bound = o.at_least ? fmt::format("p >= {:.4g} (decay like {}^-p; shown when the interval "
+                                     "lies above {:.4g})",
+                                     o.exponent, variable, o.exponent - o.tolerance)
                        : fmt::format("p = {:.4g} +- {:.3g} (decay like {}^-p)", o.exponent,
                                      o.tolerance, variable);
   if (!e.interval_available) {
@@ -78,9 +99,9 @@ Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::st
   v.detail = fmt::format("per-seed p: {}; model a {}^-p + c fitted with Ceres",
                          fmt::join(fits, ", "), variable);
   if (o.at_least) {
-    v.kind = e.lower >= o.exponent  ? VerdictKind::kHolds
-             : e.upper < o.exponent ? VerdictKind::kViolated
-                                    : VerdictKind::kInconclusive;
+    v.kind = e.lower >= o.exponent - o.tolerance ? VerdictKind::kHolds
+             : e.upper < o.exponent                ? VerdictKind::kViolated
+                                                   : VerdictKind::kInconclusive;
   } else {
     v.kind = e.lower > o.exponent || e.upper < o.exponent ? VerdictKind::kViolated
              : e.lower >= o.exponent - o.tolerance && e.upper <= o.exponent + o.tolerance
@@ -93,9 +114,10 @@ Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::st
   return v;
 }
 
-// Does the quantity go to zero? A fitted offset c that makes up more than `floor` of the last
-// value (c / y(T), its interval over the seeds above floor) is a level the curve stalls at:
-// violated. The model's c can only show a floor if it is fitted (offset = true).
+// Does the quantity go to zero? The fitted c is the level the curve tends to; its share of the
+// last value, c / y(T), over the seeds: an interval above `floor` (default 0.05) says the
+// quantity does not go to zero (violated), one that reaches above it leaves the question open
+// (inconclusive). The model's c can only show a floor if it is fitted (offset = true).
 void JudgeFloor(Verdict& v, const ExponentEstimate& e, std::span<const Curve> curves,
                 const RateOptions& o, double confidence, std::string_view quantity) {
   if (!o.fit.fit.fit_offset || e.fits.size() < 2) return;
@@ -106,9 +128,13 @@ void JudgeFloor(Verdict& v, const ExponentEstimate& e, std::span<const Curve> cu
   const MeanEstimate share = IndependentMean(shares);
   const double half =
       StudentTQuantile(0.5 + confidence / 2, share.dof) * share.standard_error;
+  std::vector<std::string> per_seed;
+  for (const double x : shares) per_seed.push_back(fmt::format("{:.3g}", x));
   const std::string text = fmt::format(
-      "the fitted floor c is {:.3g} of the last value ({:.0f}% interval [{:.3g}, {:.3g}])",
-      share.mean, 100 * confidence, share.mean - half, share.mean + half);
+      "the fitted floor c is {:.3g} of the last value ({:.0f}% interval [{:.3g}, {:.3g}]; per "
+      "seed {})",
+      share.mean, 100 * confidence, share.mean - half, share.mean + half,
+      fmt::join(per_seed, ", "));
   if (share.mean - half > o.floor) {
     v.kind = VerdictKind::kViolated;
     v.detail = fmt::format("{} does not go to zero: {}, above floor = {:.3g}; {}", quantity, text,
@@ -170,6 +196,7 @@ Verdict CheckRate(const AssertionInput& input, RateOptions o) {
   const ExponentEstimate e = FitAcrossSeeds(curves, o.fit);
   Verdict v =
       ExponentVerdict(e, o, "T", fmt::format("running mean of {}", o.quantity));
+  v.source = RateSource(input.runs.front());
   incomplete.premises.swap(v.premises);
   JudgeFloor(v, e, curves, o, input.confidence, fmt::format("the running mean of {}", o.quantity));
   return v;
@@ -253,6 +280,7 @@ Verdict CheckSpeedup(const AssertionInput& input, RateOptions o,
                               fmt::format("mean of {} over t = {}..{}, n = {}", o.quantity, o.from,
                                           input.runs.front().steps_done, fmt::join(ns, ", ")));
   v.premises = std::move(incomplete.premises);
+  v.source = RateSource(input.runs.front());
   return v;
 }
 
