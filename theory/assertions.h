@@ -30,12 +30,17 @@ Judgement MakeSpamsLemma2Check(OptionTable& options, const AssertionContext& con
 Judgement MakeSpamsLemma4Check(OptionTable& options, const AssertionContext& context);
 Judgement MakeSpamsLemma5Check(OptionTable& options, const AssertionContext& context);
 Judgement MakeSpamsTheorem1Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeSpamsCorollary1Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeSpamsCorollary2Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeSpamsLemma1Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeSpamsLemma3Check(OptionTable& options, const AssertionContext& context);
 
 // onebit-adam-icml-with-appendix.txt and onebit-lamb.txt (theory/onebit_assertions.cc)
 Judgement MakeOnebitErrorBoundedCheck(OptionTable& options, const AssertionContext& context);
 Judgement MakeVarianceStableCheck(OptionTable& options, const AssertionContext& context);
 Judgement MakeOnebitLambClipsCheck(OptionTable& options, const AssertionContext& context);
 Judgement MakeOnebitAdamTheorem1Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeOnebitLambTheorem1Check(OptionTable& options, const AssertionContext& context);
 
 // One judgement by name, as a check makes it from an [[assert]] table: for tests and tools.
 Verdict JudgeAssertion(std::string_view assertion, OptionTable& options,

@@ -343,67 +343,72 @@ Verdict CheckOnebitLambClips(const AssertionInput& input, std::optional<double> 
 }
 
 
-// Theorem 1 (onebit-adam-icml-with-appendix.txt Eq. 6, theory/bounds.h) over the compression
-// phase: the paper's x_0 is lemmalab's x after step T_w, and its t = 0..T are the evaluations at
-// steps T_w..T_w + T. Measured: (1/(T+1)) sum_t ||grad f(x_t)||^2 (Euclidean), against the
-// bound's Euclidean form (the V-norm bound times max_j of the update's denominator), with the
-// proof's two slips corrected (bounds.cc; the bound as printed is shown beside it). The run's own
-// constants: gamma its constant rate, beta = beta1, n, L and sigma the problem's, the
-// denominator's extremes from v_Tw and eta, f(x_0) - f* from the train loss at T_w, and eps^2,
-// the bound on E||delta_t||^2 of the combined error (1/n) sum_i delta_t^(i) + delta_bar_t that
-// Lemma 2 uses, estimated as the largest of ten batch means of ||delta_t||^2 over the phase
-// (an estimate of sup_t E||delta_t||^2, not a single draw; the premise that the series is
-// stationary guards it). One run against an expectation: ExpectationVerdict.
-//
-// Premises: Assumption 1.1 (L), 1.2 (sigma, and one data distribution, since the bound's sigma
-// measures each worker's gradient against grad f), 1.3 (a stationary compression error), a
-// constant step size, beta1 < 1, classic error feedback at the workers and the server, no weight
-// decay, and a positive left-hand coefficient (otherwise the theorem makes no claim). Vacuous
-// when the bound is not below ||grad f(x_Tw)||^2, what a run that stood still would show.
-Verdict CheckOnebitAdamTheorem1(const AssertionInput& input, bool printed) {
-  const RunEvidence& run = input.runs.front();
-  Verdict v;
-  v.premises.push_back(RunCompleted(run));
-  v.premises.push_back(AlgorithmIs(run, kOnebitAdam, "1-bit Adam (Algorithm 1)"));
+// What Theorems 1 of 1-bit Adam and 1-bit LAMB read of a run's compression phase: the paper's x_0
+// is lemmalab's x after step T_w, and its t = 0..T are the evaluations at steps T_w..T_w + T.
+struct CompressionPhase {
+  std::int64_t warmup = 0, T = 0;
+  double beta1 = 0, gamma = 0;
+  double measured = 0;       // (1/(T+1)) sum_t ||grad f(x_t)||^2, Euclidean
+  double grad_at_start = 0;  // ||grad f(x_Tw)||^2: what a run that stood still would show
+  double f_gap = 0;          // f(x_Tw) - f*, 0 if below (only an estimated f* allows it)
+  // eps^2, the bound on E||delta_t||^2 of the combined error (1/n) sum_i delta_t^(i) +
+  // delta_bar_t that Lemma 2 uses, estimated as the largest of ten batch means of ||delta_t||^2
+  // over the phase (an estimate of sup_t E||delta_t||^2, not a single draw; the premise that the
+  // series is stationary guards it).
+  double eps = 0;
+  double denominator_min = 0, denominator_max = 0;  // of sqrt(v_Tw) + eta (or sqrt(v_Tw + eta))
+  const Constant* lipschitz = nullptr;
+  const Constant* sigma = nullptr;
+  const Constant* f_star = nullptr;
+};
+
+// Reads the compression phase into `phase`, adding the premises both theorems share to `v`
+// (Assumptions 1.1-1.3, a constant step, beta1 < 1, classic error feedback, no weight decay); on
+// missing evidence returns false with v.detail saying what is missing.
+bool ReadCompressionPhase(const RunEvidence& run, double confidence, Verdict& v,
+                          CompressionPhase& phase) {
   const Hyperparameters& h = run.hyperparameters;
   const std::optional<std::int64_t> warmup = WarmupSteps(run);
   const std::optional<double> beta1 = h.Number("beta1"), eta = h.Number("eps");
   if (!warmup || !beta1 || !eta) {
     v.detail = "the run's optimizer has no warmup_steps, beta1 or eps";
-    return v;
+    return false;
   }
-  const std::int64_t tw = *warmup;
-  const std::int64_t T = run.steps_done - tw;
-  if (T < 1) {
+  phase.warmup = *warmup;
+  phase.beta1 = *beta1;
+  phase.T = run.steps_done - phase.warmup;
+  if (phase.T < 1) {
     v.detail = "the run ends before the compression phase";
-    return v;
+    return false;
   }
   const Series* gsq = run.Metric("grad_sq_norm");
   const Series* lr = run.Metric("lr");
   const Series* loss = run.Metric("train_loss");
   if (gsq == nullptr || lr == nullptr || lr->empty() || loss == nullptr) {
     v.detail = "the run has no grad_sq_norm, train_loss or lr metric";
-    return v;
+    return false;
   }
-  double sum = 0, f0 = std::nan(""), grad_at_start = std::nan("");
+  double sum = 0, f0 = std::nan("");
+  phase.grad_at_start = std::nan("");
   std::int64_t count = 0;
   for (const Series::Point& p : gsq->points) {
-    if (p.step >= tw) {
+    if (p.step >= phase.warmup) {
       sum += p.value;
       ++count;
     }
-    if (p.step == tw) grad_at_start = p.value;
+    if (p.step == phase.warmup) phase.grad_at_start = p.value;
   }
   for (const Series::Point& p : loss->points) {
-    if (p.step == tw) f0 = p.value;
+    if (p.step == phase.warmup) f0 = p.value;
   }
-  if (count != T + 1 || std::isnan(f0)) {
+  if (count != phase.T + 1 || std::isnan(f0)) {
     v.detail =
         "Theorem 1's left-hand side needs ||grad f(x_t)|| at every step of the compression phase "
         "and f at its start: set eval_every = 1";
-    return v;
+    return false;
   }
-  const double gamma = lr->points.front().value;
+  phase.measured = sum / static_cast<double>(count);
+  phase.gamma = lr->points.front().value;
   v.premises.push_back(ConstantStepSize(run));
   v.premises.push_back(
       OptionWithin(run, "beta1", Interval::ClosedOpen(0, 1), "the proof divides by 1 - beta"));
@@ -417,11 +422,11 @@ Verdict CheckOnebitAdamTheorem1(const AssertionInput& input, bool printed) {
   const Series* root_max = run.Probe("onebit-error", "frozen_sqrt_max");
   if (combined == nullptr || root_min == nullptr || root_max == nullptr || root_min->empty()) {
     v.detail = "the run recorded no combined error or frozen variance (probe onebit-error)";
-    return v;
+    return false;
   }
   std::vector<double> squared;
   for (const Series::Point& p : combined->points) {
-    if (p.step > tw) squared.push_back(p.value * p.value);
+    if (p.step > phase.warmup) squared.push_back(p.value * p.value);
   }
   double eps_squared = 0;
   if (!squared.empty()) {
@@ -432,78 +437,177 @@ Verdict CheckOnebitAdamTheorem1(const AssertionInput& input, bool printed) {
       for (std::size_t k = begin; k < end; ++k) batch += squared[k];
       eps_squared = std::max(eps_squared, batch / static_cast<double>(end - begin));
     }
-    v.premises.push_back(Stationary(squared, "Assumption 1.3's combined error ||delta_t||^2",
-                                    input.confidence));
+    v.premises.push_back(
+        Stationary(squared, "Assumption 1.3's combined error ||delta_t||^2", confidence));
   }
-  const Constant* l = run.FindConstant("L");
-  const Constant* sigma = run.FindConstant("sigma");
-  const Constant* f_star = run.FindConstant("f_star");
-  if (l == nullptr || sigma == nullptr || f_star == nullptr) {
+  phase.eps = std::sqrt(eps_squared);
+  phase.lipschitz = run.FindConstant("L");
+  phase.sigma = run.FindConstant("sigma");
+  phase.f_star = run.FindConstant("f_star");
+  if (phase.lipschitz == nullptr || phase.sigma == nullptr || phase.f_star == nullptr) {
     v.detail = "Theorem 1 needs L, sigma and f*, which this problem does not all know";
-    return v;
+    return false;
   }
+  const bool outside = h.Text("eps_placement").value_or("outside") == "outside";
   const auto denominator = [&](double root) {
-    return h.Text("eps_placement").value_or("outside") == "outside"
-               ? root + *eta
-               : std::sqrt(root * root + *eta);
+    return outside ? root + *eta : std::sqrt(root * root + *eta);
   };
-  OneBitAdamConstants k;
-  k.lipschitz = l->value;
-  k.sigma = sigma->value;
-  k.eps = std::sqrt(eps_squared);
-  k.beta = *beta1;
-  k.n = run.workers;
-  k.denominator_min = denominator(root_min->points.front().value);
-  k.denominator_max = denominator(root_max->points.front().value);
-  k.f_gap = std::max(0.0, f0 - f_star->value);  // below 0 only with an estimated f*
-  k.gamma = gamma;
-  const OneBitAdamTheorem1Result r = OneBitAdamTheorem1(k, static_cast<double>(T));
-  const double measured = sum / static_cast<double>(count);
-  const std::string constants = fmt::format(
-      "gamma = {:.4g}, beta1 = {:.4g}, n = {}, eps = {:.4g} (estimate: the largest batch mean of "
-      "||delta_t||^2, rooted), denominator in [{:.4g}, {:.4g}], f(x_Tw) - f* = {:.6g}; {}; {}; {}",
-      gamma, *beta1, run.workers, k.eps, k.denominator_min, k.denominator_max, k.f_gap,
-      DescribeConstant(*l), DescribeConstant(*sigma), DescribeConstant(*f_star));
-  v.measured_value = measured;
+  phase.denominator_min = denominator(root_min->points.front().value);
+  phase.denominator_max = denominator(root_max->points.front().value);
+  phase.f_gap = std::max(0.0, f0 - phase.f_star->value);
+  return true;
+}
+
+// The verdict of a compression-phase theorem from its two Euclidean mean bounds (the proof's and
+// the printed) and its left coefficients: a coefficient <= 0 is a failed premise (the theorem
+// makes no claim); one run against an expectation (ExpectationVerdict); vacuous when the bound is
+// not below ||grad f(x_Tw)||^2.
+void JudgeCompressionPhase(Verdict& v, const CompressionPhase& phase, double confidence,
+                           bool printed, double coefficient, double corrected_bound,
+                           double printed_bound, std::string_view coefficient_text,
+                           std::string constants) {
+  v.measured_value = phase.measured;
   v.measured = fmt::format(
-      "(1/(T+1)) sum_t ||grad f(x_t)||^2 = {:.6g} over the T = {} steps after T_w = {}", measured,
-      T, tw);
+      "(1/(T+1)) sum_t ||grad f(x_t)||^2 = {:.6g} over the T = {} steps after T_w = {}",
+      phase.measured, phase.T, phase.warmup);
   const std::string coefficient_name =
-      "1 - gamma L / v_min - 2 gamma^2 L^2 / ((1-beta)^2 v_min^2) > 0 (Eq. 6's left coefficient)";
-  if (!std::isfinite(r.euclidean_mean_bound)) {
+      fmt::format("{} > 0 (the left coefficient)", coefficient_text);
+  if (!std::isfinite(printed ? printed_bound : corrected_bound)) {
     v.premises.push_back(Premise::Failed(
         coefficient_name,
-        fmt::format("{:.4g} at this step size: Theorem 1 makes no claim", r.coefficient)));
+        fmt::format("{:.4g} at this step size: Theorem 1 makes no claim", coefficient)));
     v.detail = constants;
-    return v;
+    return;
   }
-  v.premises.push_back(Premise::Met(coefficient_name, fmt::format("{:.4g}", r.coefficient)));
+  v.premises.push_back(Premise::Met(coefficient_name, fmt::format("{:.4g}", coefficient)));
   const auto judge = [&](double bound, std::string_view form) {
     BoundForm f;
     f.name = std::string(form);
     f.bound_value = bound;
-    f.bound = fmt::format("<= {:.6g} ({}; Eq. 6 / coefficient / (T+1), times the largest "
+    f.bound = fmt::format("<= {:.6g} ({}; the V-norm bound / (T+1), times the largest "
                           "denominator); slack x{:.3g}",
-                          bound, form, bound / measured);
-    f.kind = ExpectationVerdict(measured, bound, input.confidence);
-    if (f.kind == VerdictKind::kHolds && bound >= grad_at_start) {
+                          bound, form, bound / phase.measured);
+    f.kind = ExpectationVerdict(phase.measured, bound, confidence);
+    if (f.kind == VerdictKind::kHolds && bound >= phase.grad_at_start) {
       f.kind = VerdictKind::kVacuous;
-      f.detail = fmt::format("vacuous: not below ||grad f(x_Tw)||^2 = {:.4g}", grad_at_start);
+      f.detail = fmt::format("vacuous: not below ||grad f(x_Tw)||^2 = {:.4g}", phase.grad_at_start);
     }
     return f;
   };
-  const BoundForm corrected = judge(r.euclidean_mean_bound_rederived, "the proof's slips corrected");
-  const BoundForm statement = judge(r.euclidean_mean_bound, "Eq. 6 as printed");
+  const BoundForm corrected = judge(corrected_bound, "the proof's slips corrected");
+  const BoundForm statement = judge(printed_bound, "as printed");
   const BoundForm& main = printed ? statement : corrected;
   v.kind = main.kind;
   v.bound_value = main.bound_value;
   v.bound = main.bound;
   v.other_forms.push_back(printed ? corrected : statement);
-  v.worst_step = run.steps_done;
   v.detail = fmt::format(
       "{}one run against an expectation bound: holds at or below it, violated above bound / "
       "{:.2g} (Markov), inconclusive between; {}",
-      main.detail.empty() ? "" : main.detail + "; ", 1 - input.confidence, constants);
+      main.detail.empty() ? "" : main.detail + "; ", 1 - confidence, constants);
+}
+
+std::string DescribePhase(const CompressionPhase& phase, const RunEvidence& run) {
+  return fmt::format(
+      "gamma = {:.4g}, beta1 = {:.4g}, n = {}, eps = {:.4g} (estimate: the largest batch mean of "
+      "||delta_t||^2, rooted), denominator in [{:.4g}, {:.4g}], f(x_Tw) - f* = {:.6g}; {}; {}; {}",
+      phase.gamma, phase.beta1, run.workers, phase.eps, phase.denominator_min,
+      phase.denominator_max, phase.f_gap, DescribeConstant(*phase.lipschitz),
+      DescribeConstant(*phase.sigma), DescribeConstant(*phase.f_star));
+}
+
+// Theorem 1 (onebit-adam-icml-with-appendix.txt Eq. 6, theory/bounds.h) over the compression
+// phase. Measured: (1/(T+1)) sum_t ||grad f(x_t)||^2 (Euclidean), against the bound's Euclidean
+// form (the V-norm bound times max_j of the update's denominator), with the proof's two slips
+// corrected (bounds.cc; the bound as printed is shown beside it). The run's own constants: gamma
+// its constant rate, beta = beta1, n, L and sigma the problem's, the denominator's extremes from
+// v_Tw and eta, f(x_0) - f* from the train loss at T_w, eps as CompressionPhase estimates it.
+//
+// Premises: Assumption 1.1 (L), 1.2 (sigma, and one data distribution, since the bound's sigma
+// measures each worker's gradient against grad f), 1.3 (a stationary compression error), a
+// constant step size, beta1 < 1, classic error feedback at the workers and the server, no weight
+// decay, and a positive left-hand coefficient (otherwise the theorem makes no claim).
+Verdict CheckOnebitAdamTheorem1(const AssertionInput& input, bool printed) {
+  const RunEvidence& run = input.runs.front();
+  Verdict v;
+  v.premises.push_back(RunCompleted(run));
+  v.premises.push_back(AlgorithmIs(run, kOnebitAdam, "1-bit Adam (Algorithm 1)"));
+  CompressionPhase phase;
+  if (!ReadCompressionPhase(run, input.confidence, v, phase)) return v;
+  OneBitAdamConstants k;
+  k.lipschitz = phase.lipschitz->value;
+  k.sigma = phase.sigma->value;
+  k.eps = phase.eps;
+  k.beta = phase.beta1;
+  k.n = run.workers;
+  k.denominator_min = phase.denominator_min;
+  k.denominator_max = phase.denominator_max;
+  k.f_gap = phase.f_gap;
+  k.gamma = phase.gamma;
+  const OneBitAdamTheorem1Result r = OneBitAdamTheorem1(k, static_cast<double>(phase.T));
+  JudgeCompressionPhase(v, phase, input.confidence, printed, r.coefficient,
+                        r.euclidean_mean_bound_rederived, r.euclidean_mean_bound,
+                        "1 - gamma L / v_min - 2 gamma^2 L^2 / ((1-beta)^2 v_min^2)",
+                        DescribePhase(phase, run));
+  v.worst_step = run.steps_done;
+  return v;
+}
+
+// 1-bit LAMB's Theorem 1 (onebit-lamb.txt Eq. 3, App. A.9; theory/bounds.h) over the compression
+// phase, read as 1-bit Adam's (CompressionPhase). The step of the analysis is gamma_t = gamma
+// c_{t-1}, with c the layerwise scaling coefficient (probe lamb-ratios); the proof's auxiliary
+// sequence needs it constant (bounds.cc), and the analysis uses one rule for every layer
+// (line 420), so a premise is that c takes one value over the phase and the layers (1-bit LAMB
+// with r_min = r_max = 1 on a one-layer problem). With the proof's three slips corrected by
+// default; the printed Eq. 3 beside it.
+Verdict CheckOnebitLambTheorem1(const AssertionInput& input, bool printed) {
+  const RunEvidence& run = input.runs.front();
+  Verdict v;
+  v.premises.push_back(RunCompleted(run));
+  constexpr std::array<std::string_view, 1> kOnebitLamb = {"onebit-lamb"};
+  v.premises.push_back(AlgorithmIs(run, kOnebitLamb, "1-bit LAMB (Algorithm 1)"));
+  CompressionPhase phase;
+  if (!ReadCompressionPhase(run, input.confidence, v, phase)) return v;
+  const Series* c = run.Probe("lamb-ratios", "c");
+  double c_min = INFINITY, c_max = 0;
+  if (c != nullptr) {
+    for (const Series::Point& p : c->points) {
+      if (p.step <= phase.warmup) continue;
+      c_min = std::min(c_min, p.value);
+      c_max = std::max(c_max, p.value);
+    }
+  }
+  if (!(c_max > 0)) {
+    v.detail = "the run recorded no scaling coefficient c_t after the warmup (probe lamb-ratios)";
+    return v;
+  }
+  const std::string c_name =
+      "one scaling coefficient c over the phase and the layers (the proof's auxiliary sequence "
+      "needs gamma_t = gamma c_(t-1) constant, lines 546-554)";
+  v.premises.push_back(c_max <= c_min * (1 + 1e-12)
+                           ? Premise::Met(c_name, fmt::format("c = {:.6g}", c_min))
+                           : Premise::Failed(c_name, fmt::format("c ranges over [{:.6g}, {:.6g}]",
+                                                                 c_min, c_max)));
+  OneBitLambConstants k;
+  k.lipschitz = phase.lipschitz->value;
+  k.sigma = phase.sigma->value;
+  k.eps = phase.eps;
+  k.beta = phase.beta1;
+  k.n = run.workers;
+  k.denominator_min = phase.denominator_min;
+  k.denominator_max = phase.denominator_max;
+  k.f_gap = phase.f_gap;
+  k.gamma = phase.gamma;
+  k.c_min = c_min;
+  k.c_max = c_max;
+  const OneBitLambTheorem1Result r = OneBitLambTheorem1(k, static_cast<double>(phase.T));
+  JudgeCompressionPhase(
+      v, phase, input.confidence, printed,
+      printed ? r.coefficient : r.coefficient_rederived, r.euclidean_mean_bound_rederived,
+      r.euclidean_mean_bound,
+      "1 - gamma_max L V_max - 8 gamma_max^3 L^2 V_max^2 / ((1-beta)^2 gamma_min)",
+      fmt::format("{}; c in [{:.6g}, {:.6g}]", DescribePhase(phase, run), c_min, c_max));
+  v.worst_step = run.steps_done;
   return v;
 }
 
@@ -535,6 +639,11 @@ Judgement MakeOnebitLambClipsCheck(OptionTable& options, const AssertionContext&
 Judgement MakeOnebitAdamTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
   const bool printed = Choose(options, "bound", "rederived", {"rederived", "printed"}) == "printed";
   return [printed](const AssertionInput& input) { return CheckOnebitAdamTheorem1(input, printed); };
+}
+
+Judgement MakeOnebitLambTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
+  const bool printed = Choose(options, "bound", "rederived", {"rederived", "printed"}) == "printed";
+  return [printed](const AssertionInput& input) { return CheckOnebitLambTheorem1(input, printed); };
 }
 
 }  // namespace lemmalab

@@ -39,6 +39,10 @@ const Registry<ProbeInfo>& Probes() {
            "||D_t||_1 and ||D_t||^2, D_t = 1/sqrt(v_hat_{t-1}+eps) - 1/sqrt(v_hat_t+eps) (spams "
            "Lemma 5)",
            &MakeSpamsDenominatorStepProbe<float>, &MakeSpamsDenominatorStepProbe<double>},
+          {"spams-moments",
+           "||m'_t||^2 and ||E_t||^2, the proof's moving averages of the averaged gradients and "
+           "errors (spams Lemmas 1 and 3)",
+           &MakeSpamsMomentsProbe<float>, &MakeSpamsMomentsProbe<double>},
           {"spams-ef", "||e_t,i||^2 and the declared q (spams Lemma 2, Assumption 1)",
            &MakeSpamsErrorProbe<float>, &MakeSpamsErrorProbe<double>},
           {"spams-vhat", "max_j v_hat_t,j and the declared q (spams Lemma 4)",

@@ -244,13 +244,26 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
 // ExpectationVerdict. Premises: Assumptions 1-4 (q as the run keeps to it, L, G along the
 // trajectory, sigma and sigma_g known), eta constant and <= eta_max, beta1 < 1, eps > 0, error
 // feedback, no weight decay. Vacuous when the bound is not below min(G^2, ||grad f(theta_1)||^2).
+//
+// Corollaries 1 and 2 (lines 266-316) are Theorem 1 at a prescribed step size: eta = L sqrt(n/T)
+// (Algorithm 2), eta = L / sqrt(T) with n = 1 (Algorithm 3). `corollary` (0 for the theorem)
+// adds the premise that the run used it; Theorem 1's own eta <= eta_max, which the corollaries do
+// not restate, stays a premise.
 Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOptions& o,
-                               bool printed) {
+                               bool printed, int corollary) {
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   verdict.premises.push_back(RunCompleted(run));
   const auto T = run.steps_done;
   if (T < 1) return Verdict::Inconclusive("the run took no step");
+  if (corollary == 2) {
+    constexpr std::array<std::string_view, 1> kSingle = {"spams"};
+    verdict.premises.push_back(AlgorithmIs(run, kSingle, "single-machine SPAMS (Algorithm 3)"));
+    verdict.premises.push_back(run.workers == 1
+                                   ? Premise::Met("n = 1 (Corollary 2)", "one worker")
+                                   : Premise::Failed("n = 1 (Corollary 2)",
+                                                     fmt::format("n = {}", run.workers)));
+  }
 
   std::vector<std::string> missing, notes;
   const auto constant = [&](std::string_view name) -> const Constant* {
@@ -344,6 +357,20 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   k.sigma_g = sigma_g == nullptr ? 0.0 : sigma_g->value;
   k.f_gap = std::max(0.0, *f1 - f_star->value);
   const SpamsTheorem1Result r = SpamsTheorem1(k, static_cast<double>(T));
+  if (corollary > 0) {
+    const double prescribed = corollary == 1 ? k.lipschitz * std::sqrt(k.n / static_cast<double>(T))
+                                             : k.lipschitz / std::sqrt(static_cast<double>(T));
+    const std::string name = fmt::format("eta = {} (Corollary {}'s step size)",
+                                         corollary == 1 ? "L sqrt(n / T)" : "L / sqrt(T)",
+                                         corollary);
+    verdict.premises.push_back(
+        std::abs(eta - prescribed) <= 1e-9 * prescribed
+            ? Premise::Met(name, fmt::format("eta = {:.6g}", eta))
+            : Premise::Failed(name, fmt::format("eta = {:.6g}, the corollary's {:.6g} (give the "
+                                                "schedule lr = L, workers_exponent = {}, "
+                                                "steps_exponent = -0.5)",
+                                                eta, prescribed, corollary == 1 ? 0.5 : 0.0)));
+  }
   const std::string eta_name = "eta <= eta_max = eps / (3 C0 sqrt(2L max(2L, C2)))";
   verdict.premises.push_back(
       r.step_size_admissible
@@ -405,12 +432,114 @@ Judgement MakeSpamsLemma5Check(OptionTable& options, const AssertionContext& /*c
   return [rtol](const AssertionInput& input) { return CheckSpamsLemma5(input, rtol); };
 }
 
-Judgement MakeSpamsTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
+namespace {
+
+Judgement MakeTheoremOrCorollary(OptionTable& options, int corollary) {
   const SpamsClaimOptions o = ReadClaimOptions(options);
   const bool printed = Choose(options, "bound", "proof", {"proof", "printed"}) == "printed";
-  return [o, printed](const AssertionInput& input) {
-    return CheckSpamsTheorem1Impl(input, o, printed);
+  return [o, printed, corollary](const AssertionInput& input) {
+    return CheckSpamsTheorem1Impl(input, o, printed, corollary);
   };
+}
+
+// Lemmas 1 and 3 (lines 527-545) bound sums of expectations by the run's own sum_t E||grad
+// f(theta_t)||^2 (steps 0..T-1 of grad_sq_norm are theta_1..theta_T): one run against an
+// expectation (ExpectationVerdict). Lemma 1, sum_t ||m'_t||^2 <= T sigma^2 + sum_t ||grad f||^2,
+// needs unbiased gradients with variance sigma^2 (Assumption 4 i); Lemma 3, sum_t ||E_t||^2 <=
+// 4 T q^2 / (1-q^2)^2 (sigma^2 + sigma_g^2) + 4 q^2 / (1-q^2)^2 sum_t ||grad f||^2, also
+// Assumption 1's q (as the run keeps to it), Assumption 4 ii's sigma_g and error feedback.
+Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptions& o,
+                              bool lemma3) {
+  const RunEvidence& run = input.runs.front();
+  Verdict v;
+  v.premises.push_back(RunCompleted(run));
+  v.premises.push_back(AlgorithmIs(run, kSpams, "SPAMS (spams.txt Algorithm 2 or 3)"));
+  const Series* series =
+      run.Probe("spams-moments", lemma3 ? "error_average_sq" : "momentum_sq");
+  const Series* grad = run.Metric("grad_sq_norm");
+  if (series == nullptr || series->empty() || grad == nullptr) {
+    v.detail = "the run has no spams-moments series or grad_sq_norm metric";
+    return v;
+  }
+  const std::int64_t T = run.steps_done;
+  double measured = 0, grad_sum = 0;
+  std::int64_t evaluations = 0;
+  for (const Series::Point& p : series->points) measured += p.value;
+  for (const Series::Point& p : grad->points) {
+    if (p.step >= 0 && p.step < T) {
+      grad_sum += p.value;
+      ++evaluations;
+    }
+  }
+  if (evaluations != T) {
+    v.detail = "the sum of ||grad f(theta_t)||^2 needs every iterate: run with eval_every = 1";
+    return v;
+  }
+  const Constant* sigma = run.FindConstant("sigma");
+  const Constant* sigma_g = run.workers > 1 ? run.FindConstant("sigma_g") : nullptr;
+  if (sigma == nullptr || (lemma3 && run.workers > 1 && sigma_g == nullptr)) {
+    v.detail = "the problem does not know sigma (and sigma_g for n > 1): Assumption 4";
+    return v;
+  }
+  std::vector<std::string> constants = {DescribeConstant(*sigma)};
+  double bound = 0;
+  if (lemma3) {
+    const DeclaredQ q = FindQ(o, run, "spams-ef");
+    const std::optional<double> q_value = q.workers ? q.workers : q.server;
+    if (!q_value) {
+      v.detail = "the compressor declares no q and the check has no `q`";
+      return v;
+    }
+    v.premises.push_back(CompressorWithinQ(run, q.workers, q.server, q.source,
+                                           RoundingTolerance(o.rtol, run)));
+    v.premises.push_back(SpamsFeedback(run));
+    const double s_g = sigma_g == nullptr ? 0.0 : sigma_g->value;
+    if (sigma_g != nullptr) constants.push_back(DescribeConstant(*sigma_g));
+    constants.push_back(q.source);
+    bound = SpamsLemma3ErrorAverageBound(*q_value, sigma->value, s_g, static_cast<double>(T),
+                                         grad_sum);
+  } else {
+    bound = SpamsLemma1MomentumBound(sigma->value, static_cast<double>(T), grad_sum);
+  }
+  v.measured_value = measured;
+  v.bound_value = bound;
+  v.measured = fmt::format("sum_t ||{}||^2 = {:.6g} over T = {} steps", lemma3 ? "E_t" : "m'_t",
+                           measured, T);
+  v.bound = lemma3 ? fmt::format("<= 4 T q^2/(1-q^2)^2 (sigma^2 + sigma_g^2) + 4 q^2/(1-q^2)^2 "
+                                 "sum_t ||grad f||^2 = {:.6g} (E[.])",
+                                 bound)
+                   : fmt::format("<= T sigma^2 + sum_t ||grad f||^2 = {:.6g} (E[.])", bound);
+  v.kind = ExpectationVerdict(measured, bound, input.confidence);
+  v.worst_step = T;
+  v.detail = fmt::format(
+      "sum_t ||grad f(theta_t)||^2 = {:.6g} from the run; one run against an expectation: holds "
+      "at or below the bound, violated above bound / {:.3g}, inconclusive between; {}",
+      grad_sum, 1 - input.confidence, fmt::join(constants, "; "));
+  return v;
+}
+
+}  // namespace
+
+Judgement MakeSpamsTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
+  return MakeTheoremOrCorollary(options, 0);
+}
+
+Judgement MakeSpamsCorollary1Check(OptionTable& options, const AssertionContext& /*context*/) {
+  return MakeTheoremOrCorollary(options, 1);
+}
+
+Judgement MakeSpamsCorollary2Check(OptionTable& options, const AssertionContext& /*context*/) {
+  return MakeTheoremOrCorollary(options, 2);
+}
+
+Judgement MakeSpamsLemma1Check(OptionTable& options, const AssertionContext& /*context*/) {
+  const SpamsClaimOptions o = ReadClaimOptions(options);
+  return [o](const AssertionInput& input) { return CheckSpamsMomentLemma(input, o, false); };
+}
+
+Judgement MakeSpamsLemma3Check(OptionTable& options, const AssertionContext& /*context*/) {
+  const SpamsClaimOptions o = ReadClaimOptions(options);
+  return [o](const AssertionInput& input) { return CheckSpamsMomentLemma(input, o, true); };
 }
 
 }  // namespace lemmalab

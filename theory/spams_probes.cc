@@ -193,7 +193,72 @@ class SpamsDenominatorStepProbe final : public Probe<T> {
   std::int64_t first_decrease_ = 0;
 };
 
+template <typename T>
+class SpamsMomentsProbe final : public Probe<T> {
+ public:
+  explicit SpamsMomentsProbe(const ProbeContext& context)
+      : workers_(context.workers), beta1_(context.hyperparameters.Number("beta1")) {}
+
+  std::string_view name() const override { return "spams-moments"; }
+
+  // SPAMS's AMSGrad server (v_hat) with error feedback, and its beta1.
+  bool AppliesTo(const Observable<T>& optimizer) const override {
+    return beta1_.has_value() && optimizer.Observe(Quantity::kMaxVariance, kServer) != nullptr &&
+           (optimizer.Observe(Quantity::kWorkerError, 0) != nullptr ||
+            optimizer.Observe(Quantity::kServerError, kServer) != nullptr);
+  }
+
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
+               ProbeSink& sink) override {
+    const auto d = step.x.size();
+    if (momentum_.size() != d) {
+      momentum_ = Eigen::VectorXd::Zero(d);
+      error_average_ = Eigen::VectorXd::Zero(d);
+    }
+    Eigen::VectorXd g_bar = Eigen::VectorXd::Zero(d), e_bar = Eigen::VectorXd::Zero(d);
+    int senders = 0;
+    for (int i = 0; i < workers_; ++i) {
+      g_bar += step.gradients[static_cast<std::size_t>(i)].template cast<double>();
+      if (const Vector<T>* e = optimizer.Observe(Quantity::kWorkerError, i);
+          e != nullptr && e->size() == d) {
+        e_bar += e->template cast<double>();
+        ++senders;
+      }
+    }
+    g_bar /= workers_;
+    if (senders > 0) {
+      e_bar /= senders;
+    } else if (const Vector<T>* e = optimizer.Observe(Quantity::kServerError, kServer)) {
+      e_bar = e->template cast<double>();  // Algorithm 3: the one error lives at the server
+    }
+    const double beta1 = *beta1_;
+    momentum_ = beta1 * momentum_ + (1 - beta1) * g_bar;
+    error_average_ = beta1 * error_average_ + (1 - beta1) * e_bar;
+    sink.Record("momentum_sq", kRunWide, momentum_.squaredNorm());
+    sink.Record("error_average_sq", kRunWide, error_average_.squaredNorm());
+    momentum_sum_ += momentum_.squaredNorm();
+    error_sum_ += error_average_.squaredNorm();
+  }
+
+  std::vector<std::string> Summary() const override {
+    return {fmt::format(
+        "sum_t ||m'_t||^2 = {:.6g} (spams Lemma 1), sum_t ||E_t||^2 = {:.6g} (spams Lemma 3)",
+        momentum_sum_, error_sum_)};
+  }
+
+ private:
+  int workers_;
+  std::optional<double> beta1_;
+  Eigen::VectorXd momentum_, error_average_;  // m'_t and E_t
+  double momentum_sum_ = 0, error_sum_ = 0;
+};
+
 }  // namespace
+
+template <typename T>
+std::unique_ptr<Probe<T>> MakeSpamsMomentsProbe(const ProbeContext& context) {
+  return std::make_unique<SpamsMomentsProbe<T>>(context);
+}
 
 template <typename T>
 std::unique_ptr<Probe<T>> MakeSpamsErrorProbe(const ProbeContext& context) {
@@ -211,7 +276,8 @@ std::unique_ptr<Probe<T>> MakeSpamsDenominatorStepProbe(const ProbeContext& cont
 #define LEMMALAB_INSTANTIATE(T)                                                      \
   template std::unique_ptr<Probe<T>> MakeSpamsErrorProbe(const ProbeContext&);       \
   template std::unique_ptr<Probe<T>> MakeSpamsMaxVarianceProbe(const ProbeContext&); \
-  template std::unique_ptr<Probe<T>> MakeSpamsDenominatorStepProbe(const ProbeContext&);
+  template std::unique_ptr<Probe<T>> MakeSpamsDenominatorStepProbe(const ProbeContext&); \
+  template std::unique_ptr<Probe<T>> MakeSpamsMomentsProbe(const ProbeContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)
 #undef LEMMALAB_INSTANTIATE
