@@ -140,6 +140,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
         layers_(static_cast<Eigen::Index>(lamb_.ranges().size())),
         c_avg_(static_cast<std::size_t>(layers_), 0.0),  // line 1
         r_(Vector<T>::Ones(layers_)),                    // line 1: r^(l) = 1
+        target_(Vector<T>::Ones(layers_)),
         k_(static_cast<std::size_t>(layers_), 1.0) {
     LEMMALAB_CHECK(!options.lamb.bias_correction,
                    "1-bit LAMB runs Eq. (1), which has no bias correction");
@@ -241,6 +242,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
       const auto li = static_cast<Eigen::Index>(l);
       const double r_prev = r_[li];
       double r = Ratio(begin, n, r_prev);                               // line 17
+      target_[li] = static_cast<T>(r);
       r = Clip(r, (1 - threshold) * r_prev, (1 + threshold) * r_prev);  // line 18
       r = Clip(r, options_.r_min, options_.r_max);                      // line 19
       r_[li] = static_cast<T>(r);
@@ -266,6 +268,8 @@ class OnebitLamb final : public DistributedOptimizer<T> {
         return &v_frozen_;
       case Quantity::kLayerRatio:
         return &r_;
+      case Quantity::kLayerTarget:
+        return &target_;
       case Quantity::kLayerScale:
         return &lamb_.c();
       default:
@@ -348,6 +352,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
   Eigen::Index layers_;
   std::vector<double> c_avg_;  // c_avg^(l)
   Vector<T> r_;                // r_t^(l)
+  Vector<T> target_;           // line 17's r_t^(l) before the clips
   std::vector<double> k_;      // k_l of App. A.5.2 (1 without momentum scaling)
   bool frozen_ = false;        // step T_w is over
   bool compressed_ = false;    // the last step was a compression step

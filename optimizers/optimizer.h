@@ -69,6 +69,8 @@ enum class Quantity {
   kMaxVariance,     // v-hat_t = max(v-hat_{t-1}, v_t) (AMSGrad, SPAMS)
   kLayerRatio,      // per layer: 1-bit LAMB's r_t^(l) (Alg. 1 lines 17-19)
   kLayerScale,      // per layer: LAMB's c_t^(l) (Eq. 1; 1-bit LAMB line 20)
+  kLayerTarget,     // per layer: 1-bit LAMB's line-17 ratio of frozen to fresh variance, before
+                    // the clips of lines 18-19 (what r_t^(l) follows)
 };
 
 // One sender's last compression, kept for the probes that test the compressor itself (repeated

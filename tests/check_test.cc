@@ -14,6 +14,7 @@
 #include "optimizers/birder.h"
 #include "optimizers/ef_sgd.h"
 #include "problems/quadratic.h"
+#include "tests/optimizer_test_util.h"
 #include "tests/test_util.h"
 #include "tests/theory_doubles.h"
 #include "theory/assertions.h"
@@ -496,6 +497,61 @@ TEST(OnebitTheoremCheck, BoundFromTheRunsConstants) {
   const Verdict varying = Judge("onebit-theorem1", run);
   EXPECT_EQ(varying.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(varying.detail, HasSubstr("premise failed: a constant step size"));
+}
+
+// 1-bit LAMB's Theorem 1 reads the compression phase as 1-bit Adam's does, with the step
+// gamma c_(t-1): the bound is OneBitLambTheorem1 at the run's constants and c's range, and its
+// proof's premise is one c over the phase and the layers.
+TEST(OnebitTheoremCheck, LambBoundAndItsConstantCoefficientPremise) {
+  RunEvidence run;
+  run.label = "onebit-lamb";
+  run.optimizer = "onebit-lamb";
+  run.status = "completed";
+  run.steps_done = 62;
+  run.workers = 2;
+  run.hyperparameters = testing::MakeFromTomlHyperparameters(
+      "name = 'onebit-lamb'\nwarmup_steps = 2");
+  run.constants = {{"L", 1.0, Certainty::kExact, ""},
+                   {"sigma", 0.1, Certainty::kExact, ""},
+                   {"f_star", 0.0, Certainty::kExact, ""}};
+  OneBitLambConstants k;
+  k.lipschitz = 1;
+  k.sigma = 0.1;
+  k.eps = 0.1;
+  k.beta = 0.9;  // 1-bit LAMB's default beta1
+  k.n = 2;
+  k.denominator_min = 2 + 1e-6;  // sqrt(v_Tw) = 2 and 4, eta = 1e-6 outside the root
+  k.denominator_max = 4 + 1e-6;
+  k.f_gap = 2;
+  k.gamma = 0.01;
+  k.c_min = k.c_max = 0.5;
+  const OneBitLambTheorem1Result expected = OneBitLambTheorem1(k, 60);
+  const double bound = expected.euclidean_mean_bound_rederived;
+  ASSERT_TRUE(std::isfinite(bound));
+  for (int s = 0; s <= 62; ++s) {
+    run.metrics["grad_sq_norm"].points.push_back({s, kRunWide, s == 2 ? 2 * bound : bound / 100});
+    run.metrics["train_loss"].points.push_back({s, kRunWide, 2.0});
+    if (s > 0) run.metrics["lr"].points.push_back({s, kRunWide, 0.01});
+    if (s > 2) run.probes["onebit-error/combined_norm"].points.push_back({s, kRunWide, 0.1});
+    if (s > 0) run.probes["lamb-ratios/c"].points.push_back({s, 0, 0.5});
+  }
+  run.probes["onebit-error/frozen_sqrt_min"].points = {{3, kRunWide, 2.0}};
+  run.probes["onebit-error/frozen_sqrt_max"].points = {{3, kRunWide, 4.0}};
+  Verdict v = Judge("onebit-lamb-theorem1", run);
+  EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
+  EXPECT_DOUBLE_EQ(v.bound_value, bound);
+  ASSERT_EQ(v.other_forms.size(), 1u);
+  EXPECT_DOUBLE_EQ(v.other_forms[0].bound_value, expected.euclidean_mean_bound);
+  // Planted: the left side 1000 times the bound.
+  RunEvidence over = run;
+  for (auto& p : over.metrics["grad_sq_norm"].points) p.value = 1e3 * bound;
+  EXPECT_EQ(Judge("onebit-lamb-theorem1", over).kind, VerdictKind::kViolated);
+  // c adapting in the compression phase (r moves it): the proof does not cover the run.
+  RunEvidence adaptive = run;
+  adaptive.probes["lamb-ratios/c"].points[30].value = 0.55;
+  const Verdict moved = Judge("onebit-lamb-theorem1", adaptive);
+  EXPECT_EQ(moved.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(moved.detail, HasSubstr("premise failed: one scaling coefficient c"));
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ std::unique_ptr<Problem<double>> Logistic(int workers) {
                                        IidShards(120, workers, 1), logreg);
 }
 
-// Scaled sign with one float32 scale, zero sent as +1 (DOMAIN.md convention 5).
+// Scaled sign with one float32 scale, zero sent as +1 (docs/conventions.md §5).
 Eigen::VectorXd ScaledSign(const Eigen::VectorXd& u) {
   const double scale = static_cast<float>(u.norm() / std::sqrt(static_cast<double>(u.size())));
   return u.unaryExpr([&](double x) { return x < 0 ? -scale : scale; });

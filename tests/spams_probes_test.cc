@@ -171,6 +171,46 @@ TEST(SpamsProbes, SeriesEqualIndependentRecomputationOfAlgorithm2) {
   EXPECT_THAT(small_g.detail, HasSubstr("premise failed: spams.txt Assumption 3"));
 }
 
+// The proof's moving averages (Lemmas 1 and 3) against their definitions on a real run of
+// Algorithm 2: m'_t of the averaged uncompressed gradients and E_t of the averaged worker errors.
+TEST(SpamsProbes, MomentsEqualTheProofsMovingAverages) {
+  const int n = 3;
+  ProbeRun run = MakeProblem(n);
+  const Eigen::Index d = run.problem->dimension();
+  const std::string toml =
+      "name = 'dist-spams'\ncompressor = { name = 'top-k', k = 2 }\neps = 1e-3\nbeta1 = 0.5";
+  auto spams = testing::MakeFromToml(toml, d, n);
+  Cluster<double> cluster(*run.problem, *spams);
+  ProbeContext context{d, n};
+  context.hyperparameters = testing::MakeFromTomlHyperparameters(toml, d, n);
+  auto moments = MakeSpamsMomentsProbe<double>(context);
+  ASSERT_TRUE(moments->AppliesTo(*spams));
+  Eigen::VectorXd x = run.problem->InitialPoint();
+  std::vector<Eigen::VectorXd> e(n, Eigen::VectorXd::Zero(d));
+  Eigen::VectorXd m_prime = Eigen::VectorXd::Zero(d), average = m_prime;
+  for (std::int64_t t = 1; t <= 10; ++t) {
+    cluster.Step({t, kLr, 3}, x);
+    EvidenceSink sink;
+    sink.run = &run.evidence;
+    sink.probe = "spams-moments";
+    sink.step = t;
+    moments->Observe({t, kLr, x, cluster.gradients(), *run.problem}, *spams, sink);
+    Eigen::VectorXd g_bar = Eigen::VectorXd::Zero(d), e_bar = g_bar;
+    for (int i = 0; i < n; ++i) {
+      const Eigen::VectorXd& g = cluster.gradients()[static_cast<std::size_t>(i)];
+      e[i] += g - TopK(g + e[i], 2);  // Alg. 2 lines 7-8
+      g_bar += g / n;
+      e_bar += e[i] / n;
+    }
+    m_prime = 0.5 * m_prime + 0.5 * g_bar;
+    average = 0.5 * average + 0.5 * e_bar;
+    EXPECT_NEAR(run.evidence.probes["spams-moments/momentum_sq"].points.back().value,
+                m_prime.squaredNorm(), 1e-12 * (1 + m_prime.squaredNorm()));
+    EXPECT_NEAR(run.evidence.probes["spams-moments/error_average_sq"].points.back().value,
+                average.squaredNorm(), 1e-12 * (1 + average.squaredNorm()));
+  }
+}
+
 // Algorithm 3 (spams): the one error lives at the server, so it is recorded as kServer, with the
 // server compressor's q; the compression record the probe asks for holds C's input and output.
 TEST(SpamsProbes, SingleMachineRecordsTheServersErrorAndCompression) {
@@ -427,6 +467,44 @@ TEST(SpamsTheorem1Check, KnownAnswers) {
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("premise failed: spams.txt Assumption 3"));
   EXPECT_THAT(v.premises[3].detail, HasSubstr("38.8 at step 17 exceeds G = 2"));
+}
+
+// Lemmas 1 and 3 on hand-built sums: sigma = 0.5, T = 20, sum ||grad f||^2 = 20 * 0.1 = 2. Lemma
+// 1's bound is T sigma^2 + 2 = 7; Lemma 3's at q = 0.5, sigma_g = 0: 4q^2/(1-q^2)^2 = 16/9, times
+// (T sigma^2 + 2) = 7 gives 12.44. One draw: at or below holds, above bound / 0.01 is violated.
+TEST(SpamsLemma1And3Check, KnownAnswers) {
+  RunEvidence run = Evidence();
+  run.constants = {{"sigma", 0.5, Certainty::kExact, ""}, {"sigma_g", 0, Certainty::kExact, ""}};
+  run.probes["spams-ef/q"].points.push_back({1, 0, 0.5});
+  for (std::int64_t t = 1; t <= 20; ++t) {
+    run.metrics["grad_sq_norm"].points.push_back({t - 1, kRunWide, 0.1});
+    run.probes["spams-moments/momentum_sq"].points.push_back({t, kRunWide, 0.3});  // sum 6
+    run.probes["spams-moments/error_average_sq"].points.push_back({t, kRunWide, 0.5});  // 10
+  }
+  Verdict v = Judge("spams-lemma1", run);
+  EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
+  EXPECT_DOUBLE_EQ(v.bound_value, 7.0);
+  EXPECT_DOUBLE_EQ(v.measured_value, 6.0);
+  v = Judge("spams-lemma3", run);
+  EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
+  EXPECT_NEAR(v.bound_value, 16.0 / 9.0 * 7.0, 1e-12);
+  // Planted: a moving average 100x larger than the bound allows (Markov rejects at 0.99).
+  RunEvidence planted = run;
+  for (auto& p : planted.probes["spams-moments/momentum_sq"].points) p.value = 40;  // sum 800
+  EXPECT_EQ(Judge("spams-lemma1", planted).kind, VerdictKind::kViolated);
+  for (auto& p : planted.probes["spams-moments/momentum_sq"].points) p.value = 0.4;  // sum 8
+  EXPECT_EQ(Judge("spams-lemma1", planted).kind, VerdictKind::kInconclusive);
+  // Lemma 3 needs the q the run keeps to: a compression that moved u by 0.9 ||u|| against q = 0.5.
+  RunEvidence loose = run;
+  loose.probes["q-deviate/ratio"].points[7].value = 0.9;
+  v = Judge("spams-lemma3", loose);
+  EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.detail, HasSubstr("premise failed: spams.txt Assumption 1"));
+  // Error feedback off: Lemma 3's recursion is not the run's.
+  RunEvidence no_feedback = run;
+  no_feedback.hyperparameters.Set("worker_feedback", "none");
+  EXPECT_THAT(Judge("spams-lemma3", no_feedback).detail,
+              HasSubstr("premise failed: worker_feedback = classic"));
 }
 
 }  // namespace

@@ -109,6 +109,13 @@ const Registry<AssertionInfo>& Assertions() {
            {"lamb-ratios"},
            AssertionScope::kRun,
            &MakeOnebitLambClipsCheck},
+          {"onebit-lamb-ratio-adapts",
+           "layers whose variance drifts more from the frozen one get larger scaling ratios r "
+           "(Spearman's rho across layers > 0)",
+           "onebit-lamb.txt Fig. 6, lines 300-306",
+           {"lamb-ratios"},
+           AssertionScope::kRun,
+           &MakeRatioAdaptsCheck},
           {"onebit-lamb-theorem1",
            "(1/(T+1)) sum ||grad f(x_t)||^2 over the compression phase <= 1-bit LAMB's Theorem 1 "
            "bound (Markov at the confidence)",

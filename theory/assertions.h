@@ -41,6 +41,7 @@ Judgement MakeVarianceStableCheck(OptionTable& options, const AssertionContext& 
 Judgement MakeOnebitLambClipsCheck(OptionTable& options, const AssertionContext& context);
 Judgement MakeOnebitAdamTheorem1Check(OptionTable& options, const AssertionContext& context);
 Judgement MakeOnebitLambTheorem1Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeRatioAdaptsCheck(OptionTable& options, const AssertionContext& context);
 
 // One judgement by name, as a check makes it from an [[assert]] table: for tests and tools.
 Verdict JudgeAssertion(std::string_view assertion, OptionTable& options,

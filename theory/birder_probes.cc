@@ -197,7 +197,7 @@ class MinDenominatorProbe final : public Probe<T> {
 //             22)
 // and at t = 1, with alpha_0 = alpha_1 and m_0 = 0, z_2 = z_1 - alpha_1 g_1 / b_1 - alpha_1 delta_1
 // (Eq. 23). Everything is computed in double from the run's values; b is the denominator
-// b + eps the update divides by (the analysis's b, DOMAIN.md convention 7).
+// b + eps the update divides by (the analysis's b, docs/conventions.md §7).
 template <typename T>
 class ZSequenceProbe final : public Probe<T> {
  public:

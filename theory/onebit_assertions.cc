@@ -11,6 +11,9 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <numeric>
+
+#include <boost/math/distributions/normal.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -215,7 +218,7 @@ Verdict CheckVarianceStable(const AssertionInput& input, const VarianceStableOpt
 // onebit-lamb.txt Eq. (1) and Algorithm 1, per layer l, from the probe lamb-ratios (whose
 // `worker` field is the layer):
 //   warmup (t <= T_w; every step for lamb): c_t in [c_min, c_max] (Eq. 1's clip; with
-//     zero_norm = "one", c = 1 where a norm is 0, DOMAIN.md convention 8);
+//     zero_norm = "one", c = 1 where a norm is 0, docs/conventions.md §8);
 //   compression (t > T_w): r_t in [r_min, r_max] (line 19); r_t within
 //     [(1 - r_threshold) r_{t-1}, (1 + r_threshold) r_{t-1}] (line 18; r_{T_w} = 1, line 1) when
 //     r_{t-1} lies in [r_min, r_max] (otherwise line 19's clip may move it out of that band);
@@ -342,6 +345,129 @@ Verdict CheckOnebitLambClips(const AssertionInput& input, std::optional<double> 
   return verdict;
 }
 
+
+// Ranks 1..L of `values` (ties get their average rank).
+std::vector<double> Ranks(const std::vector<double>& values) {
+  std::vector<std::size_t> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return values[a] < values[b];
+  });
+  std::vector<double> ranks(values.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]]) ++j;
+    for (std::size_t k = i; k <= j; ++k) ranks[order[k]] = (static_cast<double>(i + j) / 2) + 1;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+// Pearson's correlation of two rank vectors (Spearman's rho on the values).
+double RankCorrelation(const std::vector<double>& a, const std::vector<double>& b) {
+  const double n = static_cast<double>(a.size());
+  const double mean_a = std::accumulate(a.begin(), a.end(), 0.0) / n;
+  const double mean_b = std::accumulate(b.begin(), b.end(), 0.0) / n;
+  double ab = 0, aa = 0, bb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ab += (a[i] - mean_a) * (b[i] - mean_b);
+    aa += (a[i] - mean_a) * (a[i] - mean_a);
+    bb += (b[i] - mean_b) * (b[i] - mean_b);
+  }
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
+}
+
+// onebit-lamb.txt Fig. 6 and lines 300-306: "for those layers with less stable variance ... the
+// corresponding 1-bit LAMB scaling ratios are also larger": 1-bit LAMB adapts its scaling to the
+// difference between the frozen and the fresh variance. Over the compression phase, per layer,
+// the mean of line 17's target (max_j v_Tw,j / v_t,j, the layer's variance drift; probe
+// lamb-ratios/target) and the mean ratio r_t^(l) are compared across the layers by Spearman's
+// rank correlation, with an exact permutation test (every ordering of the layers: at most 8
+// layers) or, with more layers, the normal approximation rho sqrt(L - 1). Holds when rho > 0 at
+// the check's confidence, violated when rho < 0 at it; with fewer layers than the confidence can
+// resolve (L! < 1 / (1 - confidence)) the claim cannot be shown: inconclusive.
+Verdict CheckRatioAdapts(const AssertionInput& input) {
+  const RunEvidence& run = input.runs.front();
+  Verdict v;
+  v.premises.push_back(RunCompleted(run));
+  const std::optional<std::int64_t> warmup = WarmupSteps(run);
+  const Series* r = run.Probe("lamb-ratios", "r");
+  const Series* target = run.Probe("lamb-ratios", "target");
+  if (!warmup || r == nullptr || target == nullptr || target->empty()) {
+    v.detail = "the run recorded no r_t or line-17 target after a warmup (1-bit LAMB, probe "
+               "lamb-ratios)";
+    return v;
+  }
+  std::map<int, std::pair<double, int>> mean_r, mean_target;  // layer -> (sum, count)
+  for (const Series::Point& p : r->points) {
+    if (p.step <= *warmup) continue;
+    mean_r[p.worker].first += p.value;
+    ++mean_r[p.worker].second;
+  }
+  for (const Series::Point& p : target->points) {
+    if (p.step <= *warmup || !std::isfinite(p.value)) continue;
+    mean_target[p.worker].first += p.value;
+    ++mean_target[p.worker].second;
+  }
+  std::vector<double> rs, targets;
+  for (const auto& [layer, sum] : mean_target) {
+    if (!mean_r.contains(layer)) continue;
+    targets.push_back(sum.first / sum.second);
+    rs.push_back(mean_r[layer].first / mean_r[layer].second);
+  }
+  const std::size_t layers = rs.size();
+  double orderings = 1;
+  for (std::size_t k = 2; k <= layers; ++k) orderings *= static_cast<double>(k);
+  const double alpha = 1 - input.confidence;
+  const std::string layers_name =
+      fmt::format("enough layers to resolve a rank correlation at {:.0f}% (L! >= {:.0f})",
+                  100 * input.confidence, 1 / alpha);
+  if (orderings * alpha < 1) {
+    v.premises.push_back(Premise::Failed(layers_name, fmt::format("{} layers: the smallest "
+                                                                  "attainable p is 1/{}! = {:.3g}",
+                                                                  layers, layers, 1 / orderings)));
+    return v;
+  }
+  v.premises.push_back(Premise::Met(layers_name, fmt::format("{} layers", layers)));
+  const std::vector<double> rank_r = Ranks(rs), rank_target = Ranks(targets);
+  const double rho = RankCorrelation(rank_target, rank_r);
+  double p_above = 0, p_below = 0;  // one-sided p-values
+  if (layers <= 8) {
+    std::vector<double> permuted = rank_r;
+    std::sort(permuted.begin(), permuted.end());
+    double total = 0, at_least = 0, at_most = 0;
+    do {
+      const double x = RankCorrelation(rank_target, permuted);
+      total += 1;
+      if (x >= rho - 1e-12) at_least += 1;
+      if (x <= rho + 1e-12) at_most += 1;
+    } while (std::next_permutation(permuted.begin(), permuted.end()));
+    p_above = at_least / total;
+    p_below = at_most / total;
+  } else {
+    const double z = rho * std::sqrt(static_cast<double>(layers) - 1);
+    p_above = 1 - boost::math::cdf(boost::math::normal(), z);
+    p_below = boost::math::cdf(boost::math::normal(), z);
+  }
+  v.measured_value = rho;
+  v.bound_value = 0;
+  std::vector<std::string> parts;
+  for (std::size_t l = 0; l < layers; ++l) {
+    parts.push_back(fmt::format("({:.3g}, {:.3g})", targets[l], rs[l]));
+  }
+  v.measured = fmt::format(
+      "Spearman's rho between the layers' mean variance drift and mean r = {:.3g} over {} layers "
+      "(one-sided p = {:.3g}); per layer (drift, r): {}",
+      rho, layers, p_above, fmt::join(parts, ", "));
+  v.bound = fmt::format("rho > 0 at {:.0f}% (p <= {:.3g})", 100 * input.confidence, alpha);
+  v.kind = p_above <= alpha && rho > 0   ? VerdictKind::kHolds
+           : p_below <= alpha && rho < 0 ? VerdictKind::kViolated
+                                         : VerdictKind::kInconclusive;
+  if (v.kind == VerdictKind::kInconclusive) {
+    v.detail = "the layers' ratios are not ordered by their variance drift at this confidence";
+  }
+  return v;
+}
 
 // What Theorems 1 of 1-bit Adam and 1-bit LAMB read of a run's compression phase: the paper's x_0
 // is lemmalab's x after step T_w, and its t = 0..T are the evaluations at steps T_w..T_w + T.
@@ -639,6 +765,10 @@ Judgement MakeOnebitLambClipsCheck(OptionTable& options, const AssertionContext&
 Judgement MakeOnebitAdamTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
   const bool printed = Choose(options, "bound", "rederived", {"rederived", "printed"}) == "printed";
   return [printed](const AssertionInput& input) { return CheckOnebitAdamTheorem1(input, printed); };
+}
+
+Judgement MakeRatioAdaptsCheck(OptionTable& /*options*/, const AssertionContext& /*context*/) {
+  return [](const AssertionInput& input) { return CheckRatioAdapts(input); };
 }
 
 Judgement MakeOnebitLambTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {

@@ -143,12 +143,24 @@ class LambRatiosProbe final : public Probe<T> {
         r_.Add(value, step.t, static_cast<int>(l));
       }
     }
+    // Line 17's ratio before the clips, once the variance is frozen (1-bit LAMB's compression).
+    if (const Vector<T>* target = optimizer.Observe(Quantity::kLayerTarget, kServer);
+        target != nullptr && frozen(optimizer)) {
+      for (Eigen::Index l = 0; l < target->size(); ++l) {
+        sink.Record("target", static_cast<int>(l), static_cast<double>((*target)[l]));
+      }
+    }
     const Vector<T>& c = *optimizer.Observe(Quantity::kLayerScale, kServer);
     for (Eigen::Index l = 0; l < c.size(); ++l) {
       const auto value = static_cast<double>(c[l]);
       sink.Record("c", static_cast<int>(l), value);
       c_.Add(value, step.t, static_cast<int>(l));
     }
+  }
+
+  static bool frozen(const Observable<T>& optimizer) {
+    const Vector<T>* v = optimizer.Observe(Quantity::kFrozenVariance, kServer);
+    return v != nullptr && (v->array() != T(0)).any();
   }
 
   std::vector<std::string> Summary() const override {

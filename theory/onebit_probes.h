@@ -8,11 +8,13 @@
 //                    Sec. 7.1 used to choose T_w); after 1-bit Adam's warmup v is frozen, so the
 //                    series is flat there
 //   lamb-ratios      r_t^(l) and c_t^(l) per layer (onebit-lamb.txt Alg. 1 lines 17-20, Fig. 6;
-//                    c_t^(l) of Eq. (1) during warmup and for LAMB)
+//                    c_t^(l) of Eq. (1) during warmup and for LAMB), and in 1-bit LAMB's
+//                    compression phase `target`, line 17's ratio of frozen to fresh variance
+//                    before the clips (what r follows: the layer's variance drift)
 // Series (probe/series, worker):
 //   onebit-error/worker_norm (i), onebit-error/server_norm (kServer),
 //   variance-norm/l1 and variance-norm/l2 (kServer),
-//   lamb-ratios/r and lamb-ratios/c: the `worker` field holds the LAYER index l (0-based, in the
+//   lamb-ratios/r, lamb-ratios/c and lamb-ratios/target: the `worker` field holds the LAYER index l (0-based, in the
 //   problem's layer order), not a worker: these are replica-wide per-layer scalars.
 #pragma once
 

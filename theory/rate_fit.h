@@ -1,8 +1,8 @@
 // Empirical convergence rates: the exponent p of y ~ a T^-p + c fitted to a measured curve (the
 // averaged squared gradient norm against the horizon T), per seed and then across seeds with a
 // Student-t interval, and the same model in the number of workers n for the linear-speedup check
-// (every theorem in theory/bounds.h promises some T^-p n^-q; DOMAIN.md "rates and linear
-// speedup").
+// (every theorem in theory/bounds.h promises some T^-p n^-q; theory/rate_assertions.cc judges
+// the fits).
 //
 // The fits are nonlinear least squares with Ceres (Levenberg-Marquardt). The interval on p comes
 // from the spread of the per-seed exponents, not from one fit's covariance: the points of a
