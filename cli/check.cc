@@ -183,8 +183,8 @@ std::string DescribeRuns(std::span<const RunEvidence> runs) {
   if (runs.size() == 1) {
     return fmt::format("{}, final loss {:.6g}", runs.front().status, runs.front().final_loss);
   }
-  const auto completed = std::count_if(runs.begin(), runs.end(),
-                                       [](const RunEvidence& r) { return r.completed(); });
+  const auto completed =
+      std::count_if(runs.begin(), runs.end(), [](const RunEvidence& r) { return r.completed(); });
   const auto [low, high] = std::minmax_element(
       runs.begin(), runs.end(),
       [](const RunEvidence& a, const RunEvidence& b) { return a.final_loss < b.final_loss; });
@@ -212,8 +212,7 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
   };
   const auto row = [&](std::string runs, std::span<const RunEvidence> group,
                        std::span<const RunEvidence> experiment) {
-    add(std::move(runs), DescribeRuns(group),
-        Settle(claim.judge({group, experiment, confidence})));
+    add(std::move(runs), DescribeRuns(group), Settle(claim.judge({group, experiment, confidence})));
   };
   // Labels in spec order, as the first experiment lists them.
   std::vector<std::string> labels;
@@ -299,7 +298,7 @@ CheckReport RunCheck(RunSpec spec, const CheckOptions& options) {
 namespace {
 
 std::string PremiseLine(const Premise& p) {
-  const char* status = p.failed()                                   ? "FAILED"
+  const char* status = p.failed()                                ? "FAILED"
                        : p.status == Premise::Status::kUnchecked ? "unchecked"
                                                                  : "met";
   return fmt::format("[{}] {}: {}", status, p.name, p.detail);
@@ -323,9 +322,8 @@ std::string FormatCheck(const CheckReport& report) {
   for (const CheckRow& row : report.rows) {
     out += fmt::format("{:<{}}  {:<{}}  {:<15}  {:<12}  {}\n", row.assertion, a, row.runs, r,
                        VerdictName(row.verdict.kind),
-                       row.as_expected()
-                           ? std::string("yes")
-                           : fmt::format("NO ({})", ExpectationName(row.expected)),
+                       row.as_expected() ? std::string("yes")
+                                         : fmt::format("NO ({})", ExpectationName(row.expected)),
                        row.source);
     const auto line = [&](std::string_view label, const std::string& text) {
       if (!text.empty()) out += fmt::format("    {:<9} {}\n", label, text);
@@ -366,11 +364,11 @@ std::string CheckMarkdown(const CheckReport& report) {
   out += "| assertion | source | run | status | measured | bound | verdict | expected | worst |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
   for (const CheckRow& row : report.rows) {
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | **{}** | {} | {} |\n", cell(row.assertion),
-                       cell(row.source), cell(row.runs), cell(row.status),
-                       cell(row.verdict.measured), cell(row.verdict.bound),
-                       VerdictName(row.verdict.kind), ExpectationName(row.expected),
-                       cell(WorstText(row.verdict)));
+    out +=
+        fmt::format("| {} | {} | {} | {} | {} | {} | **{}** | {} | {} |\n", cell(row.assertion),
+                    cell(row.source), cell(row.runs), cell(row.status), cell(row.verdict.measured),
+                    cell(row.verdict.bound), VerdictName(row.verdict.kind),
+                    ExpectationName(row.expected), cell(WorstText(row.verdict)));
   }
   bool details = false;
   for (const CheckRow& row : report.rows) {
@@ -434,7 +432,7 @@ std::string CheckJson(const CheckReport& report) {
     auto& premises = j["premises"] = nlohmann::json::array();
     for (const Premise& p : v.premises) {
       premises.push_back({{"name", p.name},
-                          {"status", p.failed()                                   ? "failed"
+                          {"status", p.failed()                                ? "failed"
                                      : p.status == Premise::Status::kUnchecked ? "unchecked"
                                                                                : "met"},
                           {"detail", p.detail},

@@ -114,9 +114,8 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
     index[id] = runs.size();
     runs.push_back(std::move(run));
   }
-  for (Statement s = Query(db.get(),
-                           "SELECT run_id, key, value, type FROM hyperparameters ORDER BY rowid",
-                           file);
+  for (Statement s = Query(
+           db.get(), "SELECT run_id, key, value, type FROM hyperparameters ORDER BY rowid", file);
        sqlite3_step(s.get()) == SQLITE_ROW;) {
     RunEvidence& run = runs.at(index.at(sqlite3_column_int64(s.get(), 0)));
     const std::string type = Text(s.get(), 3);

@@ -66,8 +66,8 @@ std::string DescribeNetwork(const NetworkModel& network) {
 
 // Why the run cannot go on after this step, or "" when everything is finite.
 template <typename T>
-std::string FailureAfterStep(const Observable<T>& algorithm, int workers,
-                             double minibatch_loss, const Vector<T>& x) {
+std::string FailureAfterStep(const Observable<T>& algorithm, int workers, double minibatch_loss,
+                             const Vector<T>& x) {
   for (int w = kServer; w < workers; ++w) {
     const EncodeStats* stats = algorithm.LastEncode(w);
     if (stats != nullptr && stats->non_finite > 0) {
@@ -158,8 +158,8 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     writer.AddMetric(run_id, t, "comm_seconds", std::nullopt, projected);
     if (!run.probes.empty()) {
       const std::span<const Vector<T>> consumed = view.ConsumedGradients();
-      const ProbeStep<T> probe_step{t, ctx.lr, x,
-                                    consumed.empty() ? cluster.gradients() : consumed, problem};
+      const ProbeStep<T> probe_step{t, ctx.lr, x, consumed.empty() ? cluster.gradients() : consumed,
+                                    problem};
       for (auto& probe : run.probes) {
         sink.At(t, probe->name());
         probe->Observe(probe_step, view, sink);

@@ -66,9 +66,9 @@ struct RunSpec {
   std::shared_ptr<OptionTable> data;  // null when the spec has no [data]
   std::shared_ptr<OptionTable> problem;
   std::vector<OptimizerSpec> optimizers;
-  CommSpec comm;                         // [communication], validated
-  std::shared_ptr<OptionTable> network;  // [network], or null
-  std::shared_ptr<OptionTable> check;    // [check], or null (read by lemmalab check)
+  CommSpec comm;                                      // [communication], validated
+  std::shared_ptr<OptionTable> network;               // [network], or null
+  std::shared_ptr<OptionTable> check;                 // [check], or null (read by lemmalab check)
   std::vector<std::shared_ptr<OptionTable>> asserts;  // [[assert]] (read by lemmalab check)
 };
 

@@ -167,9 +167,7 @@ class ExchangingOptimizer : public DistributedOptimizer<T> {
     exchange_.NodeStep(ctx, node, part, received, out);
   }
   bool KeepCompressionRecords() override { return exchange_.KeepCompressionRecords(); }
-  bool CanKeepCompressionRecords() const override {
-    return exchange_.CanKeepCompressionRecords();
-  }
+  bool CanKeepCompressionRecords() const override { return exchange_.CanKeepCompressionRecords(); }
   const CompressionRecord<T>* LastCompression(int worker) const override {
     return exchange_.LastCompression(worker);
   }

@@ -241,7 +241,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
       const Eigen::Index n = end - begin;
       const auto li = static_cast<Eigen::Index>(l);
       const double r_prev = r_[li];
-      double r = Ratio(begin, n, r_prev);                               // line 17
+      double r = Ratio(begin, n, r_prev);  // line 17
       target_[li] = static_cast<T>(r);
       r = Clip(r, (1 - threshold) * r_prev, (1 + threshold) * r_prev);  // line 18
       r = Clip(r, options_.r_min, options_.r_max);                      // line 19

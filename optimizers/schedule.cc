@@ -196,9 +196,9 @@ std::unique_ptr<Schedule> MakeSchedule(OptionTable& options, const ScheduleConte
   if (a == 0 && b == 0) return schedule;
   const double factor = std::pow(static_cast<double>(context.workers), a) *
                         std::pow(static_cast<double>(context.steps), b);
-  return std::make_unique<Scaled>(std::move(schedule), factor,
-                                  fmt::format("n^{} T^{} (n = {}, T = {})", a, b, context.workers,
-                                              context.steps));
+  return std::make_unique<Scaled>(
+      std::move(schedule), factor,
+      fmt::format("n^{} T^{} (n = {}, T = {})", a, b, context.workers, context.steps));
 }
 
 }  // namespace lemmalab

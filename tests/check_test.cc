@@ -53,20 +53,10 @@ lr = 0.05
 }
 
 CheckReport Check(const std::string& text, const testing::TempDir& dir, bool from = false) {
-  testing::WriteFile(dir / "spec.toml", text);
-  CheckOptions options;
-  options.out_dir = dir / "out";
-  options.from = from;
-  options.progress = false;
-  return RunCheck(LoadSpec(dir / "spec.toml"), options);
+  return testing::CheckSpecText(text, dir.path(), from);
 }
 
-const CheckRow& Row(const CheckReport& report, std::string_view assertion, std::string_view run) {
-  for (const CheckRow& row : report.rows) {
-    if (row.assertion == assertion && row.runs == run) return row;
-  }
-  throw std::runtime_error(fmt::format("no row {} / {}", assertion, run));
-}
+using testing::RowOf;
 
 TEST(Check, BirderLemma2HoldsToRoundingAndBreaksWithoutServerFeedback) {
   testing::TempDir dir;
@@ -97,17 +87,17 @@ expect = "inconclusive"
                                    dir);
   EXPECT_EQ(report.mismatches(), 0) << FormatCheck(report);
   // In fp64 the identity's residual is a few units of rounding relative to |z|.
-  EXPECT_LT(Row(report, "birder-lemma2", "birder").verdict.measured_value, 1e-14);
+  EXPECT_LT(RowOf(report, "birder-lemma2", "birder").verdict.measured_value, 1e-14);
   // Without an error feedback the run is outside the lemma (its premise names the option), and
   // the residual shows by how much: the dropped error, order alpha, not rounding.
   for (const char* run : {"no-server-ef", "no-worker-ef"}) {
-    const Verdict& v = Row(report, "birder-lemma2", run).verdict;
+    const Verdict& v = RowOf(report, "birder-lemma2", run).verdict;
     EXPECT_GT(v.measured_value, 1e-3);
     EXPECT_THAT(v.detail, HasSubstr("the bound alone would say violated"));
   }
-  EXPECT_THAT(Row(report, "birder-lemma2", "no-server-ef").verdict.detail,
+  EXPECT_THAT(RowOf(report, "birder-lemma2", "no-server-ef").verdict.detail,
               HasSubstr("premise failed: server_feedback = classic"));
-  EXPECT_EQ(Row(report, "birder-lemma2", "no-server-ef").verdict.worst_step, 1);
+  EXPECT_EQ(RowOf(report, "birder-lemma2", "no-server-ef").verdict.worst_step, 1);
 }
 
 TEST(Check, FromReadsTheSameVerdictsAndWritesJsonAndMarkdown) {
@@ -351,9 +341,8 @@ TEST(RateChecks, SpeedupFitsTheDependenceOnWorkers) {
   const Verdict v = Judge("linear-speedup", runs, "offset = false\ncompare = \"equal\"");
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.measured;  // the curves scale like n^-1/2
   EXPECT_NEAR(v.measured_value, 0.5, 0.05);
-  EXPECT_EQ(
-      Judge("linear-speedup", runs, "offset = false\ncompare = \"equal\"\nexponent = 1").kind,
-      VerdictKind::kViolated);
+  EXPECT_EQ(Judge("linear-speedup", runs, "offset = false\ncompare = \"equal\"\nexponent = 1").kind,
+            VerdictKind::kViolated);
 }
 
 TEST(EndPointChecks, OptimalityGapAndReference) {
@@ -509,8 +498,8 @@ TEST(OnebitTheoremCheck, LambBoundAndItsConstantCoefficientPremise) {
   run.status = "completed";
   run.steps_done = 62;
   run.workers = 2;
-  run.hyperparameters = testing::MakeFromTomlHyperparameters(
-      "name = 'onebit-lamb'\nwarmup_steps = 2");
+  run.hyperparameters =
+      testing::MakeFromTomlHyperparameters("name = 'onebit-lamb'\nwarmup_steps = 2");
   run.constants = {{"L", 1.0, Certainty::kExact, ""},
                    {"sigma", 0.1, Certainty::kExact, ""},
                    {"f_star", 0.0, Certainty::kExact, ""}};

@@ -217,8 +217,8 @@ TEST(OnebitErrorBoundedCheck, KnownAnswers) {
   // A ramp from delta = 0 that levels off within the first half: holds (the maximum, not the
   // mean, of the first half).
   v = Judge("onebit-error-bounded", ErrorEvidence([](std::int64_t t) {
-    return std::min(static_cast<double>(t - 10), 8.0);
-  }));
+              return std::min(static_cast<double>(t - 10), 8.0);
+            }));
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.measured;
   // A planted growing error (worker 1's ||delta|| = t): the second half's max is 60, the
   // first's 35; flagged at the step of the largest value.
@@ -271,8 +271,7 @@ TEST(VarianceStableCheck, KnownAnswers) {
                   1) > 0.04) {
     ++first;
   }
-  EXPECT_THAT(v.detail,
-              HasSubstr(fmt::format("(steps <= 50) within the tolerance: {} ", first)));
+  EXPECT_THAT(v.detail, HasSubstr(fmt::format("(steps <= 50) within the tolerance: {} ", first)));
   // The rule the verdict applies is the two-sided one, and its bound says so.
   EXPECT_THAT(v.bound, HasSubstr("|r - 1| <= tolerance = 0.04 (two-sided"));
 

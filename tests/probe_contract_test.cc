@@ -53,8 +53,8 @@ Recorded Observe(const ProbeInfo& probe, const std::string& optimizer_toml) {
     cluster.Step({t, lr, 11}, x);
     sink.step = t;
     const std::span<const Eigen::VectorXd> consumed = view.ConsumedGradients();
-    instance->Observe({t, lr, x, consumed.empty() ? cluster.gradients() : consumed, *problem},
-                      view, sink);
+    instance->Observe({t, lr, x, consumed.empty() ? cluster.gradients() : consumed, *problem}, view,
+                      sink);
   }
   for (const auto& [key, series] : out.evidence.probes) out.series.insert(key);
   return out;

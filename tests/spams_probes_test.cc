@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/spec.h"
 #include "comm/cluster.h"
 #include "problems/dataset.h"
 #include "problems/sharding.h"
@@ -19,7 +20,6 @@
 #include "tests/optimizer_test_util.h"
 #include "tests/test_util.h"
 #include "tests/theory_doubles.h"
-#include "cli/spec.h"
 #include "theory/assertion.h"
 #include "theory/assertions.h"
 #include "theory/bounds.h"
@@ -109,8 +109,8 @@ TEST(SpamsProbes, SeriesEqualIndependentRecomputationOfAlgorithm2) {
       // What probe q-deviate records (Assumption 1 on this run's own compressions).
       run.evidence.probes["q-deviate/ratio"].points.push_back(
           {t, i, (g_tilde - (g + e[i])).norm() / (g + e[i]).norm()});
-      e[i] += g - g_tilde;                                // line 8
-      g_bar += g_tilde / n;                               // line 12
+      e[i] += g - g_tilde;   // line 8
+      g_bar += g_tilde / n;  // line 12
     }
     double largest = 0;
     for (const Eigen::VectorXd& g : cluster.gradients()) largest = std::max(largest, g.norm());
@@ -165,8 +165,8 @@ TEST(SpamsProbes, SeriesEqualIndependentRecomputationOfAlgorithm2) {
   EXPECT_THAT(Judge("spams-lemma2", run.evidence, "q = 0.2").detail,
               HasSubstr("the bound alone would say violated"));
   // A G the run contradicts (Assumption 3 given as half the largest gradient it saw).
-  const Verdict small_g = Judge("spams-lemma2", run.evidence,
-                                fmt::format("G = {}", run.largest_gradient / 2));
+  const Verdict small_g =
+      Judge("spams-lemma2", run.evidence, fmt::format("G = {}", run.largest_gradient / 2));
   EXPECT_EQ(small_g.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(small_g.detail, HasSubstr("premise failed: spams.txt Assumption 3"));
 }
@@ -478,7 +478,7 @@ TEST(SpamsLemma1And3Check, KnownAnswers) {
   run.probes["spams-ef/q"].points.push_back({1, 0, 0.5});
   for (std::int64_t t = 1; t <= 20; ++t) {
     run.metrics["grad_sq_norm"].points.push_back({t - 1, kRunWide, 0.1});
-    run.probes["spams-moments/momentum_sq"].points.push_back({t, kRunWide, 0.3});  // sum 6
+    run.probes["spams-moments/momentum_sq"].points.push_back({t, kRunWide, 0.3});       // sum 6
     run.probes["spams-moments/error_average_sq"].points.push_back({t, kRunWide, 0.5});  // 10
   }
   Verdict v = Judge("spams-lemma1", run);

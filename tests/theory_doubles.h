@@ -2,11 +2,15 @@
 // finished run's results would hold them), and planted faults for the compressor checks.
 #pragma once
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "cli/check.h"
 #include "cli/spec.h"
 #include "compressors/compressor.h"
 #include "compressors/stochastic_binary.h"
@@ -15,6 +19,31 @@
 #include "theory/probe.h"
 
 namespace lemmalab::testing {
+
+// Runs `lemmalab check` on a spec written as `text` into `dir` (results in dir/out, or read from
+// there with `from`).
+inline CheckReport CheckSpecText(const std::string& text, const std::filesystem::path& dir,
+                                 bool from = false) {
+  const std::filesystem::path spec = dir / "spec.toml";
+  {
+    std::ofstream out(spec, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+  CheckOptions options;
+  options.out_dir = dir / "out";
+  options.from = from;
+  options.progress = false;
+  return RunCheck(LoadSpec(spec), options);
+}
+
+// The row of `assertion` on `run` (as the report labels it).
+inline const CheckRow& RowOf(const CheckReport& report, std::string_view assertion,
+                             std::string_view run) {
+  for (const CheckRow& row : report.rows) {
+    if (row.assertion == assertion && row.runs == run) return row;
+  }
+  throw std::runtime_error(fmt::format("no row {} / {}", assertion, run));
+}
 
 // The verdict `assertion` gives, configured by the [[assert]] keys `table` (TOML text), on
 // `runs` judged together (one run for per-run assertions), as lemmalab check settles it.

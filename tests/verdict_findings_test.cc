@@ -9,26 +9,18 @@
 
 #include "cli/check.h"
 #include "tests/test_util.h"
+#include "tests/theory_doubles.h"
 
 namespace lemmalab {
 namespace {
 
 using ::testing::HasSubstr;
 
-CheckReport Check(const std::string& text, const testing::TempDir& dir) {
-  testing::WriteFile(dir / "spec.toml", text);
-  CheckOptions options;
-  options.out_dir = dir / "out";
-  options.progress = false;
-  return RunCheck(LoadSpec(dir / "spec.toml"), options);
+CheckReport Check(const std::string& text, const testing::TempDir& dir, bool from = false) {
+  return testing::CheckSpecText(text, dir.path(), from);
 }
 
-const CheckRow& Row(const CheckReport& report, std::string_view assertion, std::string_view run) {
-  for (const CheckRow& row : report.rows) {
-    if (row.assertion == assertion && row.runs == run) return row;
-  }
-  throw std::runtime_error(fmt::format("no row {} / {}", assertion, run));
-}
+using testing::RowOf;
 
 // The premise of a verdict whose name starts with `name`.
 const Premise& PremiseNamed(const Verdict& v, std::string_view name) {
@@ -99,12 +91,12 @@ expect = "inconclusive"
                                    dir);
   EXPECT_EQ(report.mismatches(), 0) << FormatCheck(report);
   for (const char* assertion : {"ef-norm", "q-unbiased"}) {
-    const CheckRow& row = Row(report, assertion, "birder");
+    const CheckRow& row = RowOf(report, assertion, "birder");
     EXPECT_THAT(row.status, HasSubstr("completed"));
     EXPECT_TRUE(PremiseNamed(row.verdict, "the run completed without diverging").failed());
     EXPECT_THAT(row.verdict.premises[0].detail, HasSubstr("the run blew up"));
   }
-  EXPECT_TRUE(PremiseNamed(Row(report, "ef-norm", "birder").verdict, "compressor.name").failed());
+  EXPECT_TRUE(PremiseNamed(RowOf(report, "ef-norm", "birder").verdict, "compressor.name").failed());
 }
 
 // Finding 1, second half: Birder with domain = "rescale" on the shipped quadratic diverges at
@@ -141,7 +133,7 @@ expect = "inconclusive"
 )",
                                    dir);
   EXPECT_EQ(report.mismatches(), 0) << FormatCheck(report);
-  const CheckRow& row = Row(report, "q-unbiased", "birder");
+  const CheckRow& row = RowOf(report, "q-unbiased", "birder");
   EXPECT_THAT(row.status, HasSubstr("diverged at step 164"));
   EXPECT_THAT(row.verdict.detail, HasSubstr("premise failed: the run completed without diverging"));
 }
@@ -179,11 +171,11 @@ expect = "vacuous"
 )"),
                                    dir);
   EXPECT_EQ(report.mismatches(), 0) << FormatCheck(report);
-  const Verdict& without = Row(report, "birder-theorem1", "birder").verdict;
+  const Verdict& without = RowOf(report, "birder-theorem1", "birder").verdict;
   const Premise& step = PremiseNamed(without, "alpha_(t-1)/b_(t-1) >= alpha_t/b_t");
   EXPECT_TRUE(step.failed());
   EXPECT_THAT(step.detail, HasSubstr("no max rule (t0 unset)"));
-  const Verdict& with = Row(report, "birder-theorem1", "max-rule").verdict;
+  const Verdict& with = RowOf(report, "birder-theorem1", "max-rule").verdict;
   EXPECT_FALSE(PremiseNamed(with, "alpha_(t-1)/b_(t-1) >= alpha_t/b_t").failed());
   EXPECT_FALSE(PremiseNamed(with, "max_j b_t,j <= G").failed());
   for (const Premise& p : with.premises) EXPECT_FALSE(p.failed()) << p.name << ": " << p.detail;
@@ -282,8 +274,7 @@ assertion = "spams-lemma2"
                                    dir);
   EXPECT_EQ(report.mismatches(), 0) << FormatCheck(report);
   for (std::size_t k = 0; k < 3; ++k) {
-    EXPECT_THAT(report.rows[k].verdict.detail,
-                HasSubstr("premise failed: spams.txt Assumption 1"));
+    EXPECT_THAT(report.rows[k].verdict.detail, HasSubstr("premise failed: spams.txt Assumption 1"));
   }
   EXPECT_THAT(report.rows[0].verdict.detail, HasSubstr("the bound alone would say violated"));
 }
@@ -349,17 +340,17 @@ tolerance = 0.2
 assertion = "q-domain"
 )"),
                                    dir);
-  EXPECT_THAT(Row(report, "birder-lemma2", "decayed").verdict.detail,
+  EXPECT_THAT(RowOf(report, "birder-lemma2", "decayed").verdict.detail,
               HasSubstr("premise failed: no decoupled weight decay"));
-  EXPECT_NE(Row(report, "q-unbiased", "decayed").verdict.kind, VerdictKind::kInconclusive)
-      << Row(report, "q-unbiased", "decayed").verdict.detail;
-  EXPECT_THAT(Row(report, "q-unbiased", "qsgd").source, HasSubstr("the qsgd compressor"));
-  EXPECT_THAT(Row(report, "q-unbiased", "decayed").source, HasSubstr("birder.txt Eq. 5"));
+  EXPECT_NE(RowOf(report, "q-unbiased", "decayed").verdict.kind, VerdictKind::kInconclusive)
+      << RowOf(report, "q-unbiased", "decayed").verdict.detail;
+  EXPECT_THAT(RowOf(report, "q-unbiased", "qsgd").source, HasSubstr("the qsgd compressor"));
+  EXPECT_THAT(RowOf(report, "q-unbiased", "decayed").source, HasSubstr("birder.txt Eq. 5"));
   // q-domain judged the Birder-quantizer run only.
   int domain_rows = 0;
   for (const CheckRow& row : report.rows) domain_rows += row.assertion == "q-domain" ? 1 : 0;
   EXPECT_EQ(domain_rows, 1);
-  EXPECT_EQ(Row(report, "q-domain", "decayed").verdict.kind, VerdictKind::kViolated);
+  EXPECT_EQ(RowOf(report, "q-domain", "decayed").verdict.kind, VerdictKind::kViolated);
 }
 
 // The resolved options are stored with the results: a reader of the database sees beta, the

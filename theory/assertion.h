@@ -130,8 +130,8 @@ using AssertionMaker = Judgement (*)(OptionTable& options, const AssertionContex
 
 struct AssertionInfo {
   std::string_view name;
-  std::string_view summary;              // the claim, in words
-  std::string_view source;               // "birder.txt Lemma 1, Eq. 16"
+  std::string_view summary;  // the claim, in words
+  std::string_view source;   // "birder.txt Lemma 1, Eq. 16"
   // Probes whose series it reads, attached by the check; the first measures the claim's
   // quantity (a run that recorded it is judged by default), the others serve its premises.
   std::vector<std::string_view> probes;

@@ -42,7 +42,8 @@ const Registry<AssertionInfo>& Assertions() {
           {"linear-speedup",
            "the averaged squared gradient norm falls like n^-q with the corollary's q, at the step "
            "size it prescribes for each n",
-           "the sigma/sqrt(nT) term of onebit-adam ICML Cor. 1, spams.txt Cor. 1, onebit-lamb Cor. 1",
+           "the sigma/sqrt(nT) term of onebit-adam ICML Cor. 1, spams.txt Cor. 1, onebit-lamb Cor. "
+           "1",
            {},
            AssertionScope::kAcrossWorkers,
            &MakeSpeedupCheck},

@@ -149,8 +149,8 @@ Premise DenominatorWithinG(const RunEvidence& run, const UsedConstant& g) {
                              p.step, p.worker);
     }
   }
-  return Premise::Met(name, fmt::format("largest b {:.6g}; {}", max_b->Max()->value,
-                                        g.description));
+  return Premise::Met(name,
+                      fmt::format("largest b {:.6g}; {}", max_b->Max()->value, g.description));
 }
 
 // The unit roundoff of the run's precision.
@@ -296,9 +296,9 @@ Verdict CheckZSequence(const AssertionInput& input, std::optional<double> tolera
   // 256 units of the run's precision by default: the identity combines a few dozen rounded
   // values, each relative to the largest entry; Birder's residual is observed at a few units.
   const double tolerance = tolerance_option.value_or(256 * UnitRoundoff(run));
-  Verdict v = EveryPointAtMost(*s, tolerance, "relative residual ||R_t||_inf / ||z||_inf",
-                               fmt::format("<= {:.3g} (rounding, {})", tolerance,
-                                           PrecisionName(run.precision)));
+  Verdict v = EveryPointAtMost(
+      *s, tolerance, "relative residual ||R_t||_inf / ||z||_inf",
+      fmt::format("<= {:.3g} (rounding, {})", tolerance, PrecisionName(run.precision)));
   for (Premise& p : ClassicFeedback(run, "Eq. 14 telescopes the errors")) {
     v.premises.push_back(std::move(p));
   }
@@ -359,11 +359,11 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   for (const Series::Point& p : lr->points) {
     const double c_t = p.value * std::sqrt(static_cast<double>(p.step));
     if (std::abs(c_t - c) > 1e-9 * c) {
-      v.premises.back() = Premise::Failed(
-          schedule_name,
-          fmt::format("alpha = {:.6g} at step {} is not {:.6g} / sqrt({})", p.value, p.step, c,
-                      p.step),
-          p.step);
+      v.premises.back() =
+          Premise::Failed(schedule_name,
+                          fmt::format("alpha = {:.6g} at step {} is not {:.6g} / sqrt({})", p.value,
+                                      p.step, c, p.step),
+                          p.step);
       break;
     }
   }
@@ -383,9 +383,9 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
         "to estimate L and f*)";
     return v;
   }
-  v.premises.push_back(Premise::Met("Assumptions 1-2 (f* and L)",
-                                    fmt::format("{}; {}", DescribeConstant(*f_star),
-                                                DescribeConstant(*l))));
+  v.premises.push_back(
+      Premise::Met("Assumptions 1-2 (f* and L)",
+                   fmt::format("{}; {}", DescribeConstant(*f_star), DescribeConstant(*l))));
   v.premises.push_back(OneDistribution(run, "Assumption 3"));
   v.premises.push_back(GradientsWithin(run, *g, "Assumption 4", /*full_gradient=*/true));
   v.premises.push_back(DenominatorWithinG(run, *g));
@@ -422,8 +422,9 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   v.premises.push_back(Premise::Met(rho_name, fmt::format("rho = {:.6g}, the smallest b + eps "
                                                           "the run saw",
                                                           k.rho)));
-  notes.push_back(fmt::format("c = {:.6g}, beta = {:.6g}, rho = {:.6g}, f(z_1) - f* = {:.6g}, d = {}",
-                              k.c, k.beta, k.rho, k.f_z1_gap, run.dimension));
+  notes.push_back(
+      fmt::format("c = {:.6g}, beta = {:.6g}, rho = {:.6g}, f(z_1) - f* = {:.6g}, d = {}", k.c,
+                  k.beta, k.rho, k.f_z1_gap, run.dimension));
 
   // Both forms at every T: the verdict's (re-derived by default) and the other one.
   struct Form {
@@ -462,9 +463,8 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   }
   const double grad_at_start = norms.front() * norms.front();
   const double trivial = std::min(g->value * g->value, grad_at_start);
-  const std::string trivial_text =
-      fmt::format("min(G^2, ||grad f(x_1)||^2) = min({:.4g}, {:.4g})", g->value * g->value,
-                  grad_at_start);
+  const std::string trivial_text = fmt::format("min(G^2, ||grad f(x_1)||^2) = min({:.4g}, {:.4g})",
+                                               g->value * g->value, grad_at_start);
   const BirderTheorem1Result at_t = BirderTheorem1(k, static_cast<double>(run.steps_done));
   for (Form& f : forms) {
     if (f.kind == VerdictKind::kHolds && f.smallest_bound >= trivial) {
@@ -479,9 +479,9 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   v.worst_step = at;
   v.measured_value = broken ? main.lhs_at_first_broken : main.lhs_at_worst;
   v.bound_value = broken ? main.bound_at_first_broken : main.bound_at_worst;
-  v.measured = fmt::format("((1/T) sum ||grad f(x_t)||)^2 = {:.6g} at T = {} ({})",
-                           v.measured_value, at,
-                           broken ? "the first T over the bound" : "closest to the bound");
+  v.measured =
+      fmt::format("((1/T) sum ||grad f(x_t)||)^2 = {:.6g} at T = {} ({})", v.measured_value, at,
+                  broken ? "the first T over the bound" : "closest to the bound");
   const auto describe = [&](const Form& f) {
     const bool f_broken = f.first_broken > 0;
     return fmt::format(
@@ -495,20 +495,19 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   };
   v.bound = describe(main);
   const Form& other = forms[1];
-  v.other_forms.push_back({other.name, other.kind, describe(other),
-                           other.first_broken > 0 ? other.bound_at_first_broken
-                                                  : other.bound_at_worst,
-                           other.kind == VerdictKind::kVacuous
-                               ? fmt::format("never below {}", trivial_text)
-                               : ""});
+  v.other_forms.push_back(
+      {other.name, other.kind, describe(other),
+       other.first_broken > 0 ? other.bound_at_first_broken : other.bound_at_worst,
+       other.kind == VerdictKind::kVacuous ? fmt::format("never below {}", trivial_text) : ""});
   if (main.kind == VerdictKind::kVacuous) {
     notes.insert(notes.begin(),
-                 fmt::format("vacuous: the bound is never below {} (smallest {:.4g})",
-                             trivial_text, main.smallest_bound));
+                 fmt::format("vacuous: the bound is never below {} (smallest {:.4g})", trivial_text,
+                             main.smallest_bound));
   }
-  notes.push_back(fmt::format("checked at every T = 1..{}; one run is one sample of the "
-                              "expectation",
-                              run.steps_done));
+  notes.push_back(
+      fmt::format("checked at every T = 1..{}; one run is one sample of the "
+                  "expectation",
+                  run.steps_done));
   v.detail = fmt::format("{}", fmt::join(notes, "; "));
   return v;
 }

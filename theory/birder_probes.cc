@@ -28,8 +28,7 @@ class QuantizerDomainProbe final : public Probe<T> {
     return birder_quantizer_ && optimizer.LastEncode(0) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const std::int64_t t = step.t;
     for (int i = 0; i < workers_; ++i) {
       const double f = Fraction(*optimizer.LastEncode(i));
@@ -83,8 +82,7 @@ class ErrorNormProbe final : public Probe<T> {
            optimizer.Observe(Quantity::kServerError, kServer) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const std::int64_t t = step.t;
     for (int i = 0; i < workers_; ++i) {
       if (const Vector<T>* e = optimizer.Observe(Quantity::kWorkerError, i)) {
@@ -131,8 +129,7 @@ class MinDenominatorProbe final : public Probe<T> {
            optimizer.Observe(Quantity::kDenominator, 0) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const std::int64_t t = step.t;
     previous_.resize(static_cast<std::size_t>(workers_));
     for (int i = 0; i < workers_; ++i) {
@@ -202,8 +199,7 @@ template <typename T>
 class ZSequenceProbe final : public Probe<T> {
  public:
   explicit ZSequenceProbe(const ProbeContext& context)
-      : workers_(context.workers),
-        beta_(context.hyperparameters.Number("beta")) {}
+      : workers_(context.workers), beta_(context.hyperparameters.Number("beta")) {}
 
   std::string_view name() const override { return "birder-z"; }
 
@@ -220,8 +216,7 @@ class ZSequenceProbe final : public Probe<T> {
     e_ = CombinedError(optimizer);  // e_1
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const Eigen::Index d = x_.size();
     Eigen::VectorXd m = Eigen::VectorXd::Zero(d), b = m, ratio = m, g = m;
     for (int i = 0; i < workers_; ++i) {

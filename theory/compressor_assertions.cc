@@ -78,8 +78,9 @@ Verdict CheckUnbiased(const AssertionInput& input, const UnbiasedOptions& o) {
   v.measured = fmt::format(
       "Stouffer Z = {:.4g} over {} calls x {} draws{}; relative bias ||E C(u) - u|| / ||u|| at "
       "most {:.3g} ({:.0f}% upper bound)",
-      stouffer, z->points.size(), kUnbiasednessDraws, o.inside ? " (coordinates with |u| <= 1)" : "",
-      std::sqrt(std::max(0.0, upper)), 100 * input.confidence);
+      stouffer, z->points.size(), kUnbiasednessDraws,
+      o.inside ? " (coordinates with |u| <= 1)" : "", std::sqrt(std::max(0.0, upper)),
+      100 * input.confidence);
   v.bound = fmt::format("Z <= {:.3g} (one-sided, {:.0f}%) and relative bias <= tolerance = {:.3g}",
                         critical, 100 * input.confidence, o.tolerance);
   if (infinite != nullptr) {

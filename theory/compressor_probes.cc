@@ -65,8 +65,7 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
 
   std::string_view name() const override { return "q-unbiased"; }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     if ((step.t - 1) % stride_ != 0) return;
     for (const int sender : Senders(optimizer, this->workers_)) {
       const CompressionRecord<T>& record = *optimizer.LastCompression(sender);
@@ -115,8 +114,7 @@ class DeviationProbe final : public CompressionProbe<T> {
 
   std::string_view name() const override { return "q-deviate"; }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     for (const int sender : Senders(optimizer, this->workers_)) {
       const CompressionRecord<T>& record = *optimizer.LastCompression(sender);
       if (step.t == 1) {
@@ -170,8 +168,7 @@ namespace {
 // prod_j (1 - b_j/gap)^m <= exp(-sum_j b_j m / gap), so a repeated projection sum_j b_j above
 // gap ln(100) / m is a 1% event; smaller ones (inputs at the edge of the interval, where the rare
 // level hardly ever comes up) count as no evidence (0).
-double SplitSampleStatistic(const std::vector<double>& projections, double gap,
-                            double resolution) {
+double SplitSampleStatistic(const std::vector<double>& projections, double gap, double resolution) {
   const auto m = static_cast<double>(projections.size());
   double mean = 0, var = 0;
   for (const double p : projections) mean += p;

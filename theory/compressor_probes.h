@@ -39,9 +39,9 @@ std::unique_ptr<Probe<T>> MakeDeviationProbe(const ProbeContext& context);
 
 // The q-unbiased statistics of one input: `draws` encodes of `compressor` on u.
 struct UnbiasednessSample {
-  double z = 0;                  // split-sample t statistic (see above)
-  double z_inside = 0;           // the same with w restricted to the coordinates |u_j| <= 1
-  double bias = 0;               // ||mean C(u) - u|| / ||u||
+  double z = 0;         // split-sample t statistic (see above)
+  double z_inside = 0;  // the same with w restricted to the coordinates |u_j| <= 1
+  double bias = 0;      // ||mean C(u) - u|| / ||u||
   // (||mean C(u) - u||^2 - sum_j s_j^2 / draws) / ||u||^2: unbiased for the relative squared bias
   // ||E C(u) - u||^2 / ||u||^2 (may be negative), and the same on the coordinates |u_j| <= 1
   double sq_bias = 0;

@@ -9,11 +9,10 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/math/distributions/normal.hpp>
 #include <cmath>
 #include <map>
 #include <numeric>
-
-#include <boost/math/distributions/normal.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -202,11 +201,11 @@ Verdict CheckVarianceStable(const AssertionInput& input, const VarianceStableOpt
       "|r - 1| <= tolerance = {:.3g} (two-sided; the paper's rule is the one-sided r >= {:.3g}, "
       "which v meets at once while it still grows from v_0 = 0)",
       tolerance, 1 - tolerance);
-  verdict.detail = fmt::format(
-      "{}; first step of the warmup (steps <= {}) within the tolerance: {}", window_note,
-      last_updated,
-      first ? fmt::format("{} (a T_w the paper's rule would choose)", *first)
-            : std::string("none"));
+  verdict.detail =
+      fmt::format("{}; first step of the warmup (steps <= {}) within the tolerance: {}",
+                  window_note, last_updated,
+                  first ? fmt::format("{} (a T_w the paper's rule would choose)", *first)
+                        : std::string("none"));
   if (window < paper_window) {
     verdict.detail += fmt::format(
         "; over {} steps v can fall by at most 1 - beta2^{} = {:.3g}, so a decrease cannot show",
@@ -228,8 +227,7 @@ Verdict CheckVarianceStable(const AssertionInput& input, const VarianceStableOpt
 // which store r and c in float, 1e-12 for fp64).
 Verdict CheckOnebitLambClips(const AssertionInput& input, std::optional<double> rtol_option) {
   const RunEvidence& run = input.runs.front();
-  const double rtol =
-      rtol_option.value_or(run.precision == Precision::kFp64 ? 1e-12 : 1e-6);
+  const double rtol = rtol_option.value_or(run.precision == Precision::kFp64 ? 1e-12 : 1e-6);
   const Series* c_series = run.Probe("lamb-ratios", "c");
   if (c_series == nullptr || c_series->empty()) {
     return Verdict::Inconclusive("the run has no c_t series (probe lamb-ratios)");
@@ -345,14 +343,12 @@ Verdict CheckOnebitLambClips(const AssertionInput& input, std::optional<double> 
   return verdict;
 }
 
-
 // Ranks 1..L of `values` (ties get their average rank).
 std::vector<double> Ranks(const std::vector<double>& values) {
   std::vector<std::size_t> order(values.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return values[a] < values[b];
-  });
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
   std::vector<double> ranks(values.size());
   for (std::size_t i = 0; i < order.size();) {
     std::size_t j = i;
@@ -394,8 +390,9 @@ Verdict CheckRatioAdapts(const AssertionInput& input) {
   const Series* r = run.Probe("lamb-ratios", "r");
   const Series* target = run.Probe("lamb-ratios", "target");
   if (!warmup || r == nullptr || target == nullptr || target->empty()) {
-    v.detail = "the run recorded no r_t or line-17 target after a warmup (1-bit LAMB, probe "
-               "lamb-ratios)";
+    v.detail =
+        "the run recorded no r_t or line-17 target after a warmup (1-bit LAMB, probe "
+        "lamb-ratios)";
     return v;
   }
   std::map<int, std::pair<double, int>> mean_r, mean_target;  // layer -> (sum, count)
@@ -593,9 +590,9 @@ void JudgeCompressionPhase(Verdict& v, const CompressionPhase& phase, double con
                            double printed_bound, std::string_view coefficient_text,
                            std::string constants) {
   v.measured_value = phase.measured;
-  v.measured = fmt::format(
-      "(1/(T+1)) sum_t ||grad f(x_t)||^2 = {:.6g} over the T = {} steps after T_w = {}",
-      phase.measured, phase.T, phase.warmup);
+  v.measured =
+      fmt::format("(1/(T+1)) sum_t ||grad f(x_t)||^2 = {:.6g} over the T = {} steps after T_w = {}",
+                  phase.measured, phase.T, phase.warmup);
   const std::string coefficient_name =
       fmt::format("{} > 0 (the left coefficient)", coefficient_text);
   if (!std::isfinite(printed ? printed_bound : corrected_bound)) {
@@ -610,9 +607,10 @@ void JudgeCompressionPhase(Verdict& v, const CompressionPhase& phase, double con
     BoundForm f;
     f.name = std::string(form);
     f.bound_value = bound;
-    f.bound = fmt::format("<= {:.6g} ({}; the V-norm bound / (T+1), times the largest "
-                          "denominator); slack x{:.3g}",
-                          bound, form, bound / phase.measured);
+    f.bound = fmt::format(
+        "<= {:.6g} ({}; the V-norm bound / (T+1), times the largest "
+        "denominator); slack x{:.3g}",
+        bound, form, bound / phase.measured);
     f.kind = ExpectationVerdict(phase.measured, bound, confidence);
     if (f.kind == VerdictKind::kHolds && bound >= phase.grad_at_start) {
       f.kind = VerdictKind::kVacuous;
@@ -631,6 +629,22 @@ void JudgeCompressionPhase(Verdict& v, const CompressionPhase& phase, double con
       "{}one run against an expectation bound: holds at or below it, violated above bound / "
       "{:.2g} (Markov), inconclusive between; {}",
       main.detail.empty() ? "" : main.detail + "; ", 1 - confidence, constants);
+}
+
+// The constants both theorems share, from the phase (OneBitAdamConstants, OneBitLambConstants).
+template <typename Constants>
+Constants PhaseConstants(const CompressionPhase& phase, const RunEvidence& run) {
+  Constants k;
+  k.lipschitz = phase.lipschitz->value;
+  k.sigma = phase.sigma->value;
+  k.eps = phase.eps;
+  k.beta = phase.beta1;
+  k.n = run.workers;
+  k.denominator_min = phase.denominator_min;
+  k.denominator_max = phase.denominator_max;
+  k.f_gap = phase.f_gap;
+  k.gamma = phase.gamma;
+  return k;
 }
 
 std::string DescribePhase(const CompressionPhase& phase, const RunEvidence& run) {
@@ -660,16 +674,7 @@ Verdict CheckOnebitAdamTheorem1(const AssertionInput& input, bool printed) {
   v.premises.push_back(AlgorithmIs(run, kOnebitAdam, "1-bit Adam (Algorithm 1)"));
   CompressionPhase phase;
   if (!ReadCompressionPhase(run, input.confidence, v, phase)) return v;
-  OneBitAdamConstants k;
-  k.lipschitz = phase.lipschitz->value;
-  k.sigma = phase.sigma->value;
-  k.eps = phase.eps;
-  k.beta = phase.beta1;
-  k.n = run.workers;
-  k.denominator_min = phase.denominator_min;
-  k.denominator_max = phase.denominator_max;
-  k.f_gap = phase.f_gap;
-  k.gamma = phase.gamma;
+  const OneBitAdamConstants k = PhaseConstants<OneBitAdamConstants>(phase, run);
   const OneBitAdamTheorem1Result r = OneBitAdamTheorem1(k, static_cast<double>(phase.T));
   JudgeCompressionPhase(v, phase, input.confidence, printed, r.coefficient,
                         r.euclidean_mean_bound_rederived, r.euclidean_mean_bound,
@@ -710,27 +715,17 @@ Verdict CheckOnebitLambTheorem1(const AssertionInput& input, bool printed) {
   const std::string c_name =
       "one scaling coefficient c over the phase and the layers (the proof's auxiliary sequence "
       "needs gamma_t = gamma c_(t-1) constant, lines 546-554)";
-  v.premises.push_back(c_max <= c_min * (1 + 1e-12)
-                           ? Premise::Met(c_name, fmt::format("c = {:.6g}", c_min))
-                           : Premise::Failed(c_name, fmt::format("c ranges over [{:.6g}, {:.6g}]",
-                                                                 c_min, c_max)));
-  OneBitLambConstants k;
-  k.lipschitz = phase.lipschitz->value;
-  k.sigma = phase.sigma->value;
-  k.eps = phase.eps;
-  k.beta = phase.beta1;
-  k.n = run.workers;
-  k.denominator_min = phase.denominator_min;
-  k.denominator_max = phase.denominator_max;
-  k.f_gap = phase.f_gap;
-  k.gamma = phase.gamma;
+  v.premises.push_back(
+      c_max <= c_min * (1 + 1e-12)
+          ? Premise::Met(c_name, fmt::format("c = {:.6g}", c_min))
+          : Premise::Failed(c_name, fmt::format("c ranges over [{:.6g}, {:.6g}]", c_min, c_max)));
+  OneBitLambConstants k = PhaseConstants<OneBitLambConstants>(phase, run);
   k.c_min = c_min;
   k.c_max = c_max;
   const OneBitLambTheorem1Result r = OneBitLambTheorem1(k, static_cast<double>(phase.T));
   JudgeCompressionPhase(
-      v, phase, input.confidence, printed,
-      printed ? r.coefficient : r.coefficient_rederived, r.euclidean_mean_bound_rederived,
-      r.euclidean_mean_bound,
+      v, phase, input.confidence, printed, printed ? r.coefficient : r.coefficient_rederived,
+      r.euclidean_mean_bound_rederived, r.euclidean_mean_bound,
       "1 - gamma_max L V_max - 8 gamma_max^3 L^2 V_max^2 / ((1-beta)^2 gamma_min)",
       fmt::format("{}; c in [{:.6g}, {:.6g}]", DescribePhase(phase, run), c_min, c_max));
   v.worst_step = run.steps_done;

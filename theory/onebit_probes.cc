@@ -22,8 +22,7 @@ class OnebitErrorProbe final : public Probe<T> {
            optimizer.Observe(Quantity::kServerError, kServer) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     for (int i = 0; i < workers_; ++i) {
       const Vector<T>* delta = optimizer.Observe(Quantity::kWorkerError, i);
       if (delta == nullptr || delta->size() == 0) continue;  // another process's worker
@@ -98,8 +97,7 @@ class VarianceNormProbe final : public Probe<T> {
     return optimizer.Observe(Quantity::kVariance, kServer) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const Eigen::VectorXd v =
         optimizer.Observe(Quantity::kVariance, kServer)->template cast<double>();
     const double l1 = v.lpNorm<1>(), l2 = v.norm();
@@ -132,8 +130,7 @@ class LambRatiosProbe final : public Probe<T> {
     return optimizer.Observe(Quantity::kLayerScale, kServer) != nullptr;
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     // The `worker` field carries the layer index l: r and c are per layer, the same on every
     // replica (onebit-lamb.txt Alg. 1 lines 17-20).
     if (const Vector<T>* r = optimizer.Observe(Quantity::kLayerRatio, kServer)) {

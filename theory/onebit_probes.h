@@ -14,8 +14,9 @@
 // Series (probe/series, worker):
 //   onebit-error/worker_norm (i), onebit-error/server_norm (kServer),
 //   variance-norm/l1 and variance-norm/l2 (kServer),
-//   lamb-ratios/r, lamb-ratios/c and lamb-ratios/target: the `worker` field holds the LAYER index l (0-based, in the
-//   problem's layer order), not a worker: these are replica-wide per-layer scalars.
+//   lamb-ratios/r, lamb-ratios/c and lamb-ratios/target: the `worker` field holds the LAYER index l
+//   (0-based, in the problem's layer order), not a worker: these are replica-wide per-layer
+//   scalars.
 #pragma once
 
 #include "theory/probe.h"

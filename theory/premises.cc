@@ -35,8 +35,8 @@ Premise RunCompleted(const RunEvidence& run) {
       }
     }
   }
-  return Premise::Met(name, fmt::format("{} steps, final loss {:.6g}", run.steps_done,
-                                        run.final_loss));
+  return Premise::Met(name,
+                      fmt::format("{} steps, final loss {:.6g}", run.steps_done, run.final_loss));
 }
 
 std::optional<UsedConstant> FindUsedConstant(const RunEvidence& run, std::string_view name,
@@ -54,15 +54,15 @@ std::optional<UsedConstant> FindUsedConstant(const RunEvidence& run, std::string
 // Assumption 3: every worker's stochastic gradient is unbiased for grad f, i.e. the workers
 // sample one distribution. Shards whose objectives f_i differ (sigma_g > 0) break it.
 Premise OneDistribution(const RunEvidence& run, std::string_view assumption) {
-  const std::string name =
-      fmt::format("{} (E g_t^(i) = grad f(x_t) for every worker: one data distribution)",
-                  assumption);
+  const std::string name = fmt::format(
+      "{} (E g_t^(i) = grad f(x_t) for every worker: one data distribution)", assumption);
   if (run.workers == 1) return Premise::Met(name, "one worker");
   const Constant* sigma_g = run.FindConstant("sigma_g");
   if (sigma_g == nullptr) {
     return Premise::Unchecked(
-        name, "the problem does not know sigma_g; each worker's gradient estimates its own "
-              "shard's f_i, which equals f only in expectation over the shuffle");
+        name,
+        "the problem does not know sigma_g; each worker's gradient estimates its own "
+        "shard's f_i, which equals f only in expectation over the shuffle");
   }
   if (sigma_g->value == 0) return Premise::Met(name, DescribeConstant(*sigma_g));
   return Premise::Failed(
@@ -75,7 +75,8 @@ Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::stri
       fmt::format("{} (||g_t^(i)|| <= G{})", assumption, full_gradient ? ", ||grad f|| <= G" : "");
   const Series* stochastic = run.Metric("max_grad_norm");
   if (stochastic == nullptr || stochastic->empty()) {
-    return Premise::Failed(name, "the run recorded no max_grad_norm: the premise cannot be checked");
+    return Premise::Failed(name,
+                           "the run recorded no max_grad_norm: the premise cannot be checked");
   }
   if (!g.given && g.certainty == Certainty::kEstimate) {
     return Premise::Met(name, fmt::format("{}: the run's own largest norm, so the premise holds "
@@ -91,9 +92,8 @@ Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::stri
     return std::nullopt;
   };
   std::optional<Series::Point> above = first_above(*stochastic, false);
-  checked.push_back(
-      fmt::format("largest ||g_t^(i)|| {:.6g} over {} steps", stochastic->Max()->value,
-                  stochastic->points.size()));
+  checked.push_back(fmt::format("largest ||g_t^(i)|| {:.6g} over {} steps",
+                                stochastic->Max()->value, stochastic->points.size()));
   if (full_gradient && !above) {
     if (const Series* full = run.Metric("grad_sq_norm"); full != nullptr && !full->empty()) {
       above = first_above(*full, true);
@@ -115,9 +115,8 @@ Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::stri
 
 Premise CompressorWithinQ(const RunEvidence& run, std::optional<double> workers_q,
                           std::optional<double> server_q, std::string_view q_source, double rtol) {
-  const std::string name =
-      fmt::format("spams.txt Assumption 1 (||C(u) - u|| <= q ||u|| with the q the bound uses: {})",
-                  q_source);
+  const std::string name = fmt::format(
+      "spams.txt Assumption 1 (||C(u) - u|| <= q ||u|| with the q the bound uses: {})", q_source);
   const Series* ratio = run.Probe("q-deviate", "ratio");
   if (ratio == nullptr || ratio->empty()) {
     return Premise::Failed(name, "the run recorded no ||C(u) - u|| / ||u|| (probe q-deviate)");
@@ -188,10 +187,10 @@ Premise ConstantStepSize(const RunEvidence& run) {
   const double first = lr->points.front().value;
   for (const Series::Point& p : lr->points) {
     if (p.value != first) {
-      return Premise::Failed(
-          name, fmt::format("lr = {:.6g} at step {}, {:.6g} at step {}", first,
-                            lr->points.front().step, p.value, p.step),
-          p.step);
+      return Premise::Failed(name,
+                             fmt::format("lr = {:.6g} at step {}, {:.6g} at step {}", first,
+                                         lr->points.front().step, p.value, p.step),
+                             p.step);
     }
   }
   return Premise::Met(name, fmt::format("lr = {:.6g} at every step", first));
@@ -222,7 +221,8 @@ Premise Stationary(std::span<const double> values, std::string_view what, double
       fmt::format("mean {:.4g} over the first half, {:.4g} over the second (t = {:.3g})",
                   first.mean, second.mean, t);
   if (t > critical && relative > 0.25) {
-    return Premise::Failed(name, fmt::format("{}: it drifts by {:.3g}x its mean", numbers, relative));
+    return Premise::Failed(name,
+                           fmt::format("{}: it drifts by {:.3g}x its mean", numbers, relative));
   }
   return Premise::Met(name, numbers);
 }
@@ -230,10 +230,10 @@ Premise Stationary(std::span<const double> values, std::string_view what, double
 void MarkVacuousIfAbove(Verdict& verdict, double trivial, std::string_view trivial_text) {
   if (verdict.kind != VerdictKind::kHolds || !(verdict.bound_value >= trivial)) return;
   verdict.kind = VerdictKind::kVacuous;
-  const std::string note =
-      fmt::format("vacuous: the bound {:.4g} is not below {} = {:.4g}, so meeting it is no "
-                  "evidence",
-                  verdict.bound_value, trivial_text, trivial);
+  const std::string note = fmt::format(
+      "vacuous: the bound {:.4g} is not below {} = {:.4g}, so meeting it is no "
+      "evidence",
+      verdict.bound_value, trivial_text, trivial);
   verdict.detail = verdict.detail.empty() ? note : fmt::format("{}; {}", note, verdict.detail);
 }
 

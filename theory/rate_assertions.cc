@@ -9,8 +9,8 @@
 
 #include "theory/assertions.h"
 #include "theory/premises.h"
-#include "theory/statistics.h"
 #include "theory/rate_fit.h"
+#include "theory/statistics.h"
 #include "theory/verdicts.h"
 
 namespace lemmalab {
@@ -51,8 +51,8 @@ struct RateOptions {
   double exponent = 0.5;
   bool at_least = true;
   double tolerance = 0.05;  // how far below (at-least) or around (equal) the exponent may lie
-  double floor = 0.05;     // the share of the last value a fitted limit c may make up: above it,
-                           // the quantity does not go to zero
+  double floor = 0.05;      // the share of the last value a fitted limit c may make up: above it,
+                            // the quantity does not go to zero
   std::int64_t from = 10;
   int points = 30;
   AcrossSeedsOptions fit;
@@ -84,9 +84,10 @@ Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::st
   v.measured =
       fmt::format("{}: p = {:.4g}, {:.0f}% interval [{:.4g}, {:.4g}] over {} of {} seeds", what,
                   e.mean, 100 * e.confidence, e.lower, e.upper, e.converged_seeds, e.seeds);
-  v.bound = o.at_least ? fmt::format("p >= {:.4g} (decay like {}^-p; shown when the interval "
-                                     "lies above {:.4g})",
-                                     o.exponent, variable, o.exponent - o.tolerance)
+  v.bound = o.at_least ? fmt::format(
+                             "p >= {:.4g} (decay like {}^-p; shown when the interval "
+                             "lies above {:.4g})",
+                             o.exponent, variable, o.exponent - o.tolerance)
                        : fmt::format("p = {:.4g} +- {:.3g} (decay like {}^-p)", o.exponent,
                                      o.tolerance, variable);
   if (!e.interval_available) {
@@ -100,8 +101,8 @@ Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::st
                          fmt::join(fits, ", "), variable);
   if (o.at_least) {
     v.kind = e.lower >= o.exponent - o.tolerance ? VerdictKind::kHolds
-             : e.upper < o.exponent                ? VerdictKind::kViolated
-                                                   : VerdictKind::kInconclusive;
+             : e.upper < o.exponent              ? VerdictKind::kViolated
+                                                 : VerdictKind::kInconclusive;
   } else {
     v.kind = e.lower > o.exponent || e.upper < o.exponent ? VerdictKind::kViolated
              : e.lower >= o.exponent - o.tolerance && e.upper <= o.exponent + o.tolerance
@@ -126,8 +127,7 @@ void JudgeFloor(Verdict& v, const ExponentEstimate& e, std::span<const Curve> cu
     shares.push_back(e.fits[s].c / curves[s].y.back());
   }
   const MeanEstimate share = IndependentMean(shares);
-  const double half =
-      StudentTQuantile(0.5 + confidence / 2, share.dof) * share.standard_error;
+  const double half = StudentTQuantile(0.5 + confidence / 2, share.dof) * share.standard_error;
   std::vector<std::string> per_seed;
   for (const double x : shares) per_seed.push_back(fmt::format("{:.3g}", x));
   const std::string text = fmt::format(
@@ -158,8 +158,8 @@ bool AllCompleted(std::span<const RunEvidence> runs, Verdict& v) {
       return false;
     }
   }
-  v.premises.push_back(Premise::Met("every run completed with finite values",
-                                    fmt::format("{} runs", runs.size())));
+  v.premises.push_back(
+      Premise::Met("every run completed with finite values", fmt::format("{} runs", runs.size())));
   return true;
 }
 
@@ -194,8 +194,7 @@ Verdict CheckRate(const AssertionInput& input, RateOptions o) {
     curves.push_back(std::move(curve));
   }
   const ExponentEstimate e = FitAcrossSeeds(curves, o.fit);
-  Verdict v =
-      ExponentVerdict(e, o, "T", fmt::format("running mean of {}", o.quantity));
+  Verdict v = ExponentVerdict(e, o, "T", fmt::format("running mean of {}", o.quantity));
   v.source = RateSource(input.runs.front());
   incomplete.premises.swap(v.premises);
   JudgeFloor(v, e, curves, o, input.confidence, fmt::format("the running mean of {}", o.quantity));
@@ -214,7 +213,7 @@ Verdict CheckSpeedup(const AssertionInput& input, RateOptions o,
   Verdict incomplete;
   if (!AllCompleted(input.runs, incomplete)) return incomplete;
   std::map<std::uint64_t, std::map<int, double>> by_seed;  // seed -> n -> value
-  std::map<int, double> lr_at;                            // n -> the first step's lr
+  std::map<int, double> lr_at;                             // n -> the first step's lr
   std::vector<int> ns;
   for (const RunEvidence& run : input.runs) {
     const std::vector<double> values = PerStep(run, o.quantity);
@@ -252,11 +251,10 @@ Verdict CheckSpeedup(const AssertionInput& input, RateOptions o,
       }
     }
     incomplete.premises.push_back(
-        broken.empty()
-            ? Premise::Met(name, fmt::format("lr = {:.6g} at n = {}, {:.6g} at n = {}",
-                                             lr_at[ns.front()], ns.front(), lr_at[ns.back()],
-                                             ns.back()))
-            : Premise::Failed(name, broken));
+        broken.empty() ? Premise::Met(name, fmt::format("lr = {:.6g} at n = {}, {:.6g} at n = {}",
+                                                        lr_at[ns.front()], ns.front(),
+                                                        lr_at[ns.back()], ns.back()))
+                       : Premise::Failed(name, broken));
   }
   std::vector<double> n_values(ns.begin(), ns.end());
   std::vector<std::vector<double>> y_per_seed;
@@ -358,16 +356,13 @@ Judgement MakeSpeedupCheck(OptionTable& options, const AssertionContext& /*conte
   if (options.Has("lr_workers_exponent")) {
     lr_exponent = options.GetDouble("lr_workers_exponent", 0, Interval{-2, 2});
   }
-  return [o, lr_exponent](const AssertionInput& input) {
-    return CheckSpeedup(input, o, lr_exponent);
-  };
+  return
+      [o, lr_exponent](const AssertionInput& input) { return CheckSpeedup(input, o, lr_exponent); };
 }
 
 Judgement MakeOptimalityGapCheck(OptionTable& options, const AssertionContext& /*context*/) {
   const double tolerance = options.GetDouble("tolerance", 1e-3, Interval::Positive());
-  return [tolerance](const AssertionInput& input) {
-    return CheckOptimalityGap(input, tolerance);
-  };
+  return [tolerance](const AssertionInput& input) { return CheckOptimalityGap(input, tolerance); };
 }
 
 Judgement MakeTracksReferenceCheck(OptionTable& options, const AssertionContext& context) {

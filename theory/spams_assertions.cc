@@ -139,8 +139,8 @@ Verdict CheckPerStepBound(const AssertionInput& input, const SpamsClaimOptions& 
   verdict.measured = fmt::format("max {} {:.6g} (step {}), {:.4g} of the bound", what,
                                  verdict.measured_value, *verdict.worst_step, worst_ratio);
   verdict.bound = fmt::format("<= {} = {:.6g}", bound_text, verdict.bound_value);
-  verdict.detail = fmt::format("{}; {}; rounding slack rtol = {:.1g}", q.source, g->description,
-                               rtol);
+  verdict.detail =
+      fmt::format("{}; {}; rounding slack rtol = {:.1g}", q.source, g->description, rtol);
   if (violations > 0) {
     verdict.kind = VerdictKind::kViolated;
     verdict.detail += fmt::format("; {} of {} points over the bound, the first at step {} ({})",
@@ -259,10 +259,10 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   if (corollary == 2) {
     constexpr std::array<std::string_view, 1> kSingle = {"spams"};
     verdict.premises.push_back(AlgorithmIs(run, kSingle, "single-machine SPAMS (Algorithm 3)"));
-    verdict.premises.push_back(run.workers == 1
-                                   ? Premise::Met("n = 1 (Corollary 2)", "one worker")
-                                   : Premise::Failed("n = 1 (Corollary 2)",
-                                                     fmt::format("n = {}", run.workers)));
+    verdict.premises.push_back(
+        run.workers == 1
+            ? Premise::Met("n = 1 (Corollary 2)", "one worker")
+            : Premise::Failed("n = 1 (Corollary 2)", fmt::format("n = {}", run.workers)));
   }
 
   std::vector<std::string> missing, notes;
@@ -303,9 +303,9 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   }
   notes.push_back(q.source);
   QAndGPremises(verdict, run, q, *G, RoundingTolerance(o.rtol, run));
-  verdict.premises.push_back(Premise::Met(
-      "Assumptions 2 and 4 (L, sigma, sigma_g known)",
-      fmt::format("{}", fmt::join(std::span(notes).first(notes.size() - 1), "; "))));
+  verdict.premises.push_back(
+      Premise::Met("Assumptions 2 and 4 (L, sigma, sigma_g known)",
+                   fmt::format("{}", fmt::join(std::span(notes).first(notes.size() - 1), "; "))));
   verdict.premises.push_back(ConstantStepSize(run));
   verdict.premises.push_back(NoWeightDecay(run));
 
@@ -360,9 +360,9 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   if (corollary > 0) {
     const double prescribed = corollary == 1 ? k.lipschitz * std::sqrt(k.n / static_cast<double>(T))
                                              : k.lipschitz / std::sqrt(static_cast<double>(T));
-    const std::string name = fmt::format("eta = {} (Corollary {}'s step size)",
-                                         corollary == 1 ? "L sqrt(n / T)" : "L / sqrt(T)",
-                                         corollary);
+    const std::string name =
+        fmt::format("eta = {} (Corollary {}'s step size)",
+                    corollary == 1 ? "L sqrt(n / T)" : "L / sqrt(T)", corollary);
     verdict.premises.push_back(
         std::abs(eta - prescribed) <= 1e-9 * prescribed
             ? Premise::Met(name, fmt::format("eta = {:.6g}", eta))
@@ -382,9 +382,9 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   verdict.measured =
       fmt::format("(1/T) sum_t ||grad f(theta_t)||^2 = {:.6g} over T = {} iterates", measured, T);
   const double trivial = std::min(G->value * G->value, by_step.front());
-  const std::string trivial_text = fmt::format(
-      "min(G^2, ||grad f(theta_1)||^2) = min({:.4g}, {:.4g})", G->value * G->value,
-      by_step.front());
+  const std::string trivial_text =
+      fmt::format("min(G^2, ||grad f(theta_1)||^2) = min({:.4g}, {:.4g})", G->value * G->value,
+                  by_step.front());
   const auto judge = [&](double bound, std::string_view form) {
     BoundForm f;
     f.name = std::string(form);
@@ -454,8 +454,7 @@ Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptio
   Verdict v;
   v.premises.push_back(RunCompleted(run));
   v.premises.push_back(AlgorithmIs(run, kSpams, "SPAMS (spams.txt Algorithm 2 or 3)"));
-  const Series* series =
-      run.Probe("spams-moments", lemma3 ? "error_average_sq" : "momentum_sq");
+  const Series* series = run.Probe("spams-moments", lemma3 ? "error_average_sq" : "momentum_sq");
   const Series* grad = run.Metric("grad_sq_norm");
   if (series == nullptr || series->empty() || grad == nullptr) {
     v.detail = "the run has no spams-moments series or grad_sq_norm metric";
@@ -490,14 +489,14 @@ Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptio
       v.detail = "the compressor declares no q and the check has no `q`";
       return v;
     }
-    v.premises.push_back(CompressorWithinQ(run, q.workers, q.server, q.source,
-                                           RoundingTolerance(o.rtol, run)));
+    v.premises.push_back(
+        CompressorWithinQ(run, q.workers, q.server, q.source, RoundingTolerance(o.rtol, run)));
     v.premises.push_back(SpamsFeedback(run));
     const double s_g = sigma_g == nullptr ? 0.0 : sigma_g->value;
     if (sigma_g != nullptr) constants.push_back(DescribeConstant(*sigma_g));
     constants.push_back(q.source);
-    bound = SpamsLemma3ErrorAverageBound(*q_value, sigma->value, s_g, static_cast<double>(T),
-                                         grad_sum);
+    bound =
+        SpamsLemma3ErrorAverageBound(*q_value, sigma->value, s_g, static_cast<double>(T), grad_sum);
   } else {
     bound = SpamsLemma1MomentumBound(sigma->value, static_cast<double>(T), grad_sum);
   }
@@ -505,9 +504,10 @@ Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptio
   v.bound_value = bound;
   v.measured = fmt::format("sum_t ||{}||^2 = {:.6g} over T = {} steps", lemma3 ? "E_t" : "m'_t",
                            measured, T);
-  v.bound = lemma3 ? fmt::format("<= 4 T q^2/(1-q^2)^2 (sigma^2 + sigma_g^2) + 4 q^2/(1-q^2)^2 "
-                                 "sum_t ||grad f||^2 = {:.6g} (E[.])",
-                                 bound)
+  v.bound = lemma3 ? fmt::format(
+                         "<= 4 T q^2/(1-q^2)^2 (sigma^2 + sigma_g^2) + 4 q^2/(1-q^2)^2 "
+                         "sum_t ||grad f||^2 = {:.6g} (E[.])",
+                         bound)
                    : fmt::format("<= T sigma^2 + sum_t ||grad f||^2 = {:.6g} (E[.])", bound);
   v.kind = ExpectationVerdict(measured, bound, input.confidence);
   v.worst_step = T;

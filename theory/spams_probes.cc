@@ -53,8 +53,7 @@ class SpamsErrorProbe final : public Probe<T> {
     optimizer.KeepCompressionRecords();
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     bool has_worker = false;
     for (int i = 0; i < workers_; ++i) {
       const Vector<T>* e = optimizer.Observe(Quantity::kWorkerError, i);
@@ -107,8 +106,7 @@ class SpamsMaxVarianceProbe final : public Probe<T> {
     optimizer.KeepCompressionRecords();
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const Vector<T>& v_hat = *optimizer.Observe(Quantity::kMaxVariance, kServer);
     const double max = v_hat.size() == 0 ? 0.0 : static_cast<double>(v_hat.maxCoeff());
     sink.Record("max_vhat", kServer, max);
@@ -159,8 +157,7 @@ class SpamsDenominatorStepProbe final : public Probe<T> {
     }
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const Vector<T>& denominator = *optimizer.Observe(Quantity::kDenominator, kServer);
     const Eigen::VectorXd inverse = denominator.template cast<double>().cwiseInverse();
     if (inverse_.size() != inverse.size()) {  // not attached before step 1: D_t from here on
@@ -208,8 +205,7 @@ class SpamsMomentsProbe final : public Probe<T> {
             optimizer.Observe(Quantity::kServerError, kServer) != nullptr);
   }
 
-  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer,
-               ProbeSink& sink) override {
+  void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const auto d = step.x.size();
     if (momentum_.size() != d) {
       momentum_ = Eigen::VectorXd::Zero(d);
@@ -273,9 +269,9 @@ std::unique_ptr<Probe<T>> MakeSpamsDenominatorStepProbe(const ProbeContext& cont
   return std::make_unique<SpamsDenominatorStepProbe<T>>(context);
 }
 
-#define LEMMALAB_INSTANTIATE(T)                                                      \
-  template std::unique_ptr<Probe<T>> MakeSpamsErrorProbe(const ProbeContext&);       \
-  template std::unique_ptr<Probe<T>> MakeSpamsMaxVarianceProbe(const ProbeContext&); \
+#define LEMMALAB_INSTANTIATE(T)                                                          \
+  template std::unique_ptr<Probe<T>> MakeSpamsErrorProbe(const ProbeContext&);           \
+  template std::unique_ptr<Probe<T>> MakeSpamsMaxVarianceProbe(const ProbeContext&);     \
   template std::unique_ptr<Probe<T>> MakeSpamsDenominatorStepProbe(const ProbeContext&); \
   template std::unique_ptr<Probe<T>> MakeSpamsMomentsProbe(const ProbeContext&);
 LEMMALAB_INSTANTIATE(float)

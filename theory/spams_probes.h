@@ -18,8 +18,8 @@
 //   q series are recorded once, at the first step, and are absent when the compressor declares
 //   no q; spams-vhat/max_vhat (kServer);
 //   spams-d/l1 and spams-d/sq (kServer); spams-moments/momentum_sq and
-//   spams-moments/error_average_sq (run-wide). The value at step t is the state after step t: e_{t+1,i}
-//   in the paper's indexing, v_hat_t, D_t.
+//   spams-moments/error_average_sq (run-wide). The value at step t is the state after step t:
+//   e_{t+1,i} in the paper's indexing, v_hat_t, D_t.
 #pragma once
 
 #include "theory/probe.h"

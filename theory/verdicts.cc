@@ -30,15 +30,16 @@ Verdict Settle(Verdict verdict) {
   for (const Premise& p : verdict.premises) {
     if (!p.failed()) continue;
     std::string where;
-    if (p.step) where = fmt::format(" (step {}{})", *p.step,
-                                    p.worker ? ", " + SenderName(*p.worker) : std::string());
+    if (p.step)
+      where = fmt::format(" (step {}{})", *p.step,
+                          p.worker ? ", " + SenderName(*p.worker) : std::string());
     failed.push_back(fmt::format("{}{}", p.name, where));
   }
   if (failed.empty()) return verdict;
-  const std::string alone = verdict.kind == VerdictKind::kInconclusive
-                                ? std::string()
-                                : fmt::format("; the bound alone would say {}",
-                                              VerdictName(verdict.kind));
+  const std::string alone =
+      verdict.kind == VerdictKind::kInconclusive
+          ? std::string()
+          : fmt::format("; the bound alone would say {}", VerdictName(verdict.kind));
   verdict.kind = VerdictKind::kInconclusive;
   const std::string why =
       fmt::format("premise failed: {}{}", fmt::join(failed, "; premise failed: "), alone);
