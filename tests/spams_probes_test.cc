@@ -419,9 +419,21 @@ TEST(SpamsTheorem1Check, KnownAnswers) {
   EXPECT_NEAR(v.other_forms[0].bound_value, r.bound, 1e-9 * r.bound);
   EXPECT_NEAR(v.measured_value, (3.9 + 9999 * 0.01) / 10000, 1e-12);
   EXPECT_THAT(v.detail, HasSubstr("f_star = 0.25 (estimate"));
-  // Printed as the verdict's form on request.
-  EXPECT_NEAR(Judge("spams-theorem1", c.run, "bound = \"printed\"").bound_value, r.bound,
-              1e-9 * r.bound);
+  // Printed as the verdict's form on request. The printed statement replaces C2 by C1 "because
+  // C2 <= C1", which fails here (beta1 = 0, q = 0.5: C1 = 1.33 < C2 = 1.78): the beta and q of
+  // this run break the printed form's premise, so judged by it the theorem is inconclusive.
+  const Verdict as_printed = Judge("spams-theorem1", c.run, "bound = \"printed\"");
+  EXPECT_NEAR(as_printed.bound_value, r.bound, 1e-9 * r.bound);
+  EXPECT_EQ(as_printed.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(as_printed.detail, HasSubstr("premise failed: C2 <= C1"));
+  EXPECT_EQ(v.other_forms[0].kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.other_forms[0].detail, HasSubstr("does not follow from the proof"));
+  // At q = 0.1 (C1 = 0.20 > C2 = 0.04) the printed form follows from the proof.
+  TheoremCase small_q = TheoremEvidence(0.01);
+  small_q.run.probes["spams-ef/q"].points = {{1, 0, 0.1}};
+  for (const Premise& p : Judge("spams-theorem1", small_q.run, "bound = \"printed\"").premises) {
+    EXPECT_FALSE(p.failed()) << p.name << ": " << p.detail;
+  }
 
   // One run against an expectation: above bound / (1 - 0.99) rejects it (Markov), between the
   // bound and that level one draw cannot decide.

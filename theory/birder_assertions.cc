@@ -406,8 +406,7 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   k.rho = min_den->Min()->value;
   k.beta = run.hyperparameters.Number("beta").value_or(0);
   k.f_z1_gap = f_z1->points.front().value - f_star->value;
-  std::vector<std::string> notes = {g->description, DescribeConstant(*l),
-                                    DescribeConstant(*f_star)};
+  std::vector<std::string> notes;  // the constants are in the premises
   if (k.f_z1_gap < 0) {
     // Only an estimated f* can lie above f(z_1); the gap is then taken as 0 (its lower end).
     notes.push_back(fmt::format("f(z_1) - f* = {:.3g} < 0 with this f*: taken as 0", k.f_z1_gap));

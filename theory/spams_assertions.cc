@@ -399,7 +399,23 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
     return f;
   };
   const BoundForm proof = judge(r.bound_proof, "the proof's C2 form");
-  const BoundForm statement = judge(r.bound, "Theorem 1 as printed (C1)");
+  BoundForm statement = judge(r.bound, "Theorem 1 as printed (C1)");
+  // The printed statement replaces C2 by C1 in its last step "because C2 <= C1" (line 676),
+  // which fails once beta1 / (1 - beta1) or 2q / (1 - q^2) exceeds 1: then the printed bound does
+  // not follow from the proof, and only the proof's form says anything.
+  const std::string c2_name = "C2 <= C1 (the printed statement's last step, line 676)";
+  const std::string c2_numbers = fmt::format(
+      "C1 = {:.4g}, C2 = {:.4g} (beta1 = {:.3g}, q = {:.3g})", r.c1, r.c2, k.beta1, k.q);
+  if (printed) {
+    verdict.premises.push_back(r.c2 <= r.c1 ? Premise::Met(c2_name, c2_numbers)
+                                            : Premise::Failed(c2_name, c2_numbers));
+  } else if (r.c2 > r.c1 && statement.kind != VerdictKind::kInconclusive) {
+    statement.detail = fmt::format(
+        "does not follow from the proof here ({}); the bound alone "
+        "would say {}",
+        c2_numbers, VerdictName(statement.kind));
+    statement.kind = VerdictKind::kInconclusive;
+  }
   const BoundForm& main = printed ? statement : proof;
   verdict.kind = main.kind;
   verdict.bound_value = main.bound_value;

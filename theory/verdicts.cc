@@ -41,6 +41,13 @@ Verdict Settle(Verdict verdict) {
           ? std::string()
           : fmt::format("; the bound alone would say {}", VerdictName(verdict.kind));
   verdict.kind = VerdictKind::kInconclusive;
+  // The other forms of the bound rest on the same premises.
+  for (BoundForm& form : verdict.other_forms) {
+    if (form.kind == VerdictKind::kInconclusive) continue;
+    form.detail = fmt::format("the bound alone would say {}{}{}", VerdictName(form.kind),
+                              form.detail.empty() ? "" : "; ", form.detail);
+    form.kind = VerdictKind::kInconclusive;
+  }
   const std::string why =
       fmt::format("premise failed: {}{}", fmt::join(failed, "; premise failed: "), alone);
   verdict.detail = verdict.detail.empty() ? why : fmt::format("{}; {}", why, verdict.detail);
