@@ -357,13 +357,18 @@ TEST(EndPointChecks, OptimalityGapAndReference) {
   b.metrics["train_loss"].points.back().value = 1.00001;
   EXPECT_EQ(Judge("optimality-gap", a, "tolerance = 1e-3").kind, VerdictKind::kViolated);
   EXPECT_EQ(Judge("optimality-gap", b, "tolerance = 1e-3").kind, VerdictKind::kHolds);
-  const std::vector<RunEvidence> both = {a, b};
+  RunEvidence c = b;
+  c.label = "ef-signsgd-2";
+  c.metrics["train_loss"].points.back().value = 1.05;
+  const std::vector<RunEvidence> both = {a, b, c};
   const auto tracks = [&](const RunEvidence& run) {
     const auto options = ParseOptionTable("reference = \"ef-signsgd\"\ntolerance = 0.1", "x");
     return JudgeAssertion("tracks-reference", *options, {std::span(&run, 1), both, 0.99}).kind;
   };
   EXPECT_EQ(tracks(both[0]), VerdictKind::kViolated);
-  EXPECT_EQ(tracks(both[1]), VerdictKind::kHolds);
+  EXPECT_EQ(tracks(both[2]), VerdictKind::kHolds);
+  // The reference against itself is no evidence of anything.
+  EXPECT_EQ(tracks(both[1]), VerdictKind::kInconclusive);
 }
 
 TEST(Statistics, BatchMeansStandardError) {

@@ -190,7 +190,7 @@ expect = "vacuous"
 // printed one's violation is shown beside it.
 TEST(VerdictFindings, PrintedBirderBoundFailsAtTheFirstStep) {
   testing::TempDir dir;
-  const CheckReport report = Check(BirderQuadratic(20, R"(
+  const CheckReport report = Check(BirderQuadratic(60, R"(
 [schedule]
 name = "inv-sqrt"
 lr = 0.001

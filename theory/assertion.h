@@ -57,6 +57,9 @@ struct Premise {
   std::string detail;  // how it was checked; where it failed, with the value
   std::optional<std::int64_t> step;
   std::optional<int> worker;
+  // A premise of the verdict's own bound form only (the printed statement's last step), which
+  // leaves the other forms (Verdict::other_forms) as they were judged.
+  bool own_form_only = false;
 
   bool failed() const { return status == Status::kFailed; }
   static Premise Met(std::string name, std::string detail) {
@@ -144,5 +147,9 @@ const Registry<AssertionInfo>& Assertions();
 // The verdict as a check reports it: the judgement's, made inconclusive (naming the premise,
 // its step and value) when a premise failed.
 Verdict Settle(Verdict verdict);
+
+// Settle(judge(input)); a bound that cannot be evaluated on the run's values (a diverged run's
+// infinite constants: the calculators refuse them) is an inconclusive verdict saying so.
+Verdict JudgeSafely(const Judgement& judge, const AssertionInput& input);
 
 }  // namespace lemmalab

@@ -192,7 +192,7 @@ Verdict JudgeAssertion(std::string_view assertion, OptionTable& options,
   for (const RunEvidence& run : input.experiment) context.labels.push_back(run.label);
   const Judgement judge = info->make(options, context);
   options.RejectUnknownKeys();
-  return Settle(judge(input));
+  return JudgeSafely(judge, input);
 }
 
 }  // namespace lemmalab

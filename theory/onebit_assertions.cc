@@ -552,7 +552,11 @@ bool ReadCompressionPhase(const RunEvidence& run, double confidence, Verdict& v,
     if (p.step > phase.warmup) squared.push_back(p.value * p.value);
   }
   double eps_squared = 0;
-  if (!squared.empty()) {
+  if (squared.empty()) {
+    v.premises.push_back(Premise::Failed(
+        "Assumption 1.3 (a bounded combined compression error)",
+        "the run recorded no combined error after the warmup (probe onebit-error)"));
+  } else {
     const std::size_t length = std::max<std::size_t>(1, squared.size() / kBatches);
     for (std::size_t begin = 0; begin < squared.size(); begin += length) {
       const std::size_t end = std::min(squared.size(), begin + length);
@@ -611,7 +615,9 @@ void JudgeCompressionPhase(Verdict& v, const CompressionPhase& phase, double con
         "<= {:.6g} ({}; the V-norm bound / (T+1), times the largest "
         "denominator); slack x{:.3g}",
         bound, form, bound / phase.measured);
-    f.kind = ExpectationVerdict(phase.measured, bound, confidence);
+    f.kind = std::isfinite(bound) ? ExpectationVerdict(phase.measured, bound, confidence)
+                                  : VerdictKind::kInconclusive;
+    if (!std::isfinite(bound)) f.detail = "no claim: the left coefficient is not positive";
     if (f.kind == VerdictKind::kHolds && bound >= phase.grad_at_start) {
       f.kind = VerdictKind::kVacuous;
       f.detail = fmt::format("vacuous: not below ||grad f(x_Tw)||^2 = {:.4g}", phase.grad_at_start);

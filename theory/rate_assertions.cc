@@ -124,8 +124,9 @@ void JudgeFloor(Verdict& v, const ExponentEstimate& e, std::span<const Curve> cu
   if (!o.fit.fit.fit_offset || e.fits.size() < 2) return;
   std::vector<double> shares;
   for (std::size_t s = 0; s < e.fits.size(); ++s) {
-    shares.push_back(e.fits[s].c / curves[s].y.back());
+    if (e.fits[s].converged) shares.push_back(e.fits[s].c / curves[s].y.back());
   }
+  if (shares.size() < 2) return;
   const MeanEstimate share = IndependentMean(shares);
   const double half = StudentTQuantile(0.5 + confidence / 2, share.dof) * share.standard_error;
   std::vector<std::string> per_seed;
@@ -325,6 +326,9 @@ Verdict CheckTracksReference(const AssertionInput& input, const ReferenceOptions
     if (r.label == reference) ref = &r;
   }
   if (ref == nullptr) return Verdict::Inconclusive(fmt::format("no run '{}'", reference));
+  if (ref == &run || ref->label == run.label) {
+    return Verdict::Inconclusive(fmt::format("'{}' is the reference itself", run.label));
+  }
   const Series* a = run.Metric(metric);
   const Series* b = ref->Metric(metric);
   if (a == nullptr || b == nullptr || a->empty() || b->empty()) {
@@ -340,6 +344,9 @@ Verdict CheckTracksReference(const AssertionInput& input, const ReferenceOptions
   v.worst_step = a->points.back().step;
   v.kind = v.measured_value <= tolerance && run.completed() ? VerdictKind::kHolds
                                                             : VerdictKind::kViolated;
+  Premise reference_ok = RunCompleted(*ref);
+  reference_ok.name = fmt::format("the reference '{}' completed without diverging", reference);
+  v.premises.push_back(std::move(reference_ok));
   return v;
 }
 

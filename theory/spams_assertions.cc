@@ -111,7 +111,12 @@ Verdict CheckPerStepBound(const AssertionInput& input, const SpamsClaimOptions& 
 
   Verdict verdict;
   verdict.kind = VerdictKind::kHolds;
-  QAndGPremises(verdict, run, q, *g, rtol);
+  // The q the bound uses is that of whichever side compressed (Lemma 4 records it beside v_hat,
+  // at the server, even when the workers compress): it applies to every call.
+  DeclaredQ any_side = q;
+  if (!any_side.workers) any_side.workers = q.server;
+  if (!any_side.server) any_side.server = q.workers;
+  QAndGPremises(verdict, run, any_side, *g, rtol);
   double worst_ratio = -1;
   std::optional<Series::Point> first_violation;
   std::int64_t violations = 0;
@@ -390,8 +395,9 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
     f.name = std::string(form);
     f.bound_value = bound;
     f.bound = fmt::format("<= {:.6g} (E[.], {})", bound, form);
-    f.kind = r.step_size_admissible ? ExpectationVerdict(measured, bound, input.confidence)
-                                    : VerdictKind::kInconclusive;
+    f.kind = r.step_size_admissible && std::isfinite(bound)
+                 ? ExpectationVerdict(measured, bound, input.confidence)
+                 : VerdictKind::kInconclusive;
     if (f.kind == VerdictKind::kHolds && bound >= trivial) {
       f.kind = VerdictKind::kVacuous;
       f.detail = fmt::format("vacuous: not below {}", trivial_text);
@@ -407,8 +413,10 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   const std::string c2_numbers = fmt::format(
       "C1 = {:.4g}, C2 = {:.4g} (beta1 = {:.3g}, q = {:.3g})", r.c1, r.c2, k.beta1, k.q);
   if (printed) {
-    verdict.premises.push_back(r.c2 <= r.c1 ? Premise::Met(c2_name, c2_numbers)
-                                            : Premise::Failed(c2_name, c2_numbers));
+    Premise c2 =
+        r.c2 <= r.c1 ? Premise::Met(c2_name, c2_numbers) : Premise::Failed(c2_name, c2_numbers);
+    c2.own_form_only = true;  // the proof's form does not use it
+    verdict.premises.push_back(std::move(c2));
   } else if (r.c2 > r.c1 && statement.kind != VerdictKind::kInconclusive) {
     statement.detail = fmt::format(
         "does not follow from the proof here ({}); the bound alone "

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/error.h"
+
 namespace lemmalab {
 
 std::string_view VerdictName(VerdictKind kind) {
@@ -26,16 +28,26 @@ std::string_view ExpectationName(VerdictKind kind) {
 }
 
 Verdict Settle(Verdict verdict) {
-  std::vector<std::string> failed;
+  std::vector<std::string> failed, unchecked;
+  bool all_forms = false;
   for (const Premise& p : verdict.premises) {
+    if (p.status == Premise::Status::kUnchecked) unchecked.push_back(p.name);
     if (!p.failed()) continue;
+    all_forms = all_forms || !p.own_form_only;
     std::string where;
     if (p.step)
       where = fmt::format(" (step {}{})", *p.step,
                           p.worker ? ", " + SenderName(*p.worker) : std::string());
     failed.push_back(fmt::format("{}{}", p.name, where));
   }
-  if (failed.empty()) return verdict;
+  if (failed.empty()) {
+    if (!unchecked.empty() && verdict.kind != VerdictKind::kInconclusive) {
+      const std::string note =
+          fmt::format("taken on trust (unchecked on this run): {}", fmt::join(unchecked, "; "));
+      verdict.detail = verdict.detail.empty() ? note : fmt::format("{}; {}", note, verdict.detail);
+    }
+    return verdict;
+  }
   const std::string alone =
       verdict.kind == VerdictKind::kInconclusive
           ? std::string()
@@ -43,7 +55,7 @@ Verdict Settle(Verdict verdict) {
   verdict.kind = VerdictKind::kInconclusive;
   // The other forms of the bound rest on the same premises.
   for (BoundForm& form : verdict.other_forms) {
-    if (form.kind == VerdictKind::kInconclusive) continue;
+    if (!all_forms || form.kind == VerdictKind::kInconclusive) continue;
     form.detail = fmt::format("the bound alone would say {}{}{}", VerdictName(form.kind),
                               form.detail.empty() ? "" : "; ", form.detail);
     form.kind = VerdictKind::kInconclusive;
@@ -52,6 +64,15 @@ Verdict Settle(Verdict verdict) {
       fmt::format("premise failed: {}{}", fmt::join(failed, "; premise failed: "), alone);
   verdict.detail = verdict.detail.empty() ? why : fmt::format("{}; {}", why, verdict.detail);
   return verdict;
+}
+
+Verdict JudgeSafely(const Judgement& judge, const AssertionInput& input) {
+  try {
+    return Settle(judge(input));
+  } catch (const UserError& e) {
+    return Verdict::Inconclusive(
+        fmt::format("the bound cannot be evaluated on this run's values: {}", e.what()));
+  }
 }
 
 std::string SenderName(int worker) {
