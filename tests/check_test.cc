@@ -333,6 +333,21 @@ TEST(RateChecks, FittedExponentIsComparedWithTheTheorems) {
             VerdictKind::kInconclusive);
 }
 
+// A run that stalls (the audit's majority-vote signSGD: ||grad f||^2 about 1.3 for ever) once
+// passed `rate`, the offset c absorbing the level and a T^-p fitted to the transient. The fitted
+// limit c is now compared with the last value: a quantity that does not go to zero is violated.
+TEST(RateChecks, StalledRunDoesNotPass) {
+  std::vector<RunEvidence> stalled;
+  for (std::uint64_t s = 1; s <= 4; ++s) {
+    RunEvidence run = CurveRun(0.5, s, 1000);
+    for (Series::Point& p : run.metrics["grad_sq_norm"].points) p.value += 1.3;
+    stalled.push_back(std::move(run));
+  }
+  const Verdict v = Judge("rate", stalled);
+  EXPECT_EQ(v.kind, VerdictKind::kViolated) << v.measured << " | " << v.detail;
+  EXPECT_THAT(v.detail, HasSubstr("does not go to zero"));
+}
+
 TEST(RateChecks, SpeedupFitsTheDependenceOnWorkers) {
   std::vector<RunEvidence> runs;
   for (const int n : {1, 2, 4, 8}) {
