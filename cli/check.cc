@@ -37,13 +37,14 @@ struct Experiment {
   std::vector<RunEvidence> runs;
 };
 
+// `expect`, in the words ExpectationName gives each verdict.
 VerdictKind ParseExpectation(OptionTable& table) {
-  static const std::vector<std::string> kKinds = {"holds", "vacuous", "violated", "inconclusive"};
-  const std::string expect = table.GetChoice("expect", "holds", kKinds);
-  if (expect == "vacuous") return VerdictKind::kVacuous;
-  if (expect == "violated") return VerdictKind::kViolated;
-  if (expect == "inconclusive") return VerdictKind::kInconclusive;
-  return VerdictKind::kHolds;
+  static constexpr VerdictKind kKinds[] = {VerdictKind::kHolds, VerdictKind::kVacuous,
+                                           VerdictKind::kViolated, VerdictKind::kInconclusive};
+  std::vector<std::string> names;
+  for (const VerdictKind kind : kKinds) names.emplace_back(ExpectationName(kind));
+  const std::string expect = table.GetChoice("expect", names.front(), names);
+  return kKinds[std::find(names.begin(), names.end(), expect) - names.begin()];
 }
 
 std::vector<Claim> ReadClaims(const RunSpec& spec) {

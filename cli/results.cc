@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <concepts>
 #include <fstream>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "cli/npy.h"
 #include "core/error.h"
@@ -52,6 +55,24 @@ sqlite3_stmt* Prepare(sqlite3* db, const char* sql) {
     throw InternalError(fmt::format("sqlite: {}: {}", sql, sqlite3_errmsg(db)));
   }
   return statement;
+}
+
+// A hyperparameter as SQLite's own type (a boolean as 0 or 1; its type column says which). A
+// template on the exact type, so that strings still bind as text through the overload above.
+template <typename V>
+requires std::same_as<V, Hyperparameters::Value>
+void Bind(sqlite3_stmt* s, int i, const V& v) {
+  std::visit(
+      [&](const auto& x) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, bool>) {
+          Bind(s, i, std::int64_t{x});
+        } else if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::string>) {
+          Bind(s, i, std::string_view(x));
+        } else {
+          Bind(s, i, x);
+        }
+      },
+      v);
 }
 
 template <typename V>
@@ -196,17 +217,8 @@ void ResultsWriter::AddConstant(std::optional<std::int64_t> run_id, const Consta
 
 void ResultsWriter::AddHyperparameters(std::int64_t run_id, const Hyperparameters& options) {
   for (const auto& [key, value] : options.entries()) {
-    const std::string_view type = Hyperparameters::TypeName(value);
-    const char* sql = "INSERT INTO hyperparameters VALUES (?, ?, ?, ?)";
-    if (const auto* b = std::get_if<bool>(&value)) {
-      ExecuteOnce(db_, sql, run_id, key, std::int64_t{*b}, type);
-    } else if (const auto* i = std::get_if<std::int64_t>(&value)) {
-      ExecuteOnce(db_, sql, run_id, key, *i, type);
-    } else if (const auto* d = std::get_if<double>(&value)) {
-      ExecuteOnce(db_, sql, run_id, key, *d, type);
-    } else {
-      ExecuteOnce(db_, sql, run_id, key, std::string_view(std::get<std::string>(value)), type);
-    }
+    ExecuteOnce(db_, "INSERT INTO hyperparameters VALUES (?, ?, ?, ?)", run_id,
+                std::string_view(key), value, Hyperparameters::TypeName(value));
   }
 }
 

@@ -178,6 +178,27 @@ std::int64_t OptionTable::RequireInt(std::string_view key, std::int64_t min, std
   return x;
 }
 
+std::optional<double> OptionTable::GetOptionalDouble(std::string_view key, const Interval& rule) {
+  if (!Has(key)) {
+    Note(key, fmt::format("{}; optional", NumberUse(rule)));
+    return std::nullopt;
+  }
+  const double x = RequireDouble(key, rule);
+  Note(key, fmt::format("{}; optional", NumberUse(rule)));
+  return x;
+}
+
+std::optional<std::int64_t> OptionTable::GetOptionalInt(std::string_view key, std::int64_t min,
+                                                        std::int64_t max) {
+  if (!Has(key)) {
+    Note(key, fmt::format("{}; optional", IntUse(min, max)));
+    return std::nullopt;
+  }
+  const std::int64_t x = RequireInt(key, min, max);
+  Note(key, fmt::format("{}; optional", IntUse(min, max)));
+  return x;
+}
+
 bool OptionTable::GetBool(std::string_view key, bool fallback) {
   const OptionValue* value = Lookup(key);
   Note(key, fmt::format("true or false; default {}", fallback));

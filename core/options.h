@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -74,6 +75,13 @@ class OptionTable {
   std::int64_t RequireInt(std::string_view key,
                           std::int64_t min = std::numeric_limits<std::int64_t>::min(),
                           std::int64_t max = std::numeric_limits<std::int64_t>::max());
+  // The value of `key` when it is present (checked against the rule as above), nullopt when it
+  // is not: an option whose absence means something other than any default.
+  std::optional<double> GetOptionalDouble(std::string_view key,
+                                          const Interval& rule = Interval::Any());
+  std::optional<std::int64_t> GetOptionalInt(
+      std::string_view key, std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+      std::int64_t max = std::numeric_limits<std::int64_t>::max());
   bool GetBool(std::string_view key, bool fallback);
   std::string GetString(std::string_view key, std::string_view fallback);
   std::string RequireString(std::string_view key);

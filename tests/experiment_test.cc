@@ -284,7 +284,9 @@ TEST(Experiment, ProbeSeriesEqualIndependentRecomputation) {
   };
   auto birder = MakeBirder<double>(BirderOptions{}, Symmetric(q), {problem->dimension(), 4});
   Cluster<double> cluster(*problem, *birder);
-  const ProbeContext context{problem->dimension(), 4};
+  ProbeContext context{problem->dimension(), 4};
+  // The options a run of this Birder resolves: its quantizer is Birder's at both sides.
+  context.hyperparameters.Set("compressor.name", "stochastic-binary");
   auto ef = MakeErrorNormProbe<double>(context);
   auto domain = MakeQuantizerDomainProbe<double>(context);
   auto min_b = MakeMinDenominatorProbe<double>(context);

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -14,6 +13,7 @@
 #include "cli/spec.h"
 #include "compressors/compressor.h"
 #include "compressors/stochastic_binary.h"
+#include "tests/test_util.h"
 #include "theory/assertions.h"
 #include "theory/evidence.h"
 #include "theory/probe.h"
@@ -25,10 +25,7 @@ namespace lemmalab::testing {
 inline CheckReport CheckSpecText(const std::string& text, const std::filesystem::path& dir,
                                  bool from = false) {
   const std::filesystem::path spec = dir / "spec.toml";
-  {
-    std::ofstream out(spec, std::ios::binary | std::ios::trunc);
-    out << text;
-  }
+  WriteFile(spec, text);
   CheckOptions options;
   options.out_dir = dir / "out";
   options.from = from;

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "theory/assertions.h"
+#include "theory/birder_probes.h"
 #include "theory/bounds.h"
 #include "theory/premises.h"
 #include "theory/rate_fit.h"
@@ -162,15 +163,17 @@ double UnitRoundoff(const RunEvidence& run) {
   return run.precision == Precision::kFp64 ? 0x1p-53 : 0x1p-24;
 }
 
-// Birder's quantizer on both sides: the workers' compressor and, when the spec gives one of its
-// own, the server's.
+// Birder's quantizer at every sender (theory/birder_probes.h): the workers' and the server's.
 Premise BirderCompressor(const RunEvidence& run, std::string_view why) {
-  Premise workers = OptionIs(run, "compressor.name", "stochastic-binary", why);
-  if (workers.failed() || !run.hyperparameters.Has("server_compressor.name")) return workers;
-  Premise server = OptionIs(run, "server_compressor.name", "stochastic-binary", why);
-  server.name =
-      fmt::format("compressor.name and server_compressor.name = stochastic-binary ({})", why);
-  return server;
+  const std::string name =
+      fmt::format("compressor.name = stochastic-binary at the workers and the server ({})", why);
+  const BirderQuantizerSides sides = BirderQuantizerOf(run.hyperparameters);
+  const std::string configured = fmt::format(
+      "compressor.name = {}, server_compressor.name = {}",
+      run.hyperparameters.Text("compressor.name").value_or("none"),
+      run.hyperparameters.Text("server_compressor.name").value_or("(the same configuration)"));
+  return sides.workers && sides.server ? Premise::Met(name, configured)
+                                       : Premise::Failed(name, configured);
 }
 
 std::array<Premise, 2> ClassicFeedback(const RunEvidence& run, std::string_view why) {
@@ -552,8 +555,7 @@ Judgement MakeQuantizerDomainCheck(OptionTable& /*options*/, const AssertionCont
 }
 
 Judgement MakeDenominatorFloorCheck(OptionTable& options, const AssertionContext& /*context*/) {
-  std::optional<double> rho;
-  if (options.Has("rho")) rho = options.GetDouble("rho", 0, Interval::NonNegative());
+  const std::optional<double> rho = options.GetOptionalDouble("rho", Interval::NonNegative());
   return [rho](const AssertionInput& input) { return CheckDenominatorFloor(input, rho); };
 }
 
@@ -563,17 +565,15 @@ Judgement MakeRawDenominatorPositiveCheck(OptionTable& /*options*/,
 }
 
 Judgement MakeZSequenceCheck(OptionTable& options, const AssertionContext& /*context*/) {
-  std::optional<double> tolerance;
-  if (options.Has("tolerance")) {
-    tolerance = options.GetDouble("tolerance", 0, Interval::Positive());
-  }
+  const std::optional<double> tolerance =
+      options.GetOptionalDouble("tolerance", Interval::Positive());
   return [tolerance](const AssertionInput& input) { return CheckZSequence(input, tolerance); };
 }
 
 Judgement MakeBirderTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
   Theorem1Options o;
   o.printed = Choose(options, "bound", "rederived", {"rederived", "printed"}) == "printed";
-  if (options.Has("G")) o.g = options.GetDouble("G", 0, Interval::Positive());
+  o.g = options.GetOptionalDouble("G", Interval::Positive());
   return [o](const AssertionInput& input) { return CheckBirderTheorem1(input, o); };
 }
 

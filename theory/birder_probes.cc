@@ -11,32 +11,43 @@
 #include "theory/tally.h"
 
 namespace lemmalab {
+
+BirderQuantizerSides BirderQuantizerOf(const Hyperparameters& options) {
+  constexpr std::string_view kQ = "stochastic-binary";
+  BirderQuantizerSides sides;
+  sides.workers = options.Text("compressor.name") == kQ;
+  sides.server = options.Has("server_compressor.name")
+                     ? options.Text("server_compressor.name") == kQ
+                     : sides.workers;
+  return sides;
+}
+
 namespace {
 
 template <typename T>
 class QuantizerDomainProbe final : public Probe<T> {
  public:
   explicit QuantizerDomainProbe(const ProbeContext& context)
-      : workers_(context.workers),
-        birder_quantizer_(context.hyperparameters.Text("compressor.name") == "stochastic-binary") {}
+      : workers_(context.workers), sides_(BirderQuantizerOf(context.hyperparameters)) {}
 
   std::string_view name() const override { return "q-domain"; }
 
   // Only Birder's quantizer has a domain ([-1, 1], Eq. 5); other compressors' encode statistics
-  // count other things (fp16's saturation) or nothing.
+  // count other things (fp16's saturation) or nothing. Each side is recorded where it uses Q.
   bool AppliesTo(const Observable<T>& optimizer) const override {
-    return birder_quantizer_ && optimizer.LastEncode(0) != nullptr;
+    return (sides_.workers && optimizer.LastEncode(0) != nullptr) ||
+           (sides_.server && optimizer.LastEncode(kServer) != nullptr);
   }
 
   void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const std::int64_t t = step.t;
-    for (int i = 0; i < workers_; ++i) {
+    for (int i = 0; sides_.workers && i < workers_; ++i) {
       const double f = Fraction(*optimizer.LastEncode(i));
       sink.Record("worker_fraction", i, f);
       worker_.Add(f, t, i);
       if (f > 0 && first_outside_ == 0) first_outside_ = t;
     }
-    if (const EncodeStats* server = optimizer.LastEncode(kServer)) {
+    if (const EncodeStats* server = optimizer.LastEncode(kServer); sides_.server && server) {
       const double f = Fraction(*server);
       sink.Record("server_fraction", kServer, f);
       server_.Add(f, t, kServer);
@@ -64,7 +75,7 @@ class QuantizerDomainProbe final : public Probe<T> {
   }
 
   int workers_;
-  bool birder_quantizer_;
+  BirderQuantizerSides sides_;
   Tally worker_, server_;
   std::int64_t first_outside_ = 0;
 };

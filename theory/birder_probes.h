@@ -22,6 +22,15 @@
 
 namespace lemmalab {
 
+// Which senders quantize with Birder's Q (compressor stochastic-binary), from a run's resolved
+// options: the workers by `compressor`, the server by `server_compressor` when the run read one,
+// else by the same configuration as the workers (Birder's server re-compresses with it).
+struct BirderQuantizerSides {
+  bool workers = false;
+  bool server = false;
+};
+BirderQuantizerSides BirderQuantizerOf(const Hyperparameters& options);
+
 template <typename T>
 std::unique_ptr<Probe<T>> MakeQuantizerDomainProbe(const ProbeContext& context);
 template <typename T>

@@ -36,6 +36,22 @@ double Ratio(double num, double den) {
   return num / den;
 }
 
+// The constants of 1-bit Adam's and 1-bit LAMB's compression-phase theorems, validated alike.
+void RequireCompressionPhase(std::string_view theorem, const OneBitAdamConstants& k, double T) {
+  RequireNonNegative(theorem, "L", k.lipschitz);
+  RequireNonNegative(theorem, "sigma", k.sigma);
+  RequireNonNegative(theorem, "eps", k.eps);
+  Require(k.beta >= 0 && k.beta <= 1, theorem, "beta", k.beta, "in [0, 1]");
+  Require(std::isfinite(k.n) && k.n >= 1, theorem, "n", k.n, "finite and >= 1");
+  RequireNonNegative(theorem, "v_min (denominator_min)", k.denominator_min);
+  RequireNonNegative(theorem, "denominator_max", k.denominator_max);
+  Require(k.denominator_max == 0 || k.denominator_max >= k.denominator_min, theorem,
+          "denominator_max", k.denominator_max, "0 (unknown) or >= denominator_min");
+  RequireNonNegative(theorem, "E f(x_0) - f(x*)", k.f_gap);
+  RequireNonNegative(theorem, "gamma", k.gamma);
+  RequireHorizon(theorem, T);
+}
+
 double Sum(const std::vector<BoundPart>& parts) {
   double sum = 0;
   for (const BoundPart& part : parts) sum += part.value;
@@ -395,19 +411,7 @@ SpamsLemma5Bounds SpamsLemma5(double d, double eps) {
 //    is not recoverable, so the re-derived bound keeps Eq. 12 as printed.
 //  - The sums over t = 0..T have T + 1 terms; the constant terms count T (as printed).
 OneBitAdamTheorem1Result OneBitAdamTheorem1(const OneBitAdamConstants& k, double T) {
-  constexpr std::string_view kName = "1-bit Adam Theorem 1";
-  RequireNonNegative(kName, "L", k.lipschitz);
-  RequireNonNegative(kName, "sigma", k.sigma);
-  RequireNonNegative(kName, "eps", k.eps);
-  Require(k.beta >= 0 && k.beta <= 1, kName, "beta", k.beta, "in [0, 1]");
-  Require(std::isfinite(k.n) && k.n >= 1, kName, "n", k.n, "finite and >= 1");
-  RequireNonNegative(kName, "v_min (denominator_min)", k.denominator_min);
-  RequireNonNegative(kName, "denominator_max", k.denominator_max);
-  Require(k.denominator_max == 0 || k.denominator_max >= k.denominator_min, kName,
-          "denominator_max", k.denominator_max, "0 (unknown) or >= denominator_min");
-  RequireNonNegative(kName, "E f(x_0) - f(x*)", k.f_gap);
-  RequireNonNegative(kName, "gamma", k.gamma);
-  RequireHorizon(kName, T);
+  RequireCompressionPhase("1-bit Adam Theorem 1", k, T);
 
   OneBitAdamTheorem1Result r;
   const double v = k.denominator_min, gamma = k.gamma, l = k.lipschitz;
@@ -541,21 +545,10 @@ OneBitAdamCorollary1Result OneBitAdamCorollary1(const OneBitAdamConstants& const
 //    gamma_max/gamma_min in front of delta_bar_{s-1} (line 573). Both are kept as printed.
 OneBitLambTheorem1Result OneBitLambTheorem1(const OneBitLambConstants& k, double T) {
   constexpr std::string_view kName = "1-bit LAMB Theorem 1";
-  RequireNonNegative(kName, "L", k.lipschitz);
-  RequireNonNegative(kName, "sigma", k.sigma);
-  RequireNonNegative(kName, "eps", k.eps);
-  Require(k.beta >= 0 && k.beta <= 1, kName, "beta", k.beta, "in [0, 1]");
-  Require(std::isfinite(k.n) && k.n >= 1, kName, "n", k.n, "finite and >= 1");
-  RequireNonNegative(kName, "denominator_min", k.denominator_min);
-  RequireNonNegative(kName, "denominator_max", k.denominator_max);
-  Require(k.denominator_max == 0 || k.denominator_max >= k.denominator_min, kName,
-          "denominator_max", k.denominator_max, "0 (unknown) or >= denominator_min");
-  RequireNonNegative(kName, "E f(x_1) - f(y*)", k.f_gap);
-  RequireNonNegative(kName, "gamma", k.gamma);
+  RequireCompressionPhase(kName, k, T);
   RequireNonNegative(kName, "c_min", k.c_min);
   Require(std::isfinite(k.c_max) && k.c_max >= k.c_min, kName, "c_max", k.c_max,
           "finite and >= c_min");
-  RequireHorizon(kName, T);
 
   OneBitLambTheorem1Result r;
   const double d = k.denominator_min, l = k.lipschitz;  // V_max = 1 / d

@@ -223,24 +223,11 @@ OneBitAdamCorollary1Result OneBitAdamCorollary1(const OneBitAdamConstants& const
 // 1-bit LAMB, Theorem 1 and Corollary 1 (onebit-lamb.txt A.9, lines 358-409; proofs 411-616).
 // As for 1-bit Adam the theorem covers the compression phase only, with the frozen v_Tw as the
 // preconditioner; the layerwise scaling coefficient c_t enters as the step gamma_t = gamma c_{t-1}.
-struct OneBitLambConstants {
-  double lipschitz = 0;  // L (Assumption 1.1)
-  double sigma = 0;      // E||grad F(x; zeta) - grad f(x)||^2 <= sigma^2 per worker (1.2)
-  // As for 1-bit Adam: the proof (Lemma 2, line 536) uses E||delta_bar_t||^2 <= eps^2 for the
-  // combined error delta_bar_t = (1/n) sum_i delta_t^(i) + delta_t (line 443).
-  double eps = 0;
-  double beta = 0;  // momentum factor beta1, in [0, 1)
-  double n = 1;     // workers
-  // min_j of the update's denominator sqrt(v_Tw,j) (+ eta): V = diag(1/denominator) is the
-  // matrix that multiplies m in x_{t+1} = x_t - gamma_t V m_t (line 453), so V_max = 1 /
-  // denominator_min (bounds.cc).
-  double denominator_min = 0;
-  // Optional (0: unknown): max_j of the same denominator, for the Euclidean form.
-  double denominator_max = 0;
-  double f_gap = 0;  // E f(x_1) - f(y*) as printed: the gap at the start of the compression phase
-  double gamma = 0;  // base learning rate gamma
-  // The range of the scaling coefficient c_{t-1} over the compression phase (over all layers):
-  // gamma_max = gamma c_max, gamma_min = gamma c_min. 1 and 1 for a constant step gamma.
+// The constants are 1-bit Adam's (the same proof framework, Tang et al. 2021: f_gap is E f(x_1) -
+// f(y*) as printed, the gap at the start of the compression phase; gamma the base learning rate),
+// and the range of the scaling coefficient c_{t-1} over the compression phase (over all layers):
+// gamma_max = gamma c_max, gamma_min = gamma c_min; 1 and 1 for a constant step gamma.
+struct OneBitLambConstants : OneBitAdamConstants {
   double c_min = 1;
   double c_max = 1;
 };

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 
 #include "theory/assertions.h"
+#include "theory/birder_probes.h"
 #include "theory/compressor_probes.h"
 #include "theory/premises.h"
 #include "theory/rate_fit.h"
@@ -17,13 +19,23 @@
 namespace lemmalab {
 namespace {
 
-// Where a compressor property comes from: Birder's Lemma 1 for its quantizer, otherwise the
-// contract the run's compressor declares.
+// Where a compressor property comes from: Birder's Lemma 1 where every sender uses its
+// quantizer, otherwise the contracts the run's compressors declare (workers', and the server's
+// when it has its own).
 std::string ContractSource(const RunEvidence& run, std::string_view birder_source) {
-  const std::string name = run.hyperparameters.Text("compressor.name").value_or("");
-  if (name == "stochastic-binary" || name.empty()) return std::string(birder_source);
+  const BirderQuantizerSides sides = BirderQuantizerOf(run.hyperparameters);
+  if (sides.workers && sides.server) return std::string(birder_source);
+  std::vector<std::string> names;
+  for (const char* key : {"compressor.name", "server_compressor.name"}) {
+    const std::optional<std::string> name = run.hyperparameters.Text(key);
+    if (name && *name != "identity" &&
+        std::find(names.begin(), names.end(), *name) == names.end()) {
+      names.push_back(*name);
+    }
+  }
+  if (names.empty()) return std::string(birder_source);
   return fmt::format("the {} compressor's declared contract (compressors/, README Compressors)",
-                     name);
+                     fmt::join(names, " and "));
 }
 
 struct UnbiasedOptions {
@@ -228,8 +240,7 @@ Judgement MakeQuantizerVarianceCheck(OptionTable& options, const AssertionContex
 }
 
 Judgement MakeDeviationCheck(OptionTable& options, const AssertionContext& /*context*/) {
-  std::optional<double> q;
-  if (options.Has("q")) q = options.GetDouble("q", 0, Interval::ClosedOpen(0, 1));
+  const std::optional<double> q = options.GetOptionalDouble("q", Interval::ClosedOpen(0, 1));
   return [q](const AssertionInput& input) { return CheckDeviation(input, q); };
 }
 

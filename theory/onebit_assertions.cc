@@ -227,7 +227,7 @@ Verdict CheckVarianceStable(const AssertionInput& input, const VarianceStableOpt
 // which store r and c in float, 1e-12 for fp64).
 Verdict CheckOnebitLambClips(const AssertionInput& input, std::optional<double> rtol_option) {
   const RunEvidence& run = input.runs.front();
-  const double rtol = rtol_option.value_or(run.precision == Precision::kFp64 ? 1e-12 : 1e-6);
+  const double rtol = RoundingSlack(run, rtol_option);
   const Series* c_series = run.Probe("lamb-ratios", "c");
   if (c_series == nullptr || c_series->empty()) {
     return Verdict::Inconclusive("the run has no c_t series (probe lamb-ratios)");
@@ -607,22 +607,13 @@ void JudgeCompressionPhase(Verdict& v, const CompressionPhase& phase, double con
     return;
   }
   v.premises.push_back(Premise::Met(coefficient_name, fmt::format("{:.4g}", coefficient)));
+  const std::string trivial_text = fmt::format("||grad f(x_Tw)||^2 = {:.4g}", phase.grad_at_start);
   const auto judge = [&](double bound, std::string_view form) {
-    BoundForm f;
-    f.name = std::string(form);
-    f.bound_value = bound;
-    f.bound = fmt::format(
-        "<= {:.6g} ({}; the V-norm bound / (T+1), times the largest "
-        "denominator); slack x{:.3g}",
-        bound, form, bound / phase.measured);
-    f.kind = std::isfinite(bound) ? ExpectationVerdict(phase.measured, bound, confidence)
-                                  : VerdictKind::kInconclusive;
-    if (!std::isfinite(bound)) f.detail = "no claim: the left coefficient is not positive";
-    if (f.kind == VerdictKind::kHolds && bound >= phase.grad_at_start) {
-      f.kind = VerdictKind::kVacuous;
-      f.detail = fmt::format("vacuous: not below ||grad f(x_Tw)||^2 = {:.4g}", phase.grad_at_start);
-    }
-    return f;
+    return ExpectationForm(std::string(form),
+                           fmt::format("<= {:.6g} ({}; the V-norm bound / (T+1), times the "
+                                       "largest denominator); slack x{:.3g}",
+                                       bound, form, bound / phase.measured),
+                           phase.measured, bound, phase.grad_at_start, trivial_text, confidence);
   };
   const BoundForm corrected = judge(corrected_bound, "the proof's slips corrected");
   const BoundForm statement = judge(printed_bound, "as printed");
@@ -637,10 +628,9 @@ void JudgeCompressionPhase(Verdict& v, const CompressionPhase& phase, double con
       main.detail.empty() ? "" : main.detail + "; ", 1 - confidence, constants);
 }
 
-// The constants both theorems share, from the phase (OneBitAdamConstants, OneBitLambConstants).
-template <typename Constants>
-Constants PhaseConstants(const CompressionPhase& phase, const RunEvidence& run) {
-  Constants k;
+// The constants both theorems share (OneBitLambConstants extends OneBitAdamConstants).
+OneBitAdamConstants PhaseConstants(const CompressionPhase& phase, const RunEvidence& run) {
+  OneBitAdamConstants k;
   k.lipschitz = phase.lipschitz->value;
   k.sigma = phase.sigma->value;
   k.eps = phase.eps;
@@ -680,7 +670,7 @@ Verdict CheckOnebitAdamTheorem1(const AssertionInput& input, bool printed) {
   v.premises.push_back(AlgorithmIs(run, kOnebitAdam, "1-bit Adam (Algorithm 1)"));
   CompressionPhase phase;
   if (!ReadCompressionPhase(run, input.confidence, v, phase)) return v;
-  const OneBitAdamConstants k = PhaseConstants<OneBitAdamConstants>(phase, run);
+  const OneBitAdamConstants k = PhaseConstants(phase, run);
   const OneBitAdamTheorem1Result r = OneBitAdamTheorem1(k, static_cast<double>(phase.T));
   JudgeCompressionPhase(v, phase, input.confidence, printed, r.coefficient,
                         r.euclidean_mean_bound_rederived, r.euclidean_mean_bound,
@@ -725,7 +715,7 @@ Verdict CheckOnebitLambTheorem1(const AssertionInput& input, bool printed) {
       c_max <= c_min * (1 + 1e-12)
           ? Premise::Met(c_name, fmt::format("c = {:.6g}", c_min))
           : Premise::Failed(c_name, fmt::format("c ranges over [{:.6g}, {:.6g}]", c_min, c_max)));
-  OneBitLambConstants k = PhaseConstants<OneBitLambConstants>(phase, run);
+  OneBitLambConstants k{PhaseConstants(phase, run)};
   k.c_min = c_min;
   k.c_max = c_max;
   const OneBitLambTheorem1Result r = OneBitLambTheorem1(k, static_cast<double>(phase.T));
@@ -752,14 +742,13 @@ Judgement MakeVarianceStableCheck(OptionTable& options, const AssertionContext& 
   VarianceStableOptions o;
   o.norm = Choose(options, "norm", "l1", {"l1", "l2"});
   o.tolerance = options.GetDouble("tolerance", o.tolerance, Interval::NonNegative());
-  if (options.Has("window")) o.window = options.GetInt("window", 1, 1);
-  if (options.Has("at")) o.at = options.GetInt("at", 1, 1);
+  o.window = options.GetOptionalInt("window", 1);
+  o.at = options.GetOptionalInt("at", 1);
   return [o](const AssertionInput& input) { return CheckVarianceStable(input, o); };
 }
 
 Judgement MakeOnebitLambClipsCheck(OptionTable& options, const AssertionContext& /*context*/) {
-  std::optional<double> rtol;
-  if (options.Has("rtol")) rtol = options.GetDouble("rtol", 0, Interval::NonNegative());
+  const std::optional<double> rtol = options.GetOptionalDouble("rtol", Interval::NonNegative());
   return [rtol](const AssertionInput& input) { return CheckOnebitLambClips(input, rtol); };
 }
 

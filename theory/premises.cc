@@ -239,14 +239,4 @@ Premise Stationary(std::span<const double> values, std::string_view what, double
   return Premise::Met(name, numbers);
 }
 
-void MarkVacuousIfAbove(Verdict& verdict, double trivial, std::string_view trivial_text) {
-  if (verdict.kind != VerdictKind::kHolds || !(verdict.bound_value >= trivial)) return;
-  verdict.kind = VerdictKind::kVacuous;
-  const std::string note = fmt::format(
-      "vacuous: the bound {:.4g} is not below {} = {:.4g}, so meeting it is no "
-      "evidence",
-      verdict.bound_value, trivial_text, trivial);
-  verdict.detail = verdict.detail.empty() ? note : fmt::format("{}; {}", note, verdict.detail);
-}
-
 }  // namespace lemmalab

@@ -77,8 +77,4 @@ Premise ConstantStepSize(const RunEvidence& run);
 // quarter of the overall mean. A series that grows without bound fails it.
 Premise Stationary(std::span<const double> values, std::string_view what, double confidence);
 
-// Vacuity: a bound no smaller than `trivial` (the largest value the left-hand side can take, or
-// its value at the start) says nothing. Turns a holding verdict into kVacuous and says why.
-void MarkVacuousIfAbove(Verdict& verdict, double trivial, std::string_view trivial_text);
-
 }  // namespace lemmalab

@@ -359,10 +359,8 @@ Judgement MakeRateCheck(OptionTable& options, const AssertionContext& /*context*
 
 Judgement MakeSpeedupCheck(OptionTable& options, const AssertionContext& /*context*/) {
   const RateOptions o = ReadRateOptions(options);
-  std::optional<double> lr_exponent;
-  if (options.Has("lr_workers_exponent")) {
-    lr_exponent = options.GetDouble("lr_workers_exponent", 0, Interval{-2, 2});
-  }
+  const std::optional<double> lr_exponent =
+      options.GetOptionalDouble("lr_workers_exponent", Interval{-2, 2});
   return
       [o, lr_exponent](const AssertionInput& input) { return CheckSpeedup(input, o, lr_exponent); };
 }

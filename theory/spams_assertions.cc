@@ -27,11 +27,6 @@ namespace {
 
 constexpr std::array<std::string_view, 2> kSpams = {"spams", "dist-spams"};
 
-// The relative slack for rounding (see the top of the file).
-double RoundingTolerance(std::optional<double> rtol, const RunEvidence& run) {
-  return rtol.value_or(run.precision == Precision::kFp64 ? 1e-12 : 1e-6);
-}
-
 // Options every SPAMS claim may take: Assumption 1's q and Assumption 3's G as the user claims
 // them (checked against the run), and the rounding slack.
 struct SpamsClaimOptions {
@@ -40,9 +35,9 @@ struct SpamsClaimOptions {
 
 SpamsClaimOptions ReadClaimOptions(OptionTable& options) {
   SpamsClaimOptions o;
-  if (options.Has("q")) o.q = options.GetDouble("q", 0, Interval::ClosedOpen(0, 1));
-  if (options.Has("G")) o.g = options.GetDouble("G", 0, Interval::Positive());
-  if (options.Has("rtol")) o.rtol = options.GetDouble("rtol", 0, Interval::NonNegative());
+  o.q = options.GetOptionalDouble("q", Interval::ClosedOpen(0, 1));
+  o.g = options.GetOptionalDouble("G", Interval::Positive());
+  o.rtol = options.GetOptionalDouble("rtol", Interval::NonNegative());
   return o;
 }
 
@@ -107,7 +102,7 @@ Verdict CheckPerStepBound(const AssertionInput& input, const SpamsClaimOptions& 
   }
   const std::optional<UsedConstant> g = FindUsedConstant(run, "G", o.g);
   if (!g) return Verdict::Inconclusive("the constant G (Assumption 3) is unknown");
-  const double rtol = RoundingTolerance(o.rtol, run);
+  const double rtol = RoundingSlack(run, o.rtol);
 
   Verdict verdict;
   verdict.kind = VerdictKind::kHolds;
@@ -187,7 +182,7 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
   if (!eps) return Verdict::Inconclusive("the run's optimizer has no eps");
   const double d = static_cast<double>(run.dimension);
   const SpamsLemma5Bounds bounds = SpamsLemma5(d, *eps);
-  const double rtol = RoundingTolerance(rtol_option, run);
+  const double rtol = RoundingSlack(run, rtol_option);
 
   Verdict verdict;
   verdict.kind = VerdictKind::kHolds;
@@ -307,7 +302,7 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
     return verdict;
   }
   notes.push_back(q.source);
-  QAndGPremises(verdict, run, q, *G, RoundingTolerance(o.rtol, run));
+  QAndGPremises(verdict, run, q, *G, RoundingSlack(run, o.rtol));
   verdict.premises.push_back(
       Premise::Met("Assumptions 2 and 4 (L, sigma, sigma_g known)",
                    fmt::format("{}", fmt::join(std::span(notes).first(notes.size() - 1), "; "))));
@@ -391,18 +386,8 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
       fmt::format("min(G^2, ||grad f(theta_1)||^2) = min({:.4g}, {:.4g})", G->value * G->value,
                   by_step.front());
   const auto judge = [&](double bound, std::string_view form) {
-    BoundForm f;
-    f.name = std::string(form);
-    f.bound_value = bound;
-    f.bound = fmt::format("<= {:.6g} (E[.], {})", bound, form);
-    f.kind = r.step_size_admissible && std::isfinite(bound)
-                 ? ExpectationVerdict(measured, bound, input.confidence)
-                 : VerdictKind::kInconclusive;
-    if (f.kind == VerdictKind::kHolds && bound >= trivial) {
-      f.kind = VerdictKind::kVacuous;
-      f.detail = fmt::format("vacuous: not below {}", trivial_text);
-    }
-    return f;
+    return ExpectationForm(std::string(form), fmt::format("<= {:.6g} (E[.], {})", bound, form),
+                           measured, bound, trivial, trivial_text, input.confidence);
   };
   const BoundForm proof = judge(r.bound_proof, "the proof's C2 form");
   BoundForm statement = judge(r.bound, "Theorem 1 as printed (C1)");
@@ -451,8 +436,7 @@ Judgement MakeSpamsLemma4Check(OptionTable& options, const AssertionContext& /*c
 }
 
 Judgement MakeSpamsLemma5Check(OptionTable& options, const AssertionContext& /*context*/) {
-  std::optional<double> rtol;
-  if (options.Has("rtol")) rtol = options.GetDouble("rtol", 0, Interval::NonNegative());
+  const std::optional<double> rtol = options.GetOptionalDouble("rtol", Interval::NonNegative());
   return [rtol](const AssertionInput& input) { return CheckSpamsLemma5(input, rtol); };
 }
 
@@ -514,7 +498,7 @@ Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptio
       return v;
     }
     v.premises.push_back(
-        CompressorWithinQ(run, q.workers, q.server, q.source, RoundingTolerance(o.rtol, run)));
+        CompressorWithinQ(run, q.workers, q.server, q.source, RoundingSlack(run, o.rtol)));
     v.premises.push_back(SpamsFeedback(run));
     const double s_g = sigma_g == nullptr ? 0.0 : sigma_g->value;
     if (sigma_g != nullptr) constants.push_back(DescribeConstant(*sigma_g));

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
@@ -135,6 +136,28 @@ VerdictKind ExpectationVerdict(double measured, double bound, double confidence)
   if (measured <= bound) return VerdictKind::kHolds;
   if (measured > bound / (1 - confidence)) return VerdictKind::kViolated;
   return VerdictKind::kInconclusive;
+}
+
+BoundForm ExpectationForm(std::string name, std::string bound_text, double measured, double bound,
+                          double trivial, std::string_view trivial_text, double confidence) {
+  BoundForm f;
+  f.name = std::move(name);
+  f.bound = std::move(bound_text);
+  f.bound_value = bound;
+  if (!std::isfinite(bound)) {
+    f.detail = "no claim at these constants (the bound is infinite)";
+    return f;
+  }
+  f.kind = ExpectationVerdict(measured, bound, confidence);
+  if (f.kind == VerdictKind::kHolds && bound >= trivial) {
+    f.kind = VerdictKind::kVacuous;
+    f.detail = fmt::format("vacuous: not below {}", trivial_text);
+  }
+  return f;
+}
+
+double RoundingSlack(const RunEvidence& run, std::optional<double> given) {
+  return given.value_or(run.precision == Precision::kFp64 ? 1e-12 : 1e-6);
 }
 
 const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,

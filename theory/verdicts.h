@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,16 @@ Verdict EveryPointAtLeast(const Series& series, double bound, std::string_view w
 // P(X > B / a) <= a, so X > B / (1 - c) rejects the bound at confidence c (violated). In between
 // the one draw cannot decide (inconclusive).
 VerdictKind ExpectationVerdict(double measured, double bound, double confidence);
+
+// One form of a bound on an expectation judged from one run: ExpectationVerdict, except that a
+// bound that is not finite makes no claim (inconclusive) and a met bound not below `trivial`
+// (named by `trivial_text`) is vacuous. `bound_text` says what the bound is.
+BoundForm ExpectationForm(std::string name, std::string bound_text, double measured, double bound,
+                          double trivial, std::string_view trivial_text, double confidence);
+
+// The relative slack a bound checked against a run's stored state allows for rounding: the state
+// is stored in the run's precision (1e-6 for fp32, 1e-12 for fp64), unless `given`.
+double RoundingSlack(const RunEvidence& run, std::optional<double> given = std::nullopt);
 
 // The series `probe/series` of the run, or nullptr with `why` set to an inconclusive reason.
 const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,
