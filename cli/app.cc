@@ -1,6 +1,7 @@
 #include "cli/app.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -13,10 +14,14 @@
 
 #include "cli/check.h"
 #include "cli/experiment.h"
+#include "cli/list.h"
 #include "cli/spec.h"
+#include "cli/summary.h"
+#include "cli/sweep.h"
 #include "comm/network.h"
 #include "comm/scheme.h"
 #include "compressors/compressor.h"
+#include "core/build_info.h"
 #include "core/error.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/schedule.h"
@@ -64,19 +69,6 @@ class StopSignals {
   void (*previous_[std::size(kStopSignals)])(int) = {};
 };
 
-template <typename Entry>
-void AddSection(const Registry<Entry>& registry, std::string_view title, nlohmann::json& json,
-                std::string& text) {
-  std::size_t width = 0;
-  for (const Entry& e : registry.entries()) width = std::max(width, e.name.size());
-  text += fmt::format("{}\n", title);
-  auto& items = json[std::string(title)] = nlohmann::json::array();
-  for (const Entry& e : registry.entries()) {
-    text += fmt::format("  {:<{}}  {}\n", e.name, width, e.summary);
-    items.push_back({{"name", e.name}, {"summary", e.summary}});
-  }
-}
-
 // Under mpirun: the topology from the ranks' host names when the spec gives none (ranks on one
 // host are one node; the hosts must hold equal, contiguous blocks of ranks).
 #ifdef LEMMALAB_HAVE_MPI
@@ -100,7 +92,18 @@ Topology TopologyFromHosts(const std::vector<std::string>& hosts, const std::str
 }
 #endif
 
+// A spec with [sweep] is a grid of runs, which lemmalab sweep runs; run and check refuse it
+// rather than run one arbitrary point.
+void RequireNoSweep(const RunSpec& spec, std::string_view command) {
+  if (!spec.sweep) return;
+  throw UserError(fmt::format(
+      "{}: the spec has a [sweep] table, a grid of runs: run it with lemmalab sweep {} --out DIR "
+      "(lemmalab {} runs a spec without one)",
+      spec.path.string(), spec.path.string(), command));
+}
+
 int RunCommand(const RunSpec& spec, std::string out_dir, int threads, Transport* transport) {
+  RequireNoSweep(spec, "run");
   if (out_dir.empty()) out_dir = (std::filesystem::path("results") / spec.path.stem()).string();
   ExperimentOptions options;
   options.out_dir = out_dir;
@@ -110,8 +113,8 @@ int RunCommand(const RunSpec& spec, std::string out_dir, int threads, Transport*
   const StopSignals stop_signals;
   const ExperimentReport report = RunExperiment(spec, options);
   if (transport == nullptr || transport->reports()) {
-    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, params.npy)\n", FormatReport(report),
-               out_dir);
+    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, runs.csv, params.npy)\n",
+               FormatReport(report), out_dir);
   }
   return kExitOk;
 }
@@ -120,6 +123,7 @@ int RunCommand(const RunSpec& spec, std::string out_dir, int threads, Transport*
 int CheckCommand(const std::string& spec_path, std::string out_dir, const std::string& from,
                  int threads) {
   const RunSpec spec = LoadSpec(spec_path);
+  RequireNoSweep(spec, "check");
   CheckOptions options;
   options.from = !from.empty();
   if (options.from) out_dir = from;
@@ -132,6 +136,28 @@ int CheckCommand(const std::string& spec_path, std::string out_dir, const std::s
   WriteCheckFiles(report, options.out_dir);
   fmt::print("{}verdicts: {}/check.md, {}/check.json\n", FormatCheck(report), out_dir, out_dir);
   return report.mismatches() == 0 ? kExitOk : kExitCheckFailed;
+}
+
+// `lemmalab sweep`: the points of a [sweep] grid into one database; resumable.
+int SweepCommand(const std::string& spec_path, std::string out_dir, int jobs) {
+  if (out_dir.empty())
+    out_dir = (std::filesystem::path("results") / std::filesystem::path(spec_path).stem()).string();
+  SweepOptions options;
+  options.out_dir = out_dir;
+  options.jobs = jobs;
+  options.stop = &g_interrupted;
+  const StopSignals stop_signals;
+  try {
+    fmt::print("{}", FormatSweep(RunSweep(spec_path, options), out_dir));
+  } catch (const Interrupted&) {
+    const int signal = g_signal.load();
+    fmt::print(stderr,
+               "\ninterrupted ({}): the finished points are saved in {}; run the same command "
+               "to resume\n",
+               strsignal(signal), out_dir);
+    return 128 + signal;
+  }
+  return kExitOk;
 }
 
 #ifdef LEMMALAB_HAVE_MPI
@@ -177,71 +203,20 @@ int RunUnderMpi(const MpiSession& session, const std::string& spec_path, const s
 }
 #endif
 
-// Optimizers with their paper reference and every option they read.
-void AddOptimizers(nlohmann::json& json, std::string& text) {
-  text += "optimizers\n";
-  auto& items = json["optimizers"] = nlohmann::json::array();
-  for (const OptimizerInfo& e : Optimizers().entries()) {
-    text += fmt::format("  {}  {}\n      source: {}\n", e.name, e.summary, e.reference);
-    nlohmann::json options = nlohmann::json::array();
-    for (const OptionTable::Use& use : OptimizerOptions(e)) {
-      text += fmt::format("      {} = {}\n", use.key, use.description);
-      options.push_back({{"key", use.key}, {"description", use.description}});
-    }
-    items.push_back({{"name", e.name},
-                     {"summary", e.summary},
-                     {"reference", e.reference},
-                     {"options", std::move(options)}});
-  }
-}
-
 }  // namespace
-
-std::string ListRegistries(bool json) {
-  nlohmann::json doc = nlohmann::json::object();
-  std::string text;
-  AddOptimizers(doc, text);
-  AddSection(Compressors(), "compressors", doc, text);
-  AddSection(Problems(), "problems", doc, text);
-  AddSection(DataSources(), "data", doc, text);
-  AddSection(Schedules(), "schedules", doc, text);
-  AddSection(Probes(), "probes", doc, text);
-  text += "assertions ([[assert]] assertion, lemmalab check)\n";
-  auto& assertions = doc["assertions"] = nlohmann::json::array();
-  for (const AssertionInfo& e : Assertions().entries()) {
-    text += fmt::format("  {}  {}\n      source: {}\n", e.name, e.summary, e.source);
-    nlohmann::json probes = nlohmann::json::array();
-    for (const std::string_view p : e.probes) probes.push_back(p);
-    assertions.push_back(
-        {{"name", e.name}, {"summary", e.summary}, {"source", e.source}, {"probes", probes}});
-  }
-  text += "schemes ([communication] scheme)\n";
-  auto& schemes = doc["schemes"] = nlohmann::json::array();
-  for (const SchemeInfo& e : Schemes()) {
-    text += fmt::format("  {:<18}  {}\n", e.name, e.summary);
-    schemes.push_back({{"name", e.name}, {"summary", e.summary}});
-  }
-  text += "networks ([network] intra, inter)\n";
-  auto& networks = doc["networks"] = nlohmann::json::array();
-  for (const NetworkPreset& e : NetworkPresets()) {
-    const double gbit = e.cost.bandwidth_bytes_per_s * 8e-9, us = e.cost.latency_s * 1e6;
-    text += fmt::format("  {:<9} {:>6.4g} Gbit/s {:>4g} us  {}\n", e.name, gbit, us, e.source);
-    networks.push_back({{"name", e.name},
-                        {"bandwidth_gbit_per_s", gbit},
-                        {"latency_us", us},
-                        {"source", e.source}});
-  }
-  return json ? doc.dump(2) + "\n" : text;
-}
 
 int Main(int argc, char** argv) {
   CLI::App app{
       "lemmalab: a convergence testbed for communication-compressed distributed "
       "optimizers"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
 
   bool json = false;
-  CLI::App* list = app.add_subcommand("list", "List optimizers, compressors, problems, probes");
+  std::string list_kind;
+  CLI::App* list = app.add_subcommand(
+      "list", "List the components (optimizers, compressors, problems, ...) and their options");
+  list->add_option("KIND", list_kind,
+                   fmt::format("Only this kind: {}", fmt::join(ListKinds(), ", ")));
   list->add_flag("--json", json, "Print as JSON");
 
   std::string spec_path, out_dir;
@@ -268,6 +243,29 @@ int Main(int argc, char** argv) {
   check->add_option("--threads", check_threads, "Threads for the workers (default: chosen)")
       ->check(CLI::Range(1, 1024));
 
+  std::string sweep_spec, sweep_out;
+  int jobs = 0;
+  CLI::App* sweep = app.add_subcommand(
+      "sweep",
+      "Run every point of a spec's [sweep] grid into one results database; the same command "
+      "again resumes");
+  sweep->add_option("SPEC", sweep_spec, "Run spec (TOML) with a [sweep] table")->required();
+  sweep->add_option("--out", sweep_out, "Results folder (default: results/<spec name>)");
+  sweep->add_option("--jobs", jobs, "Points run at a time (default: one per core)")
+      ->check(CLI::Range(1, 1024));
+
+  std::string report_dir;
+  bool no_plots = false;
+  CLI::App* report = app.add_subcommand(
+      "report",
+      "Summarise a results folder (run, check or sweep): mean and confidence interval per "
+      "configuration over seeds, summary.csv, report.md and plots");
+  report->add_option("DIR", report_dir, "Results folder")->required();
+  report->add_flag("--no-plots", no_plots, "Write the tables only");
+
+  bool version = false;
+  app.add_flag("--version", version, "Print lemmalab's version, commit and build, and exit");
+
 #ifdef LEMMALAB_HAVE_MPI
   // Under mpirun every rank runs this; MPI lives until Main returns.
   std::optional<MpiSession> mpi;
@@ -288,8 +286,28 @@ int Main(int argc, char** argv) {
   }
 
   try {
+    if (version) {
+      if (!quiet) {
+        const BuildInfo& build = Build();
+        fmt::print("lemmalab {}\ncommit {}\nbuild {}\n", build.version, build.commit, build.build);
+      }
+      return kExitOk;
+    }
+    if (app.get_subcommands().empty()) {
+      if (!quiet) fmt::print(stderr, "{}", app.help());
+      return kExitUserError;
+    }
+    if (report->parsed()) {
+      ReportOptions options;
+      options.dir = report_dir;
+      options.plots = !no_plots;
+      const ReportResult result = WriteReport(options);
+      fmt::print("{}\nwritten: {}\n", result.text, fmt::join(result.written, ", "));
+      return kExitOk;
+    }
     if (list->parsed()) {
-      if (!quiet) fmt::print("{}", ListRegistries(json));
+      const std::string listing = ListRegistries(json, list_kind);
+      if (!quiet) fmt::print("{}", listing);
       return kExitOk;
     }
     if (check->parsed()) {
@@ -304,6 +322,19 @@ int Main(int argc, char** argv) {
       }
 #endif
       return CheckCommand(check_spec, check_out, check_from, check_threads);
+    }
+    if (sweep->parsed()) {
+#ifdef LEMMALAB_HAVE_MPI
+      if (mpi) {
+        if (!quiet) {
+          fmt::print(stderr,
+                     "error: lemmalab sweep runs its points in one process (run it without "
+                     "mpirun; --jobs sets how many at a time)\n");
+        }
+        return kExitUserError;
+      }
+#endif
+      return SweepCommand(sweep_spec, sweep_out, jobs);
     }
 #ifdef LEMMALAB_HAVE_MPI
     if (mpi) return RunUnderMpi(*mpi, spec_path, out_dir, threads);

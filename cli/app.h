@@ -1,4 +1,5 @@
-// The `lemmalab` command line: `lemmalab list [--json]` and `lemmalab run SPEC.toml [--out DIR]`.
+// The `lemmalab` command line: list (cli/list.h), run (cli/experiment.h), check (cli/check.h),
+// sweep (cli/sweep.h) and report (cli/summary.h); `lemmalab --version`.
 #pragma once
 
 #include <string>
@@ -13,9 +14,5 @@ inline constexpr int kExitInternalError = 3;  // a bug in lemmalab
 
 // Runs the command line and returns the process exit code. Errors go to stderr.
 int Main(int argc, char** argv);
-
-// What `lemmalab list` prints: every registered optimizer, compressor, problem, data source,
-// schedule and probe with its one-line summary; as JSON when `json`.
-std::string ListRegistries(bool json);
 
 }  // namespace lemmalab

@@ -8,9 +8,11 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ranges>
 #include <utility>
 
+#include "cli/directory_lock.h"
 #include "cli/evidence_reader.h"
 #include "cli/experiment.h"
 #include "cli/results.h"
@@ -284,6 +286,9 @@ int CheckReport::mismatches() const {
 
 CheckReport RunCheck(RunSpec spec, const CheckOptions& options) {
   const std::vector<Claim> claims = ReadClaims(spec);
+  // Held while the runs are written and judged (the runs lock their folders again).
+  std::optional<DirectoryLock> lock;
+  if (!options.from) lock.emplace(options.out_dir, "lemmalab check");
   CheckReport report;
   report.spec = spec.path.string();
   const std::vector<Experiment> experiments = Gather(spec, claims, options, report.confidence);

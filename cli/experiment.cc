@@ -6,23 +6,25 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <type_traits>
 
 #include "cli/progress.h"
 #include "comm/cluster.h"
 #include "comm/network.h"
+#include "core/build_info.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/schedule.h"
 #include "problems/problem.h"
 #include "problems/reference.h"
+#include "theory/evidence.h"
 #include "theory/probe.h"
 
 namespace lemmalab {
 namespace {
-
-constexpr std::string_view kVersion = "0.1.0";
 
 template <typename T>
 struct PreparedRun {
@@ -37,11 +39,16 @@ struct PreparedRun {
 class RunProbeSink final : public ProbeSink {
  public:
   RunProbeSink(ResultsWriter& writer, std::int64_t run_id) : writer_(writer), run_id_(run_id) {}
-  void At(std::int64_t step, std::string_view probe) {
+  // `recorded`: whether this step's values are kept (probe_every). A series' first value is
+  // kept whatever the step: some are recorded once (a declared q, the frozen variance).
+  void At(std::int64_t step, std::string_view probe, bool recorded) {
     step_ = step;
     probe_ = probe;
+    recorded_ = recorded;
   }
   void Record(std::string_view series, int worker, double value) override {
+    const bool first = seen_.emplace(std::string(probe_), std::string(series), worker).second;
+    if (!recorded_ && !first) return;
     writer_.AddProbe(run_id_, step_, probe_, series,
                      worker == kRunWide ? std::nullopt : std::optional<int>(worker), value);
   }
@@ -51,6 +58,16 @@ class RunProbeSink final : public ProbeSink {
   std::int64_t run_id_;
   std::int64_t step_ = 0;
   std::string_view probe_;
+  bool recorded_ = true;
+  std::set<std::tuple<std::string, std::string, int>> seen_;
+};
+
+// The per-step metrics between two records (metrics_every): sums of the counters, the mean loss
+// and the largest gradient norm.
+struct MetricsWindow {
+  std::int64_t steps = 0;
+  double loss = 0, largest_gradient = 0, bits_sent = 0, bits_received = 0, bytes_intra = 0,
+         bytes_inter = 0, comm_seconds = 0;
 };
 
 std::string DescribeLink(const std::string& name, const LinkCost& cost) {
@@ -64,10 +81,11 @@ std::string DescribeNetwork(const NetworkModel& network) {
                      DescribeLink(network.inter_name, network.inter));
 }
 
-// Why the run cannot go on after this step, or "" when everything is finite.
+// Why the run cannot go on after this step, or "" when everything is finite and the loss has
+// not blown up (BlowUpLimit of the initial loss, theory/evidence.h).
 template <typename T>
 std::string FailureAfterStep(const Observable<T>& algorithm, int workers, double minibatch_loss,
-                             const Vector<T>& x) {
+                             double initial_loss, const Vector<T>& x) {
   for (int w = kServer; w < workers; ++w) {
     const EncodeStats* stats = algorithm.LastEncode(w);
     if (stats != nullptr && stats->non_finite > 0) {
@@ -78,6 +96,12 @@ std::string FailureAfterStep(const Observable<T>& algorithm, int workers, double
     }
   }
   if (!std::isfinite(minibatch_loss)) return "the minibatch loss is not finite";
+  if (minibatch_loss > BlowUpLimit(initial_loss)) {
+    return fmt::format(
+        "the minibatch loss {:.4g} is more than 1000 x (1 + |f(x_0)|) with f(x_0) = {:.4g}: the "
+        "run blew up",
+        minibatch_loss, initial_loss);
+  }
   if (!x.allFinite()) return "the parameters are not finite";
   return "";
 }
@@ -118,11 +142,15 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   const auto start = std::chrono::steady_clock::now();
   progress.Start(record.label, spec.steps);
   Evaluation last = evaluate(0);
+  const double initial_loss = last.loss;
   std::int64_t evaluated_at = 0, bytes_sent = 0;
   double bytes_intra = 0, bytes_inter = 0, step_seconds = 0, comm_seconds = 0;
   std::string failure;
   std::int64_t t = 1;
   const auto n = static_cast<double>(spec.workers);
+  const std::int64_t metrics_every = std::max<std::int64_t>(1, spec.metrics_every);
+  const std::int64_t probe_every = std::max<std::int64_t>(1, spec.probe_every);
+  MetricsWindow window;
   for (; t <= spec.steps; ++t) {
     if (options.stop != nullptr && options.stop->load()) throw Interrupted();
     const StepContext ctx{t, run.schedule->Rate(t), spec.seed};
@@ -146,37 +174,53 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
       received += result.traffic.received(static_cast<int>(w));
     }
     bytes_sent += sent;
-    writer.AddMetric(run_id, t, "lr", std::nullopt, ctx.lr);
-    writer.AddMetric(run_id, t, "minibatch_loss", std::nullopt, loss / n);
-    writer.AddMetric(run_id, t, "max_grad_norm", std::nullopt, largest_gradient);
     report.observed_g = std::max(report.observed_g, largest_gradient);
-    writer.AddMetric(run_id, t, "bits_sent", std::nullopt, 8.0 * static_cast<double>(sent) / n);
-    writer.AddMetric(run_id, t, "bits_received", std::nullopt,
-                     8.0 * static_cast<double>(received) / n);
-    writer.AddMetric(run_id, t, "bytes_intra", std::nullopt, static_cast<double>(step_bytes.intra));
-    writer.AddMetric(run_id, t, "bytes_inter", std::nullopt, static_cast<double>(step_bytes.inter));
-    writer.AddMetric(run_id, t, "comm_seconds", std::nullopt, projected);
+    ++window.steps;
+    window.loss += loss / n;
+    window.largest_gradient = std::max(window.largest_gradient, largest_gradient);
+    window.bits_sent += 8.0 * static_cast<double>(sent) / n;
+    window.bits_received += 8.0 * static_cast<double>(received) / n;
+    window.bytes_intra += static_cast<double>(step_bytes.intra);
+    window.bytes_inter += static_cast<double>(step_bytes.inter);
+    window.comm_seconds += projected;
+
+    failure = FailureAfterStep(view, spec.workers, loss / n, initial_loss, x);
+    const bool last_step = t == spec.steps || !failure.empty();
+    const bool evaluated = last_step || t % spec.eval_every == 0;
+    if (evaluated || t % metrics_every == 0) {
+      writer.AddMetric(run_id, t, "lr", std::nullopt, ctx.lr);
+      writer.AddMetric(run_id, t, "minibatch_loss", std::nullopt,
+                       window.loss / static_cast<double>(window.steps));
+      writer.AddMetric(run_id, t, "max_grad_norm", std::nullopt, window.largest_gradient);
+      writer.AddMetric(run_id, t, "bits_sent", std::nullopt, window.bits_sent);
+      writer.AddMetric(run_id, t, "bits_received", std::nullopt, window.bits_received);
+      writer.AddMetric(run_id, t, "bytes_intra", std::nullopt, window.bytes_intra);
+      writer.AddMetric(run_id, t, "bytes_inter", std::nullopt, window.bytes_inter);
+      writer.AddMetric(run_id, t, "comm_seconds", std::nullopt, window.comm_seconds);
+      window = {};
+    }
     if (!run.probes.empty()) {
       const std::span<const Vector<T>> consumed = view.ConsumedGradients();
       const ProbeStep<T> probe_step{t, ctx.lr, x, consumed.empty() ? cluster.gradients() : consumed,
                                     problem};
       for (auto& probe : run.probes) {
-        sink.At(t, probe->name());
+        sink.At(t, probe->name(), last_step || t % probe_every == 0);
         probe->Observe(probe_step, view, sink);
       }
     }
-    failure = FailureAfterStep(view, spec.workers, loss, x);
-    if (!failure.empty() || t % spec.eval_every == 0 || t == spec.steps) {
+    if (evaluated) {
       last = evaluate(t);
       evaluated_at = t;
       if (failure.empty() && !std::isfinite(last.loss)) failure = "the training loss is not finite";
     }
+    if (options.on_step) options.on_step(t, loss / n);
     if (!failure.empty()) break;
     progress.Update(t);
   }
   progress.Finish();
 
   record.steps_done = std::min(t, spec.steps);
+  record.dimension = problem.dimension();
   record.status = failure.empty() ? std::string("completed")
                                   : fmt::format("diverged at step {}: {}", t, failure);
   record.final_loss = last.loss;
@@ -209,8 +253,27 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   return report;
 }
 
+// The run's setting as hyperparameters: the spec's top-level values and what its problem, data,
+// communication and network tables resolved to (read once their components were built).
+Hyperparameters SettingOf(const RunSpec& spec, const OptionTable& network) {
+  Hyperparameters setting;
+  setting.Set("seed", static_cast<std::int64_t>(spec.seed));
+  setting.Set("workers", std::int64_t{spec.workers});
+  setting.Set("steps", spec.steps);
+  setting.Set("precision", std::string(PrecisionName(spec.precision)));
+  setting.Merge("problem", spec.problem->Resolved());
+  if (spec.data) setting.Merge("data", spec.data->Resolved());
+  setting.Set("communication.scheme", std::string(SchemeName(spec.comm.scheme)));
+  setting.Set("communication.nodes", std::int64_t{spec.comm.topology.nodes});
+  setting.Set("communication.workers_per_node", std::int64_t{spec.comm.topology.workers_per_node});
+  setting.Merge("network", network.Resolved());
+  return setting;
+}
+
+// Builds everything the spec asks for and, unless `validate_only`, runs it.
 template <typename T>
-ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options) {
+ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
+                          bool validate_only) {
   // Build and validate everything before the first step.
   std::optional<Dataset> data;
   if (spec.data) data = LoadData(*spec.data, {spec.seed, spec.path.parent_path()});
@@ -218,7 +281,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
       MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data ? &*data : nullptr});
   problem->set_threads(options.threads);
   std::vector<Constant> constants = problem->Constants();
-  if (spec.reference) {
+  if (spec.reference && !validate_only) {
     if constexpr (std::is_same_v<T, double>) {
       constants = ReferenceConstants(*problem, spec.seed, spec.reference_iterations);
     } else {
@@ -238,10 +301,12 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
   }
   const ProbeContext run_probe_context{problem->dimension(), spec.workers, spec.seed};
   OptionTable no_network("[network]", spec.path.string());
-  const NetworkModel network = NetworkFromOptions(spec.network ? *spec.network : no_network);
+  OptionTable& network_options = spec.network ? *spec.network : no_network;
+  const NetworkModel network = NetworkFromOptions(network_options);
   if (spec.network) spec.network->RejectUnknownKeys();
   if (options.transport != nullptr) RequireNoProbes(spec);
 
+  const Hyperparameters setting = SettingOf(spec, network_options);
   std::vector<PreparedRun<T>> runs;
   std::vector<bool> probe_applied(spec.probes.size(), false);
   for (const OptimizerSpec& o : spec.optimizers) {
@@ -252,6 +317,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
     run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
     run.hyperparameters = o.options->Resolved();
     run.hyperparameters.Merge("schedule", o.schedule->Resolved());
+    for (const auto& [key, value] : setting.entries()) run.hyperparameters.Set(key, value);
     ProbeContext probe_context = run_probe_context;
     probe_context.hyperparameters = run.hyperparameters;
     const auto attach = [&](const std::string& name) {
@@ -277,9 +343,22 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options)
                     Probes().Find(spec.probes[k])->summary));
   }
 
+  if (validate_only) {
+    ExperimentReport report;
+    for (PreparedRun<T>& run : runs) {
+      RunReport& r = report.runs.emplace_back();
+      r.record.label = run.spec->label;
+      r.record.optimizer = run.optimizer;
+      r.hyperparameters = std::move(run.hyperparameters);
+    }
+    return report;
+  }
   const bool reporting = options.transport == nullptr || options.transport->reports();
-  ResultsWriter writer = reporting ? ResultsWriter(options.out_dir) : ResultsWriter::Discarding();
-  writer.SetMeta("lemmalab_version", kVersion);
+  ResultsWriter writer = reporting ? ResultsWriter(options.out_dir, options.database_only)
+                                   : ResultsWriter::Discarding();
+  writer.SetMeta("lemmalab_version", Build().version);
+  writer.SetMeta("commit", Build().commit);
+  writer.SetMeta("build", Build().build);
   writer.SetMeta("spec_path", spec.path.string());
   writer.SetMeta("spec_text", spec.text);
   writer.SetMeta("description", spec.description);
@@ -327,7 +406,12 @@ void RequireNoProbes(const RunSpec& spec) {
 
 ExperimentReport RunExperiment(const RunSpec& spec, const ExperimentOptions& options) {
   return DispatchPrecision(spec.precision,
-                           [&]<typename T>() { return RunTyped<T>(spec, options); });
+                           [&]<typename T>() { return RunTyped<T>(spec, options, false); });
+}
+
+ExperimentReport ValidateExperiment(const RunSpec& spec) {
+  return DispatchPrecision(spec.precision,
+                           [&]<typename T>() { return RunTyped<T>(spec, {}, true); });
 }
 
 }  // namespace lemmalab

@@ -3,20 +3,25 @@
 // initial point on the same shards and minibatch streams, recording metrics and probe series
 // into the results folder.
 //
-// Per step, the metrics table receives lr, minibatch_loss (mean over workers), bits_sent and
-// bits_received (per worker, this step), bytes_intra and bytes_inter (sent over intra-node and
-// inter-node links by all endpoints this step), comm_seconds (the step's communication time
-// projected by the [network] model, comm/network.h) and max_grad_norm (the largest ||g|| of the
-// workers' stochastic gradients); every eval_every steps and at the last step, the full-batch
-// train_loss, grad_sq_norm (||grad f(x_t)||^2), train_accuracy, test_loss and test_accuracy
-// (when the problem has them) and optimality_gap (f(x_t) - f_star, when f_star is known or
-// estimated). A run whose
-// parameters, losses or compressor inputs stop being finite is stopped and reported as diverged.
+// Every metrics_every steps (and at every evaluated step and the last), the metrics table
+// receives lr (the step's), minibatch_loss (mean over workers, averaged over the steps since the
+// last record), max_grad_norm (the largest ||g|| of the workers' stochastic gradients in those
+// steps), and, summed over those steps so that their running sum is the cumulative total:
+// bits_sent and bits_received (per worker), bytes_intra and bytes_inter (sent over intra-node
+// and inter-node links by all endpoints) and comm_seconds (communication time projected by the
+// [network] model, comm/network.h). With metrics_every = 1 every value is the step's own.
+// Probes observe every step and record their series every probe_every steps (and at the last),
+// so their summaries cover the whole run. Every eval_every steps and at the last step, the
+// full-batch train_loss, grad_sq_norm (||grad f(x_t)||^2), train_accuracy, test_loss and
+// test_accuracy (when the problem has them) and optimality_gap (f(x_t) - f_star, when f_star is
+// known or estimated). A run whose parameters, losses or compressor inputs stop being finite is
+// stopped and reported as diverged.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +40,11 @@ struct ExperimentOptions {
   // The transport the workers run over; null: all of them in this process. With one that does
   // not report (an MPI rank other than 0) nothing is written and no progress is shown.
   Transport* transport = nullptr;
+  // results.sqlite alone, without metrics.csv and params.npy (a sweep's run).
+  bool database_only = false;
+  // Called after every step of every run with the step and its minibatch loss (a sweep's
+  // progress display); may be empty.
+  std::function<void(std::int64_t step, double minibatch_loss)> on_step;
 };
 
 struct RunReport {
@@ -44,6 +54,7 @@ struct RunReport {
   int threads = 1;                       // largest OpenMP team the workers ran on
   double observed_g = 0;                 // largest stochastic gradient norm seen
   Eigen::VectorXd final_params;
+  Hyperparameters hyperparameters;  // what the run resolved (ValidateExperiment fills it)
 };
 
 struct ExperimentReport {
@@ -62,6 +73,11 @@ class Interrupted : public std::runtime_error {
 };
 
 ExperimentReport RunExperiment(const RunSpec& spec, const ExperimentOptions& options);
+
+// Builds everything RunExperiment would (data, problem, optimizers, probes), so that every option
+// is checked, and runs nothing: the report's runs carry only their label, optimizer and resolved
+// hyperparameters. UserError as RunExperiment's.
+ExperimentReport ValidateExperiment(const RunSpec& spec);
 
 // Refuses a spec with probes (UserError): under MPI a rank holds only its own worker's state.
 void RequireNoProbes(const RunSpec& spec);

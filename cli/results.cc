@@ -1,16 +1,23 @@
 #include "cli/results.h"
 
+#include <csv.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <concepts>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
 #include "cli/npy.h"
+#include "core/build_info.h"
 #include "core/error.h"
+#include "theory/probe_series.h"
 
 namespace lemmalab {
 namespace {
@@ -18,21 +25,25 @@ namespace {
 constexpr const char* kSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE runs(
-  run_id INTEGER PRIMARY KEY, label TEXT NOT NULL UNIQUE, optimizer TEXT NOT NULL,
-  schedule TEXT NOT NULL, status TEXT NOT NULL, steps_done INTEGER NOT NULL,
+  run_id INTEGER PRIMARY KEY, point TEXT, label TEXT NOT NULL, optimizer TEXT NOT NULL,
+  schedule TEXT NOT NULL, status TEXT NOT NULL, steps_done INTEGER NOT NULL, dimension INTEGER,
   final_loss REAL, final_accuracy REAL, final_grad_sq_norm REAL, final_test_loss REAL,
   final_test_accuracy REAL, bits_sent_per_worker REAL, wall_seconds REAL,
   bytes_intra_per_step REAL, bytes_inter_per_step REAL, step_seconds REAL,
-  comm_seconds_per_step REAL);
+  comm_seconds_per_step REAL, version TEXT, "commit" TEXT, build TEXT, UNIQUE (point, label));
+CREATE TABLE points(point TEXT PRIMARY KEY, idx INTEGER NOT NULL, axes TEXT NOT NULL);
+CREATE TABLE probe_series(
+  probe TEXT NOT NULL, series TEXT NOT NULL, meaning TEXT NOT NULL, per_dimension INTEGER NOT NULL,
+  PRIMARY KEY (probe, series));
 CREATE TABLE metrics(
   run_id INTEGER NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, name TEXT NOT NULL,
   worker INTEGER, value REAL);
 CREATE TABLE constants(
   run_id INTEGER REFERENCES runs(run_id), name TEXT NOT NULL, value REAL,
-  certainty TEXT NOT NULL, basis TEXT NOT NULL);
+  certainty TEXT NOT NULL, basis TEXT NOT NULL, point TEXT);
 CREATE TABLE shards(
   worker INTEGER NOT NULL, samples INTEGER NOT NULL, label INTEGER NOT NULL,
-  count INTEGER NOT NULL);
+  count INTEGER NOT NULL, point TEXT);
 CREATE TABLE hyperparameters(
   run_id INTEGER NOT NULL REFERENCES runs(run_id), key TEXT NOT NULL, value, type TEXT NOT NULL,
   PRIMARY KEY (run_id, key));
@@ -84,20 +95,119 @@ void Bind(sqlite3_stmt* s, int i, const std::optional<V>& v) {
   }
 }
 
+// What each probe series means (theory/probe_series.h), so that a database explains itself.
+void AddProbeSeries(sqlite3* db) {
+  sqlite3_stmt* insert = Prepare(db, "INSERT INTO probe_series VALUES (?, ?, ?, ?)");
+  for (const SeriesInfo& s : ProbeSeries()) {
+    sqlite3_reset(insert);
+    Bind(insert, 1, s.probe);
+    Bind(insert, 2, s.series);
+    Bind(insert, 3, s.meaning);
+    Bind(insert, 4, int{s.per_dimension});
+    if (sqlite3_step(insert) != SQLITE_DONE) {
+      sqlite3_finalize(insert);
+      throw UserError(fmt::format("writing results failed: {}", sqlite3_errmsg(db)));
+    }
+  }
+  sqlite3_finalize(insert);
+}
+
 }  // namespace
+
+std::string CsvText(std::string_view text) {
+  std::string buffer(2 * text.size() + 2, '\0');
+  buffer.resize(csv_write(buffer.data(), buffer.size(), text.data(), text.size()));
+  return buffer;
+}
+
+std::string QuoteColumn(std::string_view name) {
+  std::string out = "\"";
+  for (const char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+bool IsHyperparameterColumn(std::string_view key) {
+  // The optimizer's name and label are the runs table's `optimizer` and `label` already.
+  if (key == "name" || key == "label") return false;
+  if (std::find(std::begin(kRunColumns), std::end(kRunColumns), key) != std::end(kRunColumns)) {
+    throw InternalError(fmt::format("the option '{}' has the name of a runs column", key));
+  }
+  return true;
+}
+
+std::vector<std::string> TableColumns(sqlite3* db, std::string_view schema,
+                                      std::string_view table) {
+  sqlite3_stmt* statement =
+      Prepare(db, fmt::format("PRAGMA {}.table_info({})", schema, table).c_str());
+  std::vector<std::string> columns;
+  while (sqlite3_step(statement) == SQLITE_ROW) {
+    columns.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(statement, 1)));
+  }
+  sqlite3_finalize(statement);
+  return columns;
+}
+
+void AddRunsColumn(sqlite3* db, std::string_view name, std::string_view schema) {
+  const std::vector<std::string> columns = TableColumns(db, schema, "runs");
+  if (std::find(columns.begin(), columns.end(), name) != columns.end()) return;
+  char* error = nullptr;
+  const std::string sql =
+      fmt::format("ALTER TABLE {}.runs ADD COLUMN {}", schema, QuoteColumn(name));
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw UserError(fmt::format("writing results failed: {}: {}", sql, message));
+  }
+}
+
+void WriteRunsCsv(sqlite3* db, const std::filesystem::path& partial) {
+  sqlite3_stmt* query = Prepare(db, "SELECT * FROM runs ORDER BY run_id");
+  std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    sqlite3_finalize(query);
+    throw UserError(fmt::format("{}: cannot write: {}", partial.string(), strerror(errno)));
+  }
+  // Text quoted (labels and statuses may hold commas), numbers as the shortest text that reads
+  // back the same double.
+  const auto quoted = [](std::string_view text) { return CsvText(text); };
+  const int columns = sqlite3_column_count(query);
+  for (int c = 0; c < columns; ++c) {
+    out << (c ? "," : "") << quoted(sqlite3_column_name(query, c));
+  }
+  out << "\n";
+  int rc;
+  while ((rc = sqlite3_step(query)) == SQLITE_ROW) {
+    for (int c = 0; c < columns; ++c) {
+      if (c) out << ',';
+      switch (sqlite3_column_type(query, c)) {
+        case SQLITE_NULL:
+          break;
+        case SQLITE_INTEGER:
+          out << sqlite3_column_int64(query, c);
+          break;
+        case SQLITE_FLOAT:
+          out << fmt::format("{}", sqlite3_column_double(query, c));
+          break;
+        default:
+          out << quoted(reinterpret_cast<const char*>(sqlite3_column_text(query, c)));
+      }
+    }
+    out << "\n";
+  }
+  sqlite3_finalize(query);
+  if (rc != SQLITE_DONE)
+    throw UserError(fmt::format("reading results failed: {}", sqlite3_errmsg(db)));
+  if (!out.flush()) throw UserError(fmt::format("{}: write failed", partial.string()));
+}
 
 std::filesystem::path ResultsWriter::Partial(std::string_view name) const {
   return dir_ / fmt::format("{}.partial", name);
 }
 
-ResultsWriter::ResultsWriter(std::filesystem::path dir) : dir_(std::move(dir)) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec || !std::filesystem::is_directory(dir_)) {
-    throw UserError(fmt::format("--out {}: cannot create the results folder: {}", dir_.string(),
-                                ec ? ec.message() : "a file of that name exists"));
-  }
-  for (const std::string_view name : {kDatabase, kMetrics, kParams}) {
+ResultsWriter::ResultsWriter(std::filesystem::path dir, bool database_only)
+    : dir_(std::move(dir)), database_only_(database_only) {
+  lock_.emplace(dir_, "lemmalab run");
+  for (const std::string_view name : {kDatabase, kMetrics, kRuns, kParams}) {
     const std::filesystem::path target = dir_ / name;
     if (std::filesystem::exists(target) && !std::filesystem::is_regular_file(target)) {
       throw UserError(
@@ -114,11 +224,13 @@ ResultsWriter::ResultsWriter() : discarding_(true) { Open(":memory:"); }
 
 ResultsWriter::ResultsWriter(ResultsWriter&& other) noexcept
     : dir_(std::move(other.dir_)),
+      lock_(std::move(other.lock_)),
       db_(std::exchange(other.db_, nullptr)),
       insert_metric_(std::exchange(other.insert_metric_, nullptr)),
       insert_probe_(std::exchange(other.insert_probe_, nullptr)),
       committed_(std::exchange(other.committed_, true)),
-      discarding_(other.discarding_) {}
+      discarding_(other.discarding_),
+      database_only_(other.database_only_) {}
 
 void ResultsWriter::Open(const std::string& db_path) {
   if (sqlite3_open(db_path.c_str(), &db_) != SQLITE_OK) {
@@ -130,6 +242,7 @@ void ResultsWriter::Open(const std::string& db_path) {
   Exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
   Exec(kSchema);
   Exec("BEGIN");
+  AddProbeSeries(db_);
   insert_metric_ = Prepare(db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?)");
   insert_probe_ = Prepare(db_, "INSERT INTO probes VALUES (?, ?, ?, ?, ?, ?)");
 }
@@ -144,7 +257,7 @@ ResultsWriter::~ResultsWriter() {
 void ResultsWriter::RemovePartials() noexcept {
   if (discarding_ || dir_.empty()) return;
   std::error_code ignored;
-  for (const std::string_view name : {kDatabase, kMetrics, kParams}) {
+  for (const std::string_view name : {kDatabase, kMetrics, kRuns, kParams}) {
     std::filesystem::remove(Partial(name), ignored);
   }
 }
@@ -190,28 +303,32 @@ void ResultsWriter::SetMeta(std::string_view key, std::string_view value) {
 }
 
 std::int64_t ResultsWriter::AddRun(const RunRecord& run) {
+  const BuildInfo& build = Build();
   ExecuteOnce(db_,
-              "INSERT INTO runs(label, optimizer, schedule, status, steps_done) "
-              "VALUES (?, ?, ?, ?, ?)",
-              run.label, run.optimizer, run.schedule, run.status, run.steps_done);
+              "INSERT INTO runs(label, optimizer, schedule, status, steps_done, version, "
+              "\"commit\", build) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+              run.label, run.optimizer, run.schedule, run.status, run.steps_done,
+              std::string_view(build.version), std::string_view(build.commit),
+              std::string_view(build.build));
   return sqlite3_last_insert_rowid(db_);
 }
 
 void ResultsWriter::UpdateRun(std::int64_t run_id, const RunRecord& run) {
   ExecuteOnce(db_,
-              "UPDATE runs SET status = ?, steps_done = ?, final_loss = ?, final_accuracy = ?, "
+              "UPDATE runs SET status = ?, steps_done = ?, dimension = ?, final_loss = ?, "
+              "final_accuracy = ?, "
               "final_grad_sq_norm = ?, final_test_loss = ?, final_test_accuracy = ?, "
               "bits_sent_per_worker = ?, wall_seconds = ?, bytes_intra_per_step = ?, "
               "bytes_inter_per_step = ?, step_seconds = ?, comm_seconds_per_step = ? "
               "WHERE run_id = ?",
-              run.status, run.steps_done, run.final_loss, run.final_accuracy,
+              run.status, run.steps_done, run.dimension, run.final_loss, run.final_accuracy,
               run.final_grad_sq_norm, run.final_test_loss, run.final_test_accuracy,
               run.bits_sent_per_worker, run.wall_seconds, run.bytes_intra_per_step,
               run.bytes_inter_per_step, run.step_seconds, run.comm_seconds_per_step, run_id);
 }
 
 void ResultsWriter::AddConstant(std::optional<std::int64_t> run_id, const Constant& constant) {
-  ExecuteOnce(db_, "INSERT INTO constants VALUES (?, ?, ?, ?, ?)", run_id, constant.name,
+  ExecuteOnce(db_, "INSERT INTO constants VALUES (?, ?, ?, ?, ?, NULL)", run_id, constant.name,
               constant.value, CertaintyName(constant.certainty), constant.basis);
 }
 
@@ -219,13 +336,18 @@ void ResultsWriter::AddHyperparameters(std::int64_t run_id, const Hyperparameter
   for (const auto& [key, value] : options.entries()) {
     ExecuteOnce(db_, "INSERT INTO hyperparameters VALUES (?, ?, ?, ?)", run_id,
                 std::string_view(key), value, Hyperparameters::TypeName(value));
+    if (!IsHyperparameterColumn(key)) continue;
+    AddRunsColumn(db_, key);
+    ExecuteOnce(db_,
+                fmt::format("UPDATE runs SET {} = ? WHERE run_id = ?", QuoteColumn(key)).c_str(),
+                value, run_id);
   }
 }
 
 void ResultsWriter::AddShards(const std::vector<ShardSummary>& shards) {
   for (std::size_t w = 0; w < shards.size(); ++w) {
     for (std::size_t label = 0; label < shards[w].label_counts.size(); ++label) {
-      ExecuteOnce(db_, "INSERT INTO shards VALUES (?, ?, ?, ?)", static_cast<std::int64_t>(w),
+      ExecuteOnce(db_, "INSERT INTO shards VALUES (?, ?, ?, ?, NULL)", static_cast<std::int64_t>(w),
                   shards[w].samples, static_cast<std::int64_t>(label),
                   shards[w].label_counts[label]);
     }
@@ -253,6 +375,7 @@ void ResultsWriter::WriteCsv(const std::filesystem::path& path) {
     ORDER BY run_id, step, kind, seq)sql";
   sqlite3_stmt* query = Prepare(db_, kQuery);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw UserError(fmt::format("{}: cannot write: {}", path.string(), strerror(errno)));
   out << "run,label,step,name,worker,value\n";
   const auto text = [&](int column) {
     return std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(query, column)));
@@ -280,8 +403,11 @@ void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision
     committed_ = true;
     return;
   }
-  WriteCsv(Partial(kMetrics));
-  WriteNpy(Partial(kParams), params, precision);
+  if (!database_only_) {
+    WriteCsv(Partial(kMetrics));
+    WriteRunsCsv(db_, Partial(kRuns));
+    WriteNpy(Partial(kParams), params, precision);
+  }
   sqlite3_finalize(insert_metric_);
   sqlite3_finalize(insert_probe_);
   insert_metric_ = insert_probe_ = nullptr;
@@ -290,7 +416,8 @@ void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision
   }
   db_ = nullptr;
   // results.sqlite last: its presence means the set is complete.
-  for (const std::string_view name : {kMetrics, kParams, kDatabase}) {
+  for (const std::string_view name : {kMetrics, kRuns, kParams, kDatabase}) {
+    if (database_only_ && name != kDatabase) continue;
     std::error_code ec;
     std::filesystem::rename(Partial(name), dir_ / name, ec);
     if (ec)
@@ -298,6 +425,160 @@ void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision
           fmt::format("{}: cannot move into place: {}", (dir_ / name).string(), ec.message()));
   }
   committed_ = true;
+}
+
+SweepStore::SweepStore(const std::filesystem::path& dir,
+                       const std::vector<std::pair<std::string, std::string>>& meta)
+    : file_(dir / ResultsWriter::kDatabase) {
+  const bool exists = std::filesystem::exists(file_);
+  if (sqlite3_open(file_.string().c_str(), &db_) != SQLITE_OK) {
+    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw UserError(fmt::format("{}: cannot open: {}", file_.string(), message));
+  }
+  sqlite3_busy_timeout(db_, 10000);
+  if (!exists) {
+    Exec("PRAGMA journal_mode = WAL");
+    Exec("BEGIN");
+    Exec(kSchema);
+    AddProbeSeries(db_);
+    for (const auto& [key, value] : meta) {
+      ExecuteOnce(db_, "INSERT INTO meta VALUES (?, ?)", std::string_view(key),
+                  std::string_view(value));
+    }
+    Exec("COMMIT");
+    return;
+  }
+  std::map<std::string, std::string> stored;
+  sqlite3_stmt* query = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT key, value FROM meta", -1, &query, nullptr) != SQLITE_OK) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw UserError(
+        fmt::format("{}: not a lemmalab results database; choose another --out", file_.string()));
+  }
+  while (sqlite3_step(query) == SQLITE_ROW) {
+    stored[reinterpret_cast<const char*>(sqlite3_column_text(query, 0))] =
+        reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
+  }
+  sqlite3_finalize(query);
+  const auto wanted = [&](std::string_view key) {
+    for (const auto& [k, v] : meta) {
+      if (k == key) return v;
+    }
+    return std::string();
+  };
+  std::string problem;
+  if (stored["kind"] != "sweep") {
+    problem = "holds the results of a lemmalab run or check, not of a sweep";
+  } else if (stored["sweep_base"] != wanted("sweep_base")) {
+    problem = fmt::format("holds a sweep of a spec that differs outside [sweep] (it ran {})",
+                          stored["spec_path"]);
+  }
+  if (!problem.empty()) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw UserError(fmt::format("--out {}: {}; choose another --out, or delete it to start over",
+                                dir.string(), problem));
+  }
+  Exec("PRAGMA journal_mode = WAL");
+  // The spec may have grown axes since: keep its latest text and axes.
+  Exec("BEGIN");
+  for (const auto& [key, value] : meta) {
+    ExecuteOnce(db_, "INSERT OR REPLACE INTO meta VALUES (?, ?)", std::string_view(key),
+                std::string_view(value));
+  }
+  Exec("COMMIT");
+}
+
+SweepStore::~SweepStore() {
+  // Back to a self-contained file (no -wal, -shm beside it) that any reader opens read-only.
+  sqlite3_exec(db_, "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr);
+  sqlite3_close(db_);
+}
+
+void SweepStore::Exec(const std::string& sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw UserError(fmt::format("{}: {}", file_.string(), message));
+  }
+}
+
+std::vector<std::string> SweepStore::FinishedPoints() {
+  std::vector<std::string> labels;
+  sqlite3_stmt* query = Prepare(db_, "SELECT point FROM points ORDER BY idx");
+  while (sqlite3_step(query) == SQLITE_ROW) {
+    labels.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(query, 0)));
+  }
+  sqlite3_finalize(query);
+  return labels;
+}
+
+void SweepStore::AddPoint(const std::filesystem::path& database, const std::string& label,
+                          int index, const std::string& axes_json) {
+  ExecuteOnce(db_, "ATTACH DATABASE ? AS point", std::string_view(database.string()));
+  try {
+    Exec("BEGIN IMMEDIATE");
+    // The point's run ids follow the sweep's; its hyperparameter columns join the sweep's.
+    std::vector<std::string> columns = TableColumns(db_, "point", "runs");
+    for (const std::string& column : columns) AddRunsColumn(db_, column);
+    std::string list;
+    for (const std::string& column : columns) {
+      if (column == "run_id" || column == "point") continue;
+      list += ", " + QuoteColumn(column);
+    }
+    const std::string offset = "(SELECT COALESCE(MAX(run_id), 0) FROM main.runs)";
+    Exec(
+        fmt::format("CREATE TEMP TABLE ids AS SELECT run_id AS old, run_id + {} AS new "
+                    "FROM point.runs",
+                    offset));
+    ExecuteOnce(db_,
+                fmt::format("INSERT INTO main.runs(run_id, point{}) SELECT ids.new, ?{} FROM "
+                            "point.runs JOIN ids ON ids.old = point.runs.run_id",
+                            list, list)
+                    .c_str(),
+                std::string_view(label));
+    Exec(
+        "INSERT INTO main.metrics SELECT new, step, name, worker, value FROM point.metrics "
+        "JOIN ids ON old = run_id ORDER BY point.metrics.rowid");
+    Exec(
+        "INSERT INTO main.probes SELECT new, step, probe, series, worker, value FROM "
+        "point.probes JOIN ids ON old = run_id ORDER BY point.probes.rowid");
+    Exec(
+        "INSERT INTO main.hyperparameters SELECT new, key, value, type FROM "
+        "point.hyperparameters JOIN ids ON old = run_id");
+    ExecuteOnce(db_,
+                "INSERT INTO main.constants SELECT ids.new, name, value, certainty, basis, ? "
+                "FROM point.constants LEFT JOIN ids ON ids.old = point.constants.run_id",
+                std::string_view(label));
+    ExecuteOnce(db_,
+                "INSERT INTO main.shards SELECT worker, samples, label, count, ? FROM "
+                "point.shards",
+                std::string_view(label));
+    ExecuteOnce(db_, "INSERT INTO main.points VALUES (?, ?, ?)", std::string_view(label), index,
+                std::string_view(axes_json));
+    Exec("DROP TABLE temp.ids");
+    Exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_exec(db_, "DROP TABLE IF EXISTS temp.ids", nullptr, nullptr, nullptr);
+    sqlite3_exec(db_, "DETACH DATABASE point", nullptr, nullptr, nullptr);
+    throw;
+  }
+  Exec("DETACH DATABASE point");
+}
+
+void SweepStore::ExportRuns(const std::filesystem::path& path) {
+  const std::filesystem::path partial = path.string() + ".partial";
+  WriteRunsCsv(db_, partial);
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec) {
+    throw UserError(fmt::format("{}: cannot move into place: {}", path.string(), ec.message()));
+  }
 }
 
 }  // namespace lemmalab

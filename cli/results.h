@@ -1,27 +1,41 @@
 // Where a run's results go: DIR/results.sqlite (everything), DIR/metrics.csv (the metric and
-// probe series in long format, for notebooks) and DIR/params.npy (final parameters, one row per
-// run in spec order).
+// probe series in long format, for notebooks), DIR/runs.csv (the runs table: one row per run,
+// its hyperparameters as columns) and DIR/params.npy (final parameters, one row per run in spec
+// order).
 //
-// Files are written under ".partial" names and renamed only when the whole experiment has
-// finished; if anything fails, the partial files are removed and earlier results in DIR stay as
-// they were. Nothing half-written is left looking complete.
+// The folder is locked (cli/directory_lock.h) while the writer lives: two runs into one folder
+// cannot mix their files. Files are written under ".partial" names and renamed only when the
+// whole experiment has finished; if anything fails, the partial files are removed and earlier
+// results in DIR stay as they were. Nothing half-written is left looking complete.
 //
 // Schema (results.sqlite):
 //   meta(key, value)                       spec path and text, seed, precision, version, ...
-//   runs(run_id, label, optimizer, schedule, status, steps_done, final_loss, final_accuracy,
-//        final_grad_sq_norm, final_test_loss, final_test_accuracy, bits_sent_per_worker,
-//        wall_seconds, bytes_intra_per_step, bytes_inter_per_step, step_seconds,
-//        comm_seconds_per_step)           NULL where the problem has no such quantity
-//   constants(run_id, name, value, certainty, basis)
+//   runs(run_id, point, label, optimizer, schedule, status, steps_done, dimension, final_loss,
+//        final_accuracy, final_grad_sq_norm, final_test_loss, final_test_accuracy,
+//        bits_sent_per_worker, wall_seconds, bytes_intra_per_step, bytes_inter_per_step,
+//        step_seconds, comm_seconds_per_step, version, commit, build, <hyperparameters>)
+//                                          NULL where the problem has no such quantity; `point`
+//                                          is the sweep point's label (NULL outside a sweep);
+//                                          version, commit and build say what produced the run
+//                                          (core/build_info.h); then one column per
+//                                          hyperparameter (below), named by its key, NULL for
+//                                          runs that do not read it
+//   points(point, idx, axes)               a sweep's finished points: label, index, and the
+//                                          axis values as JSON (empty outside a sweep)
+//   constants(run_id, name, value, certainty, basis, point)
 //                                          L, mu, G, sigma, sigma_g, f_star (problems/problem.h);
 //                                          certainty exact / bound / estimate; run_id NULL for
 //                                          the problem's, set for what a run observed (G)
-//   shards(worker, samples, label, count)  shard sizes and label histograms (data problems)
+//   shards(worker, samples, label, count, point)
+//                                          shard sizes and label histograms (data problems)
 //   hyperparameters(run_id, key, value, type)
 //                                          every option the run's optimizer, compressor and
 //                                          schedule read, defaults filled in ("beta",
-//                                          "compressor.name", "schedule.lr"); type boolean (0/1),
-//                                          integer, number or string (core/hyperparameters.h)
+//                                          "compressor.name", "schedule.lr"), and the run's
+//                                          setting ("seed", "workers", "steps", "problem.l2",
+//                                          "network.inter", "communication.scheme"); type
+//                                          boolean (0/1), integer, number or string
+//                                          (core/hyperparameters.h)
 //   metrics(run_id, step, name, worker, value)
 //   probes(run_id, step, probe, series, worker, value)
 // `worker` is NULL for run-wide values, -1 for the server, i for worker i. Step 0 is the
@@ -37,6 +51,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/directory_lock.h"
 #include "core/hyperparameters.h"
 #include "core/types.h"
 #include "problems/problem.h"
@@ -45,6 +60,7 @@ namespace lemmalab {
 
 struct RunRecord {
   std::string label;
+  std::int64_t dimension = 0;
   std::string optimizer;
   std::string schedule;
   std::string status;
@@ -65,9 +81,49 @@ struct RunRecord {
   double comm_seconds_per_step = 0;
 };
 
+// The runs table's fixed columns, in order (the hyperparameter columns follow them).
+inline constexpr std::string_view kRunColumns[] = {"run_id",
+                                                   "point",
+                                                   "label",
+                                                   "optimizer",
+                                                   "schedule",
+                                                   "status",
+                                                   "steps_done",
+                                                   "dimension",
+                                                   "final_loss",
+                                                   "final_accuracy",
+                                                   "final_grad_sq_norm",
+                                                   "final_test_loss",
+                                                   "final_test_accuracy",
+                                                   "bits_sent_per_worker",
+                                                   "wall_seconds",
+                                                   "bytes_intra_per_step",
+                                                   "bytes_inter_per_step",
+                                                   "step_seconds",
+                                                   "comm_seconds_per_step",
+                                                   "version",
+                                                   "commit",
+                                                   "build"};
+
+// Whether a hyperparameter key has a column in the runs table (the optimizer's name and label
+// are `optimizer` and `label` already).
+bool IsHyperparameterColumn(std::string_view key);
+// A text field for CSV, quoted (libcsv), so that commas, quotes and newlines survive.
+std::string CsvText(std::string_view text);
+// A column name as SQL text: "compressor.name" with its quotes.
+std::string QuoteColumn(std::string_view name);
+// The columns of `schema`.`table`, in order.
+std::vector<std::string> TableColumns(sqlite3* db, std::string_view schema, std::string_view table);
+// Writes the runs table of `db` (every column, hyperparameters included) to `path` as CSV.
+void WriteRunsCsv(sqlite3* db, const std::filesystem::path& path);
+// Adds a hyperparameter column to `schema`.runs unless it is there.
+void AddRunsColumn(sqlite3* db, std::string_view name, std::string_view schema = "main");
+
 class ResultsWriter {
  public:
-  explicit ResultsWriter(std::filesystem::path dir);
+  // Writes into `dir`; with `database_only`, results.sqlite alone (a sweep's run, whose
+  // database is merged into the sweep's).
+  explicit ResultsWriter(std::filesystem::path dir, bool database_only = false);
   // A writer that keeps nothing: an in-memory database, no files (the MPI ranks that do not
   // report run the same code as the one that does).
   static ResultsWriter Discarding() { return ResultsWriter(); }
@@ -91,11 +147,12 @@ class ResultsWriter {
   void AddProbe(std::int64_t run_id, std::int64_t step, std::string_view probe,
                 std::string_view series, std::optional<int> worker, double value);
 
-  // Writes metrics.csv and params.npy and moves all three files into place.
+  // Writes metrics.csv, runs.csv and params.npy and moves all four files into place.
   void Commit(const std::vector<Eigen::VectorXd>& params, Precision precision);
 
   static constexpr std::string_view kDatabase = "results.sqlite";
   static constexpr std::string_view kMetrics = "metrics.csv";
+  static constexpr std::string_view kRuns = "runs.csv";
   static constexpr std::string_view kParams = "params.npy";
 
  private:
@@ -107,11 +164,44 @@ class ResultsWriter {
   void RemovePartials() noexcept;
 
   std::filesystem::path dir_;
+  std::optional<DirectoryLock> lock_;  // held from construction until destruction
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_metric_ = nullptr;
   sqlite3_stmt* insert_probe_ = nullptr;
   bool committed_ = false;
   bool discarding_ = false;
+  bool database_only_ = false;
+};
+
+// A sweep's results database, DIR/results.sqlite, filled point by point (cli/sweep.h): the
+// schema above, plus meta `kind` = "sweep". Each finished point's runs arrive as the database
+// of a ResultsWriter(database_only) and are merged in one transaction, with the point's row in
+// `points`, so a point is either wholly in or not at all (a SIGKILL mid-merge rolls back). The
+// database is in WAL mode: a reader (lemmalab report) never blocks the sweep.
+class SweepStore {
+ public:
+  // Opens DIR/results.sqlite, creating it with `meta` when it does not exist; an existing one
+  // must be a sweep whose meta `sweep_base` equals meta's (the same spec outside [sweep]),
+  // otherwise UserError.
+  SweepStore(const std::filesystem::path& dir,
+             const std::vector<std::pair<std::string, std::string>>& meta);
+  ~SweepStore();
+  SweepStore(const SweepStore&) = delete;
+  SweepStore& operator=(const SweepStore&) = delete;
+
+  // The labels of the points already in the database.
+  std::vector<std::string> FinishedPoints();
+  // Merges the runs of `database` (a finished point) as point `label` in one transaction.
+  void AddPoint(const std::filesystem::path& database, const std::string& label, int index,
+                const std::string& axes_json);
+  // Writes the runs table, hyperparameters as columns, to `path` as CSV (atomically: written
+  // under a .partial name, then renamed).
+  void ExportRuns(const std::filesystem::path& path);
+
+ private:
+  void Exec(const std::string& sql);
+  std::filesystem::path file_;
+  sqlite3* db_ = nullptr;
 };
 
 }  // namespace lemmalab

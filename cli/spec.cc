@@ -71,7 +71,8 @@ std::shared_ptr<OptionTable> ParseOptionTable(const std::string& text, const std
   return ConvertTable(document, file, context);
 }
 
-RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
+std::shared_ptr<OptionTable> ParseSpecTable(const std::string& text,
+                                            const std::filesystem::path& path) {
   const std::string file = path.string();
   toml::table document;
   try {
@@ -79,11 +80,18 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
   } catch (const toml::parse_error& e) {
     throw UserError(fmt::format("{}: invalid TOML: {}", Where(file, e.source()), e.description()));
   }
+  return ConvertTable(document, file, "run spec");
+}
 
-  std::shared_ptr<OptionTable> root = ConvertTable(document, file, "run spec");
+RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
+  return SpecFromTable(ParseSpecTable(text, path), path, text);
+}
+
+RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::path& path,
+                      std::string text) {
   RunSpec spec;
   spec.path = path;
-  spec.text = text;
+  spec.text = std::move(text);
   spec.description = root->GetString("description", "");
   spec.seed = static_cast<std::uint64_t>(root->RequireInt("seed", 0));
   spec.steps = root->RequireInt("steps", 1, 0xFFFFFFFFll);
@@ -92,6 +100,8 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
   spec.precision = root->GetChoice("precision", "fp32", kPrecisions) == "fp64" ? Precision::kFp64
                                                                                : Precision::kFp32;
   spec.eval_every = root->GetInt("eval_every", 1, 1);
+  spec.metrics_every = root->GetOptionalInt("metrics_every", 1).value_or(0);
+  spec.probe_every = root->GetOptionalInt("probe_every", 1).value_or(0);
   spec.reference = root->GetBool("reference", false);
   spec.reference_iterations =
       static_cast<int>(root->GetInt("reference_iterations", spec.reference_iterations, 1, 1 << 30));
@@ -121,6 +131,8 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
   }
   spec.network = root->GetTable("network");
   if (spec.network) spec.network->set_context("[network]");
+  spec.sweep = root->GetTable("sweep");
+  if (spec.sweep) spec.sweep->set_context("[sweep]");
   spec.check = root->GetTable("check");
   if (spec.check) spec.check->set_context("[check]");
   spec.asserts = root->GetTableArray("assert");
@@ -167,7 +179,7 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
   return spec;
 }
 
-RunSpec LoadSpec(const std::filesystem::path& path) {
+std::string ReadSpecText(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw UserError(
@@ -176,7 +188,9 @@ RunSpec LoadSpec(const std::filesystem::path& path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return ParseSpec(text.str(), path);
+  return text.str();
 }
+
+RunSpec LoadSpec(const std::filesystem::path& path) { return ParseSpec(ReadSpecText(path), path); }
 
 }  // namespace lemmalab

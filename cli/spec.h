@@ -6,6 +6,8 @@
 //   workers = 8                  # n simulated workers
 //   precision = "fp32"           # or "fp64"
 //   eval_every = 1               # full-batch loss/accuracy every k steps (and at the last)
+//   metrics_every = 1            # per-step metrics recorded every k steps (cli/experiment.h);
+//   probe_every = 1              # probe series likewise (default: 1; a sweep: steps / 100)
 //   reference = false            # estimate f* (Ceres L-BFGS) and L (power iteration) where
 //                                # the problem does not know them; adds optimality_gap
 //   reference_iterations = 10000 # L-BFGS iterations at most (each is a full-batch gradient)
@@ -16,6 +18,8 @@
 //   [communication] scheme = "parameter-server", nodes = 2, workers_per_node = 4
 //                                (comm/scheme.h; default: parameter server, a node per worker)
 //   [network]   inter = "10GbE", intra = "nvlink"      (comm/network.h: projected step time)
+//   [sweep]     optimizer.beta = [0.9, 0.99], seed = [1, 2, 3]
+//                                (`lemmalab sweep` only: the grid of points it runs, cli/sweep.h)
 //   [check]     seeds = [1, 2, 3], workers = [2, 4, 8], confidence = 0.99
 //                                (`lemmalab check` only: the sweep it runs, cli/check.h)
 //   [[assert]]  assertion = "ef-norm", runs = ["birder"], expect = "holds", ...
@@ -57,6 +61,10 @@ struct RunSpec {
   int workers = 1;
   Precision precision = Precision::kFp32;
   std::int64_t eval_every = 1;
+  // Every how many steps the per-step metrics and the probe series are recorded; 0: the
+  // command's default (every step for run and check, about 100 points per series for sweep).
+  std::int64_t metrics_every = 0;
+  std::int64_t probe_every = 0;
   bool reference = false;
   int reference_iterations = 10000;
   std::vector<std::string> probes;
@@ -68,6 +76,7 @@ struct RunSpec {
   std::vector<OptimizerSpec> optimizers;
   CommSpec comm;                                      // [communication], validated
   std::shared_ptr<OptionTable> network;               // [network], or null
+  std::shared_ptr<OptionTable> sweep;                 // [sweep], or null (read by lemmalab sweep)
   std::shared_ptr<OptionTable> check;                 // [check], or null (read by lemmalab check)
   std::vector<std::shared_ptr<OptionTable>> asserts;  // [[assert]] (read by lemmalab check)
 };
@@ -81,5 +90,15 @@ std::shared_ptr<OptionTable> ParseOptionTable(const std::string& text, const std
 
 // Parses spec text as if read from `path` (used by LoadSpec, and by tests).
 RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path);
+
+// The two halves of ParseSpec: the TOML text as its top-level table (syntax errors located, no
+// key read yet), and the spec read from such a table (a sweep point reads its edited copy).
+std::shared_ptr<OptionTable> ParseSpecTable(const std::string& text,
+                                            const std::filesystem::path& path);
+RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::path& path,
+                      std::string text);
+
+// The spec file's text (UserError naming the file when it cannot be read).
+std::string ReadSpecText(const std::filesystem::path& path);
 
 }  // namespace lemmalab

@@ -59,6 +59,26 @@ void OptionTable::Set(std::string key, OptionValue value) {
   values_.insert_or_assign(std::move(key), std::move(value));
 }
 
+void OptionTable::Erase(std::string_view key) {
+  if (const auto it = values_.find(key); it != values_.end()) values_.erase(it);
+}
+
+OptionValue OptionValue::Clone() const {
+  if (const auto* table = std::get_if<Table>(&data)) return {(*table)->Clone(), where};
+  if (const auto* array = std::get_if<Array>(&data)) {
+    Array items;
+    for (const OptionValue& item : *array) items.push_back(item.Clone());
+    return {std::move(items), where};
+  }
+  return *this;
+}
+
+std::shared_ptr<OptionTable> OptionTable::Clone() const {
+  auto out = std::make_shared<OptionTable>(context_, where_);
+  for (const auto& [key, value] : values_) out->Set(key, value.Clone());
+  return out;
+}
+
 void OptionTable::Fail(std::string_view key, std::string_view message) const {
   std::string where = where_;
   if (const auto it = values_.find(key); it != values_.end() && !it->second.where.empty()) {
@@ -146,7 +166,10 @@ double OptionTable::GetDouble(std::string_view key, double fallback, const Inter
 
 double OptionTable::RequireDouble(std::string_view key, const Interval& rule) {
   const OptionValue* value = Lookup(key);
-  if (value == nullptr) Fail(key, fmt::format("missing required key '{}'", key));
+  if (value == nullptr) {
+    Note(key, fmt::format("{}; required", NumberUse(rule)));  // listed even when missing
+    Fail(key, fmt::format("missing required key '{}'", key));
+  }
   double x;
   if (const auto* i = std::get_if<std::int64_t>(&value->data)) {
     x = static_cast<double>(*i);
@@ -169,7 +192,10 @@ std::int64_t OptionTable::GetInt(std::string_view key, std::int64_t fallback, st
 
 std::int64_t OptionTable::RequireInt(std::string_view key, std::int64_t min, std::int64_t max) {
   const OptionValue* value = Lookup(key);
-  if (value == nullptr) Fail(key, fmt::format("missing required key '{}'", key));
+  if (value == nullptr) {
+    Note(key, fmt::format("{}; required", IntUse(min, max)));  // listed even when missing
+    Fail(key, fmt::format("missing required key '{}'", key));
+  }
   const std::int64_t x = Expect<std::int64_t>(key, *value, "an integer");
   if (x < min || x > max)
     Fail(key, fmt::format("{} must be {}, got {}", key, IntRule(min, max), x));
@@ -217,7 +243,10 @@ std::string OptionTable::GetString(std::string_view key, std::string_view fallba
 }
 
 std::string OptionTable::RequireString(std::string_view key) {
-  if (!Has(key)) Fail(key, fmt::format("missing required key '{}'", key));
+  if (!Has(key)) {
+    Note(key, "a string; required");  // listed even when missing
+    Fail(key, fmt::format("missing required key '{}'", key));
+  }
   std::string s = GetString(key, "");
   Note(key, "a string; required");
   return s;

@@ -34,6 +34,7 @@ struct OptionValue {
 
   std::string TypeName() const;  // "a number", "a string", ...
   std::string Show() const;      // the value as the user wrote it, for messages
+  OptionValue Clone() const;     // a deep copy: tables inside are copied, not shared
 };
 
 // A numeric rule: an interval with open or closed ends (infinite ends allowed). Values must be
@@ -59,6 +60,13 @@ class OptionTable {
   OptionTable(std::string context, std::string where);
 
   void Set(std::string key, OptionValue value);
+  void Erase(std::string_view key);
+  // A deep copy of the values as given (nested tables copied too), with nothing read yet: a sweep
+  // point edits its own copy of the spec (cli/sweep.h).
+  std::shared_ptr<OptionTable> Clone() const;
+  // The values as given, for tools that walk a table (sweep expansion); reading through entries()
+  // does not mark a key as known.
+  const std::map<std::string, OptionValue, std::less<>>& entries() const { return values_; }
 
   const std::string& context() const { return context_; }
   void set_context(std::string context) { context_ = std::move(context); }

@@ -86,7 +86,7 @@ TEST(Cli, ListNamesEveryRegistryAndSpeaksJson) {
   EXPECT_EQ(optimizers, Optimizers().names());
   for (const auto& o : doc.at("optimizers")) {
     EXPECT_FALSE(o.at("summary").get<std::string>().empty()) << o.at("name");
-    EXPECT_FALSE(o.at("reference").get<std::string>().empty()) << o.at("name");
+    EXPECT_FALSE(o.at("source").get<std::string>().empty()) << o.at("name");
   }
   // Options come with their rule and default, as the optimizer reads them.
   const auto& list = doc.at("optimizers");
@@ -102,6 +102,29 @@ TEST(Cli, ListNamesEveryRegistryAndSpeaksJson) {
   }
 }
 
+TEST(Cli, ListTakesAKindAndShowsEveryComponentsOptions) {
+  const CommandResult compressors = RunLemmalab({"list", "compressors"});
+  ASSERT_EQ(compressors.exit_code, 0) << compressors.err;
+  EXPECT_THAT(compressors.out, HasSubstr("top-k"));
+  EXPECT_THAT(compressors.out, Not(HasSubstr("optimizers")));
+  // A compressor's, a schedule's, a problem's and an assertion's options, as their code reads
+  // them.
+  EXPECT_THAT(compressors.out, HasSubstr("      domain = "));
+  EXPECT_THAT(RunLemmalab({"list", "schedules"}).out, HasSubstr("      lr = "));
+  EXPECT_THAT(RunLemmalab({"list", "problems"}).out, HasSubstr("      dimension = "));
+  EXPECT_THAT(RunLemmalab({"list", "assertions"}).out, HasSubstr("      tolerance = "));
+  const CommandResult unknown = RunLemmalab({"list", "compresors"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("compressors"));  // the suggestion
+}
+
+TEST(Cli, VersionNamesTheCommitAndTheBuild) {
+  const CommandResult version = RunLemmalab({"--version"});
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_THAT(version.out, HasSubstr("lemmalab 0.1.0\ncommit "));
+  EXPECT_THAT(version.out, HasSubstr("\nbuild Release, GNU"));
+}
+
 TEST(Cli, RunPrintsTheTableAndStaysQuietOnStderrWhenNotATerminal) {
   Case c;
   const CommandResult r = c.Run();
@@ -110,7 +133,7 @@ TEST(Cli, RunPrintsTheTableAndStaysQuietOnStderrWhenNotATerminal) {
   EXPECT_THAT(r.out, HasSubstr("train loss"));
   EXPECT_THAT(r.out, HasSubstr("birder"));
   EXPECT_THAT(r.out, HasSubstr("ef-norm"));
-  for (const char* file : {"results.sqlite", "metrics.csv", "params.npy"}) {
+  for (const char* file : {"results.sqlite", "metrics.csv", "runs.csv", "params.npy"}) {
     EXPECT_TRUE(std::filesystem::exists(c.dir / "out" / file)) << file;
   }
 }
@@ -215,7 +238,7 @@ TEST(Cli, StopSignalsEndTheRunWithNoResults) {
     EXPECT_EQ(testing::WaitForExit(pid), exit_code) << name;
     EXPECT_THAT(testing::ReadFile(c.dir / "stderr"),
                 HasSubstr(fmt::format("interrupted ({}): no results written", name)));
-    EXPECT_TRUE(std::filesystem::is_empty(c.dir / "out")) << name;
+    EXPECT_FALSE(std::filesystem::exists(c.dir / "out")) << name;  // not even an empty folder
   }
 }
 

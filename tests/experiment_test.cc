@@ -377,7 +377,8 @@ TEST(Experiment, InterruptedRunLeavesEarlierResultsUntouchedAndNoPartialFiles) {
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     files.insert(entry.path().filename().string());
   }
-  EXPECT_EQ(files, (std::set<std::string>{"metrics.csv", "params.npy", "results.sqlite"}));
+  EXPECT_EQ(files,
+            (std::set<std::string>{"metrics.csv", "params.npy", "results.sqlite", "runs.csv"}));
   EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite.partial"));
   EXPECT_FALSE(std::filesystem::exists(dir / "metrics.csv.partial"));
   EXPECT_FALSE(std::filesystem::exists(dir / "params.npy.partial"));

@@ -51,10 +51,10 @@ sigma = 0.1
 }
 
 // Finding 1, first half: Birder with QSGD on the Fashion-MNIST MLP (784-32-10, 4 workers,
-// Dirichlet 0.3 shards) blows up (the minibatch loss grows by 10^4 and more) while its status
-// stays "completed"; ef-norm's batch-means interval once said "holds". Now every statistical
-// claim on it is inconclusive, naming the blow-up, and ef-norm also names that Lemma 1 is not
-// about QSGD.
+// Dirichlet 0.3 shards) blows up (the minibatch loss grows by 10^4 and more) while its numbers
+// stay finite; its status once said "completed" and ef-norm's batch-means interval "holds". Now
+// the runner stops it as diverged (BlowUpLimit, theory/evidence.h), every statistical claim on it
+// is inconclusive, naming the blow-up, and ef-norm also names that Lemma 1 is not about QSGD.
 TEST(VerdictFindings, BlownUpRunGivesNoStatisticalHolds) {
   testing::TempDir dir;
   const CheckReport report = Check(R"(seed = 1
@@ -92,15 +92,16 @@ expect = "inconclusive"
   EXPECT_EQ(report.mismatches(), 0) << FormatCheck(report);
   for (const char* assertion : {"ef-norm", "q-unbiased"}) {
     const CheckRow& row = RowOf(report, assertion, "birder");
-    EXPECT_THAT(row.status, HasSubstr("completed"));
+    EXPECT_THAT(row.status, HasSubstr("diverged at step 7: the minibatch loss"));
     EXPECT_TRUE(PremiseNamed(row.verdict, "the run completed without diverging").failed());
     EXPECT_THAT(row.verdict.premises[0].detail, HasSubstr("the run blew up"));
   }
   EXPECT_TRUE(PremiseNamed(RowOf(report, "ef-norm", "birder").verdict, "compressor.name").failed());
 }
 
-// Finding 1, second half: Birder with domain = "rescale" on the shipped quadratic diverges at
-// step 164; q-unbiased once held there. A diverged run is inconclusive, with its status.
+// Finding 1, second half: Birder with domain = "rescale" on the shipped quadratic diverges (its
+// loss passes 1000 (1 + |f(x_0)|) at step 13 and stops being finite at step 164); q-unbiased
+// once held there. A diverged run is inconclusive, with its status.
 TEST(VerdictFindings, DivergedRunIsInconclusive) {
   testing::TempDir dir;
   const CheckReport report = Check(R"(seed = 7
@@ -134,7 +135,7 @@ expect = "inconclusive"
                                    dir);
   EXPECT_EQ(report.mismatches(), 0) << FormatCheck(report);
   const CheckRow& row = RowOf(report, "q-unbiased", "birder");
-  EXPECT_THAT(row.status, HasSubstr("diverged at step 164"));
+  EXPECT_THAT(row.status, HasSubstr("diverged at step 13: the minibatch loss"));
   EXPECT_THAT(row.verdict.detail, HasSubstr("premise failed: the run completed without diverging"));
 }
 

@@ -4,6 +4,7 @@
 // whether the check just ran it or reads it back with `lemmalab check --from DIR`.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -37,6 +38,11 @@ struct Series {
   // The values, in order.
   std::vector<double> Values() const;
 };
+
+// A run whose loss grows past BlowUpLimit(f(x_0)) = 1000 (1 + |f(x_0)|) has blown up, whether or
+// not its numbers are still finite: the runner stops it as diverged (cli/experiment.cc), and the
+// RunCompleted premise reads it off the recorded series of older results.
+inline double BlowUpLimit(double initial_loss) { return 1e3 * (1 + std::abs(initial_loss)); }
 
 struct RunEvidence {
   std::string label;      // the [[optimizer]] label

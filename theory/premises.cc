@@ -23,7 +23,7 @@ Premise RunCompleted(const RunEvidence& run) {
   const Series* minibatch = run.Metric("minibatch_loss");
   if (start != nullptr && !start->empty() && minibatch != nullptr && !minibatch->empty()) {
     const double initial = start->points.front().value;
-    const double limit = 1e3 * (1 + std::abs(initial));
+    const double limit = BlowUpLimit(initial);
     for (const Series::Point& p : minibatch->points) {
       if (p.value > limit) {
         return Premise::Failed(

@@ -1,0 +1,19 @@
+// `lemmalab list [KIND] [--json]`: every registered component with its summary and the options
+// it reads (each with its type, rule and default, from the same getters that read a spec, so the
+// listing cannot drift from the code), and the schemes and network presets.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lemmalab {
+
+// The kinds `list` takes: optimizers, compressors, problems, data, schedules, probes,
+// assertions, schemes, networks.
+std::vector<std::string> ListKinds();
+
+// The listing of `kind` (every kind when empty), as text or JSON; UserError for an unknown kind.
+std::string ListRegistries(bool json, std::string_view kind = "");
+
+}  // namespace lemmalab

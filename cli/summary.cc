@@ -1,0 +1,565 @@
+#include "cli/summary.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#include "cli/results.h"
+#include "core/error.h"
+#include "theory/probe_series.h"
+#include "theory/rate_fit.h"
+
+extern char** environ;
+
+namespace lemmalab {
+namespace {
+
+using Cell = std::variant<std::monostate, std::int64_t, double, std::string>;
+
+std::string ShowCell(const Cell& cell) {
+  if (const auto* i = std::get_if<std::int64_t>(&cell)) return fmt::format("{}", *i);
+  if (const auto* d = std::get_if<double>(&cell)) return fmt::format("{}", *d);
+  if (const auto* s = std::get_if<std::string>(&cell)) return *s;
+  return "";
+}
+
+double Number(const Cell& cell) {
+  if (const auto* i = std::get_if<std::int64_t>(&cell)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&cell)) return *d;
+  return std::nan("");
+}
+
+struct Run {
+  std::map<std::string, Cell> columns;   // the runs table's row
+  std::map<std::string, double> probes;  // "<probe>/<series>" -> mean of its recorded values
+  std::string configuration;
+  std::int64_t order = 0;  // the point's index (sweeps), then the run id
+  bool completed() const {
+    const auto it = columns.find("status");
+    return it != columns.end() && ShowCell(it->second) == "completed";
+  }
+  double Get(const std::string& column) const {
+    const auto it = columns.find(column);
+    return it == columns.end() ? std::nan("") : Number(it->second);
+  }
+};
+
+using Database = std::unique_ptr<sqlite3, decltype(&sqlite3_close)>;
+
+// Reads every run of one results database, with its probe means and its sweep point's axes.
+std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_offset) {
+  sqlite3* raw = nullptr;
+  const int opened = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  Database db(raw, &sqlite3_close);
+  if (opened != SQLITE_OK) {
+    throw UserError(fmt::format("{}: cannot open: {}", file.string(), sqlite3_errmsg(raw)));
+  }
+  sqlite3_busy_timeout(raw, 10000);
+  const auto query = [&](const char* sql, auto&& row) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(raw, sql, -1, &s, nullptr) != SQLITE_OK) {
+      throw UserError(fmt::format("{}: not a lemmalab results database of this version ({})",
+                                  file.string(), sqlite3_errmsg(raw)));
+    }
+    while (sqlite3_step(s) == SQLITE_ROW) row(s);
+    sqlite3_finalize(s);
+  };
+  const auto cell = [](sqlite3_stmt* s, int c) -> Cell {
+    switch (sqlite3_column_type(s, c)) {
+      case SQLITE_INTEGER:
+        return sqlite3_column_int64(s, c);
+      case SQLITE_FLOAT:
+        return sqlite3_column_double(s, c);
+      case SQLITE_TEXT:
+        return std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, c)));
+      default:
+        return std::monostate{};
+    }
+  };
+  // A sweep point's name without its seed: the configuration the seeds replicate.
+  std::map<std::string, std::pair<std::int64_t, std::string>> points;
+  query("SELECT point, idx, axes FROM points", [&](sqlite3_stmt* s) {
+    const nlohmann::json axes = nlohmann::json::parse(ShowCell(cell(s, 2)), nullptr, false);
+    std::vector<std::string> parts;
+    if (axes.is_object()) {
+      for (const auto& [name, value] : axes.items()) {
+        if (name != "seed") {
+          parts.push_back(fmt::format("{}={}", name,
+                                      value.is_string() ? value.get<std::string>() : value.dump()));
+        }
+      }
+    }
+    points[ShowCell(cell(s, 0))] = {sqlite3_column_int64(s, 1),
+                                    fmt::format("{}", fmt::join(parts, " "))};
+  });
+  std::vector<Run> runs;
+  std::map<std::int64_t, std::size_t> by_id;
+  query("SELECT * FROM runs ORDER BY run_id", [&](sqlite3_stmt* s) {
+    Run run;
+    for (int c = 0; c < sqlite3_column_count(s); ++c)
+      run.columns[sqlite3_column_name(s, c)] = cell(s, c);
+    const auto id = std::get<std::int64_t>(run.columns["run_id"]);
+    run.order = order_offset + id;
+    if (const auto* point = std::get_if<std::string>(&run.columns["point"])) {
+      const auto it = points.find(*point);
+      if (it != points.end()) {
+        run.order = it->second.first * 1000000 + id;
+        run.configuration = it->second.second;
+      }
+    }
+    by_id[id] = runs.size();
+    runs.push_back(std::move(run));
+  });
+  std::map<std::pair<std::string, std::string>, bool> per_dimension;
+  query("SELECT run_id, probe, series, AVG(value) FROM probes GROUP BY run_id, probe, series",
+        [&](sqlite3_stmt* s) {
+          const auto it = by_id.find(sqlite3_column_int64(s, 0));
+          if (it == by_id.end()) return;
+          Run& run = runs[it->second];
+          const std::string probe = ShowCell(cell(s, 1)), series = ShowCell(cell(s, 2));
+          const SeriesInfo* info = FindProbeSeries(probe, series);
+          double value = sqlite3_column_double(s, 3);
+          std::string name = fmt::format("{}/{}", probe, series);
+          if (info != nullptr && info->per_dimension) {
+            value /= run.Get("dimension");
+            name += "/d";
+          }
+          run.probes[name] = value;
+        });
+  return runs;
+}
+
+// The databases under DIR: its own, or one per subfolder (a check's [check] sweep).
+std::vector<std::filesystem::path> FindDatabases(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir)) {
+    throw UserError(fmt::format("{}: no such results folder", dir.string()));
+  }
+  if (std::filesystem::is_regular_file(dir / ResultsWriter::kDatabase)) {
+    return {dir / ResultsWriter::kDatabase};
+  }
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_directory() &&
+        std::filesystem::is_regular_file(entry.path() / ResultsWriter::kDatabase)) {
+      found.push_back(entry.path() / ResultsWriter::kDatabase);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  if (found.empty()) {
+    throw UserError(fmt::format(
+        "{}: no results.sqlite there or in its subfolders (results are written when a run, a "
+        "check or a sweep point finishes)",
+        dir.string()));
+  }
+  return found;
+}
+
+struct Estimate {
+  double mean = std::nan("");
+  double ci95 = std::nan("");  // half-width; NaN with fewer than 2 values
+  std::size_t n = 0;
+};
+
+Estimate Estimate95(const std::vector<double>& values) {
+  Estimate e;
+  std::vector<double> finite;
+  for (const double v : values) {
+    if (std::isfinite(v)) finite.push_back(v);
+  }
+  e.n = finite.size();
+  if (finite.empty()) return e;
+  double sum = 0;
+  for (const double v : finite) sum += v;
+  e.mean = sum / static_cast<double>(e.n);
+  if (e.n < 2) return e;
+  double squares = 0;
+  for (const double v : finite) squares += (v - e.mean) * (v - e.mean);
+  const double sd = std::sqrt(squares / static_cast<double>(e.n - 1));
+  e.ci95 = StudentTQuantile(0.975, static_cast<double>(e.n - 1)) * sd /
+           std::sqrt(static_cast<double>(e.n));
+  return e;
+}
+
+std::string ShowEstimate(const Estimate& e) {
+  if (e.n == 0) return "-";
+  if (!std::isfinite(e.ci95)) return fmt::format("{:.4g}", e.mean);
+  return fmt::format("{:.4g} ± {:.2g}", e.mean, e.ci95);
+}
+
+struct Quantity {
+  std::string name;    // summary.csv's column stem
+  std::string header;  // the printed table's
+};
+
+struct Configuration {
+  std::string name;
+  std::vector<const Run*> runs;
+  std::map<std::string, Estimate> estimates;
+  int completed = 0;
+};
+
+// Columns a configuration is defined by: every hyperparameter but the seed.
+bool IsSettingColumn(const std::string& column) {
+  if (column == "seed") return false;
+  return std::find(std::begin(kRunColumns), std::end(kRunColumns), column) ==
+             std::end(kRunColumns) ||
+         column == "label";
+}
+
+std::string MarkdownTable(const std::vector<std::string>& header,
+                          const std::vector<std::vector<std::string>>& rows) {
+  std::string out = fmt::format(
+      "| {} |\n|{}\n", fmt::join(header, " | "),
+      fmt::format("{}", fmt::join(std::vector<std::string>(header.size(), "---|"), "")));
+  for (const auto& row : rows) out += fmt::format("| {} |\n", fmt::join(row, " | "));
+  return out;
+}
+
+std::string TextTable(const std::vector<std::string>& header,
+                      const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(header.size());
+  const auto length = [](const std::string& s) {  // UTF-8 code points ("±" is one column)
+    return static_cast<std::size_t>(
+        std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = length(header[c]);
+    for (const auto& row : rows) width[c] = std::max(width[c], length(row[c]));
+  }
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(width[c] - length(cells[c]), ' ');
+      s += c == 0 ? cells[c] + pad : pad + cells[c];
+      s += c + 1 < cells.size() ? "  " : "\n";
+    }
+    return s;
+  };
+  std::string out = line(header);
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+// A check folder's verdicts, aggregated over seeds where check judged each seed alone.
+std::string VerdictSummary(const std::filesystem::path& file, std::string& markdown) {
+  std::ifstream in(file);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("verdicts")) {
+    throw UserError(fmt::format("{}: not a lemmalab check.json", file.string()));
+  }
+  struct Tally {
+    std::map<std::string, int> kinds;
+    std::vector<double> measured;
+    std::set<double> bounds;
+    int n = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Tally> groups;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const nlohmann::json& row : doc["verdicts"]) {
+    // "birder (seed 2, n = 4)" -> "birder (n = 4)": the seeds of one configuration together.
+    std::string run = row.value("run", "");
+    if (const auto open = run.find(" (seed "); open != std::string::npos) {
+      const auto comma = run.find(", ", open);
+      run = comma == std::string::npos
+                ? run.substr(0, open)
+                : fmt::format("{} ({}", run.substr(0, open), run.substr(comma + 2));
+    }
+    const std::pair key{row.value("assertion", ""), run};
+    if (!groups.contains(key)) order.push_back(key);
+    Tally& t = groups[key];
+    ++t.n;
+    ++t.kinds[row.value("verdict", "")];
+    if (row["measured_value"].is_number() && row["bound_value"].is_number()) {
+      t.measured.push_back(row["measured_value"].get<double>());
+      t.bounds.insert(row["bound_value"].get<double>());
+    }
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& key : order) {
+    const Tally& t = groups.at(key);
+    std::vector<std::string> kinds;
+    for (const auto& [kind, count] : t.kinds)
+      kinds.push_back(fmt::format("{} in {} of {}", kind, count, t.n));
+    std::string combined = "-";
+    if (t.n > 1 && static_cast<int>(t.measured.size()) == t.n && t.bounds.size() == 1) {
+      combined = fmt::format("measured {} vs bound {:.4g}", ShowEstimate(Estimate95(t.measured)),
+                             *t.bounds.begin());
+    }
+    rows.push_back({key.first, key.second, fmt::format("{}", fmt::join(kinds, ", ")), combined});
+  }
+  const std::vector<std::string> header = {"assertion", "runs", "verdicts", "over seeds"};
+  markdown += "\n## Verdicts (check.json)\n\n" + MarkdownTable(header, rows);
+  return "\nverdicts (check.json)\n" + TextTable(header, rows);
+}
+
+std::string Python() {
+  // Debian's interpreter holds Debian's matplotlib and pandas; another python3 first on PATH
+  // may not.
+  return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+
+// Runs python -m lemmalab.plots; returns its exit status (127: no interpreter).
+int DrawPlots(const std::filesystem::path& dir, const std::filesystem::path& out,
+              std::string& output) {
+  const char* from_env = std::getenv("LEMMALAB_PYTHON_DIR");
+  const std::string module_dir = from_env != nullptr ? from_env : LEMMALAB_PYTHON_DIR;
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).starts_with("PYTHONPATH=")) continue;
+    env.emplace_back(*e);
+  }
+  env.push_back("PYTHONPATH=" + module_dir);
+  env.push_back("MPLBACKEND=Agg");
+  const std::string python = Python();
+  std::vector<std::string> args = {python, "-m", "lemmalab.plots", dir.string(), out.string()};
+  const auto pointers = [](std::vector<std::string>& strings) {
+    std::vector<char*> p;
+    for (std::string& s : strings) p.push_back(s.data());
+    p.push_back(nullptr);
+    return p;
+  };
+  std::vector<char*> argv = pointers(args), envp = pointers(env);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return 127;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  pid_t pid = 0;
+  const int spawned =
+      posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipe_fds[1]);
+  if (spawned != 0) {
+    close(pipe_fds[0]);
+    return 127;
+  }
+  char buffer[4096];
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) output.append(buffer, n);
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+}  // namespace
+
+ReportResult WriteReport(const ReportOptions& options) {
+  const std::filesystem::path& dir = options.dir;
+  std::vector<Run> runs;
+  std::int64_t offset = 0;
+  for (const std::filesystem::path& file : FindDatabases(dir)) {
+    for (Run& run : ReadRuns(file, offset)) runs.push_back(std::move(run));
+    offset += 1000000000;
+  }
+  if (runs.empty()) throw UserError(fmt::format("{}: the results hold no run", dir.string()));
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const Run& a, const Run& b) { return a.order < b.order; });
+
+  // The settings that vary between runs (the seed aside) name the configurations.
+  std::vector<std::string> varying;
+  std::set<std::string> labels;
+  for (const Run& run : runs) labels.insert(ShowCell(run.columns.at("label")));
+  for (const auto& [column, value] : runs.front().columns) {
+    if (!IsSettingColumn(column)) continue;
+    for (const Run& run : runs) {
+      const auto it = run.columns.find(column);
+      if (it == run.columns.end() || ShowCell(it->second) != ShowCell(value)) {
+        varying.push_back(column);
+        break;
+      }
+    }
+  }
+  std::map<std::string, Configuration> by_key;
+  std::vector<std::string> order;
+  for (Run& run : runs) {
+    std::string key;
+    for (const auto& [column, value] : run.columns) {
+      if (IsSettingColumn(column)) key += column + "=" + ShowCell(value) + ";";
+    }
+    const std::string label = ShowCell(run.columns.at("label"));
+    if (run.configuration.empty()) {
+      std::vector<std::string> parts;
+      if (labels.size() > 1) parts.push_back(label);
+      for (const std::string& column : varying) {
+        if (column == "label") continue;
+        const auto it = run.columns.find(column);
+        if (it != run.columns.end() && !std::holds_alternative<std::monostate>(it->second)) {
+          parts.push_back(fmt::format("{}={}", column, ShowCell(it->second)));
+        }
+      }
+      run.configuration = parts.empty() ? label : fmt::format("{}", fmt::join(parts, " "));
+    } else if (labels.size() > 1) {
+      run.configuration = label + " " + run.configuration;
+    }
+    auto [it, inserted] = by_key.try_emplace(key);
+    if (inserted) {
+      order.push_back(key);
+      it->second.name = run.configuration;
+    }
+    it->second.runs.push_back(&run);
+  }
+
+  // Quantities, each a number per run.
+  std::vector<Quantity> quantities = {{"final_loss", "final loss"}};
+  const auto any = [&](const std::string& column) {
+    return std::any_of(runs.begin(), runs.end(),
+                       [&](const Run& r) { return std::isfinite(r.Get(column)); });
+  };
+  for (const auto& [column, header] :
+       {std::pair{"final_accuracy", "accuracy"}, std::pair{"final_test_loss", "test loss"},
+        std::pair{"final_test_accuracy", "test acc."}}) {
+    if (any(column)) quantities.push_back({column, header});
+  }
+  quantities.push_back({"bits_per_param_step", "bits/param/step"});
+  quantities.push_back({"comm_seconds", "comm (projected)"});
+  std::set<std::string> probe_names;
+  for (const Run& run : runs) {
+    for (const auto& [name, value] : run.probes) probe_names.insert(name);
+  }
+  for (const std::string& name : probe_names) quantities.push_back({name, name});
+  const auto value_of = [](const Run& run, const std::string& quantity) {
+    if (quantity == "bits_per_param_step") {
+      return run.Get("bits_sent_per_worker") / (run.Get("dimension") * run.Get("steps_done"));
+    }
+    if (quantity == "comm_seconds") return run.Get("comm_seconds_per_step") * run.Get("steps_done");
+    if (const auto it = run.probes.find(quantity); it != run.probes.end()) return it->second;
+    return run.Get(quantity);
+  };
+
+  std::vector<std::string> header = {"configuration", "runs"};
+  for (const Quantity& q : quantities) header.push_back(q.header);
+  std::vector<std::vector<std::string>> rows;
+  std::string csv = "configuration,label";
+  for (const std::string& column : varying) {
+    if (column != "label") csv += fmt::format(",{}", CsvText(column));
+  }
+  csv += ",runs,completed";
+  for (const Quantity& q : quantities) {
+    csv += fmt::format(",{},{},{}", CsvText(q.name + "_mean"), CsvText(q.name + "_ci95"),
+                       CsvText(q.name + "_n"));
+  }
+  csv += "\n";
+  std::vector<std::string> notes;
+  for (const std::string& key : order) {
+    Configuration& c = by_key.at(key);
+    std::vector<const Run*> completed;
+    for (const Run* run : c.runs) {
+      if (run->completed()) {
+        completed.push_back(run);
+      } else {
+        notes.push_back(fmt::format("{} (seed {}): {}", c.name, ShowCell(run->columns.at("seed")),
+                                    ShowCell(run->columns.at("status"))));
+      }
+    }
+    c.completed = static_cast<int>(completed.size());
+    std::vector<std::string> row = {c.name, fmt::format("{}/{}", c.completed, c.runs.size())};
+    const Run& first = *c.runs.front();
+    csv += CsvText(c.name) + "," + CsvText(ShowCell(first.columns.at("label")));
+    for (const std::string& column : varying) {
+      if (column == "label") continue;
+      const auto it = first.columns.find(column);
+      const Cell value = it == first.columns.end() ? Cell{} : it->second;
+      const bool text = std::holds_alternative<std::string>(value);
+      csv += fmt::format(",{}", text ? CsvText(ShowCell(value)) : ShowCell(value));
+    }
+    csv += fmt::format(",{},{}", c.runs.size(), c.completed);
+    for (const Quantity& q : quantities) {
+      std::vector<double> values;
+      for (const Run* run : completed) values.push_back(value_of(*run, q.name));
+      const Estimate e = Estimate95(values);
+      c.estimates[q.name] = e;
+      row.push_back(ShowEstimate(e));
+      const auto number = [](double x) {
+        return std::isfinite(x) ? fmt::format("{}", x) : std::string();
+      };
+      csv += fmt::format(",{},{},{}", number(e.mean), number(e.ci95), e.n);
+    }
+    csv += "\n";
+    rows.push_back(std::move(row));
+  }
+
+  ReportResult result;
+  const auto write = [&](const std::string& name, const std::string& text) {
+    const std::filesystem::path path = dir / name, partial = dir / (name + ".partial");
+    {
+      std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+      out << text;
+      if (!out.flush()) throw UserError(fmt::format("{}: cannot write", partial.string()));
+    }
+    std::filesystem::rename(partial, path);
+    result.written.push_back(path.string());
+  };
+
+  std::size_t seeds = 0;
+  for (const auto& [key, c] : by_key) seeds = std::max(seeds, c.runs.size());
+  std::string intro = fmt::format(
+      "{} runs in {} configurations (up to {} seeds each); mean ± 95% confidence interval "
+      "(Student's t) over the runs that completed\n\n",
+      runs.size(), order.size(), seeds);
+  result.text = intro + TextTable(header, rows);
+  std::string markdown =
+      fmt::format("# Report: {}\n\n{}", dir.string(), intro) + MarkdownTable(header, rows);
+  if (!notes.empty()) {
+    result.text += "\nnot completed:\n";
+    markdown += "\nNot completed:\n\n";
+    for (const std::string& note : notes) {
+      result.text += "  " + note + "\n";
+      markdown += "- " + note + "\n";
+    }
+  }
+  if (std::filesystem::is_regular_file(dir / "check.json")) {
+    result.text += VerdictSummary(dir / "check.json", markdown);
+  }
+  write("summary.csv", csv);
+
+  if (options.plots) {
+    std::string output;
+    const std::filesystem::path plots = dir / "plots";
+    const int status = DrawPlots(dir, plots, output);
+    if (status == 0) {
+      std::vector<std::string> pngs;
+      std::istringstream lines(output);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.ends_with(".png")) pngs.push_back(line);
+      }
+      markdown += "\n## Plots\n\n";
+      for (const std::string& png : pngs) {
+        const std::string relative = std::filesystem::relative(png, dir).string();
+        markdown += fmt::format("![{}]({})\n", relative, relative);
+        result.written.push_back(png);
+      }
+      result.text += fmt::format("\nplots: {} PNGs in {}/\n", pngs.size(), plots.string());
+    } else {
+      const std::string why =
+          status == 127 ? fmt::format("{} was not found", Python())
+          : status == 3 ? std::string("matplotlib is missing")
+                        : fmt::format("the plotting module failed (exit {}): {}", status, output);
+      const std::string advice = fmt::format(
+          "no plots: {}; install Debian's python3-matplotlib and python3-pandas "
+          "(scripts/install-deps does), then run lemmalab report {} again",
+          why, dir.string());
+      result.text += "\n" + advice + "\n";
+      markdown += "\n" + advice + "\n";
+    }
+  }
+  write("report.md", markdown);
+  return result;
+}
+
+}  // namespace lemmalab

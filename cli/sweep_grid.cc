@@ -1,0 +1,370 @@
+#include "cli/sweep_grid.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace lemmalab {
+namespace {
+
+constexpr std::string_view kZip = "zip", kExclude = "exclude", kSeed = "seed";
+
+std::vector<std::string> SplitPath(std::string_view path) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t dot; (dot = path.find('.', start)) != std::string_view::npos; start = dot + 1) {
+    parts.emplace_back(path.substr(start, dot - start));
+  }
+  parts.emplace_back(path.substr(start));
+  return parts;
+}
+
+// The leaves of a table written with dotted keys (`optimizer.beta = ...` is a table `optimizer`
+// holding `beta`), as (path, value, the table holding it, its key there).
+struct Leaf {
+  std::string path;
+  const OptionValue* value;
+  const OptionTable* table;
+  std::string key;
+};
+
+void Flatten(const OptionTable& table, const std::string& prefix, std::vector<Leaf>& out) {
+  for (const auto& [key, value] : table.entries()) {
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (const auto* child = std::get_if<OptionValue::Table>(&value.data)) {
+      Flatten(**child, path, out);
+    } else {
+      out.push_back({path, &value, &table, key});
+    }
+  }
+}
+
+// A zip entry: a list of axis paths (or a list of such lists).
+std::vector<std::vector<std::string>> ReadZip(OptionTable& sweep) {
+  std::vector<std::vector<std::string>> groups;
+  const OptionValue& zip = sweep.entries().find(kZip)->second;
+  const auto* items = std::get_if<OptionValue::Array>(&zip.data);
+  const auto paths = [&](const OptionValue::Array& list) {
+    std::vector<std::string> group;
+    for (const OptionValue& item : list) {
+      const auto* path = std::get_if<std::string>(&item.data);
+      if (path == nullptr) {
+        sweep.Fail(kZip, fmt::format("zip groups list axis paths as strings (zip = "
+                                     "[[\"optimizer.beta\", \"schedule.lr\"]]), got {} {}",
+                                     item.TypeName(), item.Show()));
+      }
+      group.push_back(*path);
+    }
+    return group;
+  };
+  if (items == nullptr || items->empty()) {
+    sweep.Fail(kZip,
+               "zip must be a list of groups of axis paths, e.g. zip = [[\"optimizer.beta\", "
+               "\"schedule.lr\"]]");
+  }
+  if (std::holds_alternative<std::string>(items->front().data)) return {paths(*items)};
+  for (const OptionValue& item : *items) {
+    const auto* group = std::get_if<OptionValue::Array>(&item.data);
+    if (group == nullptr) {
+      sweep.Fail(kZip, fmt::format("each zip group is a list of axis paths, got {} {}",
+                                   item.TypeName(), item.Show()));
+    }
+    groups.push_back(paths(*group));
+  }
+  return groups;
+}
+
+std::vector<const OptionTable*> ReadExclusions(OptionTable& sweep) {
+  const OptionValue& value = sweep.entries().find(kExclude)->second;
+  if (const auto* table = std::get_if<OptionValue::Table>(&value.data)) return {table->get()};
+  std::vector<const OptionTable*> out;
+  if (const auto* items = std::get_if<OptionValue::Array>(&value.data)) {
+    for (const OptionValue& item : *items) {
+      const auto* table = std::get_if<OptionValue::Table>(&item.data);
+      if (table == nullptr) {
+        sweep.Fail(kExclude, fmt::format("exclude lists tables of axis values (exclude = "
+                                         "[{{ optimizer.beta = 0.99, seed = 1 }}]), got {} {}",
+                                         item.TypeName(), item.Show()));
+      }
+      out.push_back(table->get());
+    }
+    return out;
+  }
+  sweep.Fail(kExclude,
+             "exclude must be a list of tables of axis values, e.g. exclude = "
+             "[{ optimizer.beta = 0.99, seed = 1 }]");
+}
+
+// Axis display names: the last path part, or the whole path where two axes share it.
+void NameAxes(std::vector<SweepAxis>& axes) {
+  std::map<std::string, int> count;
+  for (SweepAxis& axis : axes) ++count[SplitPath(axis.path).back()];
+  for (SweepAxis& axis : axes) {
+    const std::string last = SplitPath(axis.path).back();
+    axis.name = count[last] == 1 ? last : axis.path;
+  }
+}
+
+}  // namespace
+
+std::string ShowValue(const OptionValue& value) {
+  if (const auto* s = std::get_if<std::string>(&value.data)) return *s;
+  if (const auto* array = std::get_if<OptionValue::Array>(&value.data)) {
+    std::vector<std::string> items;
+    for (const OptionValue& item : *array) items.push_back(ShowValue(item));
+    return fmt::format("[{}]", fmt::join(items, ","));
+  }
+  if (const auto* table = std::get_if<OptionValue::Table>(&value.data)) {
+    // A component by its name, then its other options: top-k(fraction=0.1).
+    std::string name;
+    std::vector<std::string> options;
+    for (const auto& [key, item] : (*table)->entries()) {
+      if (key == "name") {
+        name = ShowValue(item);
+      } else {
+        options.push_back(fmt::format("{}={}", key, ShowValue(item)));
+      }
+    }
+    if (options.empty()) return name.empty() ? "{}" : name;
+    return fmt::format("{}({})", name, fmt::join(options, ","));
+  }
+  return value.Show();
+}
+
+SweepGrid ExpandSweep(OptionTable& sweep) {
+  std::vector<Leaf> leaves;
+  Flatten(sweep, "", leaves);
+  SweepGrid grid;
+  for (const Leaf& leaf : leaves) {
+    if (leaf.path == kZip || leaf.path == kExclude) continue;
+    const auto* values = std::get_if<OptionValue::Array>(&leaf.value->data);
+    if (values == nullptr) {
+      leaf.table->Fail(leaf.key, fmt::format("the sweep axis {} must be a list of values "
+                                             "({} = [{}, ...]), got {} {}",
+                                             leaf.path, leaf.path, leaf.value->Show(),
+                                             leaf.value->TypeName(), leaf.value->Show()));
+    }
+    if (values->empty()) leaf.table->Fail(leaf.key, fmt::format("the axis {} is empty", leaf.path));
+    std::set<std::string> seen;
+    for (const OptionValue& v : *values) {
+      if (!seen.insert(ShowValue(v)).second) {
+        leaf.table->Fail(leaf.key,
+                         fmt::format("the axis {} lists {} twice", leaf.path, ShowValue(v)));
+      }
+    }
+    grid.axes.push_back({leaf.path, "", *values});
+  }
+  if (grid.axes.empty()) {
+    throw UserError(
+        fmt::format("{}: [sweep] has no axis: give an option path and its values, "
+                    "e.g. optimizer.beta = [0.9, 0.99]",
+                    sweep.where()));
+  }
+  // Alphabetical (the table's order) with the replicate axis innermost.
+  std::stable_partition(grid.axes.begin(), grid.axes.end(),
+                        [](const SweepAxis& a) { return a.path != kSeed; });
+  NameAxes(grid.axes);
+
+  const auto axis_index = [&](const std::string& path, std::string_view key) {
+    for (std::size_t a = 0; a < grid.axes.size(); ++a) {
+      if (grid.axes[a].path == path) return a;
+    }
+    std::vector<std::string> paths;
+    for (const SweepAxis& axis : grid.axes) paths.push_back(axis.path);
+    sweep.Fail(key,
+               fmt::format("{} is not an axis of this sweep (axes: {})", path, JoinNames(paths)));
+  };
+
+  // Units of the product: each zip group, and every axis in no group.
+  std::vector<std::vector<std::size_t>> units;
+  std::vector<bool> zipped(grid.axes.size(), false);
+  if (sweep.entries().contains(kZip)) {
+    for (const std::vector<std::string>& group : ReadZip(sweep)) {
+      std::vector<std::size_t> unit;
+      for (const std::string& path : group) {
+        const std::size_t a = axis_index(path, kZip);
+        if (zipped[a]) sweep.Fail(kZip, fmt::format("{} is in two zip groups", path));
+        zipped[a] = true;
+        if (grid.axes[a].values.size() !=
+            grid.axes[unit.empty() ? a : unit.front()].values.size()) {
+          sweep.Fail(
+              kZip, fmt::format("zipped axes advance together and need equally many "
+                                "values: {} has {}, {} has {}",
+                                grid.axes[unit.front()].path, grid.axes[unit.front()].values.size(),
+                                path, grid.axes[a].values.size()));
+        }
+        unit.push_back(a);
+      }
+      if (unit.size() < 2) sweep.Fail(kZip, "a zip group needs at least two axes");
+      units.push_back(std::move(unit));
+    }
+  }
+  for (std::size_t a = 0; a < grid.axes.size(); ++a) {
+    if (!zipped[a]) units.push_back({a});
+  }
+  std::sort(units.begin(), units.end(),
+            [](const auto& x, const auto& y) { return x.front() < y.front(); });
+
+  // Exclusions: each a set of (axis, value) that must all match.
+  struct Exclusion {
+    std::vector<std::pair<std::size_t, std::string>> match;
+    int hits = 0;
+  };
+  std::vector<Exclusion> exclusions;
+  if (sweep.entries().contains(kExclude)) {
+    for (const OptionTable* table : ReadExclusions(sweep)) {
+      std::vector<Leaf> entries;
+      Flatten(*table, "", entries);
+      Exclusion exclusion;
+      for (const Leaf& entry : entries) {
+        const std::size_t a = axis_index(entry.path, kExclude);
+        const std::string shown = ShowValue(*entry.value);
+        const auto& values = grid.axes[a].values;
+        if (std::none_of(values.begin(), values.end(),
+                         [&](const OptionValue& v) { return ShowValue(v) == shown; })) {
+          std::vector<std::string> listed;
+          for (const OptionValue& v : values) listed.push_back(ShowValue(v));
+          sweep.Fail(kExclude, fmt::format("exclude: {} = {} is not among the axis's values ({})",
+                                           entry.path, shown, fmt::join(listed, ", ")));
+        }
+        exclusion.match.emplace_back(a, shown);
+      }
+      if (exclusion.match.empty()) sweep.Fail(kExclude, "an exclude table is empty");
+      exclusions.push_back(std::move(exclusion));
+    }
+  }
+
+  // The product, the last unit varying fastest.
+  std::vector<std::size_t> position(units.size(), 0);
+  for (int index = 1;; ++index) {
+    SweepPoint point;
+    point.index = index;
+    point.values.resize(grid.axes.size());
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      for (const std::size_t a : units[u]) point.values[a] = &grid.axes[a].values[position[u]];
+    }
+    bool excluded = false;
+    for (Exclusion& exclusion : exclusions) {
+      const bool all = std::all_of(exclusion.match.begin(), exclusion.match.end(), [&](auto& m) {
+        return ShowValue(*point.values[m.first]) == m.second;
+      });
+      if (all) {
+        ++exclusion.hits;
+        excluded = true;
+      }
+    }
+    grid.expanded = index;
+    if (!excluded) {
+      std::vector<std::string> parts;
+      for (std::size_t a = 0; a < grid.axes.size(); ++a) {
+        parts.push_back(fmt::format("{}={}", grid.axes[a].name, ShowValue(*point.values[a])));
+      }
+      point.label = fmt::format("{}", fmt::join(parts, " "));
+      grid.points.push_back(std::move(point));
+    }
+    // Advance the last unit; a unit that wraps carries into the one before it.
+    std::size_t u = units.size();
+    while (u > 0 && ++position[u - 1] == grid.axes[units[u - 1].front()].values.size()) {
+      position[--u] = 0;
+    }
+    if (u == 0) break;
+  }
+  for (std::size_t k = 0; k < exclusions.size(); ++k) {
+    if (exclusions[k].hits == 0) {
+      sweep.Fail(kExclude, fmt::format("exclude table #{} matches no point of the sweep", k + 1));
+    }
+  }
+  if (grid.points.empty()) sweep.Fail(kExclude, "the exclusions leave no point to run");
+  return grid;
+}
+
+namespace {
+
+// Sets `value` at `parts` below `table`, making tables on the way; a component given by name
+// becomes a table with that name.
+void SetAt(OptionTable& table, std::span<const std::string> parts, const OptionValue& value,
+           const std::string& path) {
+  if (parts.size() == 1) {
+    table.Set(parts.front(), value.Clone());
+    return;
+  }
+  const std::string& key = parts.front();
+  std::shared_ptr<OptionTable> child;
+  const auto it = table.entries().find(key);
+  if (it == table.entries().end()) {
+    child = std::make_shared<OptionTable>(table.context(), value.where);
+  } else if (const auto* t = std::get_if<OptionValue::Table>(&it->second.data)) {
+    child = *t;
+  } else if (std::holds_alternative<std::string>(it->second.data)) {
+    child = std::make_shared<OptionTable>(table.context(), it->second.where);
+    child->Set("name", it->second);
+  } else {
+    throw UserError(fmt::format("{}: [sweep] axis {}: {} is {} {} in {}, not a table", value.where,
+                                path, key, it->second.TypeName(), it->second.Show(),
+                                table.context()));
+  }
+  table.Set(key, {child, it == table.entries().end() ? value.where : it->second.where});
+  SetAt(*child, parts.subspan(1), value, path);
+}
+
+}  // namespace
+
+std::shared_ptr<OptionTable> ApplyPoint(const OptionTable& root, const SweepGrid& grid,
+                                        const SweepPoint& point) {
+  std::shared_ptr<OptionTable> out = root.Clone();
+  out->Erase("sweep");
+  for (std::size_t a = 0; a < grid.axes.size(); ++a) {
+    const OptionValue& value = *point.values[a];
+    const std::vector<std::string> parts = SplitPath(grid.axes[a].path);
+    if (parts.front() != "optimizer" || parts.size() == 1) {
+      SetAt(*out, parts, value, grid.axes[a].path);
+      continue;
+    }
+    // optimizer.<option> on every [[optimizer]], optimizer.<label>.<option> on one.
+    std::vector<std::shared_ptr<OptionTable>> optimizers;
+    if (const auto it = out->entries().find("optimizer"); it != out->entries().end()) {
+      if (const auto* t = std::get_if<OptionValue::Table>(&it->second.data)) {
+        optimizers.push_back(*t);
+      } else if (const auto* items = std::get_if<OptionValue::Array>(&it->second.data)) {
+        for (const OptionValue& item : *items) {
+          if (const auto* t = std::get_if<OptionValue::Table>(&item.data)) optimizers.push_back(*t);
+        }
+      }
+    }
+    const auto label_of = [](const OptionTable& o) {
+      for (const char* key : {"label", "name"}) {
+        const auto it = o.entries().find(key);
+        if (it != o.entries().end()) {
+          if (const auto* s = std::get_if<std::string>(&it->second.data)) return *s;
+        }
+      }
+      return std::string();
+    };
+    std::vector<std::shared_ptr<OptionTable>> targets;
+    if (parts.size() > 2) {
+      for (const auto& o : optimizers) {
+        if (label_of(*o) == parts[1]) targets.push_back(o);
+      }
+    }
+    std::span<const std::string> rest(parts.begin() + 1, parts.end());
+    if (!targets.empty()) {
+      rest = rest.subspan(1);
+    } else {
+      targets = optimizers;
+    }
+    if (targets.empty()) {
+      throw UserError(fmt::format("{}: [sweep] axis {}: the spec has no [[optimizer]] table",
+                                  value.where, grid.axes[a].path));
+    }
+    for (const auto& o : targets) SetAt(*o, rest, value, grid.axes[a].path);
+  }
+  return out;
+}
+
+}  // namespace lemmalab

@@ -1,0 +1,17 @@
+// What built this lemmalab: its version, the source commit and the compiler and flags. Every
+// result records it (cli/results.h), so a number can be traced to the code that produced it.
+#pragma once
+
+#include <string>
+
+namespace lemmalab {
+
+struct BuildInfo {
+  std::string version;  // "0.1.0"
+  std::string commit;   // git describe of the source tree at build time ("…-dirty": uncommitted)
+  std::string build;    // "Release, GNU 12.2.0, -O3 -DNDEBUG ..., MPI"
+};
+
+const BuildInfo& Build();
+
+}  // namespace lemmalab
