@@ -120,9 +120,9 @@ int RunCommand(const RunSpec& spec, std::string out_dir, int threads, Transport*
 }
 
 // `lemmalab check`: judges the spec's claims; exit 1 when a verdict is not the expected one.
-int CheckCommand(const std::string& spec_path, std::string out_dir, const std::string& from,
-                 int threads) {
-  const RunSpec spec = LoadSpec(spec_path);
+int CheckCommand(const std::string& spec_path, const std::vector<std::string>& settings,
+                 std::string out_dir, const std::string& from, int threads) {
+  const RunSpec spec = LoadSpec(spec_path, settings);
   RequireNoSweep(spec, "check");
   CheckOptions options;
   options.from = !from.empty();
@@ -139,12 +139,14 @@ int CheckCommand(const std::string& spec_path, std::string out_dir, const std::s
 }
 
 // `lemmalab sweep`: the points of a [sweep] grid into one database; resumable.
-int SweepCommand(const std::string& spec_path, std::string out_dir, int jobs) {
+int SweepCommand(const std::string& spec_path, const std::vector<std::string>& settings,
+                 std::string out_dir, int jobs) {
   if (out_dir.empty())
     out_dir = (std::filesystem::path("results") / std::filesystem::path(spec_path).stem()).string();
   SweepOptions options;
   options.out_dir = out_dir;
   options.jobs = jobs;
+  options.settings = settings;
   options.stop = &g_interrupted;
   const StopSignals stop_signals;
   try {
@@ -165,12 +167,12 @@ int SweepCommand(const std::string& spec_path, std::string out_dir, int jobs) {
 // size) are printed once, by rank 0, and every rank exits with 2. An error in the run itself may
 // be one rank's alone, so that rank prints it and aborts the job, which ends every rank instead
 // of leaving them waiting in a collective.
-int RunUnderMpi(const MpiSession& session, const std::string& spec_path, const std::string& out_dir,
-                int threads) {
+int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
+                const std::vector<std::string>& settings, const std::string& out_dir, int threads) {
   std::optional<MpiTransport> transport;
   RunSpec spec;
   try {
-    spec = LoadSpec(spec_path);
+    spec = LoadSpec(spec_path, settings);
     if (spec.workers != session.size()) {
       throw UserError(fmt::format(
           "{}: the spec has workers = {} but mpirun started {} processes (one worker per "
@@ -220,10 +222,17 @@ int Main(int argc, char** argv) {
   list->add_flag("--json", json, "Print as JSON");
 
   std::string spec_path, out_dir;
+  std::vector<std::string> settings;
   int threads = 0;
+  const auto add_settings = [&](CLI::App* command) {
+    command->add_option("--set", settings,
+                        "PATH=VALUE: set an option of the spec, as a [sweep] axis names it "
+                        "(steps=10, optimizer.beta=0.9, optimizer.compressor=sign); repeatable");
+  };
   CLI::App* run = app.add_subcommand("run", "Run the experiment a spec describes");
   run->add_option("SPEC", spec_path, "Run spec (TOML)")->required();
   run->add_option("--out", out_dir, "Results folder (default: results/<spec name>)");
+  add_settings(run);
   run->add_option("--threads", threads,
                   "Threads for the workers (default: chosen; results do not depend on it)")
       ->check(CLI::Range(1, 1024));
@@ -242,6 +251,7 @@ int Main(int argc, char** argv) {
       ->excludes(check_out_option);
   check->add_option("--threads", check_threads, "Threads for the workers (default: chosen)")
       ->check(CLI::Range(1, 1024));
+  add_settings(check);
 
   std::string sweep_spec, sweep_out;
   int jobs = 0;
@@ -253,6 +263,7 @@ int Main(int argc, char** argv) {
   sweep->add_option("--out", sweep_out, "Results folder (default: results/<spec name>)");
   sweep->add_option("--jobs", jobs, "Points run at a time (default: one per core)")
       ->check(CLI::Range(1, 1024));
+  add_settings(sweep);
 
   std::string report_dir;
   bool no_plots = false;
@@ -321,7 +332,7 @@ int Main(int argc, char** argv) {
         return kExitUserError;
       }
 #endif
-      return CheckCommand(check_spec, check_out, check_from, check_threads);
+      return CheckCommand(check_spec, settings, check_out, check_from, check_threads);
     }
     if (sweep->parsed()) {
 #ifdef LEMMALAB_HAVE_MPI
@@ -334,12 +345,12 @@ int Main(int argc, char** argv) {
         return kExitUserError;
       }
 #endif
-      return SweepCommand(sweep_spec, sweep_out, jobs);
+      return SweepCommand(sweep_spec, settings, sweep_out, jobs);
     }
 #ifdef LEMMALAB_HAVE_MPI
-    if (mpi) return RunUnderMpi(*mpi, spec_path, out_dir, threads);
+    if (mpi) return RunUnderMpi(*mpi, spec_path, settings, out_dir, threads);
 #endif
-    return RunCommand(LoadSpec(spec_path), out_dir, threads, nullptr);
+    return RunCommand(LoadSpec(spec_path, settings), out_dir, threads, nullptr);
   } catch (const UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitUserError;

@@ -7,7 +7,7 @@
 namespace lemmalab {
 
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitCheckFailed = 1;  // lemmalab check: a verdict is not the expected one
+inline constexpr int kExitCheckFailed = 1;    // lemmalab check: a verdict is not the expected one
 inline constexpr int kExitUserError = 2;      // bad spec, option, data file or command line
 inline constexpr int kExitInternalError = 3;  // a bug in lemmalab
 // Stopped by SIGINT, SIGTERM or SIGHUP: 128 + the signal number (130, 143, 129).

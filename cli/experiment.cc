@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "cli/progress.h"
+#include "cli/sweep_grid.h"
 #include "comm/cluster.h"
 #include "comm/network.h"
 #include "core/build_info.h"
@@ -255,14 +256,15 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
 
 // The run's setting as hyperparameters: the spec's top-level values and what its problem, data,
 // communication and network tables resolved to (read once their components were built).
-Hyperparameters SettingOf(const RunSpec& spec, const OptionTable& network) {
+Hyperparameters SettingOf(const RunSpec& spec, const Hyperparameters& data,
+                          const OptionTable& network) {
   Hyperparameters setting;
   setting.Set("seed", static_cast<std::int64_t>(spec.seed));
   setting.Set("workers", std::int64_t{spec.workers});
   setting.Set("steps", spec.steps);
   setting.Set("precision", std::string(PrecisionName(spec.precision)));
   setting.Merge("problem", spec.problem->Resolved());
-  if (spec.data) setting.Merge("data", spec.data->Resolved());
+  if (spec.data) setting.Merge("data", data);
   setting.Set("communication.scheme", std::string(SchemeName(spec.comm.scheme)));
   setting.Set("communication.nodes", std::int64_t{spec.comm.topology.nodes});
   setting.Set("communication.workers_per_node", std::int64_t{spec.comm.topology.workers_per_node});
@@ -275,10 +277,18 @@ template <typename T>
 ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
                           bool validate_only) {
   // Build and validate everything before the first step.
-  std::optional<Dataset> data;
-  if (spec.data) data = LoadData(*spec.data, {spec.seed, spec.path.parent_path()});
+  DataCache::Entry data;
+  if (spec.data) {
+    const DataContext context{spec.seed, spec.path.parent_path()};
+    if (options.data_cache != nullptr) {
+      data = options.data_cache->Get(*spec.data, context);
+    } else {
+      data.data = std::make_shared<const Dataset>(LoadData(*spec.data, context));
+      data.resolved = spec.data->Resolved();
+    }
+  }
   const std::unique_ptr<Problem<T>> problem =
-      MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data ? &*data : nullptr});
+      MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
   problem->set_threads(options.threads);
   std::vector<Constant> constants = problem->Constants();
   if (spec.reference && !validate_only) {
@@ -286,7 +296,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
       constants = ReferenceConstants(*problem, spec.seed, spec.reference_iterations);
     } else {
       const std::unique_ptr<Problem<double>> exact =
-          MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data ? &*data : nullptr});
+          MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
       constants = ReferenceConstants(*exact, spec.seed, spec.reference_iterations);
     }
   }
@@ -306,7 +316,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
   if (spec.network) spec.network->RejectUnknownKeys();
   if (options.transport != nullptr) RequireNoProbes(spec);
 
-  const Hyperparameters setting = SettingOf(spec, network_options);
+  const Hyperparameters setting = SettingOf(spec, data.resolved, network_options);
   std::vector<PreparedRun<T>> runs;
   std::vector<bool> probe_applied(spec.probes.size(), false);
   for (const OptimizerSpec& o : spec.optimizers) {
@@ -332,8 +342,13 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
     for (const std::string& name : spec.check_probes) attach(name);
     runs.push_back(std::move(run));
   }
+  std::vector<std::string> unused_probes;
   for (std::size_t k = 0; k < spec.probes.size(); ++k) {
     if (probe_applied[k]) continue;
+    if (options.probes_may_not_apply) {
+      unused_probes.push_back(spec.probes[k]);
+      continue;
+    }
     std::vector<std::string> labels;
     for (const OptimizerSpec& o : spec.optimizers) labels.push_back(o.label);
     throw UserError(
@@ -345,6 +360,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
 
   if (validate_only) {
     ExperimentReport report;
+    report.unused_probes = std::move(unused_probes);
     for (PreparedRun<T>& run : runs) {
       RunReport& r = report.runs.emplace_back();
       r.record.label = run.spec->label;
@@ -409,9 +425,27 @@ ExperimentReport RunExperiment(const RunSpec& spec, const ExperimentOptions& opt
                            [&]<typename T>() { return RunTyped<T>(spec, options, false); });
 }
 
-ExperimentReport ValidateExperiment(const RunSpec& spec) {
+ExperimentReport ValidateExperiment(const RunSpec& spec, DataCache* data_cache,
+                                    bool probes_may_not_apply) {
+  ExperimentOptions options;
+  options.data_cache = data_cache;
+  options.probes_may_not_apply = probes_may_not_apply;
   return DispatchPrecision(spec.precision,
-                           [&]<typename T>() { return RunTyped<T>(spec, {}, true); });
+                           [&]<typename T>() { return RunTyped<T>(spec, options, true); });
+}
+
+DataCache::Entry DataCache::Get(OptionTable& table, const DataContext& context) {
+  std::string key = fmt::format("{}|{}", ShowValue({table.Clone(), ""}), context.base_dir.string());
+  if (const auto it = table.entries().find("source"); it != table.entries().end()) {
+    const auto* name = std::get_if<std::string>(&it->second.data);
+    const DataSourceInfo* source = name == nullptr ? nullptr : DataSources().Find(*name);
+    if (source != nullptr && source->uses_seed) key += fmt::format("|seed {}", context.seed);
+  }
+  const std::lock_guard guard(mutex_);
+  if (const auto it = entries_.find(key); it != entries_.end()) return it->second;
+  Entry entry{std::make_shared<const Dataset>(LoadData(table, context)), table.Resolved()};
+  entries_.emplace(key, entry);
+  return entry;
 }
 
 }  // namespace lemmalab

@@ -22,14 +22,34 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cli/results.h"
 #include "cli/spec.h"
 #include "comm/transport.h"
+#include "problems/dataset.h"
 
 namespace lemmalab {
+
+// Datasets shared by the experiments of one process (a sweep's points): loaded once per distinct
+// [data] table, and per seed for sources whose data depend on it (DataSourceInfo::uses_seed).
+// Thread-safe.
+class DataCache {
+ public:
+  struct Entry {
+    std::shared_ptr<const Dataset> data;
+    Hyperparameters resolved;  // the [data] table as it resolved when the data were loaded
+  };
+  Entry Get(OptionTable& table, const DataContext& context);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, Entry> entries_;
+};
 
 struct ExperimentOptions {
   std::filesystem::path out_dir;
@@ -40,6 +60,12 @@ struct ExperimentOptions {
   // The transport the workers run over; null: all of them in this process. With one that does
   // not report (an MPI rank other than 0) nothing is written and no progress is shown.
   Transport* transport = nullptr;
+  // A listed probe that applies to none of the optimizers is an error (a typo'd intent), except
+  // in a sweep's point, where another point's optimizer may be the one it measures: the runs
+  // then record nothing for it.
+  bool probes_may_not_apply = false;
+  // Where to find data already loaded; null: load the spec's data.
+  DataCache* data_cache = nullptr;
   // results.sqlite alone, without metrics.csv and params.npy (a sweep's run).
   bool database_only = false;
   // Called after every step of every run with the step and its minibatch loss (a sweep's
@@ -65,6 +91,7 @@ struct ExperimentReport {
   Precision precision = Precision::kFp32;
   std::string communication;  // scheme, topology, backend and network model, in words
   std::vector<RunReport> runs;
+  std::vector<std::string> unused_probes;  // listed, applying to no run (probes_may_not_apply)
 };
 
 class Interrupted : public std::runtime_error {
@@ -77,7 +104,8 @@ ExperimentReport RunExperiment(const RunSpec& spec, const ExperimentOptions& opt
 // Builds everything RunExperiment would (data, problem, optimizers, probes), so that every option
 // is checked, and runs nothing: the report's runs carry only their label, optimizer and resolved
 // hyperparameters. UserError as RunExperiment's.
-ExperimentReport ValidateExperiment(const RunSpec& spec);
+ExperimentReport ValidateExperiment(const RunSpec& spec, DataCache* data_cache = nullptr,
+                                    bool probes_may_not_apply = false);
 
 // Refuses a spec with probes (UserError): under MPI a rank holds only its own worker's state.
 void RequireNoProbes(const RunSpec& spec);

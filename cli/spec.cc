@@ -47,6 +47,14 @@ OptionValue Convert(const toml::node& node, const std::string& file, const std::
   throw UserError(fmt::format("{}: {}: dates and times are not supported here", where, context));
 }
 
+// Locates a value (and everything inside it) at `where`: a --set value's messages name the flag.
+void SetWhere(OptionValue& value, const std::string& where) {
+  value.where = where;
+  if (auto* items = std::get_if<OptionValue::Array>(&value.data)) {
+    for (OptionValue& item : *items) SetWhere(item, where);
+  }
+}
+
 bool IsValidLabel(const std::string& label) {
   if (label.empty() || !std::isalnum(static_cast<unsigned char>(label[0]))) return false;
   for (const char c : label) {
@@ -191,6 +199,140 @@ std::string ReadSpecText(const std::filesystem::path& path) {
   return text.str();
 }
 
-RunSpec LoadSpec(const std::filesystem::path& path) { return ParseSpec(ReadSpecText(path), path); }
+namespace {
+
+std::vector<std::string> SplitPath(std::string_view path) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t dot; (dot = path.find('.', start)) != std::string_view::npos; start = dot + 1) {
+    parts.emplace_back(path.substr(start, dot - start));
+  }
+  parts.emplace_back(path.substr(start));
+  return parts;
+}
+
+// Sets `value` at `parts` below `table`, making tables on the way; a component given by name
+// becomes a table with that name.
+void SetAt(OptionTable& table, std::span<const std::string> parts, const OptionValue& value,
+           std::string_view path) {
+  const std::string& key = parts.front();
+  if (key.empty()) {
+    throw UserError(fmt::format("{}: {} is not an option path (parts are separated by single dots)",
+                                value.where, path));
+  }
+  if (parts.size() == 1) {
+    table.Set(key, value.Clone());
+    return;
+  }
+  std::shared_ptr<OptionTable> child;
+  std::string where = value.where;
+  const auto it = table.entries().find(key);
+  if (it == table.entries().end()) {
+    child = std::make_shared<OptionTable>(table.context(), value.where);
+  } else if (const auto* t = std::get_if<OptionValue::Table>(&it->second.data)) {
+    child = *t;
+    where = it->second.where;
+  } else if (std::holds_alternative<std::string>(it->second.data)) {
+    child = std::make_shared<OptionTable>(table.context(), it->second.where);
+    child->Set("name", it->second);
+    where = it->second.where;
+  } else {
+    throw UserError(fmt::format("{}: {}: {} is {} {} in the spec, not a table", value.where, path,
+                                key, it->second.TypeName(), it->second.Show()));
+  }
+  table.Set(key, {child, where});
+  SetAt(*child, parts.subspan(1), value, path);
+}
+
+}  // namespace
+
+void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& value) {
+  const std::vector<std::string> parts = SplitPath(path);
+  if (parts.front() != "optimizer" || parts.size() == 1) {
+    SetAt(root, parts, value, path);
+    return;
+  }
+  // optimizer.<option> on every [[optimizer]], optimizer.<label>.<option> on one.
+  std::vector<std::shared_ptr<OptionTable>> optimizers;
+  if (const auto it = root.entries().find("optimizer"); it != root.entries().end()) {
+    if (const auto* t = std::get_if<OptionValue::Table>(&it->second.data)) {
+      optimizers.push_back(*t);
+    } else if (const auto* items = std::get_if<OptionValue::Array>(&it->second.data)) {
+      for (const OptionValue& item : *items) {
+        if (const auto* t = std::get_if<OptionValue::Table>(&item.data)) optimizers.push_back(*t);
+      }
+    }
+  }
+  const auto label_of = [](const OptionTable& o) {
+    for (const char* key : {"label", "name"}) {
+      const auto it = o.entries().find(key);
+      if (it == o.entries().end()) continue;
+      if (const auto* s = std::get_if<std::string>(&it->second.data)) return *s;
+    }
+    return std::string();
+  };
+  std::vector<std::shared_ptr<OptionTable>> targets;
+  if (parts.size() > 2) {
+    for (const auto& o : optimizers) {
+      if (label_of(*o) == parts[1]) targets.push_back(o);
+    }
+  }
+  std::span<const std::string> rest(parts.begin() + 1, parts.end());
+  if (!targets.empty()) {
+    rest = rest.subspan(1);
+  } else {
+    targets = optimizers;
+  }
+  if (targets.empty()) {
+    throw UserError(fmt::format("{}: {}: the spec has no [[optimizer]] table", value.where, path));
+  }
+  for (const auto& o : targets) SetAt(*o, rest, value, path);
+}
+
+std::pair<std::string, OptionValue> ParseSetting(std::string_view assignment) {
+  const std::size_t equals = assignment.find('=');
+  const std::string where = fmt::format("--set {}", assignment);
+  if (equals == std::string_view::npos || equals == 0) {
+    throw UserError(
+        fmt::format("{}: expected PATH=VALUE, e.g. --set steps=10 or --set "
+                    "optimizer.compressor=sign",
+                    where));
+  }
+  const std::string path(assignment.substr(0, equals));
+  const std::string text(assignment.substr(equals + 1));
+  // The value as TOML (10, 0.9, true, "sign", [1, 2], { name = "top-k", k = 5 }); a bare word
+  // that is not TOML is a string (--set optimizer.compressor=sign).
+  OptionValue value{text, where};
+  try {
+    const auto table = ParseOptionTable("value = " + text, "--set", where);
+    value = table->entries().at("value");
+  } catch (const UserError&) {
+    const bool word = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    });
+    if (!word) {
+      throw UserError(
+          fmt::format("{}: the value {} is not TOML (a number, true/false, a string "
+                      "in quotes, an array or an inline table)",
+                      where, text));
+    }
+  }
+  SetWhere(value, where);
+  return {path, std::move(value)};
+}
+
+std::shared_ptr<OptionTable> ApplySettings(std::shared_ptr<OptionTable> root,
+                                           const std::vector<std::string>& settings) {
+  for (const std::string& setting : settings) {
+    const auto [path, value] = ParseSetting(setting);
+    SetSpecOption(*root, path, value);
+  }
+  return root;
+}
+
+RunSpec LoadSpec(const std::filesystem::path& path, const std::vector<std::string>& settings) {
+  const std::string text = ReadSpecText(path);
+  return SpecFromTable(ApplySettings(ParseSpecTable(text, path), settings), path, text);
+}
 
 }  // namespace lemmalab

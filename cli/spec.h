@@ -38,6 +38,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "comm/scheme.h"
@@ -81,7 +83,22 @@ struct RunSpec {
   std::vector<std::shared_ptr<OptionTable>> asserts;  // [[assert]] (read by lemmalab check)
 };
 
-RunSpec LoadSpec(const std::filesystem::path& path);
+// The spec at `path` with `settings` applied ("steps=10", "optimizer.beta=0.9": ApplySettings).
+RunSpec LoadSpec(const std::filesystem::path& path, const std::vector<std::string>& settings = {});
+
+// Sets an option by its path in a spec's top-level table, as a [sweep] axis or --set names it: a
+// top-level key (`seed`), a key of a table (`problem.batch_size`, `network.inter`), or an
+// optimizer's option (`optimizer.beta` on every [[optimizer]], `optimizer.<label>.beta` on the
+// one with that label). Tables on the way are made; a component given by name
+// (`compressor = "sign"`) becomes a table with that name. UserError when the path runs into a
+// value that is not a table, or names an optimizer where the spec has none.
+void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& value);
+
+// `--set PATH=VALUE` arguments applied to a spec's top-level table; VALUE is TOML, or a bare word
+// read as a string. Messages about a set value name the --set argument.
+std::pair<std::string, OptionValue> ParseSetting(std::string_view assignment);
+std::shared_ptr<OptionTable> ApplySettings(std::shared_ptr<OptionTable> root,
+                                           const std::vector<std::string>& settings);
 
 // Parses a TOML table (e.g. a compressor's `name = "top-k"\nk = 5`) into an OptionTable named
 // `context`, as if read from `file` (for tests and tools).

@@ -371,20 +371,40 @@ ReportResult WriteReport(const ReportOptions& options) {
   std::stable_sort(runs.begin(), runs.end(),
                    [](const Run& a, const Run& b) { return a.order < b.order; });
 
-  // The settings that vary between runs (the seed aside) name the configurations.
-  std::vector<std::string> varying;
+  // A configuration is named by its label (where runs have several) and the settings that vary
+  // between runs of that label, the seed aside; a sweep's runs by their point's axes.
   std::set<std::string> labels;
   for (const Run& run : runs) labels.insert(ShowCell(run.columns.at("label")));
-  for (const auto& [column, value] : runs.front().columns) {
-    if (!IsSettingColumn(column)) continue;
+  const auto varying_among = [&](const std::string& label) {
+    std::vector<const Run*> same;
     for (const Run& run : runs) {
-      const auto it = run.columns.find(column);
-      if (it == run.columns.end() || ShowCell(it->second) != ShowCell(value)) {
+      if (ShowCell(run.columns.at("label")) == label) same.push_back(&run);
+    }
+    std::vector<std::string> columns;
+    for (const auto& [column, value] : same.front()->columns) {
+      if (!IsSettingColumn(column) || column == "label") continue;
+      for (const Run* run : same) {
+        const auto it = run->columns.find(column);
+        if (it == run->columns.end() || ShowCell(it->second) != ShowCell(value)) {
+          columns.push_back(column);
+          break;
+        }
+      }
+    }
+    return columns;
+  };
+  std::map<std::string, std::vector<std::string>> varying_by_label;
+  for (const std::string& label : labels) varying_by_label[label] = varying_among(label);
+  // summary.csv's setting columns: every one that varies for some label.
+  std::vector<std::string> varying;
+  for (const auto& [label, columns] : varying_by_label) {
+    for (const std::string& column : columns) {
+      if (std::find(varying.begin(), varying.end(), column) == varying.end()) {
         varying.push_back(column);
-        break;
       }
     }
   }
+  std::sort(varying.begin(), varying.end());
   std::map<std::string, Configuration> by_key;
   std::vector<std::string> order;
   for (Run& run : runs) {
@@ -396,8 +416,7 @@ ReportResult WriteReport(const ReportOptions& options) {
     if (run.configuration.empty()) {
       std::vector<std::string> parts;
       if (labels.size() > 1) parts.push_back(label);
-      for (const std::string& column : varying) {
-        if (column == "label") continue;
+      for (const std::string& column : varying_by_label.at(label)) {
         const auto it = run.columns.find(column);
         if (it != run.columns.end() && !std::holds_alternative<std::monostate>(it->second)) {
           parts.push_back(fmt::format("{}={}", column, ShowCell(it->second)));
@@ -447,7 +466,7 @@ ReportResult WriteReport(const ReportOptions& options) {
   std::vector<std::vector<std::string>> rows;
   std::string csv = "configuration,label";
   for (const std::string& column : varying) {
-    if (column != "label") csv += fmt::format(",{}", CsvText(column));
+    csv += fmt::format(",{}", CsvText(column));
   }
   csv += ",runs,completed";
   for (const Quantity& q : quantities) {
@@ -472,7 +491,6 @@ ReportResult WriteReport(const ReportOptions& options) {
     const Run& first = *c.runs.front();
     csv += CsvText(c.name) + "," + CsvText(ShowCell(first.columns.at("label")));
     for (const std::string& column : varying) {
-      if (column == "label") continue;
       const auto it = first.columns.find(column);
       const Cell value = it == first.columns.end() ? Cell{} : it->second;
       const bool text = std::holds_alternative<std::string>(value);
@@ -558,6 +576,7 @@ ReportResult WriteReport(const ReportOptions& options) {
       markdown += "\n" + advice + "\n";
     }
   }
+  if (!options.plots) markdown += "\nPlots not drawn (lemmalab report --no-plots).\n";
   write("report.md", markdown);
   return result;
 }

@@ -21,6 +21,7 @@
 #include "cli/sweep_grid.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "theory/probe.h"
 
 namespace lemmalab {
 namespace {
@@ -84,7 +85,7 @@ class Sweep {
  public:
   Sweep(const std::filesystem::path& spec_path, const SweepOptions& options)
       : path_(spec_path), options_(options), text_(ReadSpecText(spec_path)) {
-    root_ = ParseSpecTable(text_, path_);
+    root_ = ApplySettings(ParseSpecTable(text_, path_), options_.settings);
     const RunSpec base = SpecFromTable(root_->Clone(), path_, text_);
     if (!base.sweep) {
       throw UserError(fmt::format(
@@ -104,10 +105,13 @@ class Sweep {
   // Builds every point (every option checked) and refuses two that run the same thing.
   void Validate() {
     std::map<std::string, const SweepPoint*> seen;
+    std::map<std::string, int> unused;  // probe -> points where it measures nothing
     for (const SweepPoint& point : grid_.points) {
       if (options_.stop != nullptr && options_.stop->load()) throw Interrupted();
       try {
-        const std::string fingerprint = Fingerprint(ValidateExperiment(SpecOf(point)));
+        const ExperimentReport report = ValidateExperiment(SpecOf(point), &data_cache_, true);
+        for (const std::string& probe : report.unused_probes) ++unused[probe];
+        const std::string fingerprint = Fingerprint(report);
         const auto [it, inserted] = seen.emplace(fingerprint, &point);
         if (!inserted) {
           throw UserError(fmt::format(
@@ -119,6 +123,13 @@ class Sweep {
       } catch (const UserError& e) {
         throw UserError(fmt::format("{}: [sweep] point {} of {} ({}): {}", path_.string(),
                                     point.index, grid_.expanded, point.label, e.what()));
+      }
+    }
+    for (const auto& [probe, points] : unused) {
+      if (points == static_cast<int>(grid_.points.size())) {
+        throw UserError(fmt::format(
+            "{}: probe '{}' applies to the optimizers of none of the {} points; it measures {}",
+            path_.string(), probe, points, Probes().Find(probe)->summary));
       }
     }
   }
@@ -180,6 +191,8 @@ class Sweep {
           run.threads = threads;
           run.progress = false;
           run.database_only = true;
+          run.data_cache = &data_cache_;
+          run.probes_may_not_apply = true;
           run.stop = &halt_;
           run.on_step = [&slot](std::int64_t step, double loss) {
             slot.step = step;
@@ -277,6 +290,7 @@ class Sweep {
   SweepGrid grid_;
   std::atomic<bool> halt_{false};
   SweepSummary summary_;
+  DataCache data_cache_;  // the points' data, loaded once
 };
 
 }  // namespace

@@ -20,13 +20,15 @@
 #include <atomic>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace lemmalab {
 
 struct SweepOptions {
   std::filesystem::path out_dir;
-  int jobs = 0;          // points at a time; 0: one per core
-  bool progress = true;  // a live display on a terminal; one line per point otherwise
+  int jobs = 0;                       // points at a time; 0: one per core
+  bool progress = true;               // a live display on a terminal; one line per point otherwise
+  std::vector<std::string> settings;  // --set PATH=VALUE, applied to the spec (cli/spec.h)
   const std::atomic<bool>* stop = nullptr;  // set (by SIGINT) to stop; RunSweep then throws
                                             // Interrupted after saving what finished
 };

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "cli/spec.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -284,85 +285,12 @@ SweepGrid ExpandSweep(OptionTable& sweep) {
   return grid;
 }
 
-namespace {
-
-// Sets `value` at `parts` below `table`, making tables on the way; a component given by name
-// becomes a table with that name.
-void SetAt(OptionTable& table, std::span<const std::string> parts, const OptionValue& value,
-           const std::string& path) {
-  if (parts.size() == 1) {
-    table.Set(parts.front(), value.Clone());
-    return;
-  }
-  const std::string& key = parts.front();
-  std::shared_ptr<OptionTable> child;
-  const auto it = table.entries().find(key);
-  if (it == table.entries().end()) {
-    child = std::make_shared<OptionTable>(table.context(), value.where);
-  } else if (const auto* t = std::get_if<OptionValue::Table>(&it->second.data)) {
-    child = *t;
-  } else if (std::holds_alternative<std::string>(it->second.data)) {
-    child = std::make_shared<OptionTable>(table.context(), it->second.where);
-    child->Set("name", it->second);
-  } else {
-    throw UserError(fmt::format("{}: [sweep] axis {}: {} is {} {} in {}, not a table", value.where,
-                                path, key, it->second.TypeName(), it->second.Show(),
-                                table.context()));
-  }
-  table.Set(key, {child, it == table.entries().end() ? value.where : it->second.where});
-  SetAt(*child, parts.subspan(1), value, path);
-}
-
-}  // namespace
-
 std::shared_ptr<OptionTable> ApplyPoint(const OptionTable& root, const SweepGrid& grid,
                                         const SweepPoint& point) {
   std::shared_ptr<OptionTable> out = root.Clone();
   out->Erase("sweep");
   for (std::size_t a = 0; a < grid.axes.size(); ++a) {
-    const OptionValue& value = *point.values[a];
-    const std::vector<std::string> parts = SplitPath(grid.axes[a].path);
-    if (parts.front() != "optimizer" || parts.size() == 1) {
-      SetAt(*out, parts, value, grid.axes[a].path);
-      continue;
-    }
-    // optimizer.<option> on every [[optimizer]], optimizer.<label>.<option> on one.
-    std::vector<std::shared_ptr<OptionTable>> optimizers;
-    if (const auto it = out->entries().find("optimizer"); it != out->entries().end()) {
-      if (const auto* t = std::get_if<OptionValue::Table>(&it->second.data)) {
-        optimizers.push_back(*t);
-      } else if (const auto* items = std::get_if<OptionValue::Array>(&it->second.data)) {
-        for (const OptionValue& item : *items) {
-          if (const auto* t = std::get_if<OptionValue::Table>(&item.data)) optimizers.push_back(*t);
-        }
-      }
-    }
-    const auto label_of = [](const OptionTable& o) {
-      for (const char* key : {"label", "name"}) {
-        const auto it = o.entries().find(key);
-        if (it != o.entries().end()) {
-          if (const auto* s = std::get_if<std::string>(&it->second.data)) return *s;
-        }
-      }
-      return std::string();
-    };
-    std::vector<std::shared_ptr<OptionTable>> targets;
-    if (parts.size() > 2) {
-      for (const auto& o : optimizers) {
-        if (label_of(*o) == parts[1]) targets.push_back(o);
-      }
-    }
-    std::span<const std::string> rest(parts.begin() + 1, parts.end());
-    if (!targets.empty()) {
-      rest = rest.subspan(1);
-    } else {
-      targets = optimizers;
-    }
-    if (targets.empty()) {
-      throw UserError(fmt::format("{}: [sweep] axis {}: the spec has no [[optimizer]] table",
-                                  value.where, grid.axes[a].path));
-    }
-    for (const auto& o : targets) SetAt(*o, rest, value, grid.axes[a].path);
+    SetSpecOption(*out, grid.axes[a].path, *point.values[a]);
   }
   return out;
 }

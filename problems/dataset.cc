@@ -167,7 +167,7 @@ const Registry<DataSourceInfo>& DataSources() {
           {"libsvm", "LIBSVM / SVMlight text, binary labels -1/+1 or 0/1 (plain or gzip)",
            &LoadLibsvm},
           {"synthetic-logistic", "Gaussian features, labels from a logistic model with seed",
-           &LoadSyntheticLogistic},
+           &LoadSyntheticLogistic, /*uses_seed=*/true},
       });
   return registry;
 }

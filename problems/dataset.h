@@ -57,6 +57,7 @@ struct DataSourceInfo {
   std::string_view name;
   std::string_view summary;
   Dataset (*load)(OptionTable& options, const DataContext& context);
+  bool uses_seed = false;  // the data depend on DataContext::seed (generated data)
 };
 
 const Registry<DataSourceInfo>& DataSources();

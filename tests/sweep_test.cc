@@ -310,6 +310,31 @@ TEST(SweepCommand, ADivergedRunIsRecordedAndTheSweepGoesOn) {
               HasSubstr("diverged at step"));
 }
 
+TEST(SweepCommand, AProbeThatDoesNotApplyToAPointRecordsNothingThere) {
+  TempDir dir;
+  WriteFile(dir / "spec.toml", SweepSpec("optimizer.name = ['birder', 'sgd']"));
+  const auto sweep =
+      RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "out").string()});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  {
+    const Database db(dir / "out" / "results.sqlite");
+    EXPECT_EQ(db.One("SELECT COUNT(*) FROM probes JOIN runs USING (run_id) WHERE label = 'sgd'"),
+              "0");
+    EXPECT_NE(db.One("SELECT COUNT(*) FROM probes JOIN runs USING (run_id) WHERE label = "
+                     "'birder'"),
+              "0");
+  }
+  const auto report = RunLemmalab({"report", (dir / "out").string(), "--no-plots"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_THAT(testing::ReadFile(dir / "out" / "summary.csv"), HasSubstr(",0\n"));  // n = 0
+  // A probe that measures nothing at any point is still a mistake.
+  WriteFile(dir / "none.toml", SweepSpec("optimizer.name = ['sgd', 'adam']"));
+  const auto none =
+      RunLemmalab({"sweep", (dir / "none.toml").string(), "--out", (dir / "none").string()});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("probe 'ef-norm' applies to the optimizers of none of the 2"));
+}
+
 // The guarantee: a sweep killed with SIGKILL halfway and run again holds exactly its
 // points once each, with the results of a sweep never interrupted.
 TEST(SweepCommand, SigkillHalfwayThenRerunEqualsAnUninterruptedSweep) {

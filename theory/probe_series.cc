@@ -7,9 +7,10 @@ namespace lemmalab {
 namespace {
 
 // Every series every probe records (theory/*_probes.cc), with what it holds. The value at step t
-// is the state after step t. The worker column: a worker index i, -1 for the server (kServer),
-// NULL for a run-wide value (kRunWide); lamb-ratios put the layer index l there. per_dimension:
-// the probe's summary shows the series divided by d; no other series is divided by d anywhere.
+// is the state after step t, stored as recorded (never divided by d); per_dimension marks the
+// series whose probe summary shows them divided by d (ef-norm's). The worker column: a worker
+// index i, -1 for the server (kServer), NULL for a run-wide value (kRunWide); lamb-ratios put the
+// layer index l there.
 constexpr SeriesInfo kSeries[] = {
     // birder_probes.cc
     {"q-domain", "worker_fraction",
@@ -87,8 +88,8 @@ constexpr SeriesInfo kSeries[] = {
      "||delta_bar_t||, the server's compression error after step t, not squared (onebit-adam "
      "Assumption 1.3); worker = -1; not per d"},
     {"onebit-error", "combined_norm",
-     "||delta_t||, delta_t = (1/n) sum_i delta_t^(i) + delta_bar_t (onebit-adam Thm 1: E||delta_t||"
-     "^2 <= eps^2); both sides' EF only; worker NULL"},
+     "||delta_t||, delta_t = (1/n) sum_i delta_t^(i) + delta_bar_t (onebit-adam Thm 1, Lemma 2: "
+     "E||delta_t||^2 <= eps^2); both sides' EF only; worker NULL"},
     {"onebit-error", "frozen_sqrt_min",
      "min_j sqrt(v_Tw,j) of the frozen variance (onebit-adam Thm 1); once, at the first step v is "
      "frozen; worker NULL (run-wide)"},
@@ -112,8 +113,8 @@ constexpr SeriesInfo kSeries[] = {
      "c_avg after); worker column = layer index l"},
     // spams_probes.cc
     {"spams-ef", "sq_norm",
-     "||e_{t+1,i}||^2, worker i's EF error (dist-spams), or the one server error (spams, -1); NOT "
-     "divided by d (spams Lemma 2)"},
+     "||e_{t+1,i}||^2 after step t: worker i's EF error (dist-spams) or the server's one error "
+     "(spams); worker = i or -1; NOT divided by d (spams Lemma 2)"},
     {"spams-ef", "q",
      "q the compressor declares (spams Assumption 1); once, at step 1; worker 0 = the workers' "
      "compressor, -1 = the server's; absent if none"},

@@ -72,8 +72,9 @@ def _over_seeds(frame: pd.DataFrame, x: str) -> tuple[pd.DataFrame, str | None]:
     and the band's kind, or None for one seed."""
     seeds = frame["run_id"].nunique()
     stats = frame.groupby("step").agg(x=(x, "mean"), mean=("value", "mean"), n=("value", "size"),
-                                      lo=("value", "min"), hi=("value", "max"),
+                                      min=("value", "min"), max=("value", "max"),
                                       sd=("value", "std")).reset_index()
+    stats["lo"], stats["hi"] = stats["min"], stats["max"]
     if seeds >= 3:
         # Per step, since a diverged seed stops contributing; fewer than 2 values: no interval.
         half = [t975(n - 1) * sd / math.sqrt(n) if n >= 2 else math.nan
@@ -108,16 +109,18 @@ def _colors(names: list[str]) -> dict:
 def _figure(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabel: str,
             path: Path, bound: Bound | None = None) -> Path | None:
     """Draw FRAME (run_id, step, value, X, axis columns) faceted by the first axis; None when
-    there is nothing finite to draw."""
+    there are not two finite x values to draw."""
     finite = np.isfinite(frame["value"].astype(float)) & np.isfinite(frame[x].astype(float))
     frame = frame[finite].copy()
-    if frame.empty:
+    if frame[x].nunique() < 2:  # e.g. no per-step counters: only step 0's zero bits
         return None
     keys = lr.axes(results)
     facet, line_keys = (keys[0], keys[1:]) if len(keys) >= 2 else (None, keys)
     frame["panel"] = [lr.describe({facet: v}) for v in frame[facet]] if facet else title
-    frame["line"] = [lr.describe(dict(zip(line_keys, row)))
-                     for row in frame[line_keys].itertuples(index=False)]
+    # Without axes (seeds only) there is one line; pandas yields no rows for zero columns.
+    frame["line"] = ([lr.describe(dict(zip(line_keys, row)))
+                      for row in frame[line_keys].itertuples(index=False)]
+                     if line_keys else lr.describe({}))
     panels, lines = list(pd.unique(frame["panel"])), list(pd.unique(frame["line"]))
     colors = _colors(lines)
 
@@ -125,6 +128,8 @@ def _figure(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabe
     rows = math.ceil(len(panels) / cols)
     fig, grid = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.4 * rows), sharey=True,
                              squeeze=False)
+    values = frame["value"].astype(float)
+    log = bool((values > 0).all() and values.max() / values.min() > 100)  # spans > 2 decades
     handles, bands = {}, set()
     for ax, panel in zip(grid.flat, panels):
         for line in lines:
@@ -137,6 +142,10 @@ def _figure(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabe
             (handles[label],) = ax.plot(stats["x"], stats["mean"], color=colors[line], lw=1.4,
                                         label=label)
             if band:
+                if log and (stats["lo"] <= 0).any():
+                    # A t-interval can reach below 0, which a log axis cannot show.
+                    stats["lo"] = stats["lo"].where(stats["lo"] > 0, stats["min"])
+                    band += ", clipped to the seeds' min where ≤ 0"
                 bands.add(band)
                 ax.fill_between(stats["x"], stats["lo"], stats["hi"], color=colors[line],
                                 alpha=0.2, lw=0)
@@ -151,14 +160,15 @@ def _figure(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabe
     for ax in grid[:, 0]:
         ax.set_ylabel(ylabel)
 
-    values = frame["value"].astype(float)
-    if (values > 0).all() and values.max() / values.min() > 100:  # spans > 2 decades
+    if log:
         for ax in grid.flat:
             ax.set_yscale("log")
 
     fig.suptitle(title)
-    legend_title = "; ".join(["line: mean over seeds", *sorted(f"band: {b}" for b in bands)]) \
-        if frame.groupby("line")["run_id"].nunique().max() > 1 else None
+    legend_title = None
+    if frame.groupby("line")["run_id"].nunique().max() > 1:
+        legend_title = "\n".join(["line: mean over seeds",
+                                  *sorted(f"band: {b}" for b in bands)])
     fig.legend(list(handles.values()), list(handles.keys()), loc="center left",
                bbox_to_anchor=(1.0, 0.5), fontsize=8, title=legend_title, title_fontsize=8,
                frameon=False)
@@ -192,15 +202,15 @@ def draw(results, out_dir) -> list[Path]:
     loss = loss.assign(cumulative_bits=bits, cumulative_comm_seconds=seconds)
     written += [
         _figure(results, loss, "step", f"{loss_label[0].upper()}{loss_label[1:]} vs steps",
-                "step", f"{loss_name} (loss)", out / "loss-vs-steps.png"),
+                "step", loss_name, out / "loss-vs-steps.png"),
         _figure(results, loss, "cumulative_bits",
                 f"{loss_label[0].upper()}{loss_label[1:]} vs bits sent",
-                f"cumulative bits sent per worker ({bit_unit})", f"{loss_name} (loss)",
+                f"cumulative bits sent per worker ({bit_unit})", loss_name,
                 out / "loss-vs-bits.png"),
         _figure(results, loss, "cumulative_comm_seconds",
                 f"{loss_label[0].upper()}{loss_label[1:]} vs projected communication time",
                 f"cumulative projected communication time ({second_unit})",
-                f"{loss_name} (loss)", out / "loss-vs-comm-time.png"),
+                loss_name, out / "loss-vs-comm-time.png"),
     ]
     if lr.has_metric(results, "test_accuracy"):
         written.append(_figure(results, lr.series(results, "test_accuracy"), "step",
@@ -215,7 +225,7 @@ def draw(results, out_dir) -> list[Path]:
             bound = None  # the series is not on the bound's scale (e.g. d not divided out)
         title = f"Probe {probe}: {name}" + (" / d" if info.per_dimension else "")
         if info.meaning:
-            title += "\n" + textwrap.fill(info.meaning, 80)
+            title += "\n" + textwrap.fill(f"recorded: {info.meaning}", 80)
         written.append(_figure(
             results, lr.probe_frame(results, probe, name), "step", title, "step",
             f"{name}{' / d' if info.per_dimension else ''} (mean over workers)",

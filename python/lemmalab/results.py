@@ -73,6 +73,11 @@ def _databases(path: Path) -> list[Path]:
     return found
 
 
+# Fixed dtypes, so that an empty table (a run still going) reads as numbers, not objects.
+# worker is float: NULL (run-wide) becomes NaN, -1 is the server.
+_DTYPES = {"run_id": "int64", "step": "int64", "worker": "float64", "value": "float64"}
+
+
 def _tables(db: sqlite3.Connection) -> set[str]:
     return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
@@ -95,7 +100,9 @@ def _read_one(path: Path) -> Results:
                 "table)")
 
         def read(sql: str) -> pd.DataFrame:
-            return pd.read_sql_query(sql, db)
+            frame = pd.read_sql_query(sql, db)
+            return frame.astype({k: v for k, v in _DTYPES.items() if k in frame
+                                 and not (k == "value" and "key" in frame)})
 
         empty_probes = "SELECT 0 AS run_id, 0 AS step, '' AS probe, '' AS series, " \
                        "0 AS worker, 0.0 AS value WHERE 0"
@@ -204,7 +211,10 @@ def configurations(results: Results) -> pd.DataFrame:
     (its name), `run_ids` and `seeds` (sorted tuples), in the order runs first appear."""
     keys = axes(results)
     runs = results.runs
-    groups = runs.groupby(keys, dropna=False, sort=False) if keys else [((), runs)]
+    # One key is passed bare: pandas then yields scalar keys (a 1-list warns in pandas 1.5).
+    by = keys[0] if len(keys) == 1 else keys
+    groups = (runs.groupby(by, dropna=False, sort=False) if keys
+              else [((), runs)] if len(runs) else [])
     rows = []
     for key, group in groups:
         values = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
@@ -218,8 +228,9 @@ def run_keys(results: Results) -> pd.DataFrame:
     """Per run_id: its seed, axis values and configuration name (to merge into series)."""
     keys = axes(results)
     runs = results.runs[["run_id", "seed", *keys]].copy()
-    runs["configuration"] = [describe(dict(zip(keys, row))) for row in
-                             runs[keys].itertuples(index=False)]
+    # Without axes (one configuration, seeds only) every run has the same name.
+    runs["configuration"] = ([describe(dict(zip(keys, row))) for row in
+                              runs[keys].itertuples(index=False)] if keys else describe({}))
     return runs
 
 
@@ -245,7 +256,8 @@ def series(results: Results, name: str) -> pd.DataFrame:
     communication time so far) at that step, NaN where no per-step counters were recorded
     there, plus seed, the axes and `configuration`."""
     m = results.metrics
-    values = m[m["name"] == name].groupby(["run_id", "step"], as_index=False)["value"].mean()
+    values = (m[m["name"] == name].groupby(["run_id", "step"])["value"].mean()
+              .reset_index())
     return (values.merge(_cumulative(results), on=["run_id", "step"], how="left")
             .merge(run_keys(results), on="run_id")
             .sort_values(["run_id", "step"], ignore_index=True))
@@ -282,7 +294,7 @@ def probe_frame(results: Results, probe: str, name: str) -> pd.DataFrame:
     plus seed, the axes and `configuration`."""
     p = results.probes
     selected = p[(p["probe"] == probe) & (p["series"] == name)]
-    frame = selected.groupby(["run_id", "step"], as_index=False)["value"].mean()
+    frame = selected.groupby(["run_id", "step"])["value"].mean().reset_index()
     if series_info(results, probe, name).per_dimension:
         dimension = results.runs.set_index("run_id")["dimension"].astype(float)
         frame["value"] = frame["value"] / frame["run_id"].map(dimension)

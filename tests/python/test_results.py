@@ -1,0 +1,328 @@
+"""Tests of lemmalab.results and lemmalab.plots on small SQLite fixtures with known values.
+
+Run from the repository root:
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s tests/python -t tests/python
+"""
+
+import json
+import math
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from lemmalab import plots
+from lemmalab import results as lr
+
+PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+# The C++ schema (cli/results.cc) plus probe_series; hyperparameter columns are appended per
+# fixture, as the writer does.
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs(
+  run_id INTEGER PRIMARY KEY, point TEXT, label TEXT NOT NULL, optimizer TEXT NOT NULL,
+  schedule TEXT NOT NULL, status TEXT NOT NULL, steps_done INTEGER NOT NULL, dimension INTEGER,
+  final_loss REAL, final_accuracy REAL, final_grad_sq_norm REAL, final_test_loss REAL,
+  final_test_accuracy REAL, bits_sent_per_worker REAL, wall_seconds REAL,
+  bytes_intra_per_step REAL, bytes_inter_per_step REAL, step_seconds REAL,
+  comm_seconds_per_step REAL, version TEXT, "commit" TEXT, build TEXT, UNIQUE (point, label));
+CREATE TABLE points(point TEXT PRIMARY KEY, idx INTEGER NOT NULL, axes TEXT NOT NULL);
+CREATE TABLE metrics(run_id INTEGER NOT NULL, step INTEGER NOT NULL, name TEXT NOT NULL,
+  worker INTEGER, value REAL);
+CREATE TABLE constants(run_id INTEGER, name TEXT NOT NULL, value REAL, certainty TEXT NOT NULL,
+  basis TEXT NOT NULL, point TEXT);
+CREATE TABLE shards(worker INTEGER NOT NULL, samples INTEGER NOT NULL, label INTEGER NOT NULL,
+  count INTEGER NOT NULL, point TEXT);
+CREATE TABLE hyperparameters(run_id INTEGER NOT NULL, key TEXT NOT NULL, value,
+  type TEXT NOT NULL, PRIMARY KEY (run_id, key));
+CREATE TABLE probes(run_id INTEGER NOT NULL, step INTEGER NOT NULL, probe TEXT NOT NULL,
+  series TEXT NOT NULL, worker INTEGER, value REAL);
+"""
+PROBE_SERIES = """
+CREATE TABLE probe_series(probe TEXT, series TEXT, meaning TEXT, per_dimension INTEGER);
+INSERT INTO probe_series VALUES
+  ('ef-norm', 'worker_sq_norm', '||e_t^(i)||^2, worker i''s error (not divided by d)', 1),
+  ('q-domain', 'worker_fraction', 'fraction of coordinates with |u_j| <= 1', 0);
+"""
+D = 4  # every fixture run's dimension
+
+
+def bits(run_id, step):
+    """The bits_sent window planted at recorded step 2 or 4."""
+    return {2: 1000.0 + run_id, 4: 2000.0 + run_id}[step]
+
+
+COMM = {2: 0.5, 4: 0.25}
+
+
+def make_db(path, runs, meta=None, probe_series=True, test_accuracy=True):
+    """Write a results database: RUNS are dicts of hyperparameters plus label/point/seed.
+
+    Every run has 4 steps, per-step metrics recorded at steps 2 and 4, evaluations at 0, 2, 4,
+    and probes at steps 1..4 for 2 workers."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA synchronous = OFF")  # a throwaway fixture: no need to wait for the disk
+    db.executescript(SCHEMA + (PROBE_SERIES if probe_series else ""))
+    for key, value in {"spec_path": "spec.toml", "lemmalab_version": "0.1", **(meta or {})}.items():
+        db.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
+    hyper = sorted({k for r in runs for k in r if k not in ("label", "point")},
+                   key=lambda k: (k == "seed", k))
+    for k in hyper:
+        db.execute(f'ALTER TABLE runs ADD COLUMN "{k}"')
+    for run_id, run in enumerate(runs, start=1):
+        columns = ["run_id", "point", "label", "optimizer", "schedule", "status", "steps_done",
+                   "dimension", *hyper]
+        values = [run_id, run.get("point"), run["label"], run["label"], "constant", "completed",
+                  4, D, *(run.get(k) for k in hyper)]
+        db.execute(f"INSERT INTO runs({', '.join(map(json.dumps, columns))}) "
+                   f"VALUES ({', '.join('?' * len(values))})", values)
+        for k in hyper:
+            if run.get(k) is not None:
+                db.execute("INSERT INTO hyperparameters VALUES (?, ?, ?, ?)",
+                           (run_id, k, run[k], "string" if isinstance(run[k], str) else "number"))
+        metrics = []
+        for step in (0, 2, 4):
+            metrics.append((run_id, step, "train_loss", None, 8.0 / 2 ** step + run_id / 100))
+            if test_accuracy:
+                metrics.append((run_id, step, "test_accuracy", None, 0.5 + step / 10))
+        for step in (2, 4):
+            metrics += [(run_id, step, "minibatch_loss", None, 1.0 / step),
+                        (run_id, step, "bits_sent", None, bits(run_id, step)),
+                        (run_id, step, "comm_seconds", None, COMM[step])]
+        db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?)", metrics)
+        probes = []
+        for step in range(1, 5):
+            # worker means: ef-norm 3 * step (shown / d as 0.75 * step), q-domain 0.5
+            probes += [(run_id, step, "ef-norm", "worker_sq_norm", 0, 2.0 * step),
+                       (run_id, step, "ef-norm", "worker_sq_norm", 1, 4.0 * step),
+                       (run_id, step, "q-domain", "worker_fraction", 0, 0.25),
+                       (run_id, step, "q-domain", "worker_fraction", 1, 0.75)]
+        db.executemany("INSERT INTO probes VALUES (?, ?, ?, ?, ?, ?)", probes)
+    db.commit()
+    db.close()
+    return path
+
+
+def sweep_runs():
+    """2 betas x 2 compressors x 3 seeds; workers/steps constant; compressor.k only for top-k."""
+    runs = []
+    for beta in (0.9, 0.99):
+        for compressor in ("sign", "top-k"):
+            for seed in (1, 2, 3):
+                runs.append({"point": f"beta={beta} compressor={compressor} seed={seed}",
+                             "label": "birder", "beta": beta, "compressor.name": compressor,
+                             "compressor.k": 2 if compressor == "top-k" else None,
+                             "workers": 2, "steps": 4, "seed": seed})
+    return runs
+
+
+def plain_runs(seed=7):
+    """A plain run: two labels, one seed; lr differs but only with the label."""
+    return [{"label": "birder", "beta": 0.9, "schedule.lr": 0.1, "seed": seed, "workers": 2},
+            {"label": "adam", "beta": None, "schedule.lr": 0.001, "seed": seed, "workers": 2}]
+
+
+class Fixture(unittest.TestCase):
+    """The two databases are written once per class and only read; each test gets its own
+    scratch folder `self.tmp`."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls._fixtures = tempfile.TemporaryDirectory()
+        root = Path(cls._fixtures.name)
+        cls.sweep_db = make_db(root / "sweep" / "results.sqlite", sweep_runs(), meta={
+            "sweep_axes": json.dumps(["compressor.name", "beta", "seed"])})
+        cls.plain_db = make_db(root / "plain" / "results.sqlite", plain_runs(),
+                               probe_series=False, test_accuracy=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._fixtures.cleanup()
+
+    def setUp(self):
+        scratch = tempfile.TemporaryDirectory()
+        self.addCleanup(scratch.cleanup)
+        self.tmp = Path(scratch.name)
+
+
+class ResultsTest(Fixture):
+    def test_load_accepts_file_or_folder(self):
+        by_file, by_folder = lr.load(self.sweep_db), lr.load(self.sweep_db.parent)
+        self.assertEqual(len(by_file.runs), 12)
+        self.assertEqual(list(by_file.runs["run_id"]), list(by_folder.runs["run_id"]))
+        self.assertEqual(by_file.meta["lemmalab_version"], "0.1")
+
+    def test_axes_follow_sweep_axes_and_skip_seed_and_constants(self):
+        r = lr.load(self.sweep_db)
+        # workers/steps are constant, compressor.k is NULL-or-2 (set only where read), seed is
+        # the replicate; the order is meta sweep_axes', not the columns' (beta comes first).
+        self.assertEqual(lr.axes(r), ["compressor.name", "beta"])
+        del r.meta["sweep_axes"]
+        self.assertEqual(lr.axes(r), ["beta", "compressor.name"])
+
+    def test_configurations_pool_exactly_the_seeds(self):
+        r = lr.load(self.sweep_db)
+        configs = lr.configurations(r)
+        self.assertEqual(len(configs), 4)
+        runs = r.runs.set_index("run_id")
+        seen = []
+        for _, config in configs.iterrows():
+            self.assertEqual(config["seeds"], (1, 2, 3))
+            members = runs.loc[list(config["run_ids"])]
+            self.assertEqual(set(members["beta"]), {config["beta"]})
+            self.assertEqual(set(members["compressor.name"]), {config["compressor.name"]})
+            seen += config["run_ids"]
+        self.assertEqual(sorted(seen), list(range(1, 13)))
+        self.assertEqual(configs["configuration"].iloc[0], "compressor.name=sign beta=0.9")
+
+    def test_cumulative_bits_and_comm_time(self):
+        r = lr.load(self.sweep_db)
+        for run_id in (1, 7, 12):
+            loss = lr.series(r, "train_loss").query("run_id == @run_id")
+            self.assertEqual(list(loss["step"]), [0, 2, 4])
+            self.assertEqual(list(loss["cumulative_bits"]),
+                             [0.0, bits(run_id, 2), bits(run_id, 2) + bits(run_id, 4)])
+            self.assertEqual(list(loss["cumulative_comm_seconds"]), [0.0, 0.5, 0.75])
+            self.assertAlmostEqual(loss["value"].iloc[0], 8.0 + run_id / 100)
+        minibatch = lr.series(r, "minibatch_loss").query("run_id == 3")
+        self.assertEqual(list(minibatch["step"]), [2, 4])
+        self.assertEqual(list(minibatch["cumulative_bits"]), [1003.0, 1003.0 + 2003.0])
+        self.assertEqual(lr.loss_metric(r), "train_loss")
+
+    def test_per_worker_bits_are_averaged_over_workers(self):
+        path = self.tmp / "results.sqlite"
+        shutil.copy(self.sweep_db, path)
+        db = sqlite3.connect(path)
+        db.execute("DELETE FROM metrics WHERE run_id = 1 AND name = 'bits_sent'")
+        db.executemany("INSERT INTO metrics VALUES (1, ?, 'bits_sent', ?, ?)",
+                       [(2, 0, 10.0), (2, 1, 30.0), (4, 0, 1.0), (4, 1, 3.0)])
+        db.commit()
+        db.close()
+        loss = lr.series(lr.load(path), "train_loss").query("run_id == 1")
+        self.assertEqual(list(loss["cumulative_bits"]), [0.0, 20.0, 22.0])
+
+    def test_probe_frame_divides_per_dimension_series_by_d(self):
+        r = lr.load(self.sweep_db)
+        self.assertEqual(lr.probe_names(r), [("ef-norm", "worker_sq_norm"),
+                                             ("q-domain", "worker_fraction")])
+        ef = lr.probe_frame(r, "ef-norm", "worker_sq_norm").query("run_id == 5")
+        # worker mean 3 * step, shown as ||e||^2 / d with d = 4
+        self.assertEqual(list(ef["value"]), [3.0 * s / D for s in (1, 2, 3, 4)])
+        q = lr.probe_frame(r, "q-domain", "worker_fraction")
+        self.assertEqual(set(q["value"]), {0.5})  # per_dimension 0: not divided
+
+    def test_plain_run(self):
+        r = lr.load(self.plain_db)
+        self.assertTrue(r.runs["point"].isna().all())
+        # beta is NULL for adam and lr follows the label: the label is the only axis.
+        self.assertEqual(lr.axes(r), ["label"])
+        configs = lr.configurations(r)
+        self.assertEqual(list(configs["configuration"]), ["birder", "adam"])
+        self.assertEqual(list(configs["seeds"]), [(7,), (7,)])
+        # No probe_series table (an older database): series are shown as recorded.
+        ef = lr.probe_frame(r, "ef-norm", "worker_sq_norm").query("run_id == 1")
+        self.assertEqual(list(ef["value"]), [3.0 * s for s in (1, 2, 3, 4)])
+
+    def test_check_folder_concatenates_experiments(self):
+        check = self.tmp / "check"
+        for seed, workers in ((1, 2), (2, 4)):
+            runs = [{k: v for k, v in run.items() if k not in ("seed", "workers")}
+                    for run in plain_runs()]
+            make_db(check / f"seed-{seed}-workers-{workers}" / "results.sqlite", runs)
+        r = lr.load(check)
+        self.assertEqual(list(r.runs["run_id"]), [1, 2, 3, 4])
+        self.assertEqual(list(r.runs["seed"]), [1, 1, 2, 2])
+        self.assertEqual(list(r.runs["workers"]), [2, 2, 4, 4])
+        self.assertEqual(sorted(r.metrics["run_id"].unique()), [1, 2, 3, 4])
+        self.assertEqual(lr.axes(r), ["workers", "label"])
+
+    def test_not_a_results_database(self):
+        with self.assertRaisesRegex(lr.NotResultsError, "no such file"):
+            lr.load(self.tmp / "absent.sqlite")
+        text = self.tmp / "notes.sqlite"
+        text.write_text("not sqlite at all, just some text that is long enough " * 10)
+        with self.assertRaisesRegex(lr.NotResultsError, "not a lemmalab results database"):
+            lr.load(text)
+        other = self.tmp / "other.sqlite"
+        sqlite3.connect(other).execute("CREATE TABLE t(x)").connection.close()
+        with self.assertRaisesRegex(lr.NotResultsError, "no meta, metrics, runs table"):
+            lr.load(other)
+
+
+class PlotsTest(Fixture):
+    def assert_pngs(self, paths, out, names):
+        self.assertEqual(sorted(Path(p).name for p in paths), sorted(names))
+        self.assertEqual(sorted(p.name for p in out.iterdir()), sorted(names))
+        for path in paths:
+            data = Path(path).read_bytes()
+            self.assertGreater(len(data), 1000)
+            self.assertEqual(data[:8], PNG_SIGNATURE)
+
+    def test_draw_sweep(self):
+        out = self.tmp / "figures"
+        paths = plots.draw(lr.load(self.sweep_db), out)
+        self.assert_pngs(paths, out, [
+            "loss-vs-steps.png", "loss-vs-bits.png", "loss-vs-comm-time.png",
+            "test-accuracy-vs-steps.png", "probe-ef-norm-worker_sq_norm.png",
+            "probe-q-domain-worker_fraction.png"])
+
+    def test_band_is_t_interval_with_three_seeds_and_min_max_with_two(self):
+        import pandas as pd
+        frame = pd.DataFrame({"run_id": [1, 2, 3], "step": [0, 0, 0], "value": [1.0, 2.0, 3.0]})
+        stats, band = plots._over_seeds(frame, "step")
+        half = 4.303 / math.sqrt(3)  # t_{0.975, 2} * sd 1 / sqrt(3)
+        self.assertIn("95% t-CI", band)
+        self.assertAlmostEqual(stats["lo"].iloc[0], 2.0 - half)
+        self.assertAlmostEqual(stats["hi"].iloc[0], 2.0 + half)
+        stats, band = plots._over_seeds(frame[frame["run_id"] < 3], "step")
+        self.assertIn("min–max", band)
+        self.assertEqual((stats["lo"].iloc[0], stats["hi"].iloc[0]), (1.0, 2.0))
+        self.assertIsNone(plots._over_seeds(frame[frame["run_id"] == 1], "step")[1])
+
+
+class CliTest(Fixture):
+    def cli(self, *args, pythonpath=str(PYTHON_DIR)):
+        env = {**os.environ, "PYTHONPATH": pythonpath, "MPLBACKEND": "Agg"}
+        return subprocess.run([sys.executable, "-m", "lemmalab.plots", *map(str, args)],
+                              capture_output=True, text=True, env=env, timeout=60)
+
+    def test_plain_run_draws_and_prints_paths(self):
+        out = self.tmp / "plain-figures"
+        done = self.cli(self.plain_db, out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        names = [Path(line).name for line in done.stdout.splitlines()]
+        # no test accuracy recorded: no such figure
+        self.assertEqual(names, ["loss-vs-steps.png", "loss-vs-bits.png",
+                                 "loss-vs-comm-time.png", "probe-ef-norm-worker_sq_norm.png",
+                                 "probe-q-domain-worker_fraction.png"])
+        self.assertTrue(all(Path(line).is_file() for line in done.stdout.splitlines()))
+
+    def test_missing_database_exits_2_naming_it(self):
+        missing = self.tmp / "nowhere" / "results.sqlite"
+        done = self.cli(missing, self.tmp / "out")
+        self.assertEqual(done.returncode, 2)
+        self.assertIn(str(missing), done.stderr)
+        self.assertEqual(done.stdout, "")
+        self.assertFalse(missing.exists())
+
+    def test_missing_matplotlib_exits_3(self):
+        # A matplotlib that fails to import, first on the path, stands for an absent one.
+        fake = self.tmp / "fake" / "matplotlib"
+        fake.mkdir(parents=True)
+        (fake / "__init__.py").write_text("raise ImportError('no matplotlib here')\n")
+        done = self.cli(self.plain_db, self.tmp / "out",
+                        pythonpath=f"{fake.parent}{os.pathsep}{PYTHON_DIR}")
+        self.assertEqual(done.returncode, 3)
+        self.assertIn("matplotlib is missing: install Debian's python3-matplotlib "
+                      "(scripts/install-deps does)", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
