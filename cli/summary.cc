@@ -196,7 +196,8 @@ Estimate Estimate95(const std::vector<double>& values) {
 
 std::string ShowEstimate(const Estimate& e) {
   if (e.n == 0) return "-";
-  if (!std::isfinite(e.ci95)) return fmt::format("{:.4g}", e.mean);
+  // One run, or runs that agree exactly (bits of a fixed-size message): no interval to show.
+  if (!std::isfinite(e.ci95) || e.ci95 == 0) return fmt::format("{:.4g}", e.mean);
   return fmt::format("{:.4g} ± {:.2g}", e.mean, e.ci95);
 }
 
@@ -446,7 +447,7 @@ ReportResult WriteReport(const ReportOptions& options) {
     if (any(column)) quantities.push_back({column, header});
   }
   quantities.push_back({"bits_per_param_step", "bits/param/step"});
-  quantities.push_back({"comm_seconds", "comm (projected)"});
+  quantities.push_back({"comm_seconds", "comm s (projected)"});
   std::set<std::string> probe_names;
   for (const Run& run : runs) {
     for (const auto& [name, value] : run.probes) probe_names.insert(name);
