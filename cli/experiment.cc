@@ -109,8 +109,9 @@ std::string FailureAfterStep(const Observable<T>& algorithm, int workers, double
 
 template <typename T>
 RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& problem,
-                  std::optional<double> f_star, const NetworkModel& network,
-                  const ExperimentOptions& options, ResultsWriter& writer, Progress& progress) {
+                  const Evaluation& initial, std::optional<double> f_star,
+                  const NetworkModel& network, const ExperimentOptions& options,
+                  ResultsWriter& writer, Progress& progress) {
   RunReport report;
   RunRecord& record = report.record;
   record.label = run.spec->label;
@@ -127,8 +128,7 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   RunProbeSink sink(writer, run_id);
   Observable<T>& view = run.algorithm->observable();
   for (auto& probe : run.probes) probe->Attach(view, x);
-  const auto evaluate = [&](std::int64_t step) {
-    const Evaluation e = problem.Evaluate(x);
+  const auto record_evaluation = [&](std::int64_t step, const Evaluation& e) {
     writer.AddMetric(run_id, step, "train_loss", std::nullopt, e.loss);
     writer.AddMetric(run_id, step, "grad_sq_norm", std::nullopt, e.grad_sq_norm);
     if (e.accuracy) writer.AddMetric(run_id, step, "train_accuracy", std::nullopt, *e.accuracy);
@@ -139,10 +139,13 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     if (f_star) writer.AddMetric(run_id, step, "optimality_gap", std::nullopt, e.loss - *f_star);
     return e;
   };
+  const auto evaluate = [&](std::int64_t step) {
+    return record_evaluation(step, problem.Evaluate(x));
+  };
 
   const auto start = std::chrono::steady_clock::now();
   progress.Start(record.label, spec.steps);
-  Evaluation last = evaluate(0);
+  Evaluation last = record_evaluation(0, initial);
   const double initial_loss = last.loss;
   std::int64_t evaluated_at = 0, bytes_sent = 0;
   double bytes_intra = 0, bytes_inter = 0, step_seconds = 0, comm_seconds = 0;
@@ -402,8 +405,11 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
   writer.SetMeta("communication", report.communication);
   Progress progress(options.progress && reporting);
   std::vector<Eigen::VectorXd> params;
+  // Every run starts from the same point: it is evaluated once.
+  const Evaluation initial = problem->Evaluate(problem->InitialPoint());
   for (PreparedRun<T>& run : runs) {
-    report.runs.push_back(Execute(spec, run, *problem, f_star, network, options, writer, progress));
+    report.runs.push_back(
+        Execute(spec, run, *problem, initial, f_star, network, options, writer, progress));
     params.push_back(report.runs.back().final_params);
   }
   writer.Commit(params, spec.precision);

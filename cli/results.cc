@@ -24,13 +24,6 @@ namespace {
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE runs(
-  run_id INTEGER PRIMARY KEY, point TEXT, label TEXT NOT NULL, optimizer TEXT NOT NULL,
-  schedule TEXT NOT NULL, status TEXT NOT NULL, steps_done INTEGER NOT NULL, dimension INTEGER,
-  final_loss REAL, final_accuracy REAL, final_grad_sq_norm REAL, final_test_loss REAL,
-  final_test_accuracy REAL, bits_sent_per_worker REAL, wall_seconds REAL,
-  bytes_intra_per_step REAL, bytes_inter_per_step REAL, step_seconds REAL,
-  comm_seconds_per_step REAL, version TEXT, "commit" TEXT, build TEXT, UNIQUE (point, label));
 CREATE TABLE points(point TEXT PRIMARY KEY, idx INTEGER NOT NULL, axes TEXT NOT NULL);
 CREATE TABLE probe_series(
   probe TEXT NOT NULL, series TEXT NOT NULL, meaning TEXT NOT NULL, per_dimension INTEGER NOT NULL,
@@ -95,6 +88,15 @@ void Bind(sqlite3_stmt* s, int i, const std::optional<V>& v) {
   }
 }
 
+// The tables: runs from kRunColumns, a sweep's point and label naming one run at most.
+std::string Schema() {
+  std::string runs = "CREATE TABLE runs(";
+  for (const RunColumn& c : kRunColumns) {
+    runs += fmt::format("{} {}, ", QuoteColumn(c.name), c.type);
+  }
+  return runs + "UNIQUE (point, label));\n" + kSchema;
+}
+
 // What each probe series means (theory/probe_series.h), so that a database explains itself.
 void AddProbeSeries(sqlite3* db) {
   sqlite3_stmt* insert = Prepare(db, "INSERT INTO probe_series VALUES (?, ?, ?, ?)");
@@ -126,10 +128,15 @@ std::string QuoteColumn(std::string_view name) {
   return out + "\"";
 }
 
+bool IsRunColumn(std::string_view column) {
+  return std::any_of(std::begin(kRunColumns), std::end(kRunColumns),
+                     [&](const RunColumn& c) { return c.name == column; });
+}
+
 bool IsHyperparameterColumn(std::string_view key) {
   // The optimizer's name and label are the runs table's `optimizer` and `label` already.
   if (key == "name" || key == "label") return false;
-  if (std::find(std::begin(kRunColumns), std::end(kRunColumns), key) != std::end(kRunColumns)) {
+  if (IsRunColumn(key)) {
     throw InternalError(fmt::format("the option '{}' has the name of a runs column", key));
   }
   return true;
@@ -240,7 +247,7 @@ void ResultsWriter::Open(const std::string& db_path) {
     throw UserError(fmt::format("{}: cannot create: {}", db_path, message));
   }
   Exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
-  Exec(kSchema);
+  Exec(Schema().c_str());
   Exec("BEGIN");
   AddProbeSeries(db_);
   insert_metric_ = Prepare(db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?)");
@@ -441,7 +448,7 @@ SweepStore::SweepStore(const std::filesystem::path& dir,
   if (!exists) {
     Exec("PRAGMA journal_mode = WAL");
     Exec("BEGIN");
-    Exec(kSchema);
+    Exec(Schema());
     AddProbeSeries(db_);
     for (const auto& [key, value] : meta) {
       ExecuteOnce(db_, "INSERT INTO meta VALUES (?, ?)", std::string_view(key),

@@ -81,29 +81,37 @@ struct RunRecord {
   double comm_seconds_per_step = 0;
 };
 
-// The runs table's fixed columns, in order (the hyperparameter columns follow them).
-inline constexpr std::string_view kRunColumns[] = {"run_id",
-                                                   "point",
-                                                   "label",
-                                                   "optimizer",
-                                                   "schedule",
-                                                   "status",
-                                                   "steps_done",
-                                                   "dimension",
-                                                   "final_loss",
-                                                   "final_accuracy",
-                                                   "final_grad_sq_norm",
-                                                   "final_test_loss",
-                                                   "final_test_accuracy",
-                                                   "bits_sent_per_worker",
-                                                   "wall_seconds",
-                                                   "bytes_intra_per_step",
-                                                   "bytes_inter_per_step",
-                                                   "step_seconds",
-                                                   "comm_seconds_per_step",
-                                                   "version",
-                                                   "commit",
-                                                   "build"};
+// The runs table's fixed columns, in order, with their SQL types: the one definition the schema
+// is made from (the hyperparameter columns follow them).
+struct RunColumn {
+  std::string_view name;
+  std::string_view type;
+};
+inline constexpr RunColumn kRunColumns[] = {{"run_id", "INTEGER PRIMARY KEY"},
+                                            {"point", "TEXT"},
+                                            {"label", "TEXT NOT NULL"},
+                                            {"optimizer", "TEXT NOT NULL"},
+                                            {"schedule", "TEXT NOT NULL"},
+                                            {"status", "TEXT NOT NULL"},
+                                            {"steps_done", "INTEGER NOT NULL"},
+                                            {"dimension", "INTEGER"},
+                                            {"final_loss", "REAL"},
+                                            {"final_accuracy", "REAL"},
+                                            {"final_grad_sq_norm", "REAL"},
+                                            {"final_test_loss", "REAL"},
+                                            {"final_test_accuracy", "REAL"},
+                                            {"bits_sent_per_worker", "REAL"},
+                                            {"wall_seconds", "REAL"},
+                                            {"bytes_intra_per_step", "REAL"},
+                                            {"bytes_inter_per_step", "REAL"},
+                                            {"step_seconds", "REAL"},
+                                            {"comm_seconds_per_step", "REAL"},
+                                            {"version", "TEXT"},
+                                            {"commit", "TEXT"},
+                                            {"build", "TEXT"}};
+
+// Whether `column` is one of kRunColumns.
+bool IsRunColumn(std::string_view column);
 
 // Whether a hyperparameter key has a column in the runs table (the optimizer's name and label
 // are `optimizer` and `label` already).

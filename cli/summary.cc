@@ -216,9 +216,7 @@ struct Configuration {
 // Columns a configuration is defined by: every hyperparameter but the seed.
 bool IsSettingColumn(const std::string& column) {
   if (column == "seed") return false;
-  return std::find(std::begin(kRunColumns), std::end(kRunColumns), column) ==
-             std::end(kRunColumns) ||
-         column == "label";
+  return !IsRunColumn(column) || column == "label";
 }
 
 std::string MarkdownTable(const std::vector<std::string>& header,

@@ -251,8 +251,10 @@ class Sweep {
   }
 
  private:
+  // The point's spec: its axis values, then --set (which pins an option an axis also sets).
   RunSpec SpecOf(const SweepPoint& point) const {
-    RunSpec spec = SpecFromTable(ApplyPoint(*root_, grid_, point), path_, text_);
+    RunSpec spec = SpecFromTable(ApplySettings(ApplyPoint(*root_, grid_, point), options_.settings),
+                                 path_, text_);
     const std::int64_t every = std::max<std::int64_t>(1, spec.steps / kRecordsPerSeries);
     if (spec.metrics_every == 0) spec.metrics_every = every;
     if (spec.probe_every == 0) spec.probe_every = every;

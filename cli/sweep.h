@@ -26,9 +26,11 @@ namespace lemmalab {
 
 struct SweepOptions {
   std::filesystem::path out_dir;
-  int jobs = 0;                       // points at a time; 0: one per core
-  bool progress = true;               // a live display on a terminal; one line per point otherwise
-  std::vector<std::string> settings;  // --set PATH=VALUE, applied to the spec (cli/spec.h)
+  int jobs = 0;          // points at a time; 0: one per core
+  bool progress = true;  // a live display on a terminal; one line per point otherwise
+  // --set PATH=VALUE (cli/spec.h), applied to the spec and again to every point after its axis
+  // values: a setting pins an option an axis also sets.
+  std::vector<std::string> settings;
   const std::atomic<bool>* stop = nullptr;  // set (by SIGINT) to stop; RunSweep then throws
                                             // Interrupted after saving what finished
 };

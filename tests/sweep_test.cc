@@ -249,6 +249,14 @@ TEST(SweepCommand, RunsEveryPointIntoOneDatabaseAndResumes) {
       RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "out").string()});
   ASSERT_EQ(grown.exit_code, 0) << grown.err;
   EXPECT_THAT(grown.out, HasSubstr("sweep: 12 points, 8 found finished, 4 run now"));
+  // --set pins an option an axis sets too (here zipped with workers, which still differ).
+  WriteFile(dir / "steps.toml",
+            SweepSpec("steps = [10, 20]\nworkers = [2, 4]\nzip = [['steps', 'workers']]"));
+  const auto pinned = RunLemmalab({"sweep", (dir / "steps.toml").string(), "--out",
+                                   (dir / "pinned").string(), "--set", "steps=3"});
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.err;
+  EXPECT_EQ(Database(dir / "pinned" / "results.sqlite").One("SELECT MAX(steps_done) FROM runs"),
+            "3");
   // A spec changed outside [sweep] is another sweep.
   std::string other = SweepSpec("seed = [1, 2]");
   other.replace(other.find("lr = 0.05"), 9, "lr = 0.07");
@@ -335,40 +343,117 @@ TEST(SweepCommand, AProbeThatDoesNotApplyToAPointRecordsNothingThere) {
   EXPECT_THAT(none.err, HasSubstr("probe 'ef-norm' applies to the optimizers of none of the 2"));
 }
 
+// metrics_every and probe_every thin what is recorded, not what is run: the trajectory is the
+// same, the counters' records still sum to the run's totals, and every probe keeps its first
+// value.
+TEST(Recording, EveryKStepsKeepsTotalsAndTheTrajectory) {
+  TempDir dir;
+  std::string spec = SweepSpec("");
+  spec.erase(spec.find("[sweep]"));
+  spec.replace(spec.find("steps = 40"), 10, "steps = 40\neval_every = 10");
+  WriteFile(dir / "spec.toml", spec);
+  const auto every =
+      RunLemmalab({"run", (dir / "spec.toml").string(), "--out", (dir / "every").string()});
+  ASSERT_EQ(every.exit_code, 0) << every.err;
+  const auto thin =
+      RunLemmalab({"run", (dir / "spec.toml").string(), "--out", (dir / "thin").string(), "--set",
+                   "metrics_every=7", "--set", "probe_every=5"});
+  ASSERT_EQ(thin.exit_code, 0) << thin.err;
+  const Database a(dir / "every" / "results.sqlite"), b(dir / "thin" / "results.sqlite");
+  EXPECT_EQ(a.One("SELECT final_loss, bits_sent_per_worker FROM runs"),
+            b.One("SELECT final_loss, bits_sent_per_worker FROM runs"));
+  // Records at multiples of 7, at evaluations (multiples of 10) and at the last step.
+  EXPECT_EQ(b.Rows("SELECT step FROM metrics WHERE name = 'bits_sent' ORDER BY step"),
+            (std::vector<std::string>{"7", "10", "14", "20", "21", "28", "30", "35", "40"}));
+  for (const char* counter : {"bits_sent", "bytes_inter", "comm_seconds"}) {
+    const std::string sum =
+        fmt::format("SELECT SUM(value) FROM metrics WHERE name = '{}'", counter);
+    EXPECT_NEAR(std::stod(a.One(sum)), std::stod(b.One(sum)), 1e-9 * std::stod(a.One(sum)))
+        << counter;
+  }
+  // The loss recorded at step 14 is the mean of steps 11..14.
+  EXPECT_NEAR(std::stod(b.One("SELECT value FROM metrics WHERE name = 'minibatch_loss' AND "
+                              "step = 14")),
+              std::stod(a.One("SELECT AVG(value) FROM metrics WHERE name = 'minibatch_loss' AND "
+                              "step BETWEEN 11 AND 14")),
+              1e-6);
+  // Probes: the first value, then every 5th step.
+  EXPECT_EQ(b.Rows("SELECT DISTINCT step FROM probes ORDER BY step"),
+            (std::vector<std::string>{"1", "5", "10", "15", "20", "25", "30", "35", "40"}));
+  EXPECT_EQ(a.One("SELECT value FROM probes WHERE step = 35 AND worker = 1 AND series = "
+                  "'worker_sq_norm'"),
+            b.One("SELECT value FROM probes WHERE step = 35 AND worker = 1 AND series = "
+                  "'worker_sq_norm'"));
+}
+
+// The number of points saved in a sweep's database while it runs (0 before it exists).
+int SavedPoints(const std::filesystem::path& file) {
+  // Read while the sweep writes (its database is in WAL mode: readers never block it).
+  sqlite3* db = nullptr;
+  sqlite3_stmt* s = nullptr;
+  int saved = 0;
+  if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM points", -1, &s, nullptr) == SQLITE_OK &&
+      sqlite3_step(s) == SQLITE_ROW) {
+    saved = sqlite3_column_int(s, 0);
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return saved;
+}
+
+// Starts `lemmalab sweep SPEC --out OUT` and sends `signal` once `at_least` points are saved;
+// returns the exit code and the points saved when the signal was sent.
+std::pair<int, int> InterruptSweep(const TempDir& dir, const std::filesystem::path& spec,
+                                   const std::filesystem::path& out, int at_least, int signal) {
+  const int pid = testing::SpawnLemmalab({"sweep", spec.string(), "--out", out.string()},
+                                         dir / "out.txt", dir / "err.txt");
+  int saved = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline &&
+         (saved = SavedPoints(out / "results.sqlite")) < at_least) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  kill(pid, signal);
+  return {testing::WaitForExit(pid), saved};
+}
+
+constexpr const char* kHundredPoints =
+    "optimizer.beta = [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99]\n"
+    "seed = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]";
+
+TEST(SweepCommand, SigintKeepsTheFinishedPointsAndTheRerunCompletes) {
+  TempDir dir;
+  WriteFile(dir / "spec.toml", SweepSpec(kHundredPoints, 400));
+  const auto [code, saved] = InterruptSweep(dir, dir / "spec.toml", dir / "out", 10, SIGINT);
+  EXPECT_EQ(code, 130);
+  ASSERT_GE(saved, 10);
+  EXPECT_THAT(testing::ReadFile(dir / "err.txt"), HasSubstr("the finished points are saved in"));
+  const int kept =
+      std::stoi(Database(dir / "out" / "results.sqlite").One("SELECT COUNT(*) FROM points"));
+  EXPECT_GE(kept, saved);
+  EXPECT_LT(kept, 100);
+  EXPECT_FALSE(std::filesystem::exists(dir / "out" / ".inflight"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out" / ".lock"));
+  const auto resumed =
+      RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "out").string()});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.out,
+              HasSubstr(fmt::format("{} found finished, {} run now", kept, 100 - kept)));
+}
+
 // The guarantee: a sweep killed with SIGKILL halfway and run again holds exactly its
 // points once each, with the results of a sweep never interrupted.
 TEST(SweepCommand, SigkillHalfwayThenRerunEqualsAnUninterruptedSweep) {
   TempDir dir;
   // 100 points: 10 betas x 10 seeds.
-  WriteFile(dir / "spec.toml",
-            SweepSpec("optimizer.beta = [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99]\n"
-                      "seed = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
-                      400));
+  WriteFile(dir / "spec.toml", SweepSpec(kHundredPoints, 400));
   const std::string spec = (dir / "spec.toml").string();
   const auto whole = RunLemmalab({"sweep", spec, "--out", (dir / "whole").string()});
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
 
-  const int pid = testing::SpawnLemmalab({"sweep", spec, "--out", (dir / "killed").string()},
-                                         dir / "out.txt", dir / "err.txt");
-  int at_kill = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    // Read while the sweep writes (its database is in WAL mode: readers never block it).
-    sqlite3* db = nullptr;
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_open_v2((dir / "killed" / "results.sqlite").c_str(), &db, SQLITE_OPEN_READWRITE,
-                        nullptr) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM points", -1, &s, nullptr) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW) {
-      at_kill = sqlite3_column_int(s, 0);
-    }
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-    if (at_kill >= 30) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  kill(pid, SIGKILL);
-  EXPECT_EQ(testing::WaitForExit(pid), -1);
+  const auto [code, at_kill] = InterruptSweep(dir, spec, dir / "killed", 30, SIGKILL);
+  EXPECT_EQ(code, -1);
   ASSERT_GE(at_kill, 30);
   {
     const Database db(dir / "killed" / "results.sqlite");
