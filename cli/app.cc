@@ -321,30 +321,30 @@ int Main(int argc, char** argv) {
       if (!quiet) fmt::print("{}", listing);
       return kExitOk;
     }
-    if (check->parsed()) {
+    // Commands that run in one process: under mpirun, rank 0 says why and every rank exits.
+    const auto one_process = [&](std::string_view why) {
 #ifdef LEMMALAB_HAVE_MPI
       if (mpi) {
-        if (!quiet) {
-          fmt::print(stderr,
-                     "error: lemmalab check runs in one process: its probes read every "
-                     "worker's state (run it without mpirun)\n");
-        }
+        if (!quiet) fmt::print(stderr, "error: {} (run it without mpirun)\n", why);
+        return true;
+      }
+#else
+      (void)why;
+#endif
+      return false;
+    };
+    if (check->parsed()) {
+      if (one_process("lemmalab check runs in one process: its probes read every worker's "
+                      "state")) {
         return kExitUserError;
       }
-#endif
       return CheckCommand(check_spec, settings, check_out, check_from, check_threads);
     }
     if (sweep->parsed()) {
-#ifdef LEMMALAB_HAVE_MPI
-      if (mpi) {
-        if (!quiet) {
-          fmt::print(stderr,
-                     "error: lemmalab sweep runs its points in one process (run it without "
-                     "mpirun; --jobs sets how many at a time)\n");
-        }
+      if (one_process("lemmalab sweep runs its points in one process; --jobs sets how many at "
+                      "a time")) {
         return kExitUserError;
       }
-#endif
       return SweepCommand(sweep_spec, settings, sweep_out, jobs);
     }
 #ifdef LEMMALAB_HAVE_MPI

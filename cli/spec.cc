@@ -199,8 +199,6 @@ std::string ReadSpecText(const std::filesystem::path& path) {
   return text.str();
 }
 
-namespace {
-
 std::vector<std::string> SplitPath(std::string_view path) {
   std::vector<std::string> parts;
   std::size_t start = 0;
@@ -210,6 +208,8 @@ std::vector<std::string> SplitPath(std::string_view path) {
   parts.emplace_back(path.substr(start));
   return parts;
 }
+
+namespace {
 
 // Sets `value` at `parts` below `table`, making tables on the way; a component given by name
 // becomes a table with that name.

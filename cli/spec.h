@@ -94,6 +94,9 @@ RunSpec LoadSpec(const std::filesystem::path& path, const std::vector<std::strin
 // value that is not a table, or names an optimizer where the spec has none.
 void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& value);
 
+// An option path's parts: "optimizer.compressor.k" -> optimizer, compressor, k.
+std::vector<std::string> SplitPath(std::string_view path);
+
 // `--set PATH=VALUE` arguments applied to a spec's top-level table; VALUE is TOML, or a bare word
 // read as a string. Messages about a set value name the --set argument.
 std::pair<std::string, OptionValue> ParseSetting(std::string_view assignment);

@@ -16,16 +16,6 @@ namespace {
 
 constexpr std::string_view kZip = "zip", kExclude = "exclude", kSeed = "seed";
 
-std::vector<std::string> SplitPath(std::string_view path) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (std::size_t dot; (dot = path.find('.', start)) != std::string_view::npos; start = dot + 1) {
-    parts.emplace_back(path.substr(start, dot - start));
-  }
-  parts.emplace_back(path.substr(start));
-  return parts;
-}
-
 // The leaves of a table written with dotted keys (`optimizer.beta = ...` is a table `optimizer`
 // holding `beta`), as (path, value, the table holding it, its key there).
 struct Leaf {

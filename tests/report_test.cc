@@ -24,23 +24,7 @@ using testing::RunLemmalab;
 using testing::TempDir;
 using testing::WriteFile;
 
-constexpr const char* kSpec = R"toml(seed = 1
-steps = 30
-workers = 2
-probes = ["ef-norm"]
-
-[problem]
-name = "quadratic"
-dimension = 8
-noise = "sphere"
-sigma = 0.1
-
-[schedule]
-lr = 0.05
-
-[[optimizer]]
-name = "birder"
-)toml";
+const std::string kSpec = testing::TinySpec(30);
 
 // summary.csv as rows of column -> text.
 std::vector<std::map<std::string, std::string>> ReadCsv(const std::filesystem::path& path) {
@@ -91,7 +75,7 @@ std::vector<double> FinalLosses(const std::filesystem::path& db_path, const std:
 TEST(Report, SweepConfigurationsHaveStudentTIntervalsOverSeeds) {
   TempDir dir;
   WriteFile(dir / "spec.toml",
-            std::string(kSpec) + "[sweep]\noptimizer.beta = [0.5, 0.9]\nseed = [1, 2, 3]\n");
+            kSpec + "[sweep]\noptimizer.beta = [0.5, 0.9]\nseed = [1, 2, 3]\n");
   ASSERT_EQ(RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "out").string()})
                 .exit_code,
             0);
@@ -168,7 +152,7 @@ TEST(Report, ACheckFolderAggregatesVerdictsOverSeeds) {
 
 TEST(Report, PlotsOrAClearWordOnWhyNot) {
   TempDir dir;
-  WriteFile(dir / "spec.toml", std::string(kSpec) + "[sweep]\nseed = [1, 2]\n");
+  WriteFile(dir / "spec.toml", kSpec + "[sweep]\nseed = [1, 2]\n");
   ASSERT_EQ(RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "out").string()})
                 .exit_code,
             0);

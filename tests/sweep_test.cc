@@ -148,29 +148,9 @@ problem.dimension = [7]
 
 // --- lemmalab sweep, end to end -------------------------------------------------------------
 
-// A quadratic small enough that a point takes milliseconds.
+// The tiny spec with a [sweep] table.
 std::string SweepSpec(const std::string& sweep, int steps = 40) {
-  return fmt::format(R"toml(seed = 1
-steps = {}
-workers = 2
-probes = ["ef-norm"]
-
-[problem]
-name = "quadratic"
-dimension = 8
-noise = "sphere"
-sigma = 0.1
-
-[schedule]
-lr = 0.05
-
-[[optimizer]]
-name = "birder"
-
-[sweep]
-{}
-)toml",
-                     steps, sweep);
+  return testing::TinySpec(steps, "\n[sweep]\n" + sweep + "\n");
 }
 
 struct Database {

@@ -92,6 +92,27 @@ std::string UserErrorOf(const std::function<void()>& f) {
   return "(no error)";
 }
 
+std::string TinySpec(int steps, const std::string& tail) {
+  return fmt::format(R"toml(seed = 1
+steps = {}
+workers = 2
+probes = ["ef-norm"]
+
+[problem]
+name = "quadratic"
+dimension = 8
+noise = "sphere"
+sigma = 0.1
+
+[schedule]
+lr = 0.05
+
+[[optimizer]]
+name = "birder"
+{})toml",
+                     steps, tail);
+}
+
 std::filesystem::path SourceDir() { return LEMMALAB_SOURCE_DIR; }
 
 Eigen::VectorXd GaussianVector(Eigen::Index d, std::uint64_t seed) {

@@ -50,6 +50,11 @@ int SpawnLemmalab(const std::vector<std::string>& arguments, const std::filesyst
 // Waits for `pid` and returns its exit code (-1 when it was killed by a signal).
 int WaitForExit(int pid);
 
+// A Birder run on an 8-dimensional noisy quadratic, 2 workers, with the ef-norm probe: a spec
+// whose runs take milliseconds (sweep and report tests); `tail` is appended (a [sweep] table,
+// more [[optimizer]] tables).
+std::string TinySpec(int steps, const std::string& tail = "");
+
 // The repository root, for runs/ and data/.
 std::filesystem::path SourceDir();
 
