@@ -259,7 +259,9 @@ void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& 
       optimizers.push_back(*t);
     } else if (const auto* items = std::get_if<OptionValue::Array>(&it->second.data)) {
       for (const OptionValue& item : *items) {
-        if (const auto* t = std::get_if<OptionValue::Table>(&item.data)) optimizers.push_back(*t);
+        if (const auto* table = std::get_if<OptionValue::Table>(&item.data)) {
+          optimizers.push_back(*table);
+        }
       }
     }
   }

@@ -176,8 +176,21 @@ Dataset LoadData(OptionTable& options, const DataContext& context) {
   const DataSourceInfo& source = DataSources().Get(options, "source");
   static const std::array<std::string, 3> kNormalize = {"none", "standardize", "pixels"};
   const std::string normalize = options.GetChoice("normalize", "none", kNormalize);
+  // The first `samples` training (and test) samples only: runs of seconds for teaching and for
+  // the smoke tests of runs/.
+  const std::optional<std::int64_t> samples = options.GetOptionalInt("samples", 1);
   Dataset data = source.load(options, context);
   options.RejectUnknownKeys();
+  if (samples) {
+    const auto keep = [&](Samples& set) {
+      const Eigen::Index n = std::min<Eigen::Index>(set.size(), *samples);
+      set.features.conservativeResize(n, Eigen::NoChange);
+      set.labels.conservativeResize(n);
+    };
+    keep(data.train);
+    if (data.test) keep(*data.test);
+    data.description += fmt::format(" (first {} samples)", data.train.size());
+  }
   if (normalize == "standardize") StandardizeFeatures(data);
   if (normalize == "pixels") ScalePixels(data);
   return data;

@@ -5,6 +5,7 @@
 //   source = "idx"                 # csv, libsvm, idx, cifar10, synthetic-logistic
 //   dir = "/usr/share/datasets/fashion-mnist"
 //   normalize = "pixels"           # none (default), standardize, pixels
+//   samples = 1000                 # optional: the first 1000 training and test samples only
 // Paths are resolved relative to the folder of the spec that names them. Every reader validates
 // while it streams (magic numbers, sizes, truncation, labels) and names the file and the line or
 // byte offset of the first problem.

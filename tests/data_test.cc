@@ -257,6 +257,31 @@ TEST(Dataset, StandardizeAppliesTrainingStatisticsToTheTestSet) {
   EXPECT_EQ(data.train.features.col(1), Eigen::VectorXd::Zero(4));
 }
 
+// `samples` keeps the first N training and test samples, before normalisation (whose statistics
+// are then the kept samples').
+TEST(Data, SamplesKeepsTheFirstOnes) {
+  TempDir dir;
+  WriteFile(dir / "train.csv", "a,y\n1,0\n2,1\n3,0\n10,1\n");
+  WriteFile(dir / "test.csv", "a,y\n5,1\n6,0\n7,1\n");
+  OptionTable options("[data]", "s.toml:1:1");
+  options.Set("source", {std::string("csv"), "s.toml:2:1"});
+  options.Set("path", {std::string("train.csv"), "s.toml:3:1"});
+  options.Set("test_path", {std::string("test.csv"), "s.toml:4:1"});
+  options.Set("samples", {std::int64_t{2}, "s.toml:5:1"});
+  options.Set("normalize", {std::string("standardize"), "s.toml:6:1"});
+  const Dataset data = LoadData(options, {0, dir.path()});
+  ASSERT_EQ(data.train.size(), 2);
+  ASSERT_EQ(data.test->size(), 2);
+  EXPECT_EQ(data.train.labels[1], 1);
+  // Standardised over {1, 2}: -1 and 1 (the dropped 10 would have shifted them).
+  EXPECT_DOUBLE_EQ(data.train.features(0, 0), -1.0);
+  EXPECT_DOUBLE_EQ(data.train.features(1, 0), 1.0);
+  EXPECT_THAT(data.description, HasSubstr("(first 2 samples)"));
+  options.Set("samples", {std::int64_t{0}, "s.toml:5:1"});
+  EXPECT_THAT(testing::UserErrorOf([&] { LoadData(options, {0, dir.path()}); }),
+              HasSubstr("samples must be"));
+}
+
 TEST(Data, ClassCountIncludesTheTestSetsLabels) {
   TempDir dir;
   WriteFile(dir / "train.csv", "a,y\n1,0\n2,1\n");
