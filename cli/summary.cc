@@ -60,6 +60,47 @@ struct Run {
 
 using Database = std::unique_ptr<sqlite3, decltype(&sqlite3_close)>;
 
+// Whether the run reads the option an axis sets: an optimizer's option only where the run's
+// optimizer has it (1-bit Adam's warmup_steps is not Birder's), and a labelled one
+// (optimizer.<label>.x) only on that label's runs; every other axis applies to every run.
+bool AxisApplies(const Run& run, const std::string& path) {
+  const std::string prefix = "optimizer.";
+  if (!path.starts_with(prefix)) return true;
+  std::string key = path.substr(prefix.size());
+  const std::string label = ShowCell(run.columns.at("label"));
+  if (key.starts_with(label + ".")) {
+    key = key.substr(label.size() + 1);
+  } else if (key.find('.') != std::string::npos) {
+    // optimizer.<another label>.x, or a nested option (compressor.k) of every optimizer.
+    const std::string first = key.substr(0, key.find('.'));
+    const bool is_option = std::any_of(run.columns.begin(), run.columns.end(), [&](const auto& c) {
+      return c.first == first || c.first.starts_with(first + ".");
+    });
+    if (!is_option) return false;
+  }
+  return std::any_of(run.columns.begin(), run.columns.end(), [&](const auto& c) {
+    return (c.first == key || c.first.starts_with(key + ".")) &&
+           !std::holds_alternative<std::monostate>(c.second);
+  });
+}
+
+// A sweep run's configuration: its point's axis values without the seed, leaving out the axes
+// its optimizer does not read.
+std::string ConfigurationOf(const Run& run, const nlohmann::ordered_json& axes,
+                            const std::vector<std::string>& paths) {
+  std::vector<std::string> parts;
+  if (!axes.is_object()) return "";
+  std::size_t a = 0;
+  for (const auto& [name, value] : axes.items()) {
+    const std::string path = a < paths.size() ? paths[a] : name;
+    ++a;
+    if (name == "seed" || !AxisApplies(run, path)) continue;
+    parts.push_back(
+        fmt::format("{}={}", name, value.is_string() ? value.get<std::string>() : value.dump()));
+  }
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
 // Reads every run of one results database, with its probe means and its sweep point's axes.
 std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_offset) {
   sqlite3* raw = nullptr;
@@ -90,35 +131,35 @@ std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_
         return std::monostate{};
     }
   };
-  // A sweep point's name without its seed: the configuration the seeds replicate.
-  std::map<std::string, std::pair<std::int64_t, std::string>> points;
-  query("SELECT point, idx, axes FROM points", [&](sqlite3_stmt* s) {
-    const nlohmann::json axes = nlohmann::json::parse(ShowCell(cell(s, 2)), nullptr, false);
-    std::vector<std::string> parts;
-    if (axes.is_object()) {
-      for (const auto& [name, value] : axes.items()) {
-        if (name != "seed") {
-          parts.push_back(fmt::format("{}={}", name,
-                                      value.is_string() ? value.get<std::string>() : value.dump()));
-        }
-      }
+  // A sweep's axes: their names in the points' labels and the option paths they set.
+  std::vector<std::string> axis_paths;
+  query("SELECT value FROM meta WHERE key = 'sweep_axis_paths'", [&](sqlite3_stmt* s) {
+    const nlohmann::json paths = nlohmann::json::parse(ShowCell(cell(s, 0)), nullptr, false);
+    if (paths.is_array()) {
+      for (const auto& p : paths) axis_paths.push_back(p.get<std::string>());
     }
-    points[ShowCell(cell(s, 0))] = {sqlite3_column_int64(s, 1),
-                                    fmt::format("{}", fmt::join(parts, " "))};
+  });
+  // In the axes' order (ordered_json keeps the order they were written in).
+  std::map<std::string, std::pair<std::int64_t, nlohmann::ordered_json>> points;
+  query("SELECT point, idx, axes FROM points", [&](sqlite3_stmt* s) {
+    points[ShowCell(cell(s, 0))] = {
+        sqlite3_column_int64(s, 1),
+        nlohmann::ordered_json::parse(ShowCell(cell(s, 2)), nullptr, false)};
   });
   std::vector<Run> runs;
   std::map<std::int64_t, std::size_t> by_id;
   query("SELECT * FROM runs ORDER BY run_id", [&](sqlite3_stmt* s) {
     Run run;
-    for (int c = 0; c < sqlite3_column_count(s); ++c)
+    for (int c = 0; c < sqlite3_column_count(s); ++c) {
       run.columns[sqlite3_column_name(s, c)] = cell(s, c);
+    }
     const auto id = std::get<std::int64_t>(run.columns["run_id"]);
     run.order = order_offset + id;
     if (const auto* point = std::get_if<std::string>(&run.columns["point"])) {
       const auto it = points.find(*point);
       if (it != points.end()) {
         run.order = it->second.first * 1000000 + id;
-        run.configuration = it->second.second;
+        run.configuration = ConfigurationOf(run, it->second.second, axis_paths);
       }
     }
     by_id[id] = runs.size();
@@ -196,8 +237,10 @@ Estimate Estimate95(const std::vector<double>& values) {
 
 std::string ShowEstimate(const Estimate& e) {
   if (e.n == 0) return "-";
-  // One run, or runs that agree exactly (bits of a fixed-size message): no interval to show.
-  if (!std::isfinite(e.ci95) || e.ci95 == 0) return fmt::format("{:.4g}", e.mean);
+  // One run, or runs that agree up to rounding (bits of a fixed-size message): no interval.
+  if (!std::isfinite(e.ci95) || e.ci95 <= 1e-9 * std::abs(e.mean)) {
+    return fmt::format("{:.4g}", e.mean);
+  }
   return fmt::format("{:.4g} ± {:.2g}", e.mean, e.ci95);
 }
 
@@ -430,7 +473,14 @@ ReportResult WriteReport(const ReportOptions& options) {
       order.push_back(key);
       it->second.name = run.configuration;
     }
-    it->second.runs.push_back(&run);
+    // A run another point repeated (sgd beside a birder-only axis) with the same seed is the
+    // same computation: counted once, so that it does not narrow the interval.
+    const std::string seed = ShowCell(run.columns.at("seed"));
+    const auto& same = it->second.runs;
+    if (std::none_of(same.begin(), same.end(),
+                     [&](const Run* r) { return ShowCell(r->columns.at("seed")) == seed; })) {
+      it->second.runs.push_back(&run);
+    }
   }
 
   // Quantities, each a number per run.
@@ -450,7 +500,8 @@ ReportResult WriteReport(const ReportOptions& options) {
   for (const Run& run : runs) {
     for (const auto& [name, value] : run.probes) probe_names.insert(name);
   }
-  for (const std::string& name : probe_names) quantities.push_back({name, name});
+  // A probe's column is the mean of its recorded series over the steps and workers.
+  for (const std::string& name : probe_names) quantities.push_back({name, name + " (mean)"});
   const auto value_of = [](const Run& run, const std::string& quantity) {
     if (quantity == "bits_per_param_step") {
       return run.Get("bits_sent_per_worker") / (run.Get("dimension") * run.Get("steps_done"));

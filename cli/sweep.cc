@@ -139,14 +139,18 @@ class Sweep {
     const DirectoryLock lock(options_.out_dir, "lemmalab sweep");
     std::shared_ptr<OptionTable> base = root_->Clone();
     base->Erase("sweep");
-    nlohmann::json axes = nlohmann::json::array();
-    for (const SweepAxis& axis : grid_.axes) axes.push_back(axis.name);
+    nlohmann::json axes = nlohmann::json::array(), paths = nlohmann::json::array();
+    for (const SweepAxis& axis : grid_.axes) {
+      axes.push_back(axis.name);
+      paths.push_back(axis.path);
+    }
     const BuildInfo& build = Build();
     SweepStore store(options_.out_dir, {{"kind", "sweep"},
                                         {"spec_path", path_.string()},
                                         {"spec_text", text_},
                                         {"sweep_base", ShowValue({base, ""})},
                                         {"sweep_axes", axes.dump()},
+                                        {"sweep_axis_paths", paths.dump()},
                                         {"sweep_points", fmt::format("{}", grid_.points.size())},
                                         {"lemmalab_version", build.version},
                                         {"commit", build.commit},
@@ -307,7 +311,9 @@ std::string FormatSweep(const SweepSummary& summary, const std::filesystem::path
   std::string out = fmt::format("sweep: {} points", summary.points);
   if (summary.already > 0) out += fmt::format(", {} found finished", summary.already);
   out += fmt::format(", {} run now in {}", summary.ran, Duration(summary.seconds));
-  if (summary.diverged > 0) out += fmt::format(" ({} runs diverged)", summary.diverged);
+  if (summary.diverged > 0) {
+    out += fmt::format(" ({} run{} diverged)", summary.diverged, summary.diverged == 1 ? "" : "s");
+  }
   out += fmt::format(
       "\nresults: {}/ (results.sqlite, runs.csv); tables and plots: lemmalab report {}\n",
       out_dir.string(), out_dir.string());

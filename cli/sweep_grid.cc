@@ -142,13 +142,6 @@ SweepGrid ExpandSweep(OptionTable& sweep) {
                                              leaf.value->TypeName(), leaf.value->Show()));
     }
     if (values->empty()) leaf.table->Fail(leaf.key, fmt::format("the axis {} is empty", leaf.path));
-    std::set<std::string> seen;
-    for (const OptionValue& v : *values) {
-      if (!seen.insert(ShowValue(v)).second) {
-        leaf.table->Fail(leaf.key,
-                         fmt::format("the axis {} lists {} twice", leaf.path, ShowValue(v)));
-      }
-    }
     grid.axes.push_back({leaf.path, "", *values});
   }
   if (grid.axes.empty()) {
@@ -201,6 +194,21 @@ SweepGrid ExpandSweep(OptionTable& sweep) {
   }
   std::sort(units.begin(), units.end(),
             [](const auto& x, const auto& y) { return x.front() < y.front(); });
+  // A unit's values must differ (a zip group's may repeat one axis's value, not a whole tuple).
+  for (const std::vector<std::size_t>& unit : units) {
+    std::set<std::string> seen;
+    for (std::size_t v = 0; v < grid.axes[unit.front()].values.size(); ++v) {
+      std::vector<std::string> tuple;
+      for (const std::size_t a : unit) tuple.push_back(ShowValue(grid.axes[a].values[v]));
+      if (seen.insert(fmt::format("{}", fmt::join(tuple, ", "))).second) continue;
+      if (unit.size() == 1) {
+        sweep.Fail(
+            SplitPath(grid.axes[unit.front()].path).front(),
+            fmt::format("the axis {} lists {} twice", grid.axes[unit.front()].path, tuple.front()));
+      }
+      sweep.Fail(kZip, fmt::format("the zipped axes list ({}) twice", fmt::join(tuple, ", ")));
+    }
+  }
 
   // Exclusions: each a set of (axis, value) that must all match.
   struct Exclusion {

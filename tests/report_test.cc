@@ -74,8 +74,7 @@ std::vector<double> FinalLosses(const std::filesystem::path& db_path, const std:
 
 TEST(Report, SweepConfigurationsHaveStudentTIntervalsOverSeeds) {
   TempDir dir;
-  WriteFile(dir / "spec.toml",
-            kSpec + "[sweep]\noptimizer.beta = [0.5, 0.9]\nseed = [1, 2, 3]\n");
+  WriteFile(dir / "spec.toml", kSpec + "[sweep]\noptimizer.beta = [0.5, 0.9]\nseed = [1, 2, 3]\n");
   ASSERT_EQ(RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "out").string()})
                 .exit_code,
             0);
@@ -105,6 +104,26 @@ TEST(Report, SweepConfigurationsHaveStudentTIntervalsOverSeeds) {
   const std::string markdown = ReadFile(dir / "out" / "report.md");
   EXPECT_THAT(markdown, HasSubstr("| configuration | runs | final loss"));
   EXPECT_THAT(markdown, HasSubstr("Plots not drawn (lemmalab report --no-plots)"));
+}
+
+// An axis of one optimizer's option: the other optimizer's runs are named without it and its
+// repeats at the same seed (one per point) count once.
+TEST(Report, AnAxisOnlyOneOptimizerReadsNamesOnlyItsRuns) {
+  TempDir dir;
+  WriteFile(dir / "spec.toml", kSpec +
+                                   "[[optimizer]]\nname = \"sgd\"\n[sweep]\n"
+                                   "optimizer.birder.beta = [0.5, 0.9]\nseed = [1, 2]\n");
+  ASSERT_EQ(RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "out").string()})
+                .exit_code,
+            0);
+  const auto report = RunLemmalab({"report", (dir / "out").string(), "--no-plots"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const auto rows = ReadCsv(dir / "out" / "summary.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].at("configuration"), "birder beta=0.5");
+  EXPECT_EQ(rows[1].at("configuration"), "sgd");
+  EXPECT_EQ(rows[1].at("runs"), "2");  // seeds 1 and 2, not 4 runs
+  EXPECT_EQ(rows[2].at("configuration"), "birder beta=0.9");
 }
 
 TEST(Report, APlainRunIsOneConfigurationPerLabel) {

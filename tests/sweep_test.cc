@@ -75,6 +75,12 @@ exclude = [{ optimizer.beta = 0.99, workers = 4 }]
   EXPECT_EQ(grid.points[2].index, 3);
 }
 
+TEST(SweepGrid, ZippedAxesMayRepeatAValueButNotATuple) {
+  EXPECT_EQ(GridOf("[sweep]\na = [1, 1]\nb = [1, 2]\nzip = [['a', 'b']]\n").points.size(), 2u);
+  EXPECT_THAT(UserErrorOf([] { GridOf("[sweep]\na = [1, 1]\nb = [2, 2]\nzip = [['a', 'b']]\n"); }),
+              HasSubstr("the zipped axes list (1, 2) twice"));
+}
+
 TEST(SweepGrid, AxesSharingALastPartAreNamedByPath) {
   const SweepGrid grid = GridOf(R"toml(
 [sweep]
@@ -87,7 +93,7 @@ optimizer.ef.beta = [0.5, 0.6]
 
 TEST(SweepGrid, EveryMistakeIsNamed) {
   const auto error = [](const std::string& sweep) {
-    return UserErrorOf([&] { GridOf("[sweep]\n" + sweep); });
+    return UserErrorOf([&] { GridOf(fmt::format("[sweep]\n{}", sweep)); });
   };
   EXPECT_THAT(error("optimizer.beta = 0.9"),
               HasSubstr("the sweep axis optimizer.beta must be a list of values"));
@@ -150,7 +156,7 @@ problem.dimension = [7]
 
 // The tiny spec with a [sweep] table.
 std::string SweepSpec(const std::string& sweep, int steps = 40) {
-  return testing::TinySpec(steps, "\n[sweep]\n" + sweep + "\n");
+  return testing::TinySpec(steps, fmt::format("\n[sweep]\n{}\n", sweep));
 }
 
 struct Database {
@@ -170,7 +176,8 @@ struct Database {
       std::string row;
       for (int c = 0; c < sqlite3_column_count(s); ++c) {
         const auto* text = sqlite3_column_text(s, c);
-        row += (c ? "|" : "") + std::string(text ? reinterpret_cast<const char*>(text) : "NULL");
+        if (c > 0) row += '|';
+        row += text ? reinterpret_cast<const char*>(text) : "NULL";
       }
       rows.push_back(row);
     }
@@ -291,7 +298,7 @@ TEST(SweepCommand, ADivergedRunIsRecordedAndTheSweepGoesOn) {
   const auto sweep =
       RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "out").string()});
   ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
-  EXPECT_THAT(sweep.out, HasSubstr("(1 runs diverged)"));
+  EXPECT_THAT(sweep.out, HasSubstr("(1 run diverged)"));
   const Database db(dir / "out" / "results.sqlite");
   EXPECT_EQ(db.One("SELECT status FROM runs WHERE point = 'lr=0.05'"), "completed");
   EXPECT_THAT(db.One("SELECT status FROM runs WHERE point = 'lr=1e+30'"),

@@ -225,7 +225,8 @@ def draw(results, out_dir) -> list[Path]:
             bound = None  # the series is not on the bound's scale (e.g. d not divided out)
         title = f"Probe {probe}: {name}" + (" / d" if info.per_dimension else "")
         if info.meaning:
-            title += "\n" + textwrap.fill(f"recorded: {info.meaning}", 80)
+            recorded = ("shown divided by d; recorded: " if info.per_dimension else "recorded: ")
+            title += "\n" + textwrap.fill(recorded + info.meaning, 80)
         written.append(_figure(
             results, lr.probe_frame(results, probe, name), "step", title, "step",
             f"{name}{' / d' if info.per_dimension else ''} (mean over workers)",

@@ -189,6 +189,9 @@ def axes(results: Results) -> list[str]:
               if c != "seed" and c not in found and varies(c) and not follows_label(c)]
     if several_labels and "label" not in found:
         found.append("label")
+    # Axes every run has first: the first one facets the plots, and an option only some
+    # optimizers read (1-bit Adam's warmup_steps) would put every other run in one "unset" panel.
+    found.sort(key=lambda c: c != "label" and bool(runs[c].isna().any()))
     return found
 
 
