@@ -211,15 +211,18 @@ class Sweep {
           ++summary_.ran;
           std::string outcome;
           double seconds = 0;
+          bool any_diverged = false;
           for (const RunReport& r : report.runs) {
             seconds += r.record.wall_seconds;
             const bool diverged = r.record.status != "completed";
             summary_.diverged += diverged;
+            any_diverged |= diverged;
             outcome += fmt::format("{}{}: {}, final loss {:.6g}", outcome.empty() ? "" : "; ",
                                    r.record.label, diverged ? r.record.status : "completed",
                                    r.record.final_loss);
           }
-          if (options_.progress) {
+          // A line per point where there is no live display; on a terminal, diverged ones only.
+          if (options_.progress && (!terminal || any_diverged)) {
             fmt::print(stderr, "{}[{}/{}] {}  {} ({:.2f} s)\n", terminal ? "\r\033[K" : "",
                        summary_.already + summary_.ran, summary_.points, point.label, outcome,
                        seconds);
