@@ -254,6 +254,32 @@ TEST(SweepCommand, RunsEveryPointIntoOneDatabaseAndResumes) {
   EXPECT_THAT(changed.err, HasSubstr("holds a sweep of a spec that differs outside [sweep]"));
 }
 
+// A point's results are the results of `lemmalab run` on the same settings: sweeping (in
+// parallel, single-threaded, with shared data) changes nothing in what a run computes.
+TEST(SweepCommand, APointEqualsTheSameRunOnItsOwn) {
+  TempDir dir;
+  WriteFile(dir / "spec.toml", SweepSpec("optimizer.beta = [0.5, 0.9]\nseed = [3, 4]"));
+  ASSERT_EQ(RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "sweep").string(),
+                         "--jobs", "2"})
+                .exit_code,
+            0);
+  WriteFile(dir / "one.toml", testing::TinySpec(40));
+  const auto run = RunLemmalab({"run", (dir / "one.toml").string(), "--out", (dir / "run").string(),
+                                "--set", "optimizer.beta=0.9", "--set", "seed=4"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string columns =
+      "SELECT final_loss, final_grad_sq_norm, bits_sent_per_worker, steps_done FROM runs";
+  EXPECT_EQ(
+      Database(dir / "sweep" / "results.sqlite").One(columns + " WHERE point = 'beta=0.9 seed=4'"),
+      Database(dir / "run" / "results.sqlite").One(columns));
+  const std::string probes =
+      "SELECT step, worker, value FROM probes WHERE run_id = (SELECT run_id FROM runs{}) ORDER "
+      "BY rowid";
+  EXPECT_EQ(Database(dir / "sweep" / "results.sqlite")
+                .Rows(fmt::format(fmt::runtime(probes), " WHERE point = 'beta=0.9 seed=4'")),
+            Database(dir / "run" / "results.sqlite").Rows(fmt::format(fmt::runtime(probes), "")));
+}
+
 TEST(SweepCommand, EveryPointIsValidatedBeforeAnyRuns) {
   TempDir dir;
   WriteFile(dir / "spec.toml", SweepSpec("optimizer.beta = [0.9, 0.99, 1.5]\nseed = [1, 2]"));
