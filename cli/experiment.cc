@@ -48,7 +48,9 @@ class RunProbeSink final : public ProbeSink {
     recorded_ = recorded;
   }
   void Record(std::string_view series, int worker, double value) override {
-    const bool first = seen_.emplace(std::string(probe_), std::string(series), worker).second;
+    // Looked up without copying the names; a new series' names are copied once.
+    const bool first = !seen_.contains(std::tuple{probe_, series, worker});
+    if (first) seen_.emplace(std::string(probe_), std::string(series), worker);
     if (!recorded_ && !first) return;
     writer_.AddProbe(run_id_, step_, probe_, series,
                      worker == kRunWide ? std::nullopt : std::optional<int>(worker), value);
@@ -60,7 +62,7 @@ class RunProbeSink final : public ProbeSink {
   std::int64_t step_ = 0;
   std::string_view probe_;
   bool recorded_ = true;
-  std::set<std::tuple<std::string, std::string, int>> seen_;
+  std::set<std::tuple<std::string, std::string, int>, std::less<>> seen_;
 };
 
 // The per-step metrics between two records (metrics_every): sums of the counters, the mean loss

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/experiment.h"
+#include "cli/table.h"
 #include "problems/reference.h"
 
 namespace lemmalab {
@@ -13,35 +14,6 @@ namespace {
 
 std::string Optional(const std::optional<double>& value, std::string_view format) {
   return value ? fmt::format(fmt::runtime(format), *value) : std::string("-");
-}
-
-// Columns whose quantity no run has are left out.
-struct Column {
-  std::string header;
-  bool left_aligned;
-};
-
-std::string FormatTable(const std::vector<Column>& columns,
-                        const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width(columns.size());
-  for (std::size_t c = 0; c < columns.size(); ++c) {
-    width[c] = columns[c].header.size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  const auto line = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      s += columns[c].left_aligned ? fmt::format("{:<{}}", cells[c], width[c])
-                                   : fmt::format("{:>{}}", cells[c], width[c]);
-      s += c + 1 < cells.size() ? "  " : "\n";
-    }
-    return s;
-  };
-  std::vector<std::string> header;
-  for (const Column& c : columns) header.push_back(c.header);
-  std::string out = line(header);
-  for (const auto& row : rows) out += line(row);
-  return out;
 }
 
 // Bytes with a decimal unit: 950 B, 25.4 kB, 1.02 MB.
@@ -93,11 +65,12 @@ std::string FormatReport(const ExperimentReport& report) {
     test |= run.record.final_test_accuracy.has_value();
   }
 
-  std::vector<Column> columns = {{"run", true},
-                                 {"optimizer", true},
-                                 {"status", true},
-                                 {"steps", false},
-                                 {"train loss", false}};
+  // Columns whose quantity no run has are left out.
+  std::vector<TableColumn> columns = {{"run", true},
+                                      {"optimizer", true},
+                                      {"status", true},
+                                      {"steps", false},
+                                      {"train loss", false}};
   if (f_star != nullptr) columns.push_back({"f - f*", false});
   if (accuracy) columns.push_back({"accuracy", false});
   if (test) columns.insert(columns.end(), {{"test loss", false}, {"test acc.", false}});

@@ -88,6 +88,16 @@ void Bind(sqlite3_stmt* s, int i, const std::optional<V>& v) {
   }
 }
 
+// Runs `sql` (statements without parameters); UserError "<where>: <SQLite's message>" otherwise.
+void ExecSql(sqlite3* db, const char* sql, std::string_view where) {
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw UserError(fmt::format("{}: {}", where, message));
+  }
+}
+
 // The tables: runs from kRunColumns, a sweep's point and label naming one run at most.
 std::string Schema() {
   std::string runs = "CREATE TABLE runs(";
@@ -154,16 +164,13 @@ std::vector<std::string> TableColumns(sqlite3* db, std::string_view schema,
   return columns;
 }
 
-void AddRunsColumn(sqlite3* db, std::string_view name, std::string_view schema) {
+void AddRunsColumns(sqlite3* db, const std::vector<std::string>& names, std::string_view schema) {
   const std::vector<std::string> columns = TableColumns(db, schema, "runs");
-  if (std::find(columns.begin(), columns.end(), name) != columns.end()) return;
-  char* error = nullptr;
-  const std::string sql =
-      fmt::format("ALTER TABLE {}.runs ADD COLUMN {}", schema, QuoteColumn(name));
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    throw UserError(fmt::format("writing results failed: {}: {}", sql, message));
+  for (const std::string& name : names) {
+    if (std::find(columns.begin(), columns.end(), name) != columns.end()) continue;
+    const std::string sql =
+        fmt::format("ALTER TABLE {}.runs ADD COLUMN {}", schema, QuoteColumn(name));
+    ExecSql(db, sql.c_str(), fmt::format("writing results failed: {}", sql));
   }
 }
 
@@ -269,14 +276,7 @@ void ResultsWriter::RemovePartials() noexcept {
   }
 }
 
-void ResultsWriter::Exec(const char* sql) {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    throw UserError(fmt::format("{}: {}", Partial(kDatabase).string(), message));
-  }
-}
+void ResultsWriter::Exec(const char* sql) { ExecSql(db_, sql, Partial(kDatabase).string()); }
 
 namespace {
 
@@ -340,11 +340,15 @@ void ResultsWriter::AddConstant(std::optional<std::int64_t> run_id, const Consta
 }
 
 void ResultsWriter::AddHyperparameters(std::int64_t run_id, const Hyperparameters& options) {
+  std::vector<std::string> columns;
+  for (const auto& [key, value] : options.entries()) {
+    if (IsHyperparameterColumn(key)) columns.push_back(key);
+  }
+  AddRunsColumns(db_, columns);
   for (const auto& [key, value] : options.entries()) {
     ExecuteOnce(db_, "INSERT INTO hyperparameters VALUES (?, ?, ?, ?)", run_id,
                 std::string_view(key), value, Hyperparameters::TypeName(value));
     if (!IsHyperparameterColumn(key)) continue;
-    AddRunsColumn(db_, key);
     ExecuteOnce(db_,
                 fmt::format("UPDATE runs SET {} = ? WHERE run_id = ?", QuoteColumn(key)).c_str(),
                 value, run_id);
@@ -505,14 +509,7 @@ SweepStore::~SweepStore() {
   sqlite3_close(db_);
 }
 
-void SweepStore::Exec(const std::string& sql) {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    throw UserError(fmt::format("{}: {}", file_.string(), message));
-  }
-}
+void SweepStore::Exec(const std::string& sql) { ExecSql(db_, sql.c_str(), file_.string()); }
 
 std::vector<std::string> SweepStore::FinishedPoints() {
   std::vector<std::string> labels;
@@ -531,7 +528,7 @@ void SweepStore::AddPoint(const std::filesystem::path& database, const std::stri
     Exec("BEGIN IMMEDIATE");
     // The point's run ids follow the sweep's; its hyperparameter columns join the sweep's.
     std::vector<std::string> columns = TableColumns(db_, "point", "runs");
-    for (const std::string& column : columns) AddRunsColumn(db_, column);
+    AddRunsColumns(db_, columns);
     std::string list;
     for (const std::string& column : columns) {
       if (column == "run_id" || column == "point") continue;

@@ -124,8 +124,9 @@ std::string QuoteColumn(std::string_view name);
 std::vector<std::string> TableColumns(sqlite3* db, std::string_view schema, std::string_view table);
 // Writes the runs table of `db` (every column, hyperparameters included) to `path` as CSV.
 void WriteRunsCsv(sqlite3* db, const std::filesystem::path& path);
-// Adds a hyperparameter column to `schema`.runs unless it is there.
-void AddRunsColumn(sqlite3* db, std::string_view name, std::string_view schema = "main");
+// Adds the hyperparameter columns `schema`.runs does not have yet.
+void AddRunsColumns(sqlite3* db, const std::vector<std::string>& names,
+                    std::string_view schema = "main");
 
 class ResultsWriter {
  public:

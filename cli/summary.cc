@@ -19,9 +19,11 @@
 #include <variant>
 
 #include "cli/results.h"
+#include "cli/table.h"
 #include "core/error.h"
 #include "theory/probe_series.h"
 #include "theory/rate_fit.h"
+#include "theory/statistics.h"
 
 extern char** environ;
 
@@ -215,23 +217,18 @@ struct Estimate {
   std::size_t n = 0;
 };
 
+// Over the finite values: their mean and the half-width of Student's t 95% interval
+// (IndependentMean's standard error, theory/statistics.h).
 Estimate Estimate95(const std::vector<double>& values) {
-  Estimate e;
   std::vector<double> finite;
-  for (const double v : values) {
-    if (std::isfinite(v)) finite.push_back(v);
-  }
+  std::copy_if(values.begin(), values.end(), std::back_inserter(finite),
+               [](double v) { return std::isfinite(v); });
+  Estimate e;
   e.n = finite.size();
   if (finite.empty()) return e;
-  double sum = 0;
-  for (const double v : finite) sum += v;
-  e.mean = sum / static_cast<double>(e.n);
-  if (e.n < 2) return e;
-  double squares = 0;
-  for (const double v : finite) squares += (v - e.mean) * (v - e.mean);
-  const double sd = std::sqrt(squares / static_cast<double>(e.n - 1));
-  e.ci95 = StudentTQuantile(0.975, static_cast<double>(e.n - 1)) * sd /
-           std::sqrt(static_cast<double>(e.n));
+  const MeanEstimate mean = IndependentMean(finite);
+  e.mean = mean.mean;
+  if (e.n >= 2) e.ci95 = StudentTQuantile(0.975, mean.dof) * mean.standard_error;
   return e;
 }
 
@@ -271,29 +268,12 @@ std::string MarkdownTable(const std::vector<std::string>& header,
   return out;
 }
 
+// The first column (the configuration, the assertion) left-aligned, the numbers right.
 std::string TextTable(const std::vector<std::string>& header,
                       const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width(header.size());
-  const auto length = [](const std::string& s) {  // UTF-8 code points ("±" is one column)
-    return static_cast<std::size_t>(
-        std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-  };
-  for (std::size_t c = 0; c < header.size(); ++c) {
-    width[c] = length(header[c]);
-    for (const auto& row : rows) width[c] = std::max(width[c], length(row[c]));
-  }
-  const auto line = [&](const std::vector<std::string>& cells) {
-    std::string s;
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      const std::string pad(width[c] - length(cells[c]), ' ');
-      s += c == 0 ? cells[c] + pad : pad + cells[c];
-      s += c + 1 < cells.size() ? "  " : "\n";
-    }
-    return s;
-  };
-  std::string out = line(header);
-  for (const auto& row : rows) out += line(row);
-  return out;
+  std::vector<TableColumn> columns;
+  for (const std::string& h : header) columns.push_back({h, columns.empty()});
+  return FormatTable(columns, rows);
 }
 
 // A check folder's verdicts, aggregated over seeds where check judged each seed alone.
