@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@
 #include <variant>
 
 #include "cli/results.h"
+#include "cli/results_reader.h"
 #include "cli/table.h"
 #include "core/error.h"
 #include "theory/probe_series.h"
@@ -59,8 +61,6 @@ struct Run {
     return it == columns.end() ? std::nan("") : Number(it->second);
   }
 };
-
-using Database = std::unique_ptr<sqlite3, decltype(&sqlite3_close)>;
 
 // Whether the run reads the option an axis sets: an optimizer's option only where the run's
 // optimizer has it (1-bit Adam's warmup_steps is not Birder's), and a labelled one
@@ -105,22 +105,7 @@ std::string ConfigurationOf(const Run& run, const nlohmann::ordered_json& axes,
 
 // Reads every run of one results database, with its probe means and its sweep point's axes.
 std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_offset) {
-  sqlite3* raw = nullptr;
-  const int opened = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
-  Database db(raw, &sqlite3_close);
-  if (opened != SQLITE_OK) {
-    throw UserError(fmt::format("{}: cannot open: {}", file.string(), sqlite3_errmsg(raw)));
-  }
-  sqlite3_busy_timeout(raw, 10000);
-  const auto query = [&](const char* sql, auto&& row) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(raw, sql, -1, &s, nullptr) != SQLITE_OK) {
-      throw UserError(fmt::format("{}: not a lemmalab results database of this version ({})",
-                                  file.string(), sqlite3_errmsg(raw)));
-    }
-    while (sqlite3_step(s) == SQLITE_ROW) row(s);
-    sqlite3_finalize(s);
-  };
+  ResultsReader db(file);
   const auto cell = [](sqlite3_stmt* s, int c) -> Cell {
     switch (sqlite3_column_type(s, c)) {
       case SQLITE_INTEGER:
@@ -135,7 +120,7 @@ std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_
   };
   // A sweep's axes: their names in the points' labels and the option paths they set.
   std::vector<std::string> axis_paths;
-  query("SELECT value FROM meta WHERE key = 'sweep_axis_paths'", [&](sqlite3_stmt* s) {
+  db.ForEachRow("SELECT value FROM meta WHERE key = 'sweep_axis_paths'", [&](sqlite3_stmt* s) {
     const nlohmann::json paths = nlohmann::json::parse(ShowCell(cell(s, 0)), nullptr, false);
     if (paths.is_array()) {
       for (const auto& p : paths) axis_paths.push_back(p.get<std::string>());
@@ -143,14 +128,14 @@ std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_
   });
   // In the axes' order (ordered_json keeps the order they were written in).
   std::map<std::string, std::pair<std::int64_t, nlohmann::ordered_json>> points;
-  query("SELECT point, idx, axes FROM points", [&](sqlite3_stmt* s) {
+  db.ForEachRow("SELECT point, idx, axes FROM points", [&](sqlite3_stmt* s) {
     points[ShowCell(cell(s, 0))] = {
         sqlite3_column_int64(s, 1),
         nlohmann::ordered_json::parse(ShowCell(cell(s, 2)), nullptr, false)};
   });
   std::vector<Run> runs;
   std::map<std::int64_t, std::size_t> by_id;
-  query("SELECT * FROM runs ORDER BY run_id", [&](sqlite3_stmt* s) {
+  db.ForEachRow("SELECT * FROM runs ORDER BY run_id", [&](sqlite3_stmt* s) {
     Run run;
     for (int c = 0; c < sqlite3_column_count(s); ++c) {
       run.columns[sqlite3_column_name(s, c)] = cell(s, c);
@@ -168,21 +153,22 @@ std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_
     runs.push_back(std::move(run));
   });
   std::map<std::pair<std::string, std::string>, bool> per_dimension;
-  query("SELECT run_id, probe, series, AVG(value) FROM probes GROUP BY run_id, probe, series",
-        [&](sqlite3_stmt* s) {
-          const auto it = by_id.find(sqlite3_column_int64(s, 0));
-          if (it == by_id.end()) return;
-          Run& run = runs[it->second];
-          const std::string probe = ShowCell(cell(s, 1)), series = ShowCell(cell(s, 2));
-          const SeriesInfo* info = FindProbeSeries(probe, series);
-          double value = sqlite3_column_double(s, 3);
-          std::string name = fmt::format("{}/{}", probe, series);
-          if (info != nullptr && info->per_dimension) {
-            value /= run.Get("dimension");
-            name += "/d";
-          }
-          run.probes[name] = value;
-        });
+  db.ForEachRow(
+      "SELECT run_id, probe, series, AVG(value) FROM probes GROUP BY run_id, probe, series",
+      [&](sqlite3_stmt* s) {
+        const auto it = by_id.find(sqlite3_column_int64(s, 0));
+        if (it == by_id.end()) return;
+        Run& run = runs[it->second];
+        const std::string probe = ShowCell(cell(s, 1)), series = ShowCell(cell(s, 2));
+        const SeriesInfo* info = FindProbeSeries(probe, series);
+        double value = sqlite3_column_double(s, 3);
+        std::string name = fmt::format("{}/{}", probe, series);
+        if (info != nullptr && info->per_dimension) {
+          value /= run.Get("dimension");
+          name += "/d";
+        }
+        run.probes[name] = value;
+      });
   return runs;
 }
 
