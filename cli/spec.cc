@@ -246,13 +246,24 @@ void SetAt(OptionTable& table, std::span<const std::string> parts, const OptionV
 
 }  // namespace
 
-void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& value) {
+std::optional<OptimizerOption> ResolveOptimizerPath(std::string_view path,
+                                                    const std::vector<std::string>& labels) {
   const std::vector<std::string> parts = SplitPath(path);
-  if (parts.front() != "optimizer" || parts.size() == 1) {
-    SetAt(root, parts, value, path);
-    return;
+  if (parts.front() != "optimizer" || parts.size() == 1) return std::nullopt;
+  OptimizerOption out;
+  std::size_t first = 1;
+  if (parts.size() > 2 && std::find(labels.begin(), labels.end(), parts[1]) != labels.end()) {
+    out.label = parts[1];
+    first = 2;
   }
-  // optimizer.<option> on every [[optimizer]], optimizer.<label>.<option> on one.
+  for (std::size_t i = first; i < parts.size(); ++i) {
+    out.key += (i > first ? "." : "") + parts[i];
+  }
+  return out;
+}
+
+void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& value) {
+  // The [[optimizer]] tables and their labels (a label defaults to the name).
   std::vector<std::shared_ptr<OptionTable>> optimizers;
   if (const auto it = root.entries().find("optimizer"); it != root.entries().end()) {
     if (const auto* t = std::get_if<OptionValue::Table>(&it->second.data)) {
@@ -273,22 +284,20 @@ void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& 
     }
     return std::string();
   };
-  std::vector<std::shared_ptr<OptionTable>> targets;
-  if (parts.size() > 2) {
-    for (const auto& o : optimizers) {
-      if (label_of(*o) == parts[1]) targets.push_back(o);
-    }
+  std::vector<std::string> labels;
+  for (const auto& o : optimizers) labels.push_back(label_of(*o));
+  const std::optional<OptimizerOption> option = ResolveOptimizerPath(path, labels);
+  if (!option) {
+    SetAt(root, SplitPath(path), value, path);
+    return;
   }
-  std::span<const std::string> rest(parts.begin() + 1, parts.end());
-  if (!targets.empty()) {
-    rest = rest.subspan(1);
-  } else {
-    targets = optimizers;
-  }
-  if (targets.empty()) {
+  if (optimizers.empty()) {
     throw UserError(fmt::format("{}: {}: the spec has no [[optimizer]] table", value.where, path));
   }
-  for (const auto& o : targets) SetAt(*o, rest, value, path);
+  const std::vector<std::string> key = SplitPath(option->key);
+  for (std::size_t i = 0; i < optimizers.size(); ++i) {
+    if (!option->label || labels[i] == *option->label) SetAt(*optimizers[i], key, value, path);
+  }
 }
 
 std::pair<std::string, OptionValue> ParseSetting(std::string_view assignment) {

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -93,6 +94,16 @@ RunSpec LoadSpec(const std::filesystem::path& path, const std::vector<std::strin
 // (`compressor = "sign"`) becomes a table with that name. UserError when the path runs into a
 // value that is not a table, or names an optimizer where the spec has none.
 void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& value);
+
+// Which optimizers an option path reaches and the option it names there, given the spec's
+// optimizer labels: `optimizer.beta` -> every optimizer, "beta"; `optimizer.<label>.beta` ->
+// that label, "beta". nullopt for a path outside [[optimizer]] (`seed`, `problem.l2`).
+struct OptimizerOption {
+  std::optional<std::string> label;  // empty: every optimizer
+  std::string key;                   // "beta", "compressor.k"
+};
+std::optional<OptimizerOption> ResolveOptimizerPath(std::string_view path,
+                                                    const std::vector<std::string>& labels);
 
 // An option path's parts: "optimizer.compressor.k" -> optimizer, compressor, k.
 std::vector<std::string> SplitPath(std::string_view path);

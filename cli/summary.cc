@@ -21,6 +21,7 @@
 
 #include "cli/results.h"
 #include "cli/results_reader.h"
+#include "cli/spec.h"
 #include "cli/table.h"
 #include "core/error.h"
 #include "theory/probe_series.h"
@@ -65,23 +66,12 @@ struct Run {
 // Whether the run reads the option an axis sets: an optimizer's option only where the run's
 // optimizer has it (1-bit Adam's warmup_steps is not Birder's), and a labelled one
 // (optimizer.<label>.x) only on that label's runs; every other axis applies to every run.
-bool AxisApplies(const Run& run, const std::string& path) {
-  const std::string prefix = "optimizer.";
-  if (!path.starts_with(prefix)) return true;
-  std::string key = path.substr(prefix.size());
-  const std::string label = ShowCell(run.columns.at("label"));
-  if (key.starts_with(label + ".")) {
-    key = key.substr(label.size() + 1);
-  } else if (key.find('.') != std::string::npos) {
-    // optimizer.<another label>.x, or a nested option (compressor.k) of every optimizer.
-    const std::string first = key.substr(0, key.find('.'));
-    const bool is_option = std::any_of(run.columns.begin(), run.columns.end(), [&](const auto& c) {
-      return c.first == first || c.first.starts_with(first + ".");
-    });
-    if (!is_option) return false;
-  }
+bool AxisApplies(const Run& run, const std::string& path, const std::vector<std::string>& labels) {
+  const std::optional<OptimizerOption> option = ResolveOptimizerPath(path, labels);
+  if (!option) return true;
+  if (option->label && *option->label != ShowCell(run.columns.at("label"))) return false;
   return std::any_of(run.columns.begin(), run.columns.end(), [&](const auto& c) {
-    return (c.first == key || c.first.starts_with(key + ".")) &&
+    return (c.first == option->key || c.first.starts_with(option->key + ".")) &&
            !std::holds_alternative<std::monostate>(c.second);
   });
 }
@@ -89,14 +79,15 @@ bool AxisApplies(const Run& run, const std::string& path) {
 // A sweep run's configuration: its point's axis values without the seed, leaving out the axes
 // its optimizer does not read.
 std::string ConfigurationOf(const Run& run, const nlohmann::ordered_json& axes,
-                            const std::vector<std::string>& paths) {
+                            const std::vector<std::string>& paths,
+                            const std::vector<std::string>& labels) {
   std::vector<std::string> parts;
   if (!axes.is_object()) return "";
   std::size_t a = 0;
   for (const auto& [name, value] : axes.items()) {
     const std::string path = a < paths.size() ? paths[a] : name;
     ++a;
-    if (name == "seed" || !AxisApplies(run, path)) continue;
+    if (name == "seed" || !AxisApplies(run, path, labels)) continue;
     parts.push_back(
         fmt::format("{}={}", name, value.is_string() ? value.get<std::string>() : value.dump()));
   }
@@ -135,6 +126,7 @@ std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_
   });
   std::vector<Run> runs;
   std::map<std::int64_t, std::size_t> by_id;
+  std::map<std::size_t, const nlohmann::ordered_json*> axes_of;  // run -> its point's axes
   db.ForEachRow("SELECT * FROM runs ORDER BY run_id", [&](sqlite3_stmt* s) {
     Run run;
     for (int c = 0; c < sqlite3_column_count(s); ++c) {
@@ -146,12 +138,18 @@ std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_
       const auto it = points.find(*point);
       if (it != points.end()) {
         run.order = it->second.first * 1000000 + id;
-        run.configuration = ConfigurationOf(run, it->second.second, axis_paths);
+        axes_of[runs.size()] = &it->second.second;
       }
     }
     by_id[id] = runs.size();
     runs.push_back(std::move(run));
   });
+  // A sweep run is named by its point's axes, leaving out those its optimizer does not read.
+  std::vector<std::string> labels;
+  for (const Run& run : runs) labels.push_back(ShowCell(run.columns.at("label")));
+  for (const auto& [r, axes] : axes_of) {
+    runs[r].configuration = ConfigurationOf(runs[r], *axes, axis_paths, labels);
+  }
   std::map<std::pair<std::string, std::string>, bool> per_dimension;
   db.ForEachRow(
       "SELECT run_id, probe, series, AVG(value) FROM probes GROUP BY run_id, probe, series",
@@ -227,7 +225,7 @@ std::string ShowEstimate(const Estimate& e) {
   return fmt::format("{:.4g} ± {:.2g}", e.mean, e.ci95);
 }
 
-struct Quantity {
+struct ReportQuantity {
   std::string name;    // summary.csv's column stem
   std::string header;  // the printed table's
 };
@@ -450,7 +448,7 @@ ReportResult WriteReport(const ReportOptions& options) {
   }
 
   // Quantities, each a number per run.
-  std::vector<Quantity> quantities = {{"final_loss", "final loss"}};
+  std::vector<ReportQuantity> quantities = {{"final_loss", "final loss"}};
   const auto any = [&](const std::string& column) {
     return std::any_of(runs.begin(), runs.end(),
                        [&](const Run& r) { return std::isfinite(r.Get(column)); });
@@ -478,14 +476,14 @@ ReportResult WriteReport(const ReportOptions& options) {
   };
 
   std::vector<std::string> header = {"configuration", "runs"};
-  for (const Quantity& q : quantities) header.push_back(q.header);
+  for (const ReportQuantity& q : quantities) header.push_back(q.header);
   std::vector<std::vector<std::string>> rows;
   std::string csv = "configuration,label";
   for (const std::string& column : varying) {
     csv += fmt::format(",{}", CsvText(column));
   }
   csv += ",runs,completed";
-  for (const Quantity& q : quantities) {
+  for (const ReportQuantity& q : quantities) {
     csv += fmt::format(",{},{},{}", CsvText(q.name + "_mean"), CsvText(q.name + "_ci95"),
                        CsvText(q.name + "_n"));
   }
@@ -513,7 +511,7 @@ ReportResult WriteReport(const ReportOptions& options) {
       csv += fmt::format(",{}", text ? CsvText(ShowCell(value)) : ShowCell(value));
     }
     csv += fmt::format(",{},{}", c.runs.size(), c.completed);
-    for (const Quantity& q : quantities) {
+    for (const ReportQuantity& q : quantities) {
       std::vector<double> values;
       for (const Run* run : completed) values.push_back(value_of(*run, q.name));
       const Estimate e = Estimate95(values);
