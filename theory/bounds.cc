@@ -365,6 +365,27 @@ SpamsLemma5Bounds SpamsLemma5(double d, double eps) {
   return {Ratio(d, std::sqrt(eps)), Ratio(d, eps)};
 }
 
+namespace {
+
+// The 1-bit theorems' last step, shared by 1-bit Adam's and 1-bit LAMB's: the bound on the sum
+// is the right side over the coefficient, printed and re-derived (vacuous where the theorem says
+// nothing, or its coefficient is not positive), then its mean over t = 0..T and that mean in the
+// Euclidean norm.
+template <typename Result>
+void SetSumAndMeanBounds(Result& r, double T, double denominator_max, bool vacuous,
+                         double coefficient_rederived) {
+  r.sum_bound = vacuous || !(r.coefficient > 0) ? kVacuousBound : r.rhs / r.coefficient;
+  r.sum_bound_rederived = vacuous || !(coefficient_rederived > 0)
+                              ? kVacuousBound
+                              : r.rhs_rederived / coefficient_rederived;
+  r.mean_bound = r.sum_bound / (T + 1);
+  r.mean_bound_rederived = r.sum_bound_rederived / (T + 1);
+  r.euclidean_mean_bound = EuclideanMean(r.mean_bound, denominator_max);
+  r.euclidean_mean_bound_rederived = EuclideanMean(r.mean_bound_rederived, denominator_max);
+}
+
+}  // namespace
+
 // 1-bit Adam Theorem 1 (onebit-adam-icml-with-appendix.txt Eq. 6, lines 746-810; proof lines
 // 1471-1660 and 2162-2328).
 //
@@ -442,13 +463,7 @@ OneBitAdamTheorem1Result OneBitAdamTheorem1(const OneBitAdamConstants& k, double
        Ratio(2 * gamma * gamma * l * l * sigma2 * T, k.n * one_minus_beta2 * v * v * v)},
   };
   r.rhs_rederived = Sum(r.parts_rederived);
-  const bool vacuous = v == 0 || one_minus_beta == 0 || !(r.coefficient > 0);
-  r.sum_bound = vacuous ? kVacuousBound : r.rhs / r.coefficient;
-  r.sum_bound_rederived = vacuous ? kVacuousBound : r.rhs_rederived / r.coefficient;
-  r.mean_bound = r.sum_bound / (T + 1);
-  r.mean_bound_rederived = r.sum_bound_rederived / (T + 1);
-  r.euclidean_mean_bound = EuclideanMean(r.mean_bound, k.denominator_max);
-  r.euclidean_mean_bound_rederived = EuclideanMean(r.mean_bound_rederived, k.denominator_max);
+  SetSumAndMeanBounds(r, T, k.denominator_max, v == 0 || one_minus_beta == 0, r.coefficient);
   return r;
 }
 
@@ -586,15 +601,7 @@ OneBitLambTheorem1Result OneBitLambTheorem1(const OneBitLambConstants& k, double
        Ratio(8 * cubic_t * sigma2, k.n * b2 * gmin * d * d * d)},
   };
   r.rhs_rederived = Sum(r.parts_rederived);
-  const bool vacuous = d == 0 || k.beta == 1;
-  r.sum_bound = vacuous || !(r.coefficient > 0) ? kVacuousBound : r.rhs / r.coefficient;
-  r.sum_bound_rederived = vacuous || !(r.coefficient_rederived > 0)
-                              ? kVacuousBound
-                              : r.rhs_rederived / r.coefficient_rederived;
-  r.mean_bound = r.sum_bound / (T + 1);
-  r.mean_bound_rederived = r.sum_bound_rederived / (T + 1);
-  r.euclidean_mean_bound = EuclideanMean(r.mean_bound, k.denominator_max);
-  r.euclidean_mean_bound_rederived = EuclideanMean(r.mean_bound_rederived, k.denominator_max);
+  SetSumAndMeanBounds(r, T, k.denominator_max, d == 0 || k.beta == 1, r.coefficient_rederived);
   return r;
 }
 
