@@ -18,6 +18,7 @@
 #include "cli/spec.h"
 #include "cli/summary.h"
 #include "cli/sweep.h"
+#include "cli/trace.h"
 #include "comm/network.h"
 #include "comm/scheme.h"
 #include "compressors/compressor.h"
@@ -253,6 +254,24 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   add_settings(check);
 
+  std::string trace_spec, trace_out;
+  TraceRequest trace_request;
+  CLI::App* trace = app.add_subcommand(
+      "trace",
+      "Show what each worker and the server compute at a few steps, coordinate by coordinate, "
+      "by the symbols of the algorithm's paper (taken from the real run; nothing else written)");
+  trace->add_option("SPEC", trace_spec, "Run spec (TOML) of a small problem")->required();
+  trace->add_option("--steps", trace_request.steps, "A:B or A: the steps to show (default 1)");
+  trace->add_option("--coords", trace_request.coordinates,
+                    "Coordinates to show: 0,2,5-7 or all (default: all up to 8, else 0-3)");
+  trace->add_option("--workers", trace_request.workers,
+                    "Workers to show: 0,1 or all (default: all up to 4, else 0,1); the server "
+                    "is always shown");
+  trace->add_option("--out", trace_out,
+                    "Also write DIR/trace.csv (label,step,worker,symbol,coordinate,value) and "
+                    "DIR/symbols.csv");
+  add_settings(trace);
+
   std::string sweep_spec, sweep_out;
   int jobs = 0;
   CLI::App* sweep = app.add_subcommand(
@@ -339,6 +358,13 @@ int Main(int argc, char** argv) {
         return kExitUserError;
       }
       return CheckCommand(check_spec, settings, check_out, check_from, check_threads);
+    }
+    if (trace->parsed()) {
+      if (one_process("lemmalab trace runs its workers in one process, as the run would on any "
+                      "backend")) {
+        return kExitUserError;
+      }
+      return TraceCommand(trace_spec, settings, trace_request, trace_out);
     }
     if (sweep->parsed()) {
       if (one_process("lemmalab sweep runs its points in one process; --jobs sets how many at "

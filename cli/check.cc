@@ -451,21 +451,8 @@ std::string CheckJson(const CheckReport& report) {
 }
 
 void WriteCheckFiles(const CheckReport& report, const std::filesystem::path& dir) {
-  for (const auto& [name, text] :
-       {std::pair{"check.json", CheckJson(report)}, std::pair{"check.md", CheckMarkdown(report)}}) {
-    const std::filesystem::path target = dir / name;
-    const std::filesystem::path partial = dir / fmt::format("{}.partial", name);
-    {
-      std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-      out << text;
-      out.close();
-      if (!out) {
-        std::filesystem::remove(partial);
-        throw UserError(fmt::format("{}: cannot write {}", dir.string(), name));
-      }
-    }
-    std::filesystem::rename(partial, target);
-  }
+  WriteTextFile(dir / "check.json", CheckJson(report));
+  WriteTextFile(dir / "check.md", CheckMarkdown(report));
 }
 
 }  // namespace lemmalab

@@ -145,8 +145,11 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     return record_evaluation(step, problem.Evaluate(x));
   };
 
+  const std::int64_t steps =  // this run's last step
+      options.last_step > 0 ? std::min(options.last_step, spec.steps) : spec.steps;
+  if (options.trace != nullptr) options.trace->BeginRun(record.label);
   const auto start = std::chrono::steady_clock::now();
-  progress.Start(record.label, spec.steps);
+  progress.Start(record.label, steps);
   Evaluation last = record_evaluation(0, initial);
   const double initial_loss = last.loss;
   std::int64_t evaluated_at = 0, bytes_sent = 0;
@@ -157,9 +160,9 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   const std::int64_t metrics_every = std::max<std::int64_t>(1, spec.metrics_every);
   const std::int64_t probe_every = std::max<std::int64_t>(1, spec.probe_every);
   MetricsWindow window;
-  for (; t <= spec.steps; ++t) {
+  for (; t <= steps; ++t) {
     if (options.stop != nullptr && options.stop->load()) throw Interrupted();
-    const StepContext ctx{t, run.schedule->Rate(t), spec.seed};
+    const StepContext ctx{t, run.schedule->Rate(t), spec.seed, options.trace};
     const auto step_start = std::chrono::steady_clock::now();
     const StepResult& result = cluster.Step(ctx, x);
     step_seconds +=
@@ -191,7 +194,7 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     window.comm_seconds += projected;
 
     failure = FailureAfterStep(view, spec.workers, loss / n, initial_loss, x);
-    const bool last_step = t == spec.steps || !failure.empty();
+    const bool last_step = t == steps || !failure.empty();
     const bool evaluated = last_step || t % spec.eval_every == 0;
     if (evaluated || t % metrics_every == 0) {
       writer.AddMetric(run_id, t, "lr", std::nullopt, ctx.lr);
@@ -225,7 +228,7 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   }
   progress.Finish();
 
-  record.steps_done = std::min(t, spec.steps);
+  record.steps_done = std::min(t, steps);
   record.dimension = problem.dimension();
   record.status = failure.empty() ? std::string("completed")
                                   : fmt::format("diverged at step {}: {}", t, failure);
@@ -237,11 +240,11 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   record.bits_sent_per_worker = 8.0 * static_cast<double>(bytes_sent) / n;
   record.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto steps = static_cast<double>(std::max<std::int64_t>(1, record.steps_done));
-  record.bytes_intra_per_step = bytes_intra / steps;
-  record.bytes_inter_per_step = bytes_inter / steps;
-  record.step_seconds = step_seconds / steps;
-  record.comm_seconds_per_step = comm_seconds / steps;
+  const auto done = static_cast<double>(std::max<std::int64_t>(1, record.steps_done));
+  record.bytes_intra_per_step = bytes_intra / done;
+  record.bytes_inter_per_step = bytes_inter / done;
+  record.step_seconds = step_seconds / done;
+  record.comm_seconds_per_step = comm_seconds / done;
   LEMMALAB_CHECK(evaluated_at == record.steps_done, "final evaluation at step {}, run ended at {}",
                  evaluated_at, record.steps_done);
   writer.UpdateRun(run_id, record);
@@ -370,13 +373,15 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
       RunReport& r = report.runs.emplace_back();
       r.record.label = run.spec->label;
       r.record.optimizer = run.optimizer;
+      r.dimension = problem->dimension();
       r.hyperparameters = std::move(run.hyperparameters);
     }
     return report;
   }
   const bool reporting = options.transport == nullptr || options.transport->reports();
-  ResultsWriter writer = reporting ? ResultsWriter(options.out_dir, options.database_only)
-                                   : ResultsWriter::Discarding();
+  ResultsWriter writer = reporting && !options.discard_results
+                             ? ResultsWriter(options.out_dir, options.database_only)
+                             : ResultsWriter::Discarding();
   writer.SetMeta("lemmalab_version", Build().version);
   writer.SetMeta("commit", Build().commit);
   writer.SetMeta("build", Build().build);

@@ -31,6 +31,7 @@
 #include "cli/results.h"
 #include "cli/spec.h"
 #include "comm/transport.h"
+#include "optimizers/trace.h"
 #include "problems/dataset.h"
 
 namespace lemmalab {
@@ -71,6 +72,14 @@ struct ExperimentOptions {
   // Called after every step of every run with the step and its minibatch loss (a sweep's
   // progress display); may be empty.
   std::function<void(std::int64_t step, double minibatch_loss)> on_step;
+  // Records the steps, workers and coordinates it selects (optimizers/trace.h); null: no trace.
+  // Tracing changes no result.
+  StepTrace* trace = nullptr;
+  // > 0: every run ends after this step (`lemmalab trace` needs no more), evaluated there as at
+  // a last step; the schedule still sees the spec's steps.
+  std::int64_t last_step = 0;
+  // Write nothing (`lemmalab trace`, the Python bindings' trace-only runs).
+  bool discard_results = false;
 };
 
 struct RunReport {

@@ -126,6 +126,21 @@ void AddProbeSeries(sqlite3* db) {
 
 }  // namespace
 
+void WriteTextFile(const std::filesystem::path& path, std::string_view text) {
+  std::filesystem::path partial = path;
+  partial += ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::filesystem::remove(partial);
+      throw UserError(fmt::format("{}: cannot write this file", path.string()));
+    }
+  }
+  std::filesystem::rename(partial, path);
+}
+
 std::string CsvText(std::string_view text) {
   std::string buffer(2 * text.size() + 2, '\0');
   buffer.resize(csv_write(buffer.data(), buffer.size(), text.data(), text.size()));

@@ -116,6 +116,10 @@ bool IsRunColumn(std::string_view column);
 // Whether a hyperparameter key has a column in the runs table (the optimizer's name and label
 // are `optimizer` and `label` already).
 bool IsHyperparameterColumn(std::string_view key);
+// Writes `text` to `path` under a .partial name and renames it into place when complete, so a
+// reader never sees half a file; UserError naming the file when it cannot be written.
+void WriteTextFile(const std::filesystem::path& path, std::string_view text);
+
 // A text field for CSV, quoted (libcsv), so that commas, quotes and newlines survive.
 std::string CsvText(std::string_view text);
 // A column name as SQL text: "compressor.name" with its quotes.

@@ -91,8 +91,9 @@ std::shared_ptr<OptionTable> ParseSpecTable(const std::string& text,
   return ConvertTable(document, file, "run spec");
 }
 
-RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path) {
-  return SpecFromTable(ParseSpecTable(text, path), path, text);
+RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path,
+                  const std::vector<std::string>& settings) {
+  return SpecFromTable(ApplySettings(ParseSpecTable(text, path), settings), path, text);
 }
 
 RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::path& path,
@@ -342,8 +343,7 @@ std::shared_ptr<OptionTable> ApplySettings(std::shared_ptr<OptionTable> root,
 }
 
 RunSpec LoadSpec(const std::filesystem::path& path, const std::vector<std::string>& settings) {
-  const std::string text = ReadSpecText(path);
-  return SpecFromTable(ApplySettings(ParseSpecTable(text, path), settings), path, text);
+  return ParseSpec(ReadSpecText(path), path, settings);
 }
 
 }  // namespace lemmalab

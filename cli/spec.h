@@ -119,8 +119,10 @@ std::shared_ptr<OptionTable> ApplySettings(std::shared_ptr<OptionTable> root,
 std::shared_ptr<OptionTable> ParseOptionTable(const std::string& text, const std::string& context,
                                               const std::string& file = "inline.toml");
 
-// Parses spec text as if read from `path` (used by LoadSpec, and by tests).
-RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path);
+// Parses spec text as if read from `path`, with `settings` applied (LoadSpec, the Python
+// bindings, tests).
+RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path,
+                  const std::vector<std::string>& settings = {});
 
 // The two halves of ParseSpec: the TOML text as its top-level table (syntax errors located, no
 // key read yet), and the spec read from such a table (a sweep point reads its edited copy).

@@ -109,6 +109,9 @@ const StepResult& Cluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
     PhiloxStream batch = ctx.Stream(Purpose::kMinibatch, static_cast<std::uint32_t>(i));
     result_.minibatch_loss[w] = problem_.StochasticGradient(i, x_i, batch, gradients_[w]);
     result_.gradient_norm[w] = static_cast<double>(gradients_[w].norm());
+    if (const TraceScope trace = ctx.Trace(i)) {
+      trace.Vector<T>(optimizer_.step_symbols().gradient, gradients_[w]);
+    }
     optimizer_.WorkerStep(ctx, i, x_i, gradients_[w], uplink_[w]);
     if (split) optimizer_.Split(ctx, i, uplink_[w], parts_[w]);
   });
@@ -128,6 +131,9 @@ const StepResult& Cluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
       break;
   }
   optimizer_.Apply(ctx, replies_, x);
+  if (const TraceScope trace = ctx.Trace(kServer)) {
+    trace.Vector<T>(optimizer_.step_symbols().parameters, x);
+  }
   Gather();
   return result_;
 }

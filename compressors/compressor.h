@@ -88,6 +88,13 @@ class Compressor {
   virtual std::optional<double> q() const { return std::nullopt; }
   // Whether the encoding depends on the layer boundaries of the shape.
   virtual bool uses_layers() const { return false; }
+  // Whether element j's stochastic decision is made by word j of the stream from where Encode
+  // starts, and by no other word: then a trace can name the word behind each element
+  // (optimizers/trace.h). False for deterministic compressors and other draw orders.
+  virtual bool draws_word_per_element() const { return false; }
+  // The scales a message carries (one per block, in block order), for a trace to show; empty
+  // when the format sends none.
+  virtual std::vector<double> MessageScales(const Message& /*in*/) const { return {}; }
 
   // Encodes x (of the shape's dimension) into `out`, replacing its bytes.
   virtual EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) = 0;

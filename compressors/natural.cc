@@ -43,6 +43,7 @@ class Natural final : public ElementwiseDecoded<T, Natural<T>> {
 
   std::string_view name() const override { return "natural"; }
   bool unbiased() const override { return true; }
+  bool draws_word_per_element() const override { return true; }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
     CheckDimension(x.size());

@@ -34,6 +34,15 @@ class OneBitCompressor final : public Compressor<T> {
   bool unbiased() const override { return format_.unbiased; }
   std::optional<double> q() const override { return format_.q; }
   bool uses_layers() const override { return format_.uses_layers; }
+  bool draws_word_per_element() const override {
+    return format_.draw == OneBitFormat::Draw::kStochastic;
+  }
+  std::vector<double> MessageScales(const Message& in) const override {
+    Bits(in, dimension_);  // checks the size
+    std::vector<double> scales;
+    for (std::size_t b = 0; b < ScaleCount(); ++b) scales.push_back(ScaleOf(in, b));
+    return scales;
+  }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
     return Run({x.data(), nullptr, T(1)}, x.size(), stream, out, nullptr);

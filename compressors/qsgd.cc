@@ -38,6 +38,7 @@ class Qsgd final : public ElementwiseDecoded<T, Qsgd<T>> {
 
   std::string_view name() const override { return name_; }
   bool unbiased() const override { return true; }
+  bool draws_word_per_element() const override { return true; }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
     CheckDimension(x.size());

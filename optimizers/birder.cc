@@ -7,6 +7,36 @@
 namespace lemmalab {
 namespace {
 
+// The trace's names (optimizers/trace.h) for birder.txt Algorithm 1. The paper's u_t^(i) is the
+// quantized update; the trace calls the quantizer's input u and its output Q(u), so that both
+// have a name.
+constexpr TraceSymbol kMomentum = {"m", "birder.txt Alg. 1 line 5",
+                                   "m_t^(i) = beta m_{t-1}^(i) + (1 - beta) g_t^(i)"};
+constexpr TraceSymbol kBHat = {"b_hat", "birder.txt Alg. 1 line 6",
+                               "b_hat_t^(i) = beta b_hat_{t-1}^(i) + (1 - beta) |g_t^(i)|"};
+constexpr TraceSymbol kB = {"b", "birder.txt Alg. 1 line 7",
+                            "b_t^(i) = b_hat_t^(i) (max(b_{t-1}^(i), b_hat_t^(i)) once t > T0)"};
+constexpr TraceSymbol kRatio = {"m/(b+eps)", "birder.txt Alg. 1 line 8, footnote 5",
+                                "the worker's unquantized update, in [-1, 1]"};
+const ExchangeSymbols kBirderExchange = {
+    .worker = {{"u", "birder.txt Alg. 1 line 8", "m/(b+eps) + e_{t-1}: the quantizer's input"},
+               {"r", "birder.txt Eq. 5 (compressors/stochastic_binary.h)",
+                "word j of Philox stream (seed, worker-compression, i, t): Q(u)_j = +1 iff "
+                "r_j - 2^31 < clamp(u_j, -1, 1) 2^31"},
+               {"Q(u)", "birder.txt Alg. 1 line 8", "the quantized update sent, +1 or -1"},
+               {"s", "compressors/stochastic_binary.h", "the scale of domain = \"rescale\""},
+               {"e", "birder.txt Alg. 1 line 9", "e_t^(i) = u - Q(u)"}},
+    .mean = {"mean Q(u)", "birder.txt Alg. 1 line 12", "(1/n) sum_i Q(u^(i))"},
+    .server = {{"mean+e_bar", "birder.txt Alg. 1 line 12",
+                "(1/n) sum_i Q(u^(i)) + e_bar_{t-1}: the server quantizer's input"},
+               {"r", "birder.txt Eq. 5 (compressors/stochastic_binary.h)",
+                "word j of Philox stream (seed, server-compression, server, t): u_bar_j = +1 iff "
+                "r_j - 2^31 < clamp(input_j, -1, 1) 2^31"},
+               {"u_bar", "birder.txt Alg. 1 line 12", "the quantized mean sent back, +1 or -1"},
+               {"s", "compressors/stochastic_binary.h", "the scale of domain = \"rescale\""},
+               {"e_bar", "birder.txt Alg. 1 line 13", "e_bar_t = (mean + e_bar_{t-1}) - u_bar"}},
+};
+
 template <typename T>
 class Birder final : public ExchangingOptimizer<T> {
  public:
@@ -17,6 +47,12 @@ class Birder final : public ExchangingOptimizer<T> {
       const Vector<T> zero = Vector<T>::Zero(context.LocalDimension(i));
       workers_.push_back({zero, zero, zero, zero, zero});
     }
+    exchange_.set_symbols(kBirderExchange);
+  }
+
+  StepSymbols step_symbols() const override {
+    return {.gradient = {"g", "birder.txt Alg. 1 line 4", "g_t^(i) = grad f_i(x_t; xi_t^(i))"},
+            .parameters = {"x", "birder.txt Alg. 1 line 16", "x_{t+1} = x_t - alpha_t u_bar"}};
   }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
@@ -33,6 +69,12 @@ class Birder final : public ExchangingOptimizer<T> {
     }
     w.denominator = w.b.array() + static_cast<T>(options_.eps);  // footnote 5
     w.update = w.m.cwiseQuotient(w.denominator);
+    if (const TraceScope trace = ctx.Trace(worker)) {
+      trace.Vector<T>(kMomentum, w.m);
+      trace.Vector<T>(kBHat, w.b_hat);
+      trace.Vector<T>(kB, w.b);
+      trace.Vector<T>(kRatio, w.update);
+    }
     exchange_.Send(ctx, worker, w.update, out);  // lines 8-10: u = Q(m/b + e), e update
   }
 

@@ -41,6 +41,22 @@ ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaul
   return config;
 }
 
+const ExchangeSymbols kGenericExchangeSymbols = {
+    .worker = {{"y+e", "compressed exchange (worker)", "the worker's message plus its error"},
+               {"r", "compressed exchange (worker)",
+                "the 32-bit word of stream (seed, worker-compression, i, t) behind element j"},
+               {"C(y+e)", "compressed exchange (worker)", "what the worker sends, decoded"},
+               {"s", "compressed exchange (worker)", "the scales of the worker's message"},
+               {"e", "compressed exchange (worker)", "e <- y + e - C(y + e)"}},
+    .mean = {"mean", "compressed exchange (server)", "(1/n) sum_i C(y^(i) + e^(i))"},
+    .server = {{"mean+e_bar", "compressed exchange (server)", "the mean plus the server's error"},
+               {"r", "compressed exchange (server)",
+                "the 32-bit word of stream (seed, server-compression, server, t) behind element j"},
+               {"C(mean+e_bar)", "compressed exchange (server)", "what the server sends back"},
+               {"s", "compressed exchange (server)", "the scales of the server's message"},
+               {"e_bar", "compressed exchange (server)", "e_bar <- mean + e_bar - C(...)"}},
+};
+
 namespace {
 
 // Whether messages of `maker`'s configuration for `shape` split at `bounds`: a trial on a
@@ -78,20 +94,16 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
   for (int c = 0; c < layout_.chunks(); ++c) {
     const auto [begin, end] = Chunk(c);
     const CompressorShape piece = shape.Restrict(begin, end);
-    servers_.push_back({ErrorFeedback<T>(config.server_feedback, end - begin),
-                        config.server_compressor(piece),
-                        {},
-                        nullptr});
+    servers_.emplace_back(ErrorFeedback<T>(config.server_feedback, end - begin),
+                          config.server_compressor(piece));
     decoders_.push_back(config.worker_compressor(piece));
   }
   if (!layout_.hierarchical) {
     RequireSplit(config.worker_compressor, shape, layout_.WorkerBounds(dimension_));
     workers_.reserve(static_cast<std::size_t>(context.workers));
     for (int i = 0; i < context.workers; ++i) {
-      workers_.push_back({ErrorFeedback<T>(config.worker_feedback, context.LocalDimension(i)),
-                          config.worker_compressor(shape),
-                          {},
-                          nullptr});
+      workers_.emplace_back(ErrorFeedback<T>(config.worker_feedback, context.LocalDimension(i)),
+                            config.worker_compressor(shape));
     }
     return;
   }
@@ -106,11 +118,9 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
     if (i < layout_.workers_per_node) {
       RequireSplit(config.worker_compressor, range, layout_.NodeBounds(static_cast<int>(r)));
     }
-    workers_.push_back(
-        {ErrorFeedback<T>(config.worker_feedback, context.Runs(i) ? range.dimension : 0),
-         config.worker_compressor(range),
-         {},
-         nullptr});
+    workers_.emplace_back(
+        ErrorFeedback<T>(config.worker_feedback, context.Runs(i) ? range.dimension : 0),
+        config.worker_compressor(range));
   }
 }
 
@@ -123,7 +133,7 @@ void CompressedExchange<T>::Send(const StepContext& ctx, int worker, ConstVector
     return;
   }
   PhiloxStream stream = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-  w.Compress(y, stream, out, ctx.lr);
+  w.Compress(y, stream, out, ctx.lr, ctx.Trace(worker), symbols_.worker, 0);
 }
 
 template <typename T>
@@ -160,21 +170,30 @@ Eigen::VectorBlock<const Vector<T>> CompressedExchange<T>::MeanChunk(int chunk) 
 template <typename T>
 void CompressedExchange<T>::Reduce(const StepContext& ctx, int chunk,
                                    std::span<const Message> received, Message& out) {
-  Average(chunk, received);
+  Average(ctx, chunk, received);
   Sender& server = servers_[static_cast<std::size_t>(chunk)];
   PhiloxStream stream =
       ctx.Stream(Purpose::kServerCompression, kServerStream - static_cast<std::uint32_t>(chunk));
-  server.Compress(MeanChunk(chunk), stream, out, ctx.lr);
+  // A chunk's scales are those of its own blocks, which the trace cannot number: traced when the
+  // server's message is the whole vector only.
+  SenderSymbols symbols = symbols_.server;
+  if (layout_.chunks() > 1) symbols.scales.name = {};
+  server.Compress(MeanChunk(chunk), stream, out, ctx.lr, ctx.Trace(kServer), symbols,
+                  Chunk(chunk).first);
 }
 
 template <typename T>
-void CompressedExchange<T>::Average(int chunk, std::span<const Message> received) {
+void CompressedExchange<T>::Average(const StepContext& ctx, int chunk,
+                                    std::span<const Message> received) {
   const auto [begin, end] = Chunk(chunk);
   auto segment = mean_.segment(begin, end - begin);
   segment.setZero();
   const Compressor<T>& decoder = *decoders_[static_cast<std::size_t>(chunk)];
   for (const Message& m : received) decoder.DecodeAdd(m, T(1), segment);
   segment /= static_cast<T>(received.size());
+  if (const TraceScope trace = ctx.Trace(kServer); trace && !symbols_.mean.name.empty()) {
+    trace.Vector<T>(symbols_.mean, segment, begin);
+  }
 }
 
 template <typename T>
@@ -190,38 +209,57 @@ void CompressedExchange<T>::Receive(std::span<const Message> reply, Vector<T>& o
 }
 
 template <typename T>
-void CompressedExchange<T>::Sender::Compress(ConstVectorRef<T> y, PhiloxStream& stream,
-                                             Message& out, double lr) {
-  if (!record) {
+void CompressingSender<T>::Compress(ConstVectorRef<T> y, PhiloxStream& stream, Message& out,
+                                    double lr, const TraceScope& trace,
+                                    const SenderSymbols& symbols, std::int64_t offset) {
+  if (!record && !trace) {
     stats = ef.Compress(y, *compressor, stream, out, lr);
     return;
   }
-  if (ef.enabled()) record->input = ef.error();  // e_{t-1}, before Compress replaces it
+  Vector<T>& u = record ? record->input : input;
+  Vector<T>& decoded = record ? record->output : output;
+  const PhiloxStream start = stream;
+  if (ef.enabled()) u = ef.error();  // e_{t-1}, before Compress replaces it
   stats = ef.Compress(y, *compressor, stream, out, lr);
   if (ef.enabled()) {
-    record->input = y + static_cast<T>(ef.last_factor()) * record->input;
+    u = y + static_cast<T>(ef.last_factor()) * u;  // the fused kernel's y + a e, element by element
   } else {
-    record->input = y;
+    u = y;
   }
-  record->output.resize(y.size());
-  compressor->Decode(out, record->output);
+  decoded.resize(y.size());
+  compressor->Decode(out, decoded);
+  if (!trace) return;
+  const auto traced = [&](const TraceSymbol& symbol) { return !symbol.name.empty(); };
+  if (traced(symbols.input)) trace.Vector<T>(symbols.input, u, offset);
+  if (traced(symbols.words) && compressor->draws_word_per_element()) {
+    trace.Words(symbols.words, start, offset, y.size());
+  }
+  if (traced(symbols.output)) trace.Vector<T>(symbols.output, decoded, offset);
+  if (traced(symbols.scales)) {
+    if (const std::vector<double> scales = compressor->MessageScales(out); !scales.empty()) {
+      trace.Indexed(symbols.scales, scales);
+    }
+  }
+  if (traced(symbols.error) && ef.enabled()) trace.Vector<T>(symbols.error, ef.error(), offset);
+}
+
+template <typename T>
+void CompressingSender<T>::KeepRecords(const CompressorMaker<T>& maker,
+                                       const CompressorShape& shape) {
+  record = std::make_unique<CompressionRecord<T>>();
+  record->compressor = compressor.get();
+  record->maker = maker;
+  record->shape = shape;
 }
 
 template <typename T>
 bool CompressedExchange<T>::KeepCompressionRecords() {
   if (!CanKeepCompressionRecords()) return false;
-  const auto keep = [](Sender& sender, const CompressorMaker<T>& maker,
-                       const CompressorShape& shape) {
-    sender.record = std::make_unique<CompressionRecord<T>>();
-    sender.record->compressor = sender.compressor.get();
-    sender.record->maker = maker;
-    sender.record->shape = shape;
-  };
-  for (Sender& w : workers_) keep(w, config_.worker_compressor, shape_);
+  for (Sender& w : workers_) w.KeepRecords(config_.worker_compressor, shape_);
   for (int c = 0; c < layout_.chunks(); ++c) {
     const auto [begin, end] = Chunk(c);
-    keep(servers_[static_cast<std::size_t>(c)], config_.server_compressor,
-         shape_.Restrict(begin, end));
+    servers_[static_cast<std::size_t>(c)].KeepRecords(config_.server_compressor,
+                                                      shape_.Restrict(begin, end));
   }
   return true;
 }
@@ -269,6 +307,7 @@ const EncodeStats* CompressedExchange<T>::LastEncode(int worker) const {
 
 #define LEMMALAB_INSTANTIATE(T)                                                             \
   template ExchangeConfig<T> ExchangeFromOptions<T>(OptionTable&, const ExchangeDefaults&); \
+  template struct CompressingSender<T>;                                                     \
   template class CompressedExchange<T>;
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)

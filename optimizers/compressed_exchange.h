@@ -76,6 +76,44 @@ struct ExchangeDefaults {
 template <typename T>
 ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaults& defaults);
 
+// The names a trace (optimizers/trace.h) gives the exchange's quantities: each algorithm names
+// them as its paper does. A symbol with an empty name is not traced.
+struct SenderSymbols {
+  TraceSymbol input;   // what the compressor is given, y + a e
+  TraceSymbol words;   // the draw word behind each element (stochastic compressors)
+  TraceSymbol output;  // C(y + a e), as the receiver decodes it
+  TraceSymbol scales;  // the message's scales, by block
+  TraceSymbol error;   // e after the step
+};
+struct ExchangeSymbols {
+  SenderSymbols worker;
+  TraceSymbol mean;  // the server's mean of the decoded worker messages
+  SenderSymbols server;
+};
+// What an exchange is called when its algorithm does not name it.
+extern const ExchangeSymbols kGenericExchangeSymbols;
+
+// One side's compression: its error feedback, its compressor instance, the statistics of its
+// last Encode and, while a probe asks for it, the record of its last compression.
+template <typename T>
+struct CompressingSender {
+  CompressingSender(ErrorFeedback<T> feedback, std::unique_ptr<Compressor<T>> instance)
+      : ef(std::move(feedback)), compressor(std::move(instance)) {}
+
+  ErrorFeedback<T> ef;
+  std::unique_ptr<Compressor<T>> compressor;
+  EncodeStats stats;
+  std::unique_ptr<CompressionRecord<T>> record;
+  Vector<T> input, output;  // C's input and decoded output, when traced without a record
+
+  // stats = ef.Compress(y, ...), keeping the record when there is one and recording the
+  // compression into `trace` when it is live; y's element 0 is coordinate `offset`.
+  void Compress(ConstVectorRef<T> y, PhiloxStream& stream, Message& out, double lr,
+                const TraceScope& trace, const SenderSymbols& symbols, std::int64_t offset);
+  // Starts keeping records of compressions by `maker`'s configuration for `shape`.
+  void KeepRecords(const CompressorMaker<T>& maker, const CompressorShape& shape);
+};
+
 // Under the chunked layouts (optimizers/optimizer.h) the same pattern is cut up:
 //   flat chunked:  worker i compresses its whole y with one scale (docs/conventions.md §5) and
 //                  its message is Split by chunk; the server of chunk c averages the n parts and
@@ -104,7 +142,7 @@ class CompressedExchange {
   void Reduce(const StepContext& ctx, int chunk, std::span<const Message> received, Message& out);
   // The first half of Reduce, for servers that compute something else from the mean (SPAMS's
   // AMSGrad step): averages the received parts into mean()'s chunk c.
-  void Average(int chunk, std::span<const Message> received);
+  void Average(const StepContext& ctx, int chunk, std::span<const Message> received);
   // Apply phase: the servers' replies (one per chunk), decoded.
   void Receive(std::span<const Message> reply, Vector<T>& out) const;
 
@@ -122,6 +160,9 @@ class CompressedExchange {
   // Observe() and LastEncode() for the exchange's quantities (errors and encode statistics).
   const Vector<T>* Observe(Quantity quantity, int worker) const;
   const EncodeStats* LastEncode(int worker) const;
+  // The names the trace gives this exchange's quantities.
+  void set_symbols(const ExchangeSymbols& symbols) { symbols_ = symbols; }
+
   // DistributedOptimizer's KeepCompressionRecords and LastCompression for the exchange's senders
   // (flat layouts only; kServer with one chunk only).
   bool KeepCompressionRecords();
@@ -129,16 +170,9 @@ class CompressedExchange {
   const CompressionRecord<T>* LastCompression(int worker) const;
 
  private:
-  struct Sender {
-    ErrorFeedback<T> ef;
-    std::unique_ptr<Compressor<T>> compressor;
-    EncodeStats stats;
-    std::unique_ptr<CompressionRecord<T>> record;  // while a probe asks for it
-
-    // stats = ef.Compress(y, ...), keeping the record when there is one.
-    void Compress(ConstVectorRef<T> y, PhiloxStream& stream, Message& out, double lr);
-  };
+  using Sender = CompressingSender<T>;
   ExchangeConfig<T> config_;
+  ExchangeSymbols symbols_ = kGenericExchangeSymbols;
   CompressorShape shape_;  // of the whole vector
   std::int64_t dimension_;
   ExchangeLayout layout_;

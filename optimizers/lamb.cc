@@ -34,6 +34,61 @@ double ScalingCoefficient(double x_norm, double u_norm, const LambOptions& o) {
   return Clip(x_norm / u_norm, o.c_min, o.c_max);
 }
 
+// The trace's names (optimizers/trace.h) for onebit-lamb.txt Algorithm 1 and LAMB's Eq. (1).
+constexpr TraceSymbol kWorkerMomentum = {"m", "onebit-lamb.txt Alg. 1 line 5",
+                                         "m_t^(i) = beta1 m_{t-1}^(i) + (1 - beta1) g_t^(i)"};
+constexpr TraceSymbol kScaledMomentum = {"k m", "onebit-lamb.txt App. A.5.2",
+                                         "k_l m_t^(i) per layer l: what is compressed"};
+constexpr TraceSymbol kLambMomentum = {"m", "onebit-lamb.txt Eq. (1)",
+                                       "m_t = beta1 m_{t-1} + (1 - beta1) g_t"};
+constexpr TraceSymbol kLambVariance = {"v", "onebit-lamb.txt Eq. (1)",
+                                       "v_t = beta2 v_{t-1} + (1 - beta2) g_t^2"};
+constexpr TraceSymbol kLambScale = {
+    "c", "onebit-lamb.txt Eq. (1)",
+    "c_t^(l) = clip(||x^(l)|| / ||u^(l)||, c_min, c_max), per layer"};
+constexpr TraceSymbol kAverageScale = {
+    "c_avg", "onebit-lamb.txt Alg. 1 line 2",
+    "c_avg^(l) = beta3 c_avg^(l) + (1 - beta3) c_t^(l), per layer"};
+constexpr TraceSymbol kGradient = {"g", "onebit-lamb.txt Alg. 1 line 15",
+                                   "g_t = (m_t - beta1 m_{t-1}) / (1 - beta1): reconstructed"};
+constexpr TraceSymbol kVariance = {"v", "onebit-lamb.txt Alg. 1 line 16",
+                                   "v_t = beta2 v_{t-1} + (1 - beta2) g_t^2: the fresh variance"};
+constexpr TraceSymbol kFrozenVariance = {"v_Tw", "onebit-lamb.txt Alg. 1 line 3",
+                                         "the variance stored at the end of warmup"};
+constexpr TraceSymbol kRatio = {"r", "onebit-lamb.txt Alg. 1 lines 17-19",
+                                "r_t^(l): ||v_Tw / v_t||_-1 clipped to r_{t-1} (1 +- r_threshold) "
+                                "and [r_min, r_max], per layer"};
+constexpr TraceSymbol kScale = {"c", "onebit-lamb.txt Alg. 1 line 20",
+                                "c_t^(l) = r_t^(l) c_avg^(l), per layer"};
+constexpr TraceSymbol kMomentum = {"m", "onebit-lamb.txt Alg. 1 line 13", "m_t = m_bar_t"};
+const ExchangeSymbols kOnebitLambExchange = {
+    .worker = {{"m+delta", "onebit-lamb.txt Alg. 1 line 6", "m_t^(i) + delta_{t-1}^(i)"},
+               {"r", "the compressor's draw rule",
+                "word j of stream (seed, worker-compression, i, t)"},
+               {"C(m+delta)", "onebit-lamb.txt Alg. 1 line 6",
+                "m_hat_t^(i) = C[m_t^(i) + delta_{t-1}^(i)]: scale s times sign"},
+               {"s", "onebit-lamb.txt Alg. 1 line 1", "||x|| / ||Sign(x)||, per block"},
+               {"delta", "onebit-lamb.txt Alg. 1 line 7",
+                "delta_t^(i) = m_t^(i) + delta_{t-1}^(i) - m_hat_t^(i)"}},
+    .mean = {"mean m_hat", "onebit-lamb.txt Alg. 1 line 10", "(1/n) sum_i m_hat_t^(i)"},
+    .server = {{"mean+delta_bar", "onebit-lamb.txt Alg. 1 line 10",
+                "(1/n) sum_i m_hat_t^(i) + delta_bar_{t-1}"},
+               {"r", "the compressor's draw rule",
+                "word j of stream (seed, server-compression, t)"},
+               {"m_bar", "onebit-lamb.txt Alg. 1 line 10", "m_bar_t = C[mean + delta_bar_{t-1}]"},
+               {"s", "onebit-lamb.txt Alg. 1 line 1", "the scale of m_bar, per block"},
+               {"delta_bar", "onebit-lamb.txt Alg. 1 line 10",
+                "delta_bar_t = mean + delta_bar_{t-1} - m_bar_t"}},
+};
+
+// Per-layer values as doubles, for the trace.
+template <typename T>
+std::vector<double> PerLayer(const Vector<T>& values) {
+  std::vector<double> out(static_cast<std::size_t>(values.size()));
+  for (Eigen::Index l = 0; l < values.size(); ++l) out[static_cast<std::size_t>(l)] = values[l];
+  return out;
+}
+
 // Eq. (1) on the replicas' state (m, v, and the last c per layer): the whole of `lamb` and the
 // warmup stage of 1-bit LAMB (Alg. 1 line 2).
 template <typename T>
@@ -149,6 +204,15 @@ class OnebitLamb final : public DistributedOptimizer<T> {
           {{}, Vector<T>::Zero(context.LocalDimension(i)), Vector<T>(context.LocalDimension(i))});
     }
     if (options_.warmup_steps == 0) Freeze();
+    exchange_.set_symbols(kOnebitLambExchange);
+  }
+
+  StepSymbols step_symbols() const override {
+    return {
+        .gradient = {"g", "onebit-lamb.txt Alg. 1 line 5", "g_t^(i) = grad F_i(x_t^(i), xi_t^(i))"},
+        .parameters = {"x", "onebit-lamb.txt Alg. 1 line 21",
+                       "x_t^(l) = x_{t-1}^(l) - gamma c_t^(l) m_t^(l) / sqrt(v_Tw^(l)) "
+                       "(the frozen v: see lamb.cc)"}};
   }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
@@ -165,6 +229,8 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     } else {
       w.m = beta1 * w.m + (T(1) - beta1) * g;
     }
+    const TraceScope trace = ctx.Trace(worker);
+    if (trace) trace.Vector<T>(kWorkerMomentum, w.m);
     if (!options_.momentum_scaling) {
       exchange_.Send(ctx, worker, w.m, out);  // lines 6-8
       return;
@@ -175,6 +241,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
       w.scaled.segment(begin, end - begin) =
           static_cast<T>(k_[l]) * w.m.segment(begin, end - begin);
     }
+    if (trace) trace.Vector<T>(kScaledMomentum, w.scaled);
     exchange_.Send(ctx, worker, w.scaled, out);  // lines 6-8 on the scaled momentum
   }
 
@@ -217,6 +284,12 @@ class OnebitLamb final : public DistributedOptimizer<T> {
         c_avg_[i] = beta3 * c_avg_[i] + (1 - beta3) * static_cast<double>(lamb_.c()[l]);
       }
       if (ctx.t == options_.warmup_steps) Freeze();  // line 3
+      if (const TraceScope trace = ctx.Trace(kServer)) {
+        trace.Vector<T>(kLambMomentum, lamb_.m());
+        trace.Vector<T>(kLambVariance, lamb_.v());
+        trace.Indexed(kLambScale, PerLayer(lamb_.c()));
+        trace.Indexed(kAverageScale, c_avg_);
+      }
       return;
     }
 
@@ -255,6 +328,14 @@ class OnebitLamb final : public DistributedOptimizer<T> {
                                      frozen_denominator_.segment(begin, n).array();
     }
     m = mean_;  // line 13
+    if (const TraceScope trace = ctx.Trace(kServer)) {
+      trace.Vector<T>(kMomentum, m);
+      trace.Vector<T>(kGradient, g_);
+      trace.Vector<T>(kVariance, v);
+      trace.Vector<T>(kFrozenVariance, v_frozen_);
+      trace.Indexed(kRatio, PerLayer(r_));
+      trace.Indexed(kScale, PerLayer(lamb_.c()));
+    }
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {

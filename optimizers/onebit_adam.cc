@@ -39,6 +39,44 @@ class Preconditioner {
   Vector<T> denominator_;
 };
 
+// The trace's names (optimizers/trace.h) for onebit-adam.txt Algorithm 1 and its warmup (Eq. 1).
+constexpr TraceSymbol kWorkerMomentum = {
+    "m", "onebit-adam.txt Alg. 1 line 6",
+    "m_t^(i) = beta1 m_{t-1} + (1 - beta1) g_t^(i) (m_{t-1}: line 13's synchronised m)"};
+constexpr TraceSymbol kMomentum = {"m", "onebit-adam.txt Alg. 1 line 13", "m_t = m_bar_t"};
+constexpr TraceSymbol kWarmupMomentum = {"m", "onebit-adam.txt Eq. 1 (warmup, line 2)",
+                                         "m_t = beta1 m_{t-1} + (1 - beta1) g_bar_t"};
+constexpr TraceSymbol kWarmupVariance = {"v", "onebit-adam.txt Eq. 1 (warmup, line 2)",
+                                         "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"};
+constexpr TraceSymbol kFrozenVariance = {"v_Tw", "onebit-adam.txt Alg. 1 line 2",
+                                         "the variance stored at the end of warmup, then frozen"};
+const ExchangeSymbols kOnebitAdamExchange = {
+    .worker = {{"m+delta", "onebit-adam.txt Alg. 1 line 7", "m_t^(i) + delta_{t-1}^(i)"},
+               {"r", "the compressor's draw rule",
+                "word j of stream (seed, worker-compression, i, t)"},
+               {"C(m+delta)", "onebit-adam.txt Alg. 1 line 7",
+                "m_hat_t^(i) = C[m_t^(i) + delta_{t-1}^(i)]: scale s times sign"},
+               {"s", "onebit-adam.txt Alg. 1 line 7, Sec. 4",
+                "the scale ||m + delta|| / ||sign(m + delta)||, per block"},
+               {"delta", "onebit-adam.txt Alg. 1 line 7",
+                "delta_t^(i) = m_t^(i) + delta_{t-1}^(i) - m_hat_t^(i)"}},
+    .mean = {"mean m_hat", "onebit-adam.txt Alg. 1 line 10", "(1/n) sum_i m_hat_t^(i)"},
+    .server = {{"mean+delta_bar", "onebit-adam.txt Alg. 1 line 10",
+                "(1/n) sum_i m_hat_t^(i) + delta_bar_{t-1}"},
+               {"r", "the compressor's draw rule",
+                "word j of stream (seed, server-compression, t)"},
+               {"m_bar", "onebit-adam.txt Alg. 1 line 10", "m_bar_t = C[mean + delta_bar_{t-1}]"},
+               {"s", "onebit-adam.txt Alg. 1 line 10, Sec. 4", "the scale of m_bar, per block"},
+               {"delta_bar", "onebit-adam.txt Alg. 1 line 10",
+                "delta_bar_t = mean + delta_bar_{t-1} - m_bar_t"}},
+};
+// During warmup the workers send g_t^(i) as it is (the cluster traces it); the server averages.
+const ExchangeSymbols kWarmupExchange = {
+    .worker = {},
+    .mean = {"g_bar", "onebit-adam.txt Alg. 1 line 2 (Adam, Eq. 1)", "(1/n) sum_i g_t^(i)"},
+    .server = {},
+};
+
 template <typename T>
 class OnebitAdam final : public DistributedOptimizer<T> {
  public:
@@ -54,6 +92,15 @@ class OnebitAdam final : public DistributedOptimizer<T> {
         v_(Vector<T>::Zero(context.dimension)),
         g_(Vector<T>::Zero(context.dimension)) {
     for (Vector<T>& m : LocalStates<T>(context)) workers_.push_back({std::move(m)});
+    warmup_.set_symbols(kWarmupExchange);
+    exchange_.set_symbols(kOnebitAdamExchange);
+  }
+
+  StepSymbols step_symbols() const override {
+    return {
+        .gradient = {"g", "onebit-adam.txt Alg. 1 line 5", "g_t^(i) = grad F_i(x_t^(i), xi_t^(i))"},
+        .parameters = {"x", "onebit-adam.txt Alg. 1 line 13",
+                       "x_{t+1} = x_t - gamma m_t / sqrt(v_Tw) (eps: docs/conventions.md)"}};
   }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
@@ -68,6 +115,7 @@ class OnebitAdam final : public DistributedOptimizer<T> {
         options_.local_momentum == LocalMomentum::kOwn && ctx.t > options_.warmup_steps + 1;
     const Vector<T>& m_previous = own ? w.m : m_;
     w.m = beta1_ * m_previous + (T(1) - beta1_) * g;
+    if (const TraceScope trace = ctx.Trace(worker)) trace.Vector<T>(kWorkerMomentum, w.m);
     exchange_.Send(ctx, worker, w.m, out);  // lines 7-8
   }
 
@@ -89,6 +137,15 @@ class OnebitAdam final : public DistributedOptimizer<T> {
       preconditioner_.Set(v_);
     } else {
       exchange_.Receive(reply, m_);  // line 13: m = m_bar
+    }
+    if (const TraceScope trace = ctx.Trace(kServer)) {
+      if (Warmup(ctx.t)) {
+        trace.Vector<T>(kWarmupMomentum, m_);
+        trace.Vector<T>(kWarmupVariance, v_);
+      } else {
+        trace.Vector<T>(kMomentum, m_);
+        trace.Vector<T>(kFrozenVariance, v_);
+      }
     }
     preconditioner_.Step(ctx.lr, m_, x);  // line 13
   }

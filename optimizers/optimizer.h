@@ -37,6 +37,7 @@
 #include "core/registry.h"
 #include "core/rng.h"
 #include "core/types.h"
+#include "optimizers/trace.h"
 
 namespace lemmalab {
 
@@ -44,9 +45,15 @@ struct StepContext {
   std::int64_t t = 1;  // the step, 1-based as in the papers' "for t = 1, ..., T"
   double lr = 0.0;     // alpha_t
   std::uint64_t seed = 0;
+  StepTrace* trace = nullptr;  // set when the run is traced (optimizers/trace.h)
 
   PhiloxStream Stream(Purpose purpose, std::uint32_t worker) const {
     return PhiloxStream({seed, purpose, worker, static_cast<std::uint64_t>(t)});
+  }
+  // Where `worker` (or kServer) records this step's values; false when they are not traced.
+  TraceScope Trace(int worker) const {
+    return trace != nullptr && trace->Wants(t, worker) ? TraceScope(trace, t, worker)
+                                                       : TraceScope();
   }
 };
 
@@ -113,9 +120,21 @@ class Observable {
   virtual std::span<const Vector<T>> ConsumedGradients() const { return {}; }
 };
 
+// What a trace calls a step's input and result, which the cluster records for every algorithm:
+// the worker's stochastic gradient and the replicas' parameters after the update.
+struct StepSymbols {
+  TraceSymbol gradient = {"g", "the worker's stochastic gradient",
+                          "g_t^(i) = grad f_i(x_t; xi_t^(i)), on the worker's minibatch"};
+  TraceSymbol parameters = {"x", "the replicas' parameters", "x_{t+1}, after the step's update"};
+};
+
 template <typename T>
 class DistributedOptimizer : public Observable<T> {
  public:
+  // The names a trace gives the step's gradient and parameters: the paper's lines where the
+  // algorithm cites them.
+  virtual StepSymbols step_symbols() const { return {}; }
+
   // Worker `worker` at parameters x (its own replica, see LocalParameters) with its
   // stochastic gradient g computes the message it sends.
   virtual void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> x,

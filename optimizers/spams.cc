@@ -7,6 +7,38 @@
 namespace lemmalab {
 namespace {
 
+// The trace's names (optimizers/trace.h) for spams.txt Algorithm 2 (distributed) and Algorithm 3
+// (single machine, compression at the server).
+constexpr TraceSymbol kMean = {"g_bar", "spams.txt Alg. 2 line 12", "(1/n) sum_i g~_{t,i}"};
+constexpr TraceSymbol kMomentum = {"m", "spams.txt Alg. 2 line 13",
+                                   "m_t = beta1 m_{t-1} + (1 - beta1) g_bar_t"};
+constexpr TraceSymbol kVariance = {"v", "spams.txt Alg. 2 line 14",
+                                   "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"};
+constexpr TraceSymbol kMaxVariance = {"v_hat", "spams.txt Alg. 2 line 15",
+                                      "v_hat_t = max(v_t, v_hat_{t-1})"};
+constexpr TraceSymbol kDirection = {"m/sqrt(v_hat+eps)", "spams.txt Alg. 2 line 16",
+                                    "the direction the server sends back"};
+const ExchangeSymbols kSpamsExchange = {
+    .worker = {{"g+e", "spams.txt Alg. 2 line 7", "g_{t,i} + e_{t,i}: the compressor's input"},
+               {"r", "the compressor's draw rule",
+                "word j of stream (seed, worker-compression, i, t)"},
+               {"C(g+e)", "spams.txt Alg. 2 line 7", "g~_{t,i} = C(g_{t,i} + e_{t,i}, k)"},
+               {"s", "spams.txt Definition 2 (block-sign)", "the message's scales, per block"},
+               {"e", "spams.txt Alg. 2 line 8", "e_{t+1,i} = e_{t,i} + g_{t,i} - g~_{t,i}"}},
+    .mean = kMean,
+    .server = {},
+};
+const SenderSymbols kServerCompression = {
+    {"g+e", "spams.txt Alg. 3 line 5", "g_t + e_t: the server compressor's input"},
+    {"r", "the compressor's draw rule", "word j of stream (seed, server-compression, server, t)"},
+    {"C(g+e)", "spams.txt Alg. 3 line 5", "g~_t = Top-k(g_t + e_t)"},
+    {"s", "spams.txt Definition 2 (block-sign)", "the message's scales, per block"},
+    {"e", "spams.txt Alg. 3 line 6", "e_{t+1} = e_t + g_t - g~_t"}};
+constexpr StepSymbols kSpamsStep = {
+    .gradient = {"g", "spams.txt Alg. 2 line 6", "g_{t,i}: the stochastic gradient at theta_t"},
+    .parameters = {"theta", "spams.txt Alg. 2 line 16",
+                   "theta_{t+1} = theta_t - eta_t m_t / sqrt(v_hat_t + eps)"}};
+
 // The server half both forms share: AMSGrad on the gradient the server ends up with, and the
 // direction m / sqrt(v_hat + eps) it sends back (spams.txt Alg. 2 lines 13-16, Alg. 3 7-10).
 template <typename T>
@@ -25,7 +57,7 @@ class AmsGradServer {
 
   // The server of chunk c with the chunk of the gradient it ends up with; its state is per
   // coordinate, so the chunks' servers together are the one server of the algorithm.
-  void Step(int chunk, const ConstVectorRef<T>& g, Message& out) {
+  void Step(const StepContext& ctx, int chunk, const ConstVectorRef<T>& g, Message& out) {
     const auto [begin, end] = wire_.Chunk(chunk);
     const Eigen::Index n = end - begin;
     auto m = m_.segment(begin, n), v = v_.segment(begin, n), v_hat = v_hat_.segment(begin, n);
@@ -35,6 +67,12 @@ class AmsGradServer {
     v_hat = v_hat.cwiseMax(v);                         // line 15
     denominator = (v_hat.array() + eps_).sqrt();       // line 16
     direction = m.array() / denominator.array();
+    if (const TraceScope trace = ctx.Trace(kServer)) {
+      trace.Vector<T>(kMomentum, m, begin);
+      trace.Vector<T>(kVariance, v, begin);
+      trace.Vector<T>(kMaxVariance, v_hat, begin);
+      trace.Vector<T>(kDirection, direction, begin);
+    }
     wire_.SendChunk(chunk, direction, out);
   }
 
@@ -71,17 +109,21 @@ class DistSpams final : public ExchangingOptimizer<T> {
  public:
   DistSpams(const SpamsOptions& options, const ExchangeConfig<T>& exchange,
             const OptimizerContext& context)
-      : ExchangingOptimizer<T>(exchange, context), server_(options, context) {}
+      : ExchangingOptimizer<T>(exchange, context), server_(options, context) {
+    exchange_.set_symbols(kSpamsExchange);
+  }
+
+  StepSymbols step_symbols() const override { return kSpamsStep; }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
     exchange_.Send(ctx, worker, g, out);  // lines 7-9: g~ = C(g + e), e <- e + g - g~
   }
 
-  void ServerStep(const StepContext& /*ctx*/, int chunk, std::span<const Message> received,
+  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
                   Message& out) override {
-    exchange_.Average(chunk, received);                    // line 12
-    server_.Step(chunk, exchange_.MeanChunk(chunk), out);  // lines 13-16
+    exchange_.Average(ctx, chunk, received);                    // line 12
+    server_.Step(ctx, chunk, exchange_.MeanChunk(chunk), out);  // lines 13-16
   }
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
@@ -112,11 +154,12 @@ class Spams final : public DistributedOptimizer<T> {
       : wire_(context),
         maker_(compressor),
         shape_(context.shape()),
-        compressor_(compressor(shape_)),
-        ef_(feedback, context.dimension),
+        sender_(ErrorFeedback<T>(feedback, context.dimension), compressor(shape_)),
         g_(Vector<T>::Zero(context.dimension)),
         g_tilde_(g_),
         server_(options, context) {}
+
+  StepSymbols step_symbols() const override { return kSpamsStep; }
 
   void WorkerStep(const StepContext& /*ctx*/, int /*worker*/, ConstVectorRef<T> /*x*/,
                   ConstVectorRef<T> g, Message& out) override {
@@ -127,21 +170,14 @@ class Spams final : public DistributedOptimizer<T> {
   void ServerStep(const StepContext& ctx, int /*chunk*/, std::span<const Message> received,
                   Message& out) override {
     MeanOfRawMessages<T>(received, g_);  // g_t
+    const TraceScope trace = ctx.Trace(kServer);
+    if (trace) trace.Vector<T>(kMean, g_);
     // Lines 5-6: g~ = Top-k(g + e), e <- e + g - g~, with the error kept where the compression
     // happens; the compressed message never leaves the server, so it is decoded in place.
     PhiloxStream stream = ctx.Stream(Purpose::kServerCompression, kServerStream);
-    if (record_ && ef_.enabled()) record_->input = ef_.error();  // e_t, before Compress
-    stats_ = ef_.Compress(g_, *compressor_, stream, compressed_, ctx.lr);
-    compressor_->Decode(compressed_, g_tilde_);
-    if (record_) {
-      if (ef_.enabled()) {
-        record_->input = g_ + static_cast<T>(ef_.last_factor()) * record_->input;
-      } else {
-        record_->input = g_;
-      }
-      record_->output = g_tilde_;
-    }
-    server_.Step(0, g_tilde_, out);  // lines 7-10
+    sender_.Compress(g_, stream, compressed_, ctx.lr, trace, kServerCompression, 0);
+    sender_.compressor->Decode(compressed_, g_tilde_);
+    server_.Step(ctx, 0, g_tilde_, out);  // lines 7-10
   }
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
@@ -150,38 +186,34 @@ class Spams final : public DistributedOptimizer<T> {
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
     if (worker != kServer) return nullptr;
-    if (quantity == Quantity::kServerError) return ef_.enabled() ? &ef_.error() : nullptr;
+    if (quantity == Quantity::kServerError) {
+      return sender_.ef.enabled() ? &sender_.ef.error() : nullptr;
+    }
     return server_.Observe(quantity);
   }
 
   const EncodeStats* LastEncode(int worker) const override {
-    return worker == kServer ? &stats_ : nullptr;
+    return worker == kServer ? &sender_.stats : nullptr;
   }
 
   // The one compression happens at the server (kServer), as in CompressedExchange's records:
   // the input g_t + e_t, the decoded g~_t, and the compressor (whose q() spams.txt Lemma 2 uses).
   bool CanKeepCompressionRecords() const override { return true; }
   bool KeepCompressionRecords() override {
-    record_ = std::make_unique<CompressionRecord<T>>();
-    record_->compressor = compressor_.get();
-    record_->maker = maker_;
-    record_->shape = shape_;
+    sender_.KeepRecords(maker_, shape_);
     return true;
   }
   const CompressionRecord<T>* LastCompression(int worker) const override {
-    return worker == kServer ? record_.get() : nullptr;
+    return worker == kServer ? sender_.record.get() : nullptr;
   }
 
  private:
   FullPrecisionWire<T> wire_;  // workers' full-precision gradients
   CompressorMaker<T> maker_;
   CompressorShape shape_;
-  std::unique_ptr<Compressor<T>> compressor_;
-  std::unique_ptr<CompressionRecord<T>> record_;  // while a probe asks for it
-  ErrorFeedback<T> ef_;
+  CompressingSender<T> sender_;
   Vector<T> g_, g_tilde_;
   Message compressed_;
-  EncodeStats stats_;
   AmsGradServer<T> server_;
 };
 
