@@ -287,6 +287,40 @@ void ReportsNonFiniteInput(const Config& c) {
   }
 }
 
+// Compressor::draws_word_per_element: element j is decided by word j of the stream from where
+// Encode starts. Where the input is constant every element faces the same decision, so starting
+// the stream one word later must shift those decoded elements by one; and Encode uses exactly d
+// words. (The last element, larger, sets the norms and scales so that the decisions are random.)
+// Returns whether that holds (the trace names the word behind each element on this promise).
+template <typename T>
+bool DrawsWordPerElement(const CompressorMaker<T>& make) {
+  const Shape shape = Shape::Flat(37);
+  Vector<T> x = Vector<T>::Constant(37, T(0.3));
+  x[36] = T(1);
+  auto comp = make(shape);
+  Message m0, m1;
+  PhiloxStream s0 = Stream(5), s1 = Stream(5);
+  s1.Seek(1);
+  comp->Encode(x, s0, m0);
+  comp->Encode(x, s1, m1);
+  Vector<T> y0(37), y1(37);
+  comp->Decode(m0, y0);
+  comp->Decode(m1, y1);
+  // Both outcomes occur among the constant elements, so a shift would show.
+  EXPECT_NE(y0.head(36).minCoeff(), y0.head(36).maxCoeff());
+  return s0.position() == 37 && y1.head(35) == y0.segment(1, 35);
+}
+
+TEST_P(Contract, DrawsTheWordItDeclaresPerElement) {
+  for (const bool fp64 : {false, true}) {
+    auto f32 = Maker<float>(GetParam())(Shape::Flat(37));
+    if (!f32->draws_word_per_element()) return;
+    EXPECT_TRUE(fp64 ? DrawsWordPerElement<double>(Maker<double>(GetParam()))
+                     : DrawsWordPerElement<float>(Maker<float>(GetParam())))
+        << (fp64 ? "fp64" : "fp32");
+  }
+}
+
 TEST_P(Contract, RoundTripsWithExactSizes) {
   RoundTrips<float>(GetParam());
   RoundTrips<double>(GetParam());
@@ -343,6 +377,16 @@ TEST(ContractNegativeControl, AnOverclaimedQIsCaught) {
 TEST(ContractNegativeControl, AFalseUnbiasednessClaimIsCaught) {
   EXPECT_EQ(FailuresOf([] { BinaryQClaimingUnbiased("rescale"); }), 0);
   EXPECT_GT(FailuresOf([] { BinaryQClaimingUnbiased("clip"); }), 0);
+}
+
+TEST(ContractNegativeControl, ADifferentDrawOrderIsCaught) {
+  // Scaled random-k draws its k indices with Floyd's algorithm, not a word per element.
+  const CompressorMaker<double> random_k =
+      Maker<double>({"", "name = \"random-k\"\nfraction = 0.5\nscaled = true", {}});
+  EXPECT_FALSE(random_k(Shape::Flat(37))->draws_word_per_element());
+  EXPECT_FALSE(DrawsWordPerElement<double>(random_k));
+  // And the honest declarations hold.
+  EXPECT_TRUE(DrawsWordPerElement<double>(Maker<double>({"", "name = \"stochastic-binary\"", {}})));
 }
 
 TEST(ContractCoverage, EveryRegisteredCompressorHasAConfiguration) {
