@@ -26,9 +26,11 @@ std::string FormatTable(const std::vector<TableColumn>& columns,
     for (std::size_t c = 0; c < cells.size(); ++c) {
       s += columns[c].left_aligned ? fmt::format("{:<{}}", cells[c], width[c])
                                    : fmt::format("{:>{}}", cells[c], width[c]);
-      s += c + 1 < cells.size() ? "  " : "\n";
+      s += "  ";
     }
-    return s;
+    // No padding at the end of a line (a left-aligned last column, or empty cells).
+    s.erase(s.find_last_not_of(' ') + 1);
+    return s + "\n";
   };
   std::vector<std::string> header;
   for (const TableColumn& c : columns) header.push_back(c.header);

@@ -575,6 +575,13 @@ def _read_check(path: Path) -> tuple:
     return verdicts, premises, bool(data.get("as_expected", False))
 
 
+def _reporter(progress: Progress) -> Optional[Callable[[str], Any]]:
+    """What receives progress lines: print (True), the callable given, or nothing."""
+    if progress is True:
+        return lambda line: print(line, flush=True)
+    return progress if callable(progress) else None
+
+
 # ---------------------------------------------------------------------------------------------
 # The in-process backend: the only code that knows the bindings (python/bindings.cc)
 
@@ -586,13 +593,7 @@ def _native_run(spec_path: Path, spec_text: str, out: Path, set_args: list,
     request = None
     if trace_args is not None:  # ["--steps", "1:2", "--coords", "0,1", ...] as the CLI takes it
         request = {flag[2:]: value for flag, value in zip(trace_args[::2], trace_args[1::2])}
-    if progress is True:
-        def report(line):
-            print(line, flush=True)
-    elif callable(progress):
-        report = progress
-    else:
-        report = None
+    report = _reporter(progress)
 
     def on_step(label, step, last, loss):
         if step == last or step % max(1, last // 10) == 0:
@@ -682,13 +683,7 @@ def _execute(arguments: list, progress: Progress, spec_text: str, ok=(0,)) -> tu
     """Run the command with ARGUMENTS, passing each printed line to PROGRESS. Returns (stdout,
     exit code) for an exit code in OK; raises SpecError for 2, LemmalabError otherwise."""
     command = [_cli()] + [str(a) for a in arguments]
-    if progress is True:
-        def report(line):
-            print(line, flush=True)
-    elif callable(progress):
-        report = progress
-    else:
-        report = None
+    report = _reporter(progress)
     lines: queue.Queue = queue.Queue()
     captured = {"stdout": [], "stderr": []}
 
