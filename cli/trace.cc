@@ -7,7 +7,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
+#include "cli/directory_lock.h"
 #include "cli/results.h"
 #include "cli/table.h"
 #include "comm/scheme.h"
@@ -77,8 +79,8 @@ TraceOutcome ResolveTrace(const RunSpec& spec, const TraceRequest& request,
                           std::int64_t dimension) {
   if (spec.sweep) {
     throw UserError(fmt::format(
-        "{}: the spec has a [sweep] table, a grid of runs; trace one run (remove [sweep], or set "
-        "its axes with --set)",
+        "{}: the spec has a [sweep] table, a grid of runs; trace one run of it: a copy of the "
+        "spec without [sweep], with the point's values",
         spec.path.string()));
   }
   if (spec.comm.scheme == Scheme::kHierarchical) {
@@ -249,31 +251,27 @@ void WriteTrace(const StepTrace& trace, const std::filesystem::path& dir) {
     legend += fmt::format("{},{},{},{}\n", CsvText(trace.runs()[static_cast<std::size_t>(run)]),
                           CsvText(symbol.name), CsvText(symbol.source), CsvText(symbol.meaning));
   }
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  if (error) {
-    throw UserError(
-        fmt::format("--out: cannot create the folder {}: {}", dir.string(), error.message()));
-  }
   WriteTextFile(dir / "trace.csv", values);
   WriteTextFile(dir / "symbols.csv", legend);
 }
 
 int TraceCommand(const std::string& spec_path, const std::vector<std::string>& settings,
                  const TraceRequest& request, const std::string& out_dir) {
+  // Made and locked before anything runs, as run and sweep do: a bad --out fails fast, and a
+  // failure leaves no empty folder behind.
+  std::optional<DirectoryLock> lock;
+  if (!out_dir.empty()) lock.emplace(out_dir, "lemmalab trace");
   const RunSpec spec = LoadSpec(spec_path, settings);
   DataCache data;
   const ExperimentReport built = ValidateExperiment(spec, &data);
   const TraceOutcome outcome = ResolveTrace(spec, request, built.runs.front().dimension);
   StepTrace trace(outcome.selection);
   RunTrace(spec, trace, &data);
+  if (!out_dir.empty()) WriteTrace(trace, out_dir);
   for (const std::string& note : outcome.notes) fmt::print("{}\n", note);
   if (!outcome.notes.empty()) fmt::print("\n");
   fmt::print("{}", FormatTrace(trace));
-  if (!out_dir.empty()) {
-    WriteTrace(trace, out_dir);
-    fmt::print("\ntrace: {}/ (trace.csv, symbols.csv)\n", out_dir);
-  }
+  if (!out_dir.empty()) fmt::print("\ntrace: {}/ (trace.csv, symbols.csv)\n", out_dir);
   return 0;
 }
 

@@ -49,7 +49,7 @@ void RunTrace(const RunSpec& spec, StepTrace& trace, DataCache* data_cache = nul
 // the server, a row per symbol and a column per coordinate, then the symbols' sources.
 std::string FormatTrace(const StepTrace& trace);
 
-// DIR/trace.csv and DIR/symbols.csv.
+// DIR/trace.csv and DIR/symbols.csv (DIR exists), each complete or absent.
 void WriteTrace(const StepTrace& trace, const std::filesystem::path& dir);
 
 int TraceCommand(const std::string& spec_path, const std::vector<std::string>& settings,

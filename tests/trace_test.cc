@@ -294,9 +294,18 @@ TEST(TraceCommand, PrintsTablesAndWritesTidyCsv) {
   EXPECT_FALSE(std::filesystem::exists(dir / "out/trace.csv.partial"));
 
   const testing::CommandResult bad =
-      testing::RunLemmalab({"trace", (dir / "birder.toml").string(), "--coords", "9"});
+      testing::RunLemmalab({"trace", (dir / "birder.toml").string(), "--coords", "9", "--out",
+                            (dir / "unused").string()});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("--coords: coordinate 9 does not exist"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "unused"));
+
+  // A folder that cannot be made fails before anything runs or prints.
+  const testing::CommandResult unwritable =
+      testing::RunLemmalab({"trace", (dir / "birder.toml").string(), "--out", "/proc/no/such"});
+  EXPECT_EQ(unwritable.exit_code, 2);
+  EXPECT_THAT(unwritable.err, HasSubstr("/proc/no/such"));
+  EXPECT_EQ(unwritable.out, "");
 }
 
 }  // namespace
