@@ -39,6 +39,16 @@ class Adam final : public AveragedGradientOptimizer<T> {
     v_ = beta2 * v_ + (T(1) - beta2) * g.cwiseAbs2();
     // AMSGrad as PyTorch documents it: the max of the raw v, bias-corrected afterwards.
     if (options_.amsgrad) v_max_ = v_max_.cwiseMax(v_);
+    if (const TraceScope trace = ctx.Trace(kServer)) {
+      trace.Vector<T>({"m", "onebit-adam.txt Eq. (1)", "m_t = beta1 m_{t-1} + (1 - beta1) g_bar_t"},
+                      m_);
+      trace.Vector<T>(
+          {"v", "onebit-adam.txt Eq. (1)", "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"}, v_);
+      if (options_.amsgrad) {
+        trace.Vector<T>(
+            {"v_max", "AMSGrad (PyTorch's form)", "max(v_max, v_t), bias-corrected later"}, v_max_);
+      }
+    }
     AdamUpdate<T>(options_, ctx, m_, options_.amsgrad ? v_max_ : v_, x);
   }
 

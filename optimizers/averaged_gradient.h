@@ -2,7 +2,7 @@
 // g^(i) in full precision (the run's scalar type), the server averages the n messages in worker
 // order and sends the mean back, and every replica applies its own update rule to that mean.
 // Subclasses supply only the update rule (ApplyMean). The server state is per coordinate (there
-// is none), so every scheme runs them.
+// is none), so every scheme runs them. A trace shows the mean as g_bar.
 #pragma once
 
 #include <vector>
@@ -30,6 +30,10 @@ class AveragedGradientOptimizer : public DistributedOptimizer<T> {
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) final {
     wire_.Receive(reply, mean_);
+    if (const TraceScope trace = ctx.Trace(kServer)) {
+      trace.Vector<T>({"g_bar", "the averaged gradient", "(1/n) sum_i g_t^(i), in full precision"},
+                      mean_);
+    }
     ApplyMean(ctx, mean_, x);
   }
 
