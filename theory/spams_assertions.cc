@@ -154,20 +154,20 @@ Verdict CheckPerStepBound(const AssertionInput& input, const SpamsClaimOptions& 
   return verdict;
 }
 
-// Lemma 2 (lines 534-538): ||e_t,i||^2 <= 4 q^2 G^2 / (1-q^2)^2 at every step and worker, from
+// Lemma 2 (lines 498-513): ||e_t,i||^2 <= 4 q^2 G^2 / (1-q^2)^2 at every step and worker, from
 // Eq. 3 by recursion (deterministic given ||C(x) - x|| <= q ||x|| and ||g|| <= G).
 Verdict CheckSpamsLemma2(const AssertionInput& input, const SpamsClaimOptions& o) {
   return CheckPerStepBound(input, o, "spams-ef", "sq_norm", "||e_t||^2", &SpamsLemma2ErrorBound,
                            "4 q^2 G^2 / (1-q^2)^2");
 }
 
-// Lemma 4 (lines 547-549): v_hat_t,j <= 4 (1+q^2)^3 G^2 / (1-q^2)^2 for every t and j.
+// Lemma 4 (lines 536-549): v_hat_t,j <= 4 (1+q^2)^3 G^2 / (1-q^2)^2 for every t and j.
 Verdict CheckSpamsLemma4(const AssertionInput& input, const SpamsClaimOptions& o) {
   return CheckPerStepBound(input, o, "spams-vhat", "max_vhat", "max_j v_hat_t,j",
                            &SpamsLemma4VHatBound, "4 (1+q^2)^3 G^2 / (1-q^2)^2");
 }
 
-// Lemma 5 (lines 566-571): sum_{t<=T} ||D_t||_1 <= d / sqrt(eps) and sum_{t<=T} ||D_t||^2 <= d /
+// Lemma 5 (lines 601-622): sum_{t<=T} ||D_t||_1 <= d / sqrt(eps) and sum_{t<=T} ||D_t||^2 <= d /
 // eps for every T. Both sums telescope because v_hat never decreases; the probe takes absolute
 // values, so a decreasing v_hat (an implementation that is not AMSGrad) shows as a violation.
 // The first step whose cumulative sum exceeds its bound is the worst step.
