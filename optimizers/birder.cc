@@ -18,6 +18,8 @@ constexpr TraceSymbol kB = {"b", "birder.txt Alg. 1 line 7",
                             "b_t^(i) = b_hat_t^(i) (max(b_{t-1}^(i), b_hat_t^(i)) once t > T0)"};
 constexpr TraceSymbol kRatio = {"m/(b+eps)", "birder.txt Alg. 1 line 8, footnote 5",
                                 "the worker's unquantized update, in [-1, 1]"};
+constexpr TraceSymbol kUpdate = {"alpha u_bar", "birder.txt Alg. 1 line 16",
+                                 "the step alpha_t u_bar each replica subtracts from x_t"};
 const ExchangeSymbols kBirderExchange = {
     .worker = {{"u", "birder.txt Alg. 1 line 8", "m/(b+eps) + e_{t-1}: the quantizer's input"},
                {"r", "birder.txt Eq. 5 (compressors/stochastic_binary.h)",
@@ -85,6 +87,9 @@ class Birder final : public ExchangingOptimizer<T> {
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     exchange_.Receive(reply, u_bar_);
+    if (const TraceScope trace = ctx.Trace(kServer)) {
+      trace.Vector<T>(kUpdate, (static_cast<T>(ctx.lr) * u_bar_).eval());
+    }
     x -= static_cast<T>(ctx.lr) * u_bar_;  // line 16
   }
 

@@ -108,6 +108,7 @@ TEST(Trace, BirderStepRedoneByHandFromTheTrace) {
       const double u_bar = QuantizeByHand(input, at[{t, kServer, "r", j}]);
       EXPECT_EQ((at[{t, kServer, "u_bar", j}]), u_bar);
       EXPECT_EQ((at[{t, kServer, "e_bar", j}]), input - u_bar);  // line 13
+      EXPECT_EQ((at[{t, kServer, "alpha u_bar", j}]), lr * u_bar);
       if (t > 1) {
         const double x_previous = at[{t - 1, kServer, "x", j}];
         EXPECT_EQ((at[{t, kServer, "x", j}]), x_previous - lr * u_bar);  // line 16
