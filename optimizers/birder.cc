@@ -32,8 +32,9 @@ const ExchangeSymbols kBirderExchange = {
     .server = {{"mean+e_bar", "birder.txt Alg. 1 line 12",
                 "(1/n) sum_i Q(u^(i)) + e_bar_{t-1}: the server quantizer's input"},
                {"r", "birder.txt Eq. 5 (compressors/stochastic_binary.h)",
-                "word j of Philox stream (seed, server-compression, server, t): u_bar_j = +1 iff "
-                "r_j - 2^31 < clamp(input_j, -1, 1) 2^31"},
+                "u_bar_j = +1 iff r_j - 2^31 < clamp(input_j, -1, 1) 2^31, r_j: word j of Philox "
+                "stream (seed, server-compression, server, t) (chunk c of a chunked scheme: "
+                "server - c, from the chunk's start)"},
                {"u_bar", "birder.txt Alg. 1 line 12", "the quantized mean sent back, +1 or -1"},
                {"s", "compressors/stochastic_binary.h", "the scale of domain = \"rescale\""},
                {"e_bar", "birder.txt Alg. 1 line 13", "e_bar_t = (mean + e_bar_{t-1}) - u_bar"}},

@@ -43,15 +43,13 @@ ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaul
 
 const ExchangeSymbols kGenericExchangeSymbols = {
     .worker = {{"y+e", "compressed exchange (worker)", "the worker's message plus its error"},
-               {"r", "compressed exchange (worker)",
-                "the 32-bit word of stream (seed, worker-compression, i, t) behind element j"},
+               {"r", "compressed exchange (worker)", kWorkerWords},
                {"C(y+e)", "compressed exchange (worker)", "what the worker sends, decoded"},
                {"s", "compressed exchange (worker)", "the scales of the worker's message"},
                {"e", "compressed exchange (worker)", "e <- y + e - C(y + e)"}},
     .mean = {"mean", "compressed exchange (server)", "(1/n) sum_i C(y^(i) + e^(i))"},
     .server = {{"mean+e_bar", "compressed exchange (server)", "the mean plus the server's error"},
-               {"r", "compressed exchange (server)",
-                "the 32-bit word of stream (seed, server-compression, server, t) behind element j"},
+               {"r", "compressed exchange (server)", kServerWords},
                {"C(mean+e_bar)", "compressed exchange (server)", "what the server sends back"},
                {"s", "compressed exchange (server)", "the scales of the server's message"},
                {"e_bar", "compressed exchange (server)", "e_bar <- mean + e_bar - C(...)"}},

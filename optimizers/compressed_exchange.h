@@ -90,6 +90,12 @@ struct ExchangeSymbols {
   TraceSymbol mean;  // the server's mean of the decoded worker messages
   SenderSymbols server;
 };
+// The streams behind a trace's draw words (the `words` symbols), as its legend states them.
+inline constexpr std::string_view kWorkerWords =
+    "word j of Philox stream (seed, worker-compression, i, t)";
+inline constexpr std::string_view kServerWords =
+    "word j of Philox stream (seed, server-compression, server, t); under a chunked scheme "
+    "chunk c's stream is (seed, server-compression, server - c, t), from the chunk's start";
 // What an exchange is called when its algorithm does not name it.
 extern const ExchangeSymbols kGenericExchangeSymbols;
 

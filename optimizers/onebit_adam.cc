@@ -52,8 +52,7 @@ constexpr TraceSymbol kFrozenVariance = {"v_Tw", "onebit-adam.txt Alg. 1 line 2"
                                          "the variance stored at the end of warmup, then frozen"};
 const ExchangeSymbols kOnebitAdamExchange = {
     .worker = {{"m+delta", "onebit-adam.txt Alg. 1 line 7", "m_t^(i) + delta_{t-1}^(i)"},
-               {"r", "the compressor's draw rule",
-                "word j of stream (seed, worker-compression, i, t)"},
+               {"r", "the compressor's draw rule", kWorkerWords},
                {"C(m+delta)", "onebit-adam.txt Alg. 1 line 7",
                 "m_hat_t^(i) = C[m_t^(i) + delta_{t-1}^(i)]: scale s times sign"},
                {"s", "onebit-adam.txt Alg. 1 line 7, Sec. 4",
@@ -63,8 +62,7 @@ const ExchangeSymbols kOnebitAdamExchange = {
     .mean = {"mean m_hat", "onebit-adam.txt Alg. 1 line 10", "(1/n) sum_i m_hat_t^(i)"},
     .server = {{"mean+delta_bar", "onebit-adam.txt Alg. 1 line 10",
                 "(1/n) sum_i m_hat_t^(i) + delta_bar_{t-1}"},
-               {"r", "the compressor's draw rule",
-                "word j of stream (seed, server-compression, t)"},
+               {"r", "the compressor's draw rule", kServerWords},
                {"m_bar", "onebit-adam.txt Alg. 1 line 10", "m_bar_t = C[mean + delta_bar_{t-1}]"},
                {"s", "onebit-adam.txt Alg. 1 line 10, Sec. 4", "the scale of m_bar, per block"},
                {"delta_bar", "onebit-adam.txt Alg. 1 line 10",

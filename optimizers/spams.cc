@@ -20,8 +20,7 @@ constexpr TraceSymbol kDirection = {"m/sqrt(v_hat+eps)", "spams.txt Alg. 2 line 
                                     "the direction the server sends back"};
 const ExchangeSymbols kSpamsExchange = {
     .worker = {{"g+e", "spams.txt Alg. 2 line 7", "g_{t,i} + e_{t,i}: the compressor's input"},
-               {"r", "the compressor's draw rule",
-                "word j of stream (seed, worker-compression, i, t)"},
+               {"r", "the compressor's draw rule", kWorkerWords},
                {"C(g+e)", "spams.txt Alg. 2 line 7", "g~_{t,i} = C(g_{t,i} + e_{t,i}, k)"},
                {"s", "spams.txt Definition 2 (block-sign)", "the message's scales, per block"},
                {"e", "spams.txt Alg. 2 line 8", "e_{t+1,i} = e_{t,i} + g_{t,i} - g~_{t,i}"}},
@@ -30,7 +29,7 @@ const ExchangeSymbols kSpamsExchange = {
 };
 const SenderSymbols kServerCompression = {
     {"g+e", "spams.txt Alg. 3 line 5", "g_t + e_t: the server compressor's input"},
-    {"r", "the compressor's draw rule", "word j of stream (seed, server-compression, server, t)"},
+    {"r", "the compressor's draw rule", kServerWords},
     {"C(g+e)", "spams.txt Alg. 3 line 5", "g~_t = Top-k(g_t + e_t)"},
     {"s", "spams.txt Definition 2 (block-sign)", "the message's scales, per block"},
     {"e", "spams.txt Alg. 3 line 6", "e_{t+1} = e_t + g_t - g~_t"}};
