@@ -261,7 +261,8 @@ int Main(int argc, char** argv) {
       "Show what each worker and the server compute at a few steps, coordinate by coordinate, "
       "by the symbols of the algorithm's paper (taken from the real run; nothing else written)");
   trace->add_option("SPEC", trace_spec, "Run spec (TOML) of a small problem")->required();
-  trace->add_option("--steps", trace_request.steps, "A:B or A: the steps to show (default 1)");
+  trace->add_option("--steps", trace_request.steps,
+                    "The steps to show: A:B, or A for one (default 1)");
   trace->add_option("--coords", trace_request.coordinates,
                     "Coordinates to show: 0,2,5-7 or all (default: all up to 8, else 0-3)");
   trace->add_option("--workers", trace_request.workers,
@@ -364,7 +365,8 @@ int Main(int argc, char** argv) {
                       "backend")) {
         return kExitUserError;
       }
-      return TraceCommand(trace_spec, settings, trace_request, trace_out);
+      const StopSignals stop_signals;
+      return TraceCommand(trace_spec, settings, trace_request, trace_out, &g_interrupted);
     }
     if (sweep->parsed()) {
       if (one_process("lemmalab sweep runs its points in one process; --jobs sets how many at "

@@ -143,21 +143,35 @@ TraceOutcome ResolveTrace(const RunSpec& spec, const TraceRequest& request,
   if (rows > static_cast<double>(kMaxRows)) {
     throw UserError(fmt::format(
         "the trace would hold about {:.3g} values ({} steps x {} senders x {} coordinates x {} "
-        "optimizers), more than {} a trace is for: choose fewer with --steps, --coords or "
-        "--workers",
-        rows, steps, senders, coordinates, spec.optimizers.size(), kMaxRows));
+        "optimizers x up to {} symbols), more than {} a trace is for: choose fewer with --steps, "
+        "--coords or --workers",
+        rows, steps, senders, coordinates, spec.optimizers.size(), kSymbolsPerSender, kMaxRows));
   }
   return outcome;
 }
 
-void RunTrace(const RunSpec& spec, StepTrace& trace, DataCache* data_cache) {
+ExperimentReport RunTrace(const RunSpec& spec, StepTrace& trace, DataCache* data_cache,
+                          const std::atomic<bool>* stop) {
   ExperimentOptions options;
+  options.stop = stop;
   options.progress = false;
   options.trace = &trace;
   options.last_step = trace.selection().last_step;
   options.discard_results = true;
   options.data_cache = data_cache;
-  RunExperiment(spec, options);
+  return RunExperiment(spec, options);
+}
+
+std::vector<std::string> TraceGaps(const ExperimentReport& report,
+                                   const TraceSelection& selection) {
+  std::vector<std::string> gaps;
+  for (const RunReport& run : report.runs) {
+    if (run.record.steps_done >= selection.last_step) continue;
+    gaps.push_back(fmt::format(
+        "{}: {}; steps {} to {} are not traced", run.record.label, run.record.status,
+        std::max(run.record.steps_done + 1, selection.first_step), selection.last_step));
+  }
+  return gaps;
 }
 
 std::string FormatTrace(const StepTrace& trace) {
@@ -174,7 +188,7 @@ std::string FormatTrace(const StepTrace& trace) {
     }
     std::vector<std::int64_t> coordinates;
     for (std::size_t k = begin; k < end; ++k) {
-      if (rows[k].by_coordinate) coordinates.push_back(*rows[k].coordinate);
+      if (rows[k].by_coordinate) coordinates.push_back(rows[k].coordinate);
     }
     std::sort(coordinates.begin(), coordinates.end());
     coordinates.erase(std::unique(coordinates.begin(), coordinates.end()), coordinates.end());
@@ -183,7 +197,7 @@ std::string FormatTrace(const StepTrace& trace) {
     for (const std::int64_t j : coordinates) columns.push_back({fmt::format("j={}", j), false});
     columns.push_back({"", true});
     std::vector<std::vector<std::string>> table;
-    std::vector<std::string> indexed;  // per-layer and per-block values, and scalars
+    std::vector<std::string> indexed;  // per-layer and per-block values
     for (std::size_t k = begin; k < end;) {
       const int symbol_index = rows[k].symbol;
       const TraceSymbol& symbol = symbols[static_cast<std::size_t>(symbol_index)];
@@ -192,9 +206,7 @@ std::string FormatTrace(const StepTrace& trace) {
       if (!rows[k].by_coordinate) {
         std::string values;
         for (std::size_t r = k; r < next; ++r) {
-          values += rows[r].coordinate
-                        ? fmt::format("  [{}] {}", *rows[r].coordinate, FormatValue(rows[r].value))
-                        : fmt::format("  {}", FormatValue(rows[r].value));
+          values += fmt::format("  [{}] {}", rows[r].coordinate, FormatValue(rows[r].value));
         }
         indexed.push_back(fmt::format("  {}:{}   ({})", symbol.name, values, symbol.source));
       } else {
@@ -202,7 +214,7 @@ std::string FormatTrace(const StepTrace& trace) {
         cells.front() = std::string(symbol.name);
         for (std::size_t r = k; r < next; ++r) {
           const auto column =
-              std::lower_bound(coordinates.begin(), coordinates.end(), *rows[r].coordinate) -
+              std::lower_bound(coordinates.begin(), coordinates.end(), rows[r].coordinate) -
               coordinates.begin();
           cells[static_cast<std::size_t>(column) + 1] = FormatValue(rows[r].value);
         }
@@ -223,7 +235,7 @@ std::string FormatTrace(const StepTrace& trace) {
   text += "symbols:\n";
   std::vector<std::vector<std::string>> legend;
   int last_run = -1;
-  for (const auto& [run, symbol_index] : trace.SymbolsByRun()) {
+  for (const auto& [run, symbol_index, by_coordinate] : trace.SymbolsByRun()) {
     const TraceSymbol& symbol = symbols[static_cast<std::size_t>(symbol_index)];
     legend.push_back({run == last_run ? "" : trace.runs()[static_cast<std::size_t>(run)],
                       std::string(symbol.name), std::string(symbol.source),
@@ -242,21 +254,22 @@ void WriteTrace(const StepTrace& trace, const std::filesystem::path& dir) {
     values += fmt::format(
         "{},{},{},{},{},{:.17g}\n", CsvText(trace.runs()[static_cast<std::size_t>(row.run)]),
         row.step, WorkerName(row.worker),
-        CsvText(symbols[static_cast<std::size_t>(row.symbol)].name),
-        row.coordinate ? fmt::format("{}", *row.coordinate) : std::string(), row.value);
+        CsvText(symbols[static_cast<std::size_t>(row.symbol)].name), row.coordinate, row.value);
   }
-  std::string legend = "label,symbol,source,meaning\n";
-  for (const auto& [run, symbol_index] : trace.SymbolsByRun()) {
+  std::string legend = "label,symbol,index,source,meaning\n";
+  for (const auto& [run, symbol_index, by_coordinate] : trace.SymbolsByRun()) {
     const TraceSymbol& symbol = symbols[static_cast<std::size_t>(symbol_index)];
-    legend += fmt::format("{},{},{},{}\n", CsvText(trace.runs()[static_cast<std::size_t>(run)]),
-                          CsvText(symbol.name), CsvText(symbol.source), CsvText(symbol.meaning));
+    legend += fmt::format("{},{},{},{},{}\n", CsvText(trace.runs()[static_cast<std::size_t>(run)]),
+                          CsvText(symbol.name), by_coordinate ? "coordinate" : "block",
+                          CsvText(symbol.source), CsvText(symbol.meaning));
   }
   WriteTextFile(dir / "trace.csv", values);
   WriteTextFile(dir / "symbols.csv", legend);
 }
 
 int TraceCommand(const std::string& spec_path, const std::vector<std::string>& settings,
-                 const TraceRequest& request, const std::string& out_dir) {
+                 const TraceRequest& request, const std::string& out_dir,
+                 const std::atomic<bool>* stop) {
   // Made and locked before anything runs, as run and sweep do: a bad --out fails fast, and a
   // failure leaves no empty folder behind.
   std::optional<DirectoryLock> lock;
@@ -266,10 +279,12 @@ int TraceCommand(const std::string& spec_path, const std::vector<std::string>& s
   const ExperimentReport built = ValidateExperiment(spec, &data);
   const TraceOutcome outcome = ResolveTrace(spec, request, built.runs.front().dimension);
   StepTrace trace(outcome.selection);
-  RunTrace(spec, trace, &data);
+  const ExperimentReport report = RunTrace(spec, trace, &data, stop);
   if (!out_dir.empty()) WriteTrace(trace, out_dir);
-  for (const std::string& note : outcome.notes) fmt::print("{}\n", note);
-  if (!outcome.notes.empty()) fmt::print("\n");
+  std::vector<std::string> notes = outcome.notes;
+  for (std::string& gap : TraceGaps(report, outcome.selection)) notes.push_back(std::move(gap));
+  for (const std::string& note : notes) fmt::print("{}\n", note);
+  if (!notes.empty()) fmt::print("\n");
   fmt::print("{}", FormatTrace(trace));
   if (!out_dir.empty()) fmt::print("\ntrace: {}/ (trace.csv, symbols.csv)\n", out_dir);
   return 0;

@@ -5,10 +5,12 @@
 // The trace is taken from the real run: the spec runs as `lemmalab run` would run it (same code,
 // same streams), up to the last traced step, and the values are copied out as they are computed.
 // Nothing is written but DIR/trace.csv (label, step, worker, symbol, coordinate, value; worker is
-// an index or "server", coordinate empty for a scalar) and DIR/symbols.csv (label, symbol,
-// source, meaning), each complete or absent.
+// an index or "server") and DIR/symbols.csv (label, symbol, index, source, meaning; index says
+// whether a symbol's coordinate is a parameter's or a layer's or block's), each complete or
+// absent.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -42,8 +44,14 @@ struct TraceOutcome {
 TraceOutcome ResolveTrace(const RunSpec& spec, const TraceRequest& request, std::int64_t dimension);
 
 // Runs `spec` with `trace` attached, up to its selection's last step; nothing is written.
-// `data_cache`: where the spec's data may already be loaded (may be null).
-void RunTrace(const RunSpec& spec, StepTrace& trace, DataCache* data_cache = nullptr);
+// `data_cache`: where the spec's data may already be loaded (may be null); `stop`: set (by
+// SIGINT) to stop between steps, RunTrace then throws Interrupted.
+ExperimentReport RunTrace(const RunSpec& spec, StepTrace& trace, DataCache* data_cache = nullptr,
+                          const std::atomic<bool>* stop = nullptr);
+
+// What a reader of the trace must know of the runs: those that stopped (diverged) before the
+// last traced step, whose later steps the trace cannot show.
+std::vector<std::string> TraceGaps(const ExperimentReport& report, const TraceSelection& selection);
 
 // The readable tables `lemmalab trace` prints: per run and step, one table per worker and one for
 // the server, a row per symbol and a column per coordinate, then the symbols' sources.
@@ -53,6 +61,7 @@ std::string FormatTrace(const StepTrace& trace);
 void WriteTrace(const StepTrace& trace, const std::filesystem::path& dir);
 
 int TraceCommand(const std::string& spec_path, const std::vector<std::string>& settings,
-                 const TraceRequest& request, const std::string& out_dir);
+                 const TraceRequest& request, const std::string& out_dir,
+                 const std::atomic<bool>* stop);
 
 }  // namespace lemmalab

@@ -44,10 +44,10 @@ constexpr TraceSymbol kLambMomentum = {"m", "onebit-lamb.txt Eq. (1)",
 constexpr TraceSymbol kLambVariance = {"v", "onebit-lamb.txt Eq. (1)",
                                        "v_t = beta2 v_{t-1} + (1 - beta2) g_t^2"};
 constexpr TraceSymbol kLambScale = {
-    "c", "onebit-lamb.txt Eq. (1)",
+    "c^(l)", "onebit-lamb.txt Eq. (1)",
     "c_t^(l) = clip(||x^(l)|| / ||u^(l)||, c_min, c_max), per layer"};
 constexpr TraceSymbol kAverageScale = {
-    "c_avg", "onebit-lamb.txt Alg. 1 line 2",
+    "c_avg^(l)", "onebit-lamb.txt Alg. 1 line 2",
     "c_avg^(l) = beta3 c_avg^(l) + (1 - beta3) c_t^(l), per layer"};
 constexpr TraceSymbol kGradient = {"g", "onebit-lamb.txt Alg. 1 line 15",
                                    "g_t = (m_t - beta1 m_{t-1}) / (1 - beta1): reconstructed"};
@@ -55,14 +55,17 @@ constexpr TraceSymbol kVariance = {"v", "onebit-lamb.txt Alg. 1 line 16",
                                    "v_t = beta2 v_{t-1} + (1 - beta2) g_t^2: the fresh variance"};
 constexpr TraceSymbol kFrozenVariance = {"v_Tw", "onebit-lamb.txt Alg. 1 line 3",
                                          "the variance stored at the end of warmup"};
-constexpr TraceSymbol kRatio = {"r", "onebit-lamb.txt Alg. 1 lines 17-19",
+constexpr TraceSymbol kRatio = {"r^(l)", "onebit-lamb.txt Alg. 1 lines 17-19",
                                 "r_t^(l): ||v_Tw / v_t||_-1 clipped to r_{t-1} (1 +- r_threshold) "
                                 "and [r_min, r_max], per layer"};
-constexpr TraceSymbol kScale = {"c", "onebit-lamb.txt Alg. 1 line 20",
+constexpr TraceSymbol kScale = {"c^(l)", "onebit-lamb.txt Alg. 1 line 20",
                                 "c_t^(l) = r_t^(l) c_avg^(l), per layer"};
 constexpr TraceSymbol kMomentum = {"m", "onebit-lamb.txt Alg. 1 line 13", "m_t = m_bar_t"};
+// With momentum_scaling (the default, App. A.5.2) the exchange carries k_l m per layer: its
+// values are k-scaled until the replicas divide the mean by k_l into m (line 13).
 const ExchangeSymbols kOnebitLambExchange = {
-    .worker = {{"m+delta", "onebit-lamb.txt Alg. 1 line 6", "m_t^(i) + delta_{t-1}^(i)"},
+    .worker = {{"m+delta", "onebit-lamb.txt Alg. 1 line 6",
+                "m_t^(i) + delta_{t-1}^(i) (k_l m with momentum_scaling)"},
                {"r", "the compressor's draw rule", kWorkerWords},
                {"C(m+delta)", "onebit-lamb.txt Alg. 1 line 6",
                 "m_hat_t^(i) = C[m_t^(i) + delta_{t-1}^(i)]: scale s times sign"},
@@ -73,7 +76,8 @@ const ExchangeSymbols kOnebitLambExchange = {
     .server = {{"mean+delta_bar", "onebit-lamb.txt Alg. 1 line 10",
                 "(1/n) sum_i m_hat_t^(i) + delta_bar_{t-1}"},
                {"r", "the compressor's draw rule", kServerWords},
-               {"m_bar", "onebit-lamb.txt Alg. 1 line 10", "m_bar_t = C[mean + delta_bar_{t-1}]"},
+               {"m_bar", "onebit-lamb.txt Alg. 1 line 10",
+                "m_bar_t = C[mean + delta_bar_{t-1}] (k-scaled with momentum_scaling)"},
                {"s", "onebit-lamb.txt Alg. 1 line 1", "the scale of m_bar, per block"},
                {"delta_bar", "onebit-lamb.txt Alg. 1 line 10",
                 "delta_bar_t = mean + delta_bar_{t-1} - m_bar_t"}},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #include "optimizers/optimizer.h"
@@ -56,11 +57,6 @@ void StepTrace::Indexed(std::int64_t step, int worker, const TraceSymbol& symbol
   }
 }
 
-void StepTrace::Scalar(std::int64_t step, int worker, const TraceSymbol& symbol, double value) {
-  if (!Wants(step, worker)) return;
-  Add(step, worker, symbol, std::nullopt, false, value);
-}
-
 void StepTrace::Words(std::int64_t step, int worker, const TraceSymbol& symbol,
                       const PhiloxStream& start, std::int64_t offset, std::int64_t length) {
   if (!Wants(step, worker)) return;
@@ -73,7 +69,7 @@ void StepTrace::Words(std::int64_t step, int worker, const TraceSymbol& symbol,
 }
 
 void StepTrace::Add(std::int64_t step, int worker, const TraceSymbol& symbol,
-                    std::optional<std::int64_t> coordinate, bool by_coordinate, double value) {
+                    std::int64_t coordinate, bool by_coordinate, double value) {
   const std::lock_guard lock(mutex_);
   const auto same = [&](const TraceSymbol& s) {
     return s.name == symbol.name && s.source == symbol.source && s.meaning == symbol.meaning;
@@ -90,25 +86,38 @@ void StepTrace::Add(std::int64_t step, int worker, const TraceSymbol& symbol,
 
 std::vector<TraceRow> StepTrace::Rows() const {
   const std::lock_guard lock(mutex_);
-  std::vector<TraceRow> rows = rows_;
-  // Symbols are numbered in first-recorded order; every worker records its symbols in the same
-  // program order, so that order is the algorithm's whatever the threads' interleaving.
-  const auto key = [](const TraceRow& r) {
+  // Within one run, step and sender, symbols come in the order they were first recorded there:
+  // a sender records its symbols in program order (the server's chunks each in the same order),
+  // so that is the algorithm's order whatever the threads' interleaving.
+  using Group = std::tuple<int, std::int64_t, int>;
+  std::map<std::pair<Group, int>, std::size_t> rank;  // (group, symbol) -> rank in the group
+  std::map<Group, std::size_t> symbols_in;
+  for (const TraceRow& r : rows_) {
+    const Group group{r.run, r.step, r.worker};
+    if (rank.emplace(std::pair{group, r.symbol}, symbols_in[group]).second) ++symbols_in[group];
+  }
+  const auto key = [&](const TraceRow& r) {
     const int worker = r.worker == kServer ? std::numeric_limits<int>::max() : r.worker;
-    return std::tuple(r.run, r.step, worker, r.symbol,
-                      r.coordinate.value_or(std::numeric_limits<std::int64_t>::min()));
+    return std::tuple(r.run, r.step, worker, rank.at({Group{r.run, r.step, r.worker}, r.symbol}),
+                      r.coordinate);
   };
+  std::vector<TraceRow> rows = rows_;
   std::stable_sort(rows.begin(), rows.end(),
                    [&](const TraceRow& a, const TraceRow& b) { return key(a) < key(b); });
   return rows;
 }
 
-std::vector<std::pair<int, int>> StepTrace::SymbolsByRun() const {
-  std::vector<std::pair<int, int>> pairs;
-  for (const TraceRow& row : Rows()) pairs.emplace_back(row.run, row.symbol);
-  std::sort(pairs.begin(), pairs.end());
-  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  return pairs;
+std::vector<StepTrace::SymbolUse> StepTrace::SymbolsByRun() const {
+  std::vector<SymbolUse> uses;
+  for (const TraceRow& row : Rows()) {
+    const auto same = [&](const SymbolUse& u) {
+      return u.run == row.run && u.symbol == row.symbol;
+    };
+    if (std::none_of(uses.begin(), uses.end(), same)) {
+      uses.push_back({row.run, row.symbol, row.by_coordinate});
+    }
+  }
+  return uses;
 }
 
 template void StepTrace::Vector<float>(std::int64_t, int, const TraceSymbol&, ConstVectorRef<float>,

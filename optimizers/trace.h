@@ -8,15 +8,14 @@
 //
 // A row is (run, step, worker, symbol, coordinate, value): worker is a worker index or kServer
 // (the aggregation point and the replicas' common update); coordinate is the index into the
-// parameter vector, the index of a layer or block for per-layer and per-block scalars, or absent
-// for a scalar. The draw words of a stochastic compressor whose element j is decided by word j of
-// its stream (Compressor::draws_word_per_element) are recorded as the symbol of its `words`, one
-// 32-bit word per traced coordinate, so a reader can redo each stochastic decision by hand.
+// parameter vector, or the index of a layer or block for per-layer and per-block values. The draw
+// words of a stochastic compressor whose element j is decided by word j of its stream
+// (Compressor::draws_word_per_element) are recorded as the symbol of its `words`, one 32-bit word
+// per traced coordinate, so a reader can redo each stochastic decision by hand.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,15 +46,16 @@ struct TraceRow {
   std::int64_t step = 0;
   int worker = 0;  // or kServer (optimizers/optimizer.h)
   int symbol = 0;  // index into StepTrace::symbols()
-  // The coordinate of the parameter vector (by_coordinate), the layer or block of a per-layer or
-  // per-block value, or nothing for a scalar.
-  std::optional<std::int64_t> coordinate;
+  // The coordinate of the parameter vector (by_coordinate), or the layer or block of a per-layer
+  // or per-block value.
+  std::int64_t coordinate = 0;
   bool by_coordinate = false;
   double value = 0;
 };
 
 // Collects the rows of the traced steps. Recording is thread-safe (workers step in parallel);
-// Rows() orders them by run, step, worker (the server last), symbol and coordinate.
+// Rows() orders them by run, step, worker (the server last), symbol (in the order the sender
+// first recorded it at that step) and coordinate.
 class StepTrace {
  public:
   explicit StepTrace(TraceSelection selection);
@@ -75,7 +75,6 @@ class StepTrace {
   // Every element of `values`, indexed by its position (per-layer and per-block scalars).
   void Indexed(std::int64_t step, int worker, const TraceSymbol& symbol,
                std::span<const double> values);
-  void Scalar(std::int64_t step, int worker, const TraceSymbol& symbol, double value);
   // The words that decided the traced coordinates of [offset, offset + length): coordinate
   // offset + j was decided by word start.position() + j of `start`'s stream.
   void Words(std::int64_t step, int worker, const TraceSymbol& symbol, const PhiloxStream& start,
@@ -84,13 +83,18 @@ class StepTrace {
   std::vector<TraceRow> Rows() const;
   const std::vector<std::string>& runs() const { return runs_; }
   const std::vector<TraceSymbol>& symbols() const { return symbols_; }
-  // The symbols each run recorded, in the order Rows() lists them: (run, symbol) pairs.
-  std::vector<std::pair<int, int>> SymbolsByRun() const;
+  // The symbols each run recorded, in the order Rows() first lists them.
+  struct SymbolUse {
+    int run = 0;
+    int symbol = 0;
+    bool by_coordinate = false;  // its rows are indexed by coordinate, not by layer or block
+  };
+  std::vector<SymbolUse> SymbolsByRun() const;
 
  private:
   // Appends one row under the lock; `symbol` is registered on first use.
-  void Add(std::int64_t step, int worker, const TraceSymbol& symbol,
-           std::optional<std::int64_t> coordinate, bool by_coordinate, double value);
+  void Add(std::int64_t step, int worker, const TraceSymbol& symbol, std::int64_t coordinate,
+           bool by_coordinate, double value);
   // The traced coordinates in [begin, end), ascending.
   std::vector<std::int64_t> CoordinatesIn(std::int64_t begin, std::int64_t end) const;
 
@@ -117,9 +121,6 @@ class TraceScope {
   }
   void Indexed(const TraceSymbol& symbol, std::span<const double> values) const {
     trace_->Indexed(step_, worker_, symbol, values);
-  }
-  void Scalar(const TraceSymbol& symbol, double value) const {
-    trace_->Scalar(step_, worker_, symbol, value);
   }
   void Words(const TraceSymbol& symbol, const PhiloxStream& start, std::int64_t offset,
              std::int64_t length) const {

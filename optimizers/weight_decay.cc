@@ -51,6 +51,11 @@ class WeightDecayed final : public DistributedOptimizer<T> {
     }
     Vector<T>& decayed = gradients_[static_cast<std::size_t>(worker)];
     decayed = g + static_cast<T>(decay_.lambda) * x;
+    if (const TraceScope trace = ctx.Trace(worker)) {
+      trace.Vector<T>({"g+lambda x", "weight_decay_mode = \"l2\" (optimizers/weight_decay.h)",
+                       "the gradient the algorithm consumes: g_t^(i) + lambda x_t"},
+                      decayed);
+    }
     inner_->WorkerStep(ctx, worker, x, decayed, out);
   }
 
@@ -73,9 +78,16 @@ class WeightDecayed final : public DistributedOptimizer<T> {
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     if (decay_.mode == WeightDecayMode::kDecoupled) {
       x *= static_cast<T>(1.0 - ctx.lr * decay_.lambda);
+      if (const TraceScope trace = ctx.Trace(kServer)) {
+        trace.Vector<T>({"(1-alpha lambda) x", "weight_decay_mode = \"decoupled\"",
+                         "x_t scaled by 1 - alpha_t lambda before the algorithm's update"},
+                        x);
+      }
     }
     inner_->Apply(ctx, reply, x);
   }
+
+  StepSymbols step_symbols() const override { return inner_->step_symbols(); }
 
   const Vector<T>* LocalParameters(int worker) const override {
     return inner_->LocalParameters(worker);

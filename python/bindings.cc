@@ -12,11 +12,13 @@
 // parameters are the CLI's bit for bit.
 //
 // The result holds "labels", "params" (one float64 array per run: the final parameters, exact
-// for fp32 runs too), "report" (what `lemmalab run` prints) and, with a trace, "trace" (columns
-// label, step, worker, symbol, coordinate, value; worker -1 is the server, coordinate -1 a
-// scalar) and "symbols" (label, symbol, source, meaning). A spec error raises SpecError (a
-// ValueError) with the message the CLI prints after "error: "; Ctrl-C raises KeyboardInterrupt
-// between steps.
+// for fp32 runs too), "report" (what `lemmalab run` prints), "notes" (what `lemmalab trace`
+// notes before its tables) and, with a trace, "trace" (columns label, step, worker, symbol,
+// coordinate, value; worker -1 is the server) and "symbols" (label, symbol, index: "coordinate"
+// or "block" for per-layer and per-block values, source, meaning). A spec error raises SpecError
+// (a ValueError) with the message the CLI prints after "error: "; Ctrl-C raises
+// KeyboardInterrupt between steps; an exception in on_step is raised once the run has stopped.
+
 // Name the Python and C++ types in a failed conversion (a bad argument from session.py).
 #define PYBIND11_DETAILED_ERROR_MESSAGES
 #include <fmt/format.h>
@@ -56,7 +58,7 @@ py::dict TraceColumns(const StepTrace& trace) {
     worker.append(row.worker == kServer ? -1 : row.worker);
     symbol.append(std::string(trace.symbols()[static_cast<std::size_t>(row.symbol)].name));
     steps(i) = row.step;
-    coordinates(i) = row.coordinate.value_or(-1);
+    coordinates(i) = row.coordinate;
     values(i) = row.value;
   }
   py::dict columns;
@@ -71,10 +73,11 @@ py::dict TraceColumns(const StepTrace& trace) {
 
 py::list SymbolRows(const StepTrace& trace) {
   py::list rows;
-  for (const auto& [run, index] : trace.SymbolsByRun()) {
+  for (const auto& [run, index, by_coordinate] : trace.SymbolsByRun()) {
     const TraceSymbol& s = trace.symbols()[static_cast<std::size_t>(index)];
     rows.append(py::make_tuple(trace.runs()[static_cast<std::size_t>(run)], std::string(s.name),
-                               std::string(s.source), std::string(s.meaning)));
+                               by_coordinate ? "coordinate" : "block", std::string(s.source),
+                               std::string(s.meaning)));
   }
   return rows;
 }
@@ -89,6 +92,7 @@ py::dict Run(const std::string& spec_text, const std::string& spec_path,
   for (const RunReport& run : built.runs) labels.push_back(run.record.label);
 
   std::optional<StepTrace> trace;
+  std::vector<std::string> notes;  // defaults the trace took, runs that stopped before it ended
   if (trace_request) {
     // The request as the CLI spells it ("1:2", "0,1,5-7", "all"), checked as the CLI checks it.
     const auto text = [&](const char* key) {
@@ -96,7 +100,9 @@ py::dict Run(const std::string& spec_text, const std::string& spec_path,
                                           : std::string();
     };
     const TraceRequest request{text("steps"), text("coords"), text("workers")};
-    trace.emplace(ResolveTrace(spec, request, built.runs.front().dimension).selection);
+    TraceOutcome outcome = ResolveTrace(spec, request, built.runs.front().dimension);
+    trace.emplace(outcome.selection);
+    notes = std::move(outcome.notes);
   }
 
   std::atomic<bool> stop = false;
@@ -133,6 +139,8 @@ py::dict Run(const std::string& spec_text, const std::string& spec_path,
     if (callback_error) std::rethrow_exception(callback_error);
     throw;
   }
+  // An error in the callback of the last step: the run had nothing left to stop.
+  if (callback_error) std::rethrow_exception(callback_error);
 
   py::dict result;
   result["labels"] = labels;
@@ -144,9 +152,11 @@ py::dict Run(const std::string& spec_text, const std::string& spec_path,
   result["params"] = params;
   result["report"] = FormatReport(report);
   if (trace) {
+    for (std::string& gap : TraceGaps(report, trace->selection())) notes.push_back(std::move(gap));
     result["trace"] = TraceColumns(*trace);
     result["symbols"] = SymbolRows(*trace);
   }
+  result["notes"] = notes;
   return result;
 }
 

@@ -51,7 +51,7 @@ std::map<Key, double> Values(const StepTrace& trace) {
   std::map<Key, double> values;
   for (const TraceRow& row : trace.Rows()) {
     const std::string name(trace.symbols()[static_cast<std::size_t>(row.symbol)].name);
-    values[{row.step, row.worker, name, row.coordinate.value_or(-1)}] = row.value;
+    values[{row.step, row.worker, name, row.coordinate}] = row.value;
   }
   return values;
 }
@@ -232,19 +232,60 @@ TEST(Trace, EachFamilyShowsItsPaperSymbols) {
        "server:delta_bar", "server:m_bar", "server:v_Tw", "server:g_bar", "server:v"});
   has("dist-spams", {"worker:g+e", "worker:C(g+e)", "worker:e", "server:g_bar", "server:m",
                      "server:v", "server:v_hat", "server:theta"});
-  has("onebit-lamb", {"worker:m", "worker:C(m+delta)", "worker:delta", "server:r", "server:c",
-                      "server:c_avg", "server:v_Tw"});
+  has("onebit-lamb", {"worker:m", "worker:C(m+delta)", "worker:delta", "server:r^(l)",
+                      "server:c^(l)", "server:c_avg^(l)", "server:v_Tw"});
   // Every algorithm gets its gradient, parameters and exchange under generic names.
   has("ef-sgd", {"worker:g", "worker:y+e", "worker:C(y+e)", "worker:e", "server:x"});
   // Per-layer values are indexed by layer: the MLP has 4 layers (2 weights, 2 biases).
   std::set<std::int64_t> layers;
   for (const TraceRow& row : trace.Rows()) {
-    if (trace.symbols()[static_cast<std::size_t>(row.symbol)].name == "c" && !row.by_coordinate &&
-        trace.runs()[static_cast<std::size_t>(row.run)] == "onebit-lamb") {
-      layers.insert(*row.coordinate);
+    if (trace.symbols()[static_cast<std::size_t>(row.symbol)].name == "c^(l)" &&
+        !row.by_coordinate && trace.runs()[static_cast<std::size_t>(row.run)] == "onebit-lamb") {
+      layers.insert(row.coordinate);
     }
   }
   EXPECT_EQ(layers, (std::set<std::int64_t>{0, 1, 2, 3}));
+}
+
+TEST(Trace, SymbolsComeInTheOrderEachStepComputesThem) {
+  // An earlier run (sgd) and an earlier phase (1-bit Adam's warmup) record g, g_bar and x first;
+  // a later run's or phase's step still lists its symbols in its own order.
+  std::string text = kBirderSpec;
+  text.replace(text.find("[[optimizer]]"), std::string::npos,
+               "[[optimizer]]\nname = \"sgd\"\nschedule = { lr = 0.05 }\n"
+               "[[optimizer]]\nname = \"ef-sgd\"\nschedule = { lr = 0.05 }\n"
+               "[[optimizer]]\nname = \"onebit-adam\"\nwarmup_steps = 1\n"
+               "schedule = { lr = 0.05 }\n");
+  StepTrace trace({.first_step = 1, .last_step = 2});
+  RunTrace(ParseSpec(text, "order.toml"), trace);
+  std::map<std::tuple<std::string, std::int64_t>, std::vector<std::string>> server;
+  for (const TraceRow& row : trace.Rows()) {
+    if (row.worker != kServer) continue;
+    std::vector<std::string>& names = server[{trace.runs()[row.run], row.step}];
+    const std::string name(trace.symbols()[row.symbol].name);
+    if (names.empty() || names.back() != name) names.push_back(name);
+  }
+  EXPECT_EQ((server[{"sgd", 1}]), (std::vector<std::string>{"g_bar", "x"}));
+  EXPECT_EQ((server[{"ef-sgd", 1}]),
+            (std::vector<std::string>{"mean", "mean+e_bar", "C(mean+e_bar)", "x"}));
+  EXPECT_EQ((server[{"onebit-adam", 1}]), (std::vector<std::string>{"g_bar", "m", "v", "x"}));
+  EXPECT_EQ((server[{"onebit-adam", 2}]),
+            (std::vector<std::string>{"mean m_hat", "mean+delta_bar", "m_bar", "s", "delta_bar",
+                                      "m", "v_Tw", "x"}));
+}
+
+TEST(Trace, StepsAfterADivergenceAreReportedMissing) {
+  std::string text = kBirderSpec;
+  text.replace(text.find("[[optimizer]]"), std::string::npos,
+               "[[optimizer]]\nname = \"sgd\"\nschedule = { lr = 1e4 }\n");
+  const RunSpec spec = ParseSpec(text, "blowup.toml");
+  StepTrace trace({.first_step = 2, .last_step = 5});
+  const ExperimentReport report = RunTrace(spec, trace);
+  ASSERT_LT(report.runs[0].record.steps_done, 5);
+  const std::vector<std::string> gaps = TraceGaps(report, trace.selection());
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_THAT(gaps[0], HasSubstr("sgd: diverged at step"));
+  EXPECT_THAT(gaps[0], HasSubstr("to 5 are not traced"));
 }
 
 TEST(Trace, SelectionIsCheckedAgainstTheRun) {
@@ -291,7 +332,7 @@ TEST(TraceCommand, PrintsTablesAndWritesTidyCsv) {
   EXPECT_THAT(csv, HasSubstr("\"birder\",3,server,\"u_bar\",1,"));
   EXPECT_THAT(csv, ::testing::Not(HasSubstr(",0,\"g\"")));
   EXPECT_THAT(ReadFile(dir / "out/symbols.csv"),
-              HasSubstr("\"birder\",\"e_bar\",\"birder.txt Alg. 1 line 13\""));
+              HasSubstr("\"birder\",\"e_bar\",coordinate,\"birder.txt Alg. 1 line 13\""));
   EXPECT_FALSE(std::filesystem::exists(dir / "out/trace.csv.partial"));
 
   const testing::CommandResult bad =

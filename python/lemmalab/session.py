@@ -148,7 +148,8 @@ class Run:
     run_id/step/name/worker/value; probes run_id/step/probe/series/worker/value). `params` maps
     each run's label, in spec order, to its final parameters from params.npy (float64).
     `trace` (label, step, worker, symbol, coordinate, value; worker an int or "server",
-    coordinate <NA> for scalars) and `symbols` (label, symbol, source, meaning) are set when
+    coordinate the parameter's, or the layer's or block's where `symbols` says index "block")
+    and `symbols` (label, symbol, index, source, meaning) are set when
     `trace=` was given. `text` is what the command printed; `spec` the TOML text it read."""
 
     out: Path
@@ -605,6 +606,14 @@ def _native_run(spec_path: Path, spec_text: str, out: Path, set_args: list,
     except native.SpecError as error:
         raise SpecError(str(error), exit_code=2, stderr=f"error: {error}\n",
                         spec=spec_text) from None
+    except MemoryError:  # as the command reports it (exit code 2)
+        message = ("out of memory: the spec asks for more than this machine has (data size, "
+                   "batch_size, workers)")
+        raise SpecError(message, exit_code=2, stderr=f"error: {message}\n",
+                        spec=spec_text) from None
+    except RuntimeError as error:  # a bug, as the command's exit code 3
+        raise LemmalabError(f"lemmalab internal error (please report it): {error}", exit_code=3,
+                            spec=spec_text) from error
     loaded = _results.load(out)
     params = dict(zip(result["labels"], result["params"]))
     trace_frame = symbols = None
@@ -616,12 +625,13 @@ def _native_run(spec_path: Path, spec_text: str, out: Path, set_args: list,
             "worker": pd.Series([w if w >= 0 else "server" for w in columns["worker"]],
                                 dtype=object),
             "symbol": columns["symbol"],
-            "coordinate": pd.array([c if c >= 0 else None for c in columns["coordinate"]],
-                                   dtype="Int64"),
+            "coordinate": pd.array(columns["coordinate"], dtype="Int64"),
             "value": columns["value"],
         })
-        symbols = pd.DataFrame(result["symbols"], columns=["label", "symbol", "source", "meaning"])
-    text = f"{result['report']}\nresults: {out}/ (results.sqlite, metrics.csv, runs.csv, params.npy)\n"
+        symbols = pd.DataFrame(result["symbols"],
+                               columns=["label", "symbol", "index", "source", "meaning"])
+    text = "".join(f"{note}\n" for note in result["notes"])
+    text += f"{result['report']}\nresults: {out}/ (results.sqlite, metrics.csv, runs.csv, params.npy)\n"
     return Run(out=out, results=loaded, params=params, text=text, spec=spec_text,
                trace=trace_frame, symbols=symbols, _keep=keep)
 
