@@ -91,8 +91,6 @@ TraceOutcome ResolveTrace(const RunSpec& spec, const TraceRequest& request,
         spec.path.string()));
   }
   TraceOutcome outcome;
-  outcome.dimension = dimension;
-  outcome.workers = spec.workers;
   TraceSelection& selection = outcome.selection;
 
   if (request.steps.empty()) {
@@ -148,6 +146,11 @@ TraceOutcome ResolveTrace(const RunSpec& spec, const TraceRequest& request,
         rows, steps, senders, coordinates, spec.optimizers.size(), kSymbolsPerSender, kMaxRows));
   }
   return outcome;
+}
+
+TraceOutcome PrepareTrace(const RunSpec& spec, const TraceRequest& request, DataCache& data_cache) {
+  const ExperimentReport built = ValidateExperiment(spec, &data_cache);
+  return ResolveTrace(spec, request, built.runs.front().dimension);
 }
 
 ExperimentReport RunTrace(const RunSpec& spec, StepTrace& trace, DataCache* data_cache,
@@ -235,7 +238,7 @@ std::string FormatTrace(const StepTrace& trace) {
   text += "symbols:\n";
   std::vector<std::vector<std::string>> legend;
   int last_run = -1;
-  for (const auto& [run, symbol_index, by_coordinate] : trace.SymbolsByRun()) {
+  for (const auto& [run, symbol_index, by_coordinate] : StepTrace::SymbolsIn(rows)) {
     const TraceSymbol& symbol = symbols[static_cast<std::size_t>(symbol_index)];
     legend.push_back({run == last_run ? "" : trace.runs()[static_cast<std::size_t>(run)],
                       std::string(symbol.name), std::string(symbol.source),
@@ -249,15 +252,16 @@ std::string FormatTrace(const StepTrace& trace) {
 
 void WriteTrace(const StepTrace& trace, const std::filesystem::path& dir) {
   const std::vector<TraceSymbol>& symbols = trace.symbols();
+  const std::vector<TraceRow> rows = trace.Rows();
   std::string values = "label,step,worker,symbol,coordinate,value\n";
-  for (const TraceRow& row : trace.Rows()) {
+  for (const TraceRow& row : rows) {
     values += fmt::format(
         "{},{},{},{},{},{:.17g}\n", CsvText(trace.runs()[static_cast<std::size_t>(row.run)]),
         row.step, WorkerName(row.worker),
         CsvText(symbols[static_cast<std::size_t>(row.symbol)].name), row.coordinate, row.value);
   }
   std::string legend = "label,symbol,index,source,meaning\n";
-  for (const auto& [run, symbol_index, by_coordinate] : trace.SymbolsByRun()) {
+  for (const auto& [run, symbol_index, by_coordinate] : StepTrace::SymbolsIn(rows)) {
     const TraceSymbol& symbol = symbols[static_cast<std::size_t>(symbol_index)];
     legend += fmt::format("{},{},{},{},{}\n", CsvText(trace.runs()[static_cast<std::size_t>(run)]),
                           CsvText(symbol.name), by_coordinate ? "coordinate" : "block",
@@ -276,8 +280,7 @@ int TraceCommand(const std::string& spec_path, const std::vector<std::string>& s
   if (!out_dir.empty()) lock.emplace(out_dir, "lemmalab trace");
   const RunSpec spec = LoadSpec(spec_path, settings);
   DataCache data;
-  const ExperimentReport built = ValidateExperiment(spec, &data);
-  const TraceOutcome outcome = ResolveTrace(spec, request, built.runs.front().dimension);
+  const TraceOutcome outcome = PrepareTrace(spec, request, data);
   StepTrace trace(outcome.selection);
   const ExperimentReport report = RunTrace(spec, trace, &data, stop);
   if (!out_dir.empty()) WriteTrace(trace, out_dir);

@@ -33,8 +33,6 @@ struct TraceRequest {
 
 struct TraceOutcome {
   TraceSelection selection;
-  std::int64_t dimension = 0;
-  int workers = 0;
   std::vector<std::string> notes;  // defaults taken, in words
 };
 
@@ -42,6 +40,10 @@ struct TraceOutcome {
 // cannot show (a [sweep] grid, the hierarchical scheme whose compression happens at the nodes,
 // a trace too large to print).
 TraceOutcome ResolveTrace(const RunSpec& spec, const TraceRequest& request, std::int64_t dimension);
+
+// Builds the spec as a run would (every option checked; the data loaded into `data_cache`) and
+// resolves the request against its dimension: what `lemmalab trace` and the bindings both do.
+TraceOutcome PrepareTrace(const RunSpec& spec, const TraceRequest& request, DataCache& data_cache);
 
 // Runs `spec` with `trace` attached, up to its selection's last step; nothing is written.
 // `data_cache`: where the spec's data may already be loaded (may be null); `stop`: set (by

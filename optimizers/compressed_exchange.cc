@@ -210,7 +210,8 @@ template <typename T>
 void CompressingSender<T>::Compress(ConstVectorRef<T> y, PhiloxStream& stream, Message& out,
                                     double lr, const TraceScope& trace,
                                     const SenderSymbols& symbols, std::int64_t offset) {
-  if (!record && !trace) {
+  const bool traced = trace && symbols.any();
+  if (!record && !traced) {
     stats = ef.Compress(y, *compressor, stream, out, lr);
     return;
   }
@@ -226,19 +227,19 @@ void CompressingSender<T>::Compress(ConstVectorRef<T> y, PhiloxStream& stream, M
   }
   decoded.resize(y.size());
   compressor->Decode(out, decoded);
-  if (!trace) return;
-  const auto traced = [&](const TraceSymbol& symbol) { return !symbol.name.empty(); };
-  if (traced(symbols.input)) trace.Vector<T>(symbols.input, u, offset);
-  if (traced(symbols.words) && compressor->draws_word_per_element()) {
+  if (!traced) return;
+  const auto named = [](const TraceSymbol& symbol) { return !symbol.name.empty(); };
+  if (named(symbols.input)) trace.Vector<T>(symbols.input, u, offset);
+  if (named(symbols.words) && compressor->draws_word_per_element()) {
     trace.Words(symbols.words, start, offset, y.size());
   }
-  if (traced(symbols.output)) trace.Vector<T>(symbols.output, decoded, offset);
-  if (traced(symbols.scales)) {
+  if (named(symbols.output)) trace.Vector<T>(symbols.output, decoded, offset);
+  if (named(symbols.scales)) {
     if (const std::vector<double> scales = compressor->MessageScales(out); !scales.empty()) {
       trace.Indexed(symbols.scales, scales);
     }
   }
-  if (traced(symbols.error) && ef.enabled()) trace.Vector<T>(symbols.error, ef.error(), offset);
+  if (named(symbols.error) && ef.enabled()) trace.Vector<T>(symbols.error, ef.error(), offset);
 }
 
 template <typename T>

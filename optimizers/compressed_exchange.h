@@ -84,6 +84,11 @@ struct SenderSymbols {
   TraceSymbol output;  // C(y + a e), as the receiver decodes it
   TraceSymbol scales;  // the message's scales, by block
   TraceSymbol error;   // e after the step
+
+  bool any() const {
+    return !(input.name.empty() && words.name.empty() && output.name.empty() &&
+             scales.name.empty() && error.name.empty());
+  }
 };
 struct ExchangeSymbols {
   SenderSymbols worker;

@@ -43,7 +43,6 @@ std::vector<std::int64_t> StepTrace::CoordinatesIn(std::int64_t begin, std::int6
 template <typename T>
 void StepTrace::Vector(std::int64_t step, int worker, const TraceSymbol& symbol,
                        ConstVectorRef<T> values, std::int64_t offset) {
-  if (!Wants(step, worker)) return;
   for (const std::int64_t j : CoordinatesIn(offset, offset + values.size())) {
     Add(step, worker, symbol, j, true, static_cast<double>(values[j - offset]));
   }
@@ -51,7 +50,6 @@ void StepTrace::Vector(std::int64_t step, int worker, const TraceSymbol& symbol,
 
 void StepTrace::Indexed(std::int64_t step, int worker, const TraceSymbol& symbol,
                         std::span<const double> values) {
-  if (!Wants(step, worker)) return;
   for (std::size_t k = 0; k < values.size(); ++k) {
     Add(step, worker, symbol, static_cast<std::int64_t>(k), false, values[k]);
   }
@@ -59,7 +57,6 @@ void StepTrace::Indexed(std::int64_t step, int worker, const TraceSymbol& symbol
 
 void StepTrace::Words(std::int64_t step, int worker, const TraceSymbol& symbol,
                       const PhiloxStream& start, std::int64_t offset, std::int64_t length) {
-  if (!Wants(step, worker)) return;
   const std::uint64_t first = start.position();
   PhiloxStream stream = start;  // a copy: the run's stream is not touched
   for (const std::int64_t j : CoordinatesIn(offset, offset + length)) {
@@ -107,9 +104,9 @@ std::vector<TraceRow> StepTrace::Rows() const {
   return rows;
 }
 
-std::vector<StepTrace::SymbolUse> StepTrace::SymbolsByRun() const {
+std::vector<StepTrace::SymbolUse> StepTrace::SymbolsIn(const std::vector<TraceRow>& rows) {
   std::vector<SymbolUse> uses;
-  for (const TraceRow& row : Rows()) {
+  for (const TraceRow& row : rows) {
     const auto same = [&](const SymbolUse& u) {
       return u.run == row.run && u.symbol == row.symbol;
     };

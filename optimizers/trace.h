@@ -67,6 +67,20 @@ class StepTrace {
   // Whether anything of `worker` (or kServer) at `step` is traced.
   bool Wants(std::int64_t step, int worker) const;
 
+  std::vector<TraceRow> Rows() const;
+  const std::vector<std::string>& runs() const { return runs_; }
+  const std::vector<TraceSymbol>& symbols() const { return symbols_; }
+  // The symbols each run recorded in `rows` (Rows()), in the order the rows first list them.
+  struct SymbolUse {
+    int run = 0;
+    int symbol = 0;
+    bool by_coordinate = false;  // its rows are indexed by coordinate, not by layer or block
+  };
+  static std::vector<SymbolUse> SymbolsIn(const std::vector<TraceRow>& rows);
+
+ private:
+  friend class TraceScope;  // records only what Wants selects, so these do not ask again
+
   // The traced coordinates of `values`, whose element 0 is coordinate `offset` of the parameter
   // vector (a server chunk's or a block's range).
   template <typename T>
@@ -79,19 +93,6 @@ class StepTrace {
   // offset + j was decided by word start.position() + j of `start`'s stream.
   void Words(std::int64_t step, int worker, const TraceSymbol& symbol, const PhiloxStream& start,
              std::int64_t offset, std::int64_t length);
-
-  std::vector<TraceRow> Rows() const;
-  const std::vector<std::string>& runs() const { return runs_; }
-  const std::vector<TraceSymbol>& symbols() const { return symbols_; }
-  // The symbols each run recorded, in the order Rows() first lists them.
-  struct SymbolUse {
-    int run = 0;
-    int symbol = 0;
-    bool by_coordinate = false;  // its rows are indexed by coordinate, not by layer or block
-  };
-  std::vector<SymbolUse> SymbolsByRun() const;
-
- private:
   // Appends one row under the lock; `symbol` is registered on first use.
   void Add(std::int64_t step, int worker, const TraceSymbol& symbol, std::int64_t coordinate,
            bool by_coordinate, double value);

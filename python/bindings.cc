@@ -42,8 +42,7 @@ namespace py = pybind11;
 namespace lemmalab {
 namespace {
 
-py::dict TraceColumns(const StepTrace& trace) {
-  const std::vector<TraceRow> rows = trace.Rows();
+py::dict TraceColumns(const StepTrace& trace, const std::vector<TraceRow>& rows) {
   py::list label, worker, symbol;
   py::array_t<std::int64_t> step(static_cast<py::ssize_t>(rows.size()));
   py::array_t<std::int64_t> coordinate(static_cast<py::ssize_t>(rows.size()));
@@ -71,9 +70,9 @@ py::dict TraceColumns(const StepTrace& trace) {
   return columns;
 }
 
-py::list SymbolRows(const StepTrace& trace) {
+py::list SymbolRows(const StepTrace& trace, const std::vector<TraceRow>& traced) {
   py::list rows;
-  for (const auto& [run, index, by_coordinate] : trace.SymbolsByRun()) {
+  for (const auto& [run, index, by_coordinate] : StepTrace::SymbolsIn(traced)) {
     const TraceSymbol& s = trace.symbols()[static_cast<std::size_t>(index)];
     rows.append(py::make_tuple(trace.runs()[static_cast<std::size_t>(run)], std::string(s.name),
                                by_coordinate ? "coordinate" : "block", std::string(s.source),
@@ -87,9 +86,8 @@ py::dict Run(const std::string& spec_text, const std::string& spec_path,
              std::optional<py::dict> trace_request, std::optional<py::function> on_step) {
   const RunSpec spec = ParseSpec(spec_text, spec_path, settings);
   DataCache data;
-  const ExperimentReport built = ValidateExperiment(spec, &data);
   std::vector<std::string> labels;
-  for (const RunReport& run : built.runs) labels.push_back(run.record.label);
+  for (const OptimizerSpec& optimizer : spec.optimizers) labels.push_back(optimizer.label);
 
   std::optional<StepTrace> trace;
   std::vector<std::string> notes;  // defaults the trace took, runs that stopped before it ended
@@ -100,7 +98,7 @@ py::dict Run(const std::string& spec_text, const std::string& spec_path,
                                           : std::string();
     };
     const TraceRequest request{text("steps"), text("coords"), text("workers")};
-    TraceOutcome outcome = ResolveTrace(spec, request, built.runs.front().dimension);
+    TraceOutcome outcome = PrepareTrace(spec, request, data);
     trace.emplace(outcome.selection);
     notes = std::move(outcome.notes);
   }
@@ -153,8 +151,9 @@ py::dict Run(const std::string& spec_text, const std::string& spec_path,
   result["report"] = FormatReport(report);
   if (trace) {
     for (std::string& gap : TraceGaps(report, trace->selection())) notes.push_back(std::move(gap));
-    result["trace"] = TraceColumns(*trace);
-    result["symbols"] = SymbolRows(*trace);
+    const std::vector<TraceRow> rows = trace->Rows();
+    result["trace"] = TraceColumns(*trace, rows);
+    result["symbols"] = SymbolRows(*trace, rows);
   }
   result["notes"] = notes;
   return result;
