@@ -9,7 +9,9 @@ namespace lemmalab {
 struct BuildInfo {
   std::string version;  // "0.1.0"
   std::string commit;   // git describe of the source tree at build time ("…-dirty": uncommitted)
-  std::string build;    // "Release, GNU 12.2.0, -O3 -DNDEBUG ..., MPI"
+  // "Release, GNU 12.2.0, -O3 -DNDEBUG ..., MPI, OpenBLAS ... Haswell kernels, 1 thread": the
+  // BLAS kernels are the ones this machine selected when the program started (core/blas.h).
+  std::string build;
 };
 
 const BuildInfo& Build();
