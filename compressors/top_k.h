@@ -10,8 +10,9 @@
 // descending, then by j ascending, so the message is a function of x alone. A NaN ranks as
 // |x| = +inf (tied with infinities, then by index), so non-finite inputs are kept and reach the
 // receiver rather than hiding among the dropped coordinates; Encode counts them in
-// EncodeStats.non_finite. Selection is std::nth_element over (|x_j|, j) pairs, O(d) on average,
-// and only the k kept indices are sorted.
+// EncodeStats.non_finite. Selection is by threshold (compressors/top_k.cc): a histogram of the
+// magnitudes' leading bits finds the bucket of the k-th largest, then only that bucket is ranked;
+// two passes over x and no sort, so encoding runs near memory speed.
 //
 // Wire format (compressors/sparse.h): the k kept indices ascending (uint8 if d <= 256, uint16 if
 // d <= 65536, else uint32; little-endian), then their values in T:

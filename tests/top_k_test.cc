@@ -107,6 +107,72 @@ TEST(TopK, EqualsAStableSortReferenceOnVectorsFullOfTies) {
   }
 }
 
+// The kept indices by the definition: a full sort of (|x_j| descending, j ascending), NaN as
+// +inf, the first k taken and put in index order.
+template <typename T>
+std::vector<std::uint32_t> ReferenceKept(const Vector<T>& x, std::int64_t k) {
+  const auto magnitude = [&](std::uint32_t j) {
+    return std::isnan(x[j]) ? std::numeric_limits<T>::infinity() : std::abs(x[j]);
+  };
+  std::vector<std::uint32_t> order(static_cast<std::size_t>(x.size()));
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return magnitude(a) > magnitude(b);
+  });
+  order.resize(static_cast<std::size_t>(k));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+// The kept indices of a message with 4-byte indices (d > 65536).
+std::vector<std::uint32_t> WideKept(const Message& m, std::int64_t k) {
+  std::vector<std::uint32_t> kept(static_cast<std::size_t>(k));
+  std::memcpy(kept.data(), m.bytes.data(), kept.size() * 4);
+  return kept;
+}
+
+// Inputs that stress the threshold selection (compressors/top_k.cc): magnitudes spread over many
+// exponents, all in one histogram bucket, all equal, a few huge values above a crowd, specials
+// (NaN, infinities, denormals, signed zeros) mixed in.
+template <typename T>
+std::vector<std::pair<std::string, Vector<T>>> SelectionInputs(std::int64_t d) {
+  PhiloxStream s({41, Purpose::kDataSynthesis, kGlobalStream, 0});
+  const auto uniform = [&] { return std::ldexp(static_cast<T>(s()), -32); };
+  std::vector<std::pair<std::string, Vector<T>>> inputs;
+  Vector<T> x(d);
+  for (auto& v : x) v = (uniform() - T(0.5)) * std::exp2(static_cast<T>(s() % 60) - 30);
+  inputs.emplace_back("spread exponents", x);
+  for (auto& v : x) v = T(1) + T(0.001) * uniform();  // one bucket
+  inputs.emplace_back("one bucket", x);
+  for (auto& v : x) v = (s() % 2 ? T(-0.75) : T(0.75));
+  inputs.emplace_back("all equal magnitudes", x);
+  for (auto& v : x) v = static_cast<T>(static_cast<int>(s() % 7) - 3);
+  for (std::int64_t j = 0; j < d; j += 1000) x[j] = T(1e6) * (uniform() + 1);
+  inputs.emplace_back("few large, many ties", x);
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::denorm_min(),
+                        -T(0), T(0), std::numeric_limits<T>::max()};
+  for (auto& v : x) v = s() % 8 == 0 ? specials[s() % 7] : uniform() - T(0.5);
+  inputs.emplace_back("specials", x);
+  return inputs;
+}
+
+template <typename T>
+void ExpectDefinitionOnLargeVectors() {
+  const std::int64_t d = 70'001;  // 4-byte indices
+  for (const auto& [label, x] : SelectionInputs<T>(d)) {
+    for (const std::int64_t k : {std::int64_t{1}, std::int64_t{7}, d / 100, d / 2, d - 1, d}) {
+      EXPECT_EQ(WideKept(EncodeTopK<T>(x, k), k), ReferenceKept(x, k))
+          << label << ", k = " << k << ", " << sizeof(T) * 8 << "-bit";
+    }
+  }
+}
+
+TEST(TopK, ThresholdSelectionKeepsTheDefinitionsSet) {
+  ExpectDefinitionOnLargeVectors<float>();
+  ExpectDefinitionOnLargeVectors<double>();
+}
+
 TEST(TopK, KEqualToDIsExact) {
   PhiloxStream s({3, Purpose::kDataSynthesis, kGlobalStream, 0});
   for (const std::int64_t d : {1, 9, 300}) {
