@@ -119,21 +119,20 @@ class Mlp final : public Model<T> {
   double Sum(Eigen::Ref<const RowMatrix<T>> a, Eigen::Ref<const Eigen::VectorXi> y,
              ConstVectorRef<T> x, T* gradient, std::int64_t* correct) const override {
     const int depth = this->depth();
+    Scratch& s = ScratchFor(depth);
     // Forward: z_l = h_l W_l^T + b_l, h_{l+1} = act(z_l); the last z are the logits.
-    std::vector<RowMatrix<T>> h(static_cast<std::size_t>(depth));  // h[0] is `a`, not copied
-    RowMatrix<T> z;
     for (int l = 0; l < depth; ++l) {
-      const auto input = l == 0 ? Eigen::Ref<const RowMatrix<T>>(a)
-                                : Eigen::Ref<const RowMatrix<T>>(h[static_cast<std::size_t>(l)]);
-      z.noalias() = input * Weight(x, l).transpose();
+      RowMatrix<T>& z = s.z[static_cast<std::size_t>(l)];
+      z.noalias() = Input(a, s, l) * Weight(x, l).transpose();
       z.rowwise() += Bias(x, l).transpose();
-      if (l + 1 < depth) h[static_cast<std::size_t>(l + 1)] = Activate(z);
+      if (l + 1 < depth) Activate(z, s.h[static_cast<std::size_t>(l + 1)]);
     }
 
     // Softmax cross-entropy per row, with the gradient p - onehot(y) in place of the logits.
+    RowMatrix<T>& logits = s.z.back();
     double loss = 0;
-    for (Eigen::Index k = 0; k < z.rows(); ++k) {
-      auto row = z.row(k);
+    for (Eigen::Index k = 0; k < logits.rows(); ++k) {
+      auto row = logits.row(k);
       Eigen::Index predicted = 0;
       const T top = row.maxCoeff(&predicted);
       const T log_sum = top + std::log((row.array() - top).exp().sum());
@@ -144,17 +143,17 @@ class Mlp final : public Model<T> {
     }
     if (gradient == nullptr) return loss;
 
-    // Backward: dW_l = dz_l^T h_l, db_l = column sums of dz_l, dz_{l-1} = (dz_l W_l) * act'.
-    RowMatrix<T>& dz = z;
-    RowMatrix<T> dh;
+    // Backward: dW_l = dz_l^T h_l, db_l = column sums of dz_l, dz_{l-1} = (dz_l W_l) * act'; each
+    // dz_l overwrites z_l, which the forward pass no longer needs.
     for (int l = depth - 1; l >= 0; --l) {
-      const auto input = l == 0 ? Eigen::Ref<const RowMatrix<T>>(a)
-                                : Eigen::Ref<const RowMatrix<T>>(h[static_cast<std::size_t>(l)]);
-      WeightGradient(gradient, l).noalias() = dz.transpose() * input;
+      const RowMatrix<T>& dz = s.z[static_cast<std::size_t>(l)];
+      WeightGradient(gradient, l).noalias() = dz.transpose() * Input(a, s, l);
       BiasGradient(gradient, l) = dz.colwise().sum().transpose();
       if (l == 0) break;
+      RowMatrix<T>& dh = s.dh[static_cast<std::size_t>(l)];
       dh.noalias() = dz * Weight(x, l);
-      dz = dh.cwiseProduct(Derivative(h[static_cast<std::size_t>(l)]));
+      MultiplyByDerivative(s.h[static_cast<std::size_t>(l)], dh,
+                           s.z[static_cast<std::size_t>(l - 1)]);
     }
     return loss;
   }
@@ -193,14 +192,39 @@ class Mlp final : public Model<T> {
     return {g + b.offset, b.rows};
   }
 
-  RowMatrix<T> Activate(const RowMatrix<T>& z) const {
-    if (activation_ == Activation::kRelu) return z.cwiseMax(T(0));
-    return z.array().tanh().matrix();
+  // The activations and gradients of one call, kept per thread from call to call: a worker's
+  // steps and a pass's chunks reuse them instead of allocating (every entry is overwritten before
+  // it is read, so what a previous call left changes nothing). z[l] holds z_l, then dz_l; h[l]
+  // is layer l's input for l >= 1 (h[0] would be the data, never copied); dh[l] is dL/dh_l.
+  struct Scratch {
+    std::vector<RowMatrix<T>> z, h, dh;
+  };
+  static Scratch& ScratchFor(int depth) {
+    thread_local Scratch scratch;
+    for (auto* v : {&scratch.z, &scratch.h, &scratch.dh})
+      v->resize(static_cast<std::size_t>(depth));
+    return scratch;
   }
-  // act'(z) written in terms of h = act(z): relu' = [h > 0], tanh' = 1 - h^2.
-  RowMatrix<T> Derivative(const RowMatrix<T>& h) const {
-    if (activation_ == Activation::kRelu) return (h.array() > T(0)).template cast<T>().matrix();
-    return (T(1) - h.array().square()).matrix();
+  static Eigen::Ref<const RowMatrix<T>> Input(Eigen::Ref<const RowMatrix<T>> a, const Scratch& s,
+                                              int l) {
+    return l == 0 ? a : Eigen::Ref<const RowMatrix<T>>(s.h[static_cast<std::size_t>(l)]);
+  }
+
+  void Activate(const RowMatrix<T>& z, RowMatrix<T>& h) const {
+    if (activation_ == Activation::kRelu) {
+      h = z.cwiseMax(T(0));
+    } else {
+      h = z.array().tanh().matrix();
+    }
+  }
+  // dz = dh * act'(z), with act' written in terms of h = act(z): relu' = [h > 0], tanh' =
+  // 1 - h^2 (the factor is computed in T and multiplied, as a separate derivative matrix would).
+  void MultiplyByDerivative(const RowMatrix<T>& h, const RowMatrix<T>& dh, RowMatrix<T>& dz) const {
+    if (activation_ == Activation::kRelu) {
+      dz = (dh.array() * (h.array() > T(0)).template cast<T>()).matrix();
+    } else {
+      dz = (dh.array() * (T(1) - h.array().square())).matrix();
+    }
   }
 
   Activation activation_;
