@@ -1,0 +1,143 @@
+// Training-step time as a run takes it: a spec runs through RunExperiment (cli/experiment.h) with
+// its results discarded, and the time between consecutive steps is measured from the run loop's
+// step callback. Steps next to an evaluation (the first and the last) are left out, so the figure
+// is the step alone: the workers' minibatch gradients, compression, the exchange and the update,
+// plus the metrics the loop records every step.
+//
+// Workloads (issue 19): logistic regression on 784 Gaussian features and the 784-256-10 MLP on
+// Fashion-MNIST, 8 workers x 64 samples, fp32, for Adam, Birder and 1-bit Adam. Each benchmark
+// reports `step_us` (median step) and `vs_adam`, its median over the median of Adam's step on
+// the same problem, measured in the same process just before it. `gemm_ceiling` (MLP only) is
+// the time of the step's matrix products alone, run back to back as one batch of 512 rows
+// through the same library call, over the median step: 1.0 would mean everything but the
+// products is free.
+//
+//   build/release/bench/step_bench --benchmark_counters_tabular=true
+// bench/side_by_side.py runs this next to the same loops in PyTorch and numpy.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/experiment.h"
+#include "cli/spec.h"
+#include "bench/gemm_ceiling.h"
+#include "problems/supervised.h"
+
+namespace lemmalab {
+namespace {
+
+constexpr int kSteps = 60;
+
+const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist";
+
+std::string LogregSpec(const std::string& optimizer) {
+  return R"(seed = 1
+steps = )" + std::to_string(kSteps) +
+         R"(
+workers = 8
+precision = "fp32"
+eval_every = 1000000
+[data]
+source = "synthetic-logistic"
+samples = 8192
+features = 784
+[problem]
+name = "logreg"
+batch_size = 64
+[[optimizer]]
+name = ")" + optimizer +
+         R"("
+schedule = { name = "constant", lr = 1e-3 }
+)";
+}
+
+std::string MlpSpec(const std::string& optimizer) {
+  return R"(seed = 1
+steps = )" + std::to_string(kSteps) +
+         R"(
+workers = 8
+precision = "fp32"
+eval_every = 1000000
+[data]
+source = "idx"
+dir = ")" + std::string(kFashionMnist) +
+         R"("
+normalize = "pixels"
+[problem]
+name = "mlp"
+hidden = [256]
+activation = "relu"
+batch_size = 64
+[[optimizer]]
+name = ")" + optimizer +
+         R"("
+schedule = { name = "constant", lr = 1e-3 }
+)";
+}
+
+// The median time between consecutive steps of one run of `spec`, leaving out the first two and
+// the last (the evaluations at step 0 and at the last step fall into those intervals).
+double MedianStepSeconds(const std::string& spec_text, DataCache& cache) {
+  const RunSpec spec = ParseSpec(spec_text, "step_bench.toml", {});
+  std::vector<std::chrono::steady_clock::time_point> at;
+  at.reserve(kSteps + 1);
+  ExperimentOptions options;
+  options.progress = false;
+  options.discard_results = true;
+  options.data_cache = &cache;
+  options.on_step = [&](std::int64_t, double) { at.push_back(std::chrono::steady_clock::now()); };
+  RunExperiment(spec, options);
+  std::vector<double> steps;
+  for (std::size_t i = 2; i + 1 < at.size(); ++i) {
+    steps.push_back(std::chrono::duration<double>(at[i] - at[i - 1]).count());
+  }
+  std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
+  return steps[steps.size() / 2];
+}
+
+DataCache& Cache() {
+  static DataCache cache;
+  return cache;
+}
+
+void BM_Step(benchmark::State& state, bool mlp, const std::string& optimizer) {
+  if (mlp && !std::filesystem::exists(kFashionMnist)) {
+    state.SkipWithError("Fashion-MNIST is not installed (scripts/install-deps)");
+    return;
+  }
+  const auto spec = [&](const std::string& name) { return mlp ? MlpSpec(name) : LogregSpec(name); };
+  double adam = 0, self = 0;
+  for (auto _ : state) {
+    adam = MedianStepSeconds(spec("adam"), Cache());
+    self = optimizer == "adam" ? adam : MedianStepSeconds(spec(optimizer), Cache());
+  }
+  state.counters["step_us"] = 1e6 * self;
+  state.counters["vs_adam"] = self / adam;
+  if (mlp) {
+    const double flops = 8 * MlpPassFlops(64, {784, 256, 10});  // 8 workers' minibatches
+    state.counters["gemm_ceiling"] = flops / PeakGemmFlops(omp_get_max_threads()) / self;
+  }
+}
+
+BENCHMARK_CAPTURE(BM_Step, logreg_adam, false, "adam")->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Step, logreg_birder, false, "birder")
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Step, logreg_onebit_adam, false, "onebit-adam")
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Step, mlp_adam, true, "adam")->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Step, mlp_birder, true, "birder")->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Step, mlp_onebit_adam, true, "onebit-adam")
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace lemmalab
+
+BENCHMARK_MAIN();
