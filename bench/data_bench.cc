@@ -2,9 +2,9 @@
 // references measured in the same process:
 //   decompress_fraction = (gzread of the same two files into a buffer) / (loader time): 1.0 would
 //     mean validation and conversion cost nothing beyond zlib;
-//   floor_fraction = (gzread + writing a fresh 60000 x 784 double matrix) / (loader time): the
-//     kernel's first touch of 376 MB of new pages is a cost every loader of doubles pays, so 1.0
-//     would leave nothing to gain without changing the data interface.
+//   floor_fraction = (gzread + writing a fresh 60000 x 784 byte matrix) / (loader time): the
+//     kernel's first touch of the 47 MB of new pages the samples keep is a cost every loader
+//     pays, so 1.0 would leave nothing to gain.
 //
 //   build/release/bench/data_bench --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -40,10 +40,10 @@ std::size_t Gunzip(const std::filesystem::path& path, std::vector<unsigned char>
   return size;
 }
 
-// Fills a freshly allocated matrix of the training set's shape: page faults and all.
+// Fills a freshly allocated byte matrix of the training set's shape: page faults and all.
 void FirstTouch() {
-  RowMatrix<double> x(60000, 784);
-  x.setConstant(1.0);
+  ByteMatrix x(60000, 784);
+  x.setConstant(1);
   benchmark::DoNotOptimize(x.data());
   benchmark::ClobberMemory();
 }
@@ -63,7 +63,7 @@ double BestSeconds(F&& body) {
 
 struct References {
   double gunzip = 0;       // both files decompressed
-  double first_touch = 0;  // the double matrix written once
+  double first_touch = 0;  // the byte matrix written once
 };
 
 const References& ReferenceSeconds() {
@@ -106,7 +106,7 @@ void BM_ReadIdxFashionMnistTrain(benchmark::State& state) {
   for (auto _ : state) {
     const Samples samples = ReadIdx(kImages, kLabels, 10);
     images += samples.size();
-    benchmark::DoNotOptimize(samples.features.data());
+    benchmark::DoNotOptimize(samples.bytes->data());
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <memory>
 #include <optional>
 
 #include "core/error.h"
@@ -59,18 +61,18 @@ Samples ReadCifar10(const std::vector<std::filesystem::path>& files) {
   CheckDenseSize(fmt::format("{}", fmt::join(names, ", ")), records, kPixels);
 
   Samples samples;
-  samples.features.resize(records, static_cast<Eigen::Index>(kPixels));
+  ByteMatrix images(records, static_cast<Eigen::Index>(kPixels));
   samples.labels.resize(records);
   std::int64_t row = 0;
   for (std::vector<unsigned char>& bytes : contents) {
     for (std::size_t r = 0; r < bytes.size() / kRecord; ++r, ++row) {
       const unsigned char* record = &bytes[r * kRecord];
       samples.labels[row] = record[0];
-      double* out = samples.features.row(row).data();
-      for (std::size_t k = 0; k < kPixels; ++k) out[k] = record[1 + k];
+      std::copy(record + 1, record + kRecord, images.row(row).data());
     }
-    bytes = {};  // the raw bytes go as soon as they are converted
+    bytes = {};  // the file's records go as soon as they are copied
   }
+  samples.bytes = std::make_shared<const ByteMatrix>(std::move(images));
   return samples;
 }
 

@@ -55,7 +55,8 @@ class GzipReader {
   bool cut_off_ = false;  // zlib saw the compressed input end inside a gzip stream
 };
 
-// Features are stored densely as doubles; more than this is refused rather than attempted.
+// Features are stored densely as doubles (byte features become doubles when standardised, and
+// a problem may convert them whole); more than this is refused rather than attempted.
 inline constexpr double kMaxDenseBytes = 4.0 * (1 << 30);
 
 // Throws UserError naming `what` (a file), the shape and its size in GiB when samples x features

@@ -11,7 +11,69 @@
 
 namespace lemmalab {
 
+namespace {
+
+// The value of every byte as T, computed as a dense double of the same data would be converted.
+template <typename T>
+std::array<T, 256> ByteTable(const std::array<double, 256>& values) {
+  std::array<T, 256> table;
+  for (std::size_t b = 0; b < 256; ++b) table[b] = static_cast<T>(values[b]);
+  return table;
+}
+
+}  // namespace
+
+template <typename T>
+void Samples::RowsAs(std::int64_t begin, std::int64_t count, T* out) const {
+  LEMMALAB_CHECK(begin >= 0 && count >= 0 && begin + count <= size(), "rows {}..{} of {} samples",
+                 begin, begin + count - 1, size());
+  const std::int64_t width = num_features();
+  if (holds_bytes()) {
+    const std::array<T, 256> table = ByteTable<T>(byte_values);
+    const std::uint8_t* in = bytes->data() + begin * width;
+    for (std::int64_t k = 0; k < count * width; ++k) out[k] = table[in[k]];
+  } else {
+    Eigen::Map<RowMatrix<T>>(out, count, width) =
+        features.middleRows(begin, count).template cast<T>();
+  }
+}
+
+template <typename T>
+void Samples::GatherAs(std::span<const std::int64_t> rows, T* out) const {
+  const std::int64_t width = num_features();
+  std::array<T, 256> table{};
+  if (holds_bytes()) table = ByteTable<T>(byte_values);
+  for (const std::int64_t row : rows) {
+    LEMMALAB_CHECK(row >= 0 && row < size(), "row {} of {} samples", row, size());
+    if (holds_bytes()) {
+      const std::uint8_t* in = bytes->row(row).data();
+      for (std::int64_t k = 0; k < width; ++k) out[k] = table[in[k]];
+    } else {
+      Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(out, width) =
+          features.row(row).template cast<T>();
+    }
+    out += width;
+  }
+}
+
+template void Samples::RowsAs(std::int64_t, std::int64_t, float*) const;
+template void Samples::RowsAs(std::int64_t, std::int64_t, double*) const;
+template void Samples::GatherAs(std::span<const std::int64_t>, float*) const;
+template void Samples::GatherAs(std::span<const std::int64_t>, double*) const;
+
+RowMatrix<double> Samples::Dense() const {
+  RowMatrix<double> dense(size(), num_features());
+  RowsAs(0, size(), dense.data());
+  return dense;
+}
+
 void StandardizeFeatures(Dataset& data) {
+  // The statistics need arbitrary doubles: byte features become dense, valued as they were.
+  for (Samples* set : {&data.train, data.test ? &*data.test : nullptr}) {
+    if (set == nullptr || !set->holds_bytes()) continue;
+    set->features = set->Dense();
+    set->bytes.reset();
+  }
   RowMatrix<double>& train = data.train.features;
   RowMatrix<double>* test = data.test ? &data.test->features : nullptr;
   const auto n = static_cast<double>(train.rows());
@@ -34,8 +96,15 @@ void StandardizeFeatures(Dataset& data) {
 }
 
 void ScalePixels(Dataset& data) {
-  data.train.features /= 255.0;
-  if (data.test) data.test->features /= 255.0;
+  for (Samples* set : {&data.train, data.test ? &*data.test : nullptr}) {
+    if (set == nullptr) continue;
+    if (set->holds_bytes()) {
+      // The same division a dense double b would get, once per byte value.
+      for (double& value : set->byte_values) value /= 255.0;
+    } else {
+      set->features /= 255.0;
+    }
+  }
   data.description += ", pixels / 255";
 }
 
@@ -184,7 +253,11 @@ Dataset LoadData(OptionTable& options, const DataContext& context) {
   if (samples) {
     const auto keep = [&](Samples& set) {
       const Eigen::Index n = std::min<Eigen::Index>(set.size(), *samples);
-      set.features.conservativeResize(n, Eigen::NoChange);
+      if (set.holds_bytes()) {
+        set.bytes = std::make_shared<const ByteMatrix>(set.bytes->topRows(n));
+      } else {
+        set.features.conservativeResize(n, Eigen::NoChange);
+      }
       set.labels.conservativeResize(n);
     };
     keep(data.train);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -144,24 +145,16 @@ IdxImages ReadImagesAndLabels(const std::filesystem::path& images,
       Eigen::Map<const Eigen::Matrix<unsigned char, Eigen::Dynamic, 1>>(bytes.data(), n)
           .cast<int>();
 
-  // Large reads (zlib inflates straight into the buffer) converted chunk by chunk while the
-  // bytes are still in cache.
-  samples.features.resize(n, pixels);
-  double* out = samples.features.data();
+  // One read: zlib inflates straight into the matrix the samples keep.
+  ByteMatrix pixel_bytes(n, pixels);
   const std::uint64_t total = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(pixels);
-  bytes.resize(std::min<std::uint64_t>(total, 1 << 20));
-  for (std::uint64_t done = 0; done < total;) {
-    const std::size_t want = std::min<std::uint64_t>(bytes.size(), total - done);
-    const std::size_t got = image_in.Read(bytes.data(), want);
-    for (std::size_t k = 0; k < got; ++k) out[done + k] = bytes[k];
-    done += got;
-    if (got < want) {
-      image_in.FailTruncated(
-          fmt::format("the header promises {} bytes ({} images of {}x{} after a 16-byte header)",
-                      16 + total, n, image_sizes[1], image_sizes[2]));
-    }
+  if (image_in.Read(pixel_bytes.data(), total) < total) {
+    image_in.FailTruncated(
+        fmt::format("the header promises {} bytes ({} images of {}x{} after a 16-byte header)",
+                    16 + total, n, image_sizes[1], image_sizes[2]));
   }
   ExpectEnd(image_in, "images");
+  samples.bytes = std::make_shared<const ByteMatrix>(std::move(pixel_bytes));
   return result;
 }
 

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <cmath>
+#include <span>
+#include <vector>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -20,25 +22,54 @@ constexpr std::int64_t kChunkRows = 2048;
 // Below this much work (rows x parameters) a full-batch pass runs on one thread.
 constexpr double kParallelWork = 1 << 22;
 
+// A training shard or the test set. Dense data are converted to T once, as the model takes
+// them. Byte data are not copied at all: the part shares the data set's bytes (see Samples),
+// names its rows, and converts a chunk or a minibatch at a time into scratch the caller owns.
 template <typename T>
 struct Part {
-  RowMatrix<T> a;
-  Eigen::VectorXi y;
-  std::int64_t size() const { return a.rows(); }
+  RowMatrix<T> a;                  // dense data
+  Samples bytes;                   // byte data: the whole set's; `a` is then empty
+  std::vector<std::int64_t> rows;  // byte data: the part's rows of `bytes`
+  Eigen::VectorXi y;               // labels
+
+  std::int64_t size() const { return y.size(); }
+
+  // Rows begin .. begin + count - 1 as T: a view of `a`, or the bytes converted into `scratch`
+  // (grown when too small).
+  Eigen::Ref<const RowMatrix<T>> Rows(std::int64_t begin, std::int64_t count,
+                                      RowMatrix<T>& scratch) const {
+    if (!bytes.holds_bytes()) return a.middleRows(begin, count);
+    if (scratch.rows() < count) scratch.resize(count, bytes.num_features());
+    bytes.GatherAs(
+        std::span(rows).subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(count)),
+        scratch.data());
+    return scratch.topRows(count);
+  }
 };
 
 template <typename T>
 Part<T> Gather(const Samples& samples, const std::vector<std::int64_t>& rows) {
   Part<T> part;
-  part.a.resize(static_cast<Eigen::Index>(rows.size()), samples.features.cols());
-  part.y.resize(static_cast<Eigen::Index>(rows.size()));
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    const auto i = static_cast<Eigen::Index>(r);
-    part.a.row(i) = samples.features.row(rows[r]).template cast<T>();
-    part.y[i] = samples.labels[rows[r]];
+  if (samples.holds_bytes()) {
+    part.bytes.bytes = samples.bytes;
+    part.bytes.byte_values = samples.byte_values;
+    part.rows = rows;
+  } else {
+    part.a.resize(static_cast<Eigen::Index>(rows.size()), samples.num_features());
+    samples.GatherAs(rows, part.a.data());
   }
+  part.y = samples.labels(rows);
   return part;
 }
+
+// What StochasticGradient of one worker reuses from step to step, so that steps allocate nothing
+// here; a worker is stepped by one thread at a time, so each worker's scratch is its own.
+template <typename T>
+struct MinibatchScratch {
+  std::vector<std::int64_t> batch;
+  RowMatrix<T> a;
+  Eigen::VectorXi y;
+};
 
 template <typename T>
 class SupervisedProblem final : public Problem<T> {
@@ -48,6 +79,7 @@ class SupervisedProblem final : public Problem<T> {
       : model_(std::move(model)),
         options_(options),
         classes_(data.classes),
+        features_(data.num_features()),
         data_description_(data.description) {
     LEMMALAB_CHECK(!shards.empty(), "no shards");
     for (const auto& rows : shards) {
@@ -66,6 +98,7 @@ class SupervisedProblem final : public Problem<T> {
       for (std::size_t k = 0; k < all.size(); ++k) all[k] = static_cast<std::int64_t>(k);
       test_ = Gather<T>(*data.test, all);
     }
+    scratch_.resize(shards_.size());
     ComputeConstants(data, shards);
   }
 
@@ -80,18 +113,34 @@ class SupervisedProblem final : public Problem<T> {
   double StochasticGradient(int worker, ConstVectorRef<T> x, PhiloxStream& stream,
                             VectorRef<T> g) const override {
     const Part<T>& shard = shards_[static_cast<std::size_t>(worker)];
+    MinibatchScratch<T>& scratch = scratch_[static_cast<std::size_t>(worker)];
     double loss = 0;
     std::int64_t rows = shard.size();
     if (options_.batch_size == 0) {
-      loss = model_->Sum(shard.a, shard.y, x, g.data(), nullptr);
+      loss = model_->Sum(shard.Rows(0, rows, scratch.a), shard.y, x, g.data(), nullptr);
     } else {
       rows = options_.batch_size;
-      std::vector<Eigen::Index> batch(static_cast<std::size_t>(rows));
+      if (scratch.batch.empty()) {
+        scratch.batch.resize(static_cast<std::size_t>(rows));
+        scratch.a.resize(rows, features_);
+        scratch.y.resize(rows);
+      }
       boost::random::uniform_int_distribution<Eigen::Index> pick(0, shard.size() - 1);
-      for (auto& k : batch) k = pick(stream);
-      const RowMatrix<T> a = shard.a(batch, Eigen::all);
-      const Eigen::VectorXi y = shard.y(batch);
-      loss = model_->Sum(a, y, x, g.data(), nullptr);
+      for (auto& k : scratch.batch) k = pick(stream);
+      for (Eigen::Index r = 0; r < rows; ++r) {
+        scratch.y[r] = shard.y[scratch.batch[static_cast<std::size_t>(r)]];
+      }
+      if (shard.bytes.holds_bytes()) {
+        // Positions in the shard to rows of the data set, in place: y is already drawn.
+        for (auto& k : scratch.batch) k = shard.rows[static_cast<std::size_t>(k)];
+        shard.bytes.GatherAs(scratch.batch, scratch.a.data());
+      } else {
+        // Row by row: each is contiguous (row-major), so this is a memcpy per sample.
+        for (Eigen::Index r = 0; r < rows; ++r) {
+          scratch.a.row(r) = shard.a.row(scratch.batch[static_cast<std::size_t>(r)]);
+        }
+      }
+      loss = model_->Sum(scratch.a, scratch.y, x, g.data(), nullptr);
     }
     g /= static_cast<T>(rows);
     return loss / static_cast<double>(rows) + AddRegularizer(x, g);
@@ -171,13 +220,18 @@ class SupervisedProblem final : public Problem<T> {
     for (const Chunk& c : chunks) rows += c.rows;
     const double work = static_cast<double>(rows) * static_cast<double>(dimension());
     const int threads = threads_ > 0 ? threads_ : work < kParallelWork ? 1 : omp_get_max_threads();
+    // Byte data are converted chunk by chunk into one buffer per thread; a loop that opens no
+    // parallel region (one thread) runs at the caller's level and uses the first.
+    std::vector<RowMatrix<T>> scratch(static_cast<std::size_t>(threads));
+    const int level = omp_get_level();
     ParallelFor(static_cast<int>(chunks.size()), threads, [&](int k) {
       const Chunk& c = chunks[static_cast<std::size_t>(k)];
       ChunkResult& r = results[static_cast<std::size_t>(k)];
+      const int thread = omp_get_level() > level ? omp_get_thread_num() : 0;
       if (with_gradient) r.gradient.resize(dimension());
-      r.loss =
-          model_->Sum(c.part->a.middleRows(c.begin, c.rows), c.part->y.segment(c.begin, c.rows), x,
-                      with_gradient ? r.gradient.data() : nullptr, &r.correct);
+      r.loss = model_->Sum(c.part->Rows(c.begin, c.rows, scratch[static_cast<std::size_t>(thread)]),
+                           c.part->y.segment(c.begin, c.rows), x,
+                           with_gradient ? r.gradient.data() : nullptr, &r.correct);
     });
     return results;
   }
@@ -256,11 +310,13 @@ class SupervisedProblem final : public Problem<T> {
     const Eigen::Index columns = features + (bounds->intercept ? 1 : 0);
     double largest_curvature = 0, largest_row = 0;
     bool exact_eigenvalues = true;
+    Eigen::RowVectorXd row(features);  // one sample's features in double, however they are held
     for (const auto& rows : shards) {
       const auto count = static_cast<Eigen::Index>(rows.size());
       double mean_sq_norm = 0;
       for (std::int64_t k : rows) {
-        const double sq = data.train.features.row(k).squaredNorm() + (bounds->intercept ? 1 : 0);
+        data.train.RowsAs(k, 1, row.data());
+        const double sq = row.squaredNorm() + (bounds->intercept ? 1 : 0);
         largest_row = std::max(largest_row, std::sqrt(sq));
         mean_sq_norm += sq / static_cast<double>(count);
       }
@@ -272,7 +328,8 @@ class SupervisedProblem final : public Problem<T> {
       }
       Eigen::MatrixXd a(count, columns);
       for (Eigen::Index r = 0; r < count; ++r) {
-        a.row(r).head(features) = data.train.features.row(rows[static_cast<std::size_t>(r)]);
+        data.train.RowsAs(rows[static_cast<std::size_t>(r)], 1, row.data());
+        a.row(r).head(features) = row;
         if (bounds->intercept) a(r, features) = 1;
       }
       const Eigen::MatrixXd gram = a.transpose() * a / static_cast<double>(count);
@@ -312,8 +369,10 @@ class SupervisedProblem final : public Problem<T> {
   std::unique_ptr<Model<T>> model_;
   SupervisedOptions options_;
   int classes_;
+  std::int64_t features_;
   std::string data_description_;
   std::vector<Part<T>> shards_;
+  mutable std::vector<MinibatchScratch<T>> scratch_;  // one per worker
   std::vector<ShardSummary> summaries_;
   std::optional<Part<T>> test_;
   std::int64_t samples_ = 0;

@@ -108,7 +108,8 @@ TEST(Idx, ReadsImagesRowMajorOnePerSamplePlainOrGzip) {
   for (const auto& [images, labels] :
        {std::pair{"images", "labels"}, {"images.gz", "labels.gz"}, {"images.gz", "labels"}}) {
     const Samples s = ReadIdx(idx.dir / images, idx.dir / labels, 3);
-    EXPECT_EQ(s.features, expected) << images;
+    ASSERT_TRUE(s.holds_bytes());
+    EXPECT_EQ(s.Dense(), expected) << images;
     EXPECT_EQ(s.labels, Eigen::Vector3i(2, 0, 1)) << labels;
   }
 }
@@ -249,8 +250,8 @@ TEST(IdxSource, FindsTheMnistFileNamesInAFolderWithOrWithoutGz) {
       DataTable({{"source", Text("idx")}, {"dir", Text("digits")}, {"normalize", Text("pixels")}});
   const Dataset b = LoadData(both, {0, idx.dir.path()});
   ASSERT_TRUE(b.test.has_value());
-  EXPECT_EQ(b.test->features(0, 5), 0.2);
-  EXPECT_EQ(b.train.features(1, 0), 1.0);
+  EXPECT_EQ(b.test->Dense()(0, 5), 0.2);
+  EXPECT_EQ(b.train.Dense()(1, 0), 1.0);
   EXPECT_EQ(b.description, "digits: 3 train + 1 test images 2x3, pixels / 255");
 
   WriteFile(folder / "train-images-idx3-ubyte", idx.images);
@@ -333,26 +334,28 @@ TEST(IdxSource, ReadsFashionMnist) {
       << dir << " is missing: run scripts/install-deps (Debian package dataset-fashion-mnist)";
   const Samples raw =
       ReadIdx(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 10);
-  EXPECT_EQ(raw.features.rows(), 10000);
-  EXPECT_EQ(raw.features.cols(), 784);
-  EXPECT_TRUE(AllBytesTimes(raw.features, 1.0));
-  EXPECT_EQ(raw.features.maxCoeff(), 255);
+  const RowMatrix<double> raw_features = raw.Dense();
+  EXPECT_EQ(raw_features.rows(), 10000);
+  EXPECT_EQ(raw_features.cols(), 784);
+  EXPECT_TRUE(AllBytesTimes(raw_features, 1.0));
+  EXPECT_EQ(raw_features.maxCoeff(), 255);
 
   OptionTable options = DataTable(
       {{"source", Text("idx")}, {"dir", Text(dir.string())}, {"normalize", Text("pixels")}});
   const Dataset data = LoadData(options, {0, "/nonexistent"});
   EXPECT_EQ(data.description, "fashion-mnist: 60000 train + 10000 test images 28x28, pixels / 255");
   EXPECT_EQ(data.classes, 10);
-  EXPECT_EQ(data.train.features.rows(), 60000);
-  EXPECT_EQ(data.train.features.cols(), 784);
+  const RowMatrix<double> train = data.train.Dense();
+  EXPECT_EQ(train.rows(), 60000);
+  EXPECT_EQ(train.cols(), 784);
   ASSERT_TRUE(data.test.has_value());
   EXPECT_EQ(data.test->labels, raw.labels);
   // The same division as on the raw test set: pixels / 255 exactly.
-  EXPECT_EQ(data.test->features, raw.features / 255.0);
-  EXPECT_GE(data.train.features.minCoeff(), 0.0);
-  EXPECT_LE(data.train.features.maxCoeff(), 1.0);
+  EXPECT_EQ(data.test->Dense(), raw_features / 255.0);
+  EXPECT_GE(train.minCoeff(), 0.0);
+  EXPECT_LE(train.maxCoeff(), 1.0);
   // k / 255 divided by (1 / 255) gives k back exactly for every byte k.
-  EXPECT_TRUE(AllBytesTimes(data.train.features, 1 / 255.0));
+  EXPECT_TRUE(AllBytesTimes(train, 1 / 255.0));
   for (const Samples* s : {&data.train, &*data.test}) {
     const std::int64_t per_class = s->size() / 10;
     for (int c = 0; c < 10; ++c) EXPECT_EQ((s->labels.array() == c).count(), per_class) << c;
@@ -380,18 +383,20 @@ TEST(Cifar10, KeepsTheRecordOrderRedGreenBluePlanesRowMajor) {
   WriteFile(dir / "a.bin", CifarRecord(7) + CifarRecord(0));
   WriteGzipFile(dir / "b.bin.gz", CifarRecord(9));
   const Samples s = ReadCifar10({dir / "a.bin", dir / "b.bin.gz"});
-  ASSERT_EQ(s.features.rows(), 3);
-  ASSERT_EQ(s.features.cols(), 3072);
+  ASSERT_TRUE(s.holds_bytes());
+  const RowMatrix<double> features = s.Dense();
+  ASSERT_EQ(features.rows(), 3);
+  ASSERT_EQ(features.cols(), 3072);
   EXPECT_EQ(s.labels, Eigen::Vector3i(7, 0, 9));
   for (Eigen::Index i = 0; i < 3; ++i) {
-    EXPECT_EQ(s.features(i, 0), 10);
-    EXPECT_EQ(s.features(i, 1), 1);
-    EXPECT_EQ(s.features(i, 1023), 10);
-    EXPECT_EQ(s.features(i, 1024), 20);
-    EXPECT_EQ(s.features(i, 1056), 2);
-    EXPECT_EQ(s.features(i, 2048), 30);
-    EXPECT_EQ(s.features(i, 3071), 3);
-    EXPECT_EQ(s.features.row(i).sum(), 1023 * 10 + 1 + 1023 * 20 + 2 + 1023 * 30 + 3);
+    EXPECT_EQ(features(i, 0), 10);
+    EXPECT_EQ(features(i, 1), 1);
+    EXPECT_EQ(features(i, 1023), 10);
+    EXPECT_EQ(features(i, 1024), 20);
+    EXPECT_EQ(features(i, 1056), 2);
+    EXPECT_EQ(features(i, 2048), 30);
+    EXPECT_EQ(features(i, 3071), 3);
+    EXPECT_EQ(features.row(i).sum(), 1023 * 10 + 1 + 1023 * 20 + 2 + 1023 * 30 + 3);
   }
 }
 

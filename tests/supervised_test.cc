@@ -10,6 +10,7 @@
 #include <Eigen/Eigenvalues>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <cmath>
+#include <memory>
 #include <set>
 
 #include "problems/sharding.h"
@@ -254,6 +255,75 @@ TEST(Supervised, FullBatchPassIsChunkedButExactAndThreadCountFree) {
   EXPECT_EQ(one.accuracy, two.accuracy);
   EXPECT_NEAR(one.loss, expected, 1e-12);
   EXPECT_NEAR(one.grad_sq_norm, expected_g.squaredNorm(), 1e-12 * expected_g.squaredNorm());
+}
+
+// Byte features are converted chunk by chunk and minibatch by minibatch rather than once, into
+// buffers of their own: every result must still be bit for bit what dense doubles of the same
+// data give, with the same chunks summed in the same order, whatever the thread count.
+template <typename T>
+void ExpectBytesAndDoublesAgree(const Dataset& bytes, const Dataset& dense, const Shards& shards,
+                                std::int64_t batch) {
+  const auto model = [&] {
+    return MakeMlpModel<T>(bytes.num_features(), {8}, 3, Activation::kRelu);
+  };
+  const auto on_bytes = Make(model(), bytes, shards, 0.01, 0, batch);
+  const auto on_doubles = Make(model(), dense, shards, 0.01, 0, batch);
+  const Vector<T> x = on_doubles->InitialPoint();
+  on_doubles->set_threads(1);
+  const Evaluation expected = on_doubles->Evaluate(x);
+  for (const int threads : {1, 2}) {
+    on_bytes->set_threads(threads);
+    const Evaluation e = on_bytes->Evaluate(x);
+    EXPECT_EQ(e.loss, expected.loss) << threads;
+    EXPECT_EQ(e.grad_sq_norm, expected.grad_sq_norm) << threads;
+    EXPECT_EQ(e.accuracy, expected.accuracy) << threads;
+    EXPECT_EQ(e.test_loss, expected.test_loss) << threads;
+    EXPECT_EQ(e.test_accuracy, expected.test_accuracy) << threads;
+  }
+  for (int worker = 0; worker < static_cast<int>(shards.size()); ++worker) {
+    for (std::uint64_t step = 0; step < 3; ++step) {  // the scratch reused from step to step
+      const auto w = static_cast<std::uint32_t>(worker);
+      PhiloxStream a({1, Purpose::kMinibatch, w, step}), b({1, Purpose::kMinibatch, w, step});
+      Vector<T> g_bytes(x.size()), g_doubles(x.size());
+      EXPECT_EQ(on_bytes->StochasticGradient(worker, x, a, g_bytes),
+                on_doubles->StochasticGradient(worker, x, b, g_doubles));
+      EXPECT_EQ(g_bytes, g_doubles) << worker << " " << step;
+    }
+  }
+}
+
+TEST(Supervised, ByteFeaturesGiveBitIdenticalResultsToDenseDoubles) {
+  // 5000 samples in 2 shards: several 2048-row chunks per shard; every byte value occurs.
+  ByteMatrix train(5000, 12), test(700, 12);
+  std::uint32_t seed = 7;
+  for (ByteMatrix* m : {&train, &test}) {
+    for (Eigen::Index k = 0; k < m->size(); ++k) {
+      seed = seed * 1664525u + 1013904223u;
+      m->data()[k] = static_cast<std::uint8_t>(seed >> 24);
+    }
+  }
+  Dataset bytes;
+  bytes.classes = 3;
+  bytes.train.bytes = std::make_shared<const ByteMatrix>(train);
+  bytes.test = Samples{};
+  bytes.test->bytes = std::make_shared<const ByteMatrix>(test);
+  for (Samples* s : {&bytes.train, &*bytes.test}) {
+    s->labels.resize(s->size());
+    for (Eigen::Index i = 0; i < s->size(); ++i) {
+      s->labels[i] = static_cast<int>((*s->bytes)(i, 0) + (*s->bytes)(i, 5)) % 3;
+    }
+  }
+  ScalePixels(bytes);
+  Dataset dense = bytes;
+  dense.train.features = bytes.train.Dense();
+  dense.train.bytes.reset();
+  dense.test->features = bytes.test->Dense();
+  dense.test->bytes.reset();
+  const Shards shards = IidShards(5000, 2, 3);
+  for (const std::int64_t batch : {16, 0}) {
+    ExpectBytesAndDoublesAgree<float>(bytes, dense, shards, batch);
+    ExpectBytesAndDoublesAgree<double>(bytes, dense, shards, batch);
+  }
 }
 
 TEST(Supervised, TestSetLossAndAccuracyUseNoRegulariser) {
