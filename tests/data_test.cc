@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <cmath>
+#include <memory>
 #include <set>
 
 #include "core/error.h"
@@ -138,6 +139,47 @@ TEST(Dataset, StandardizeGivesZeroMeanUnitVarianceAndZeroesConstantColumns) {
   EXPECT_NEAR(x.col(0).mean(), 0, 1e-14);
   EXPECT_NEAR(x.col(0).squaredNorm() / 569, 1, 1e-14);
   EXPECT_EQ(x.col(1), Eigen::VectorXd::Zero(569));
+}
+
+// Byte features (IDX, CIFAR-10) are stored as bytes but must give every consumer exactly the
+// values dense doubles of the same data give: static_cast<T>(b), after ScalePixels
+// static_cast<T>(b / 255.0), for every byte, whichever way the rows are read.
+TEST(Dataset, ByteFeaturesConvertExactlyAsDenseDoubles) {
+  ByteMatrix all(2, 256);
+  for (int b = 0; b < 256; ++b) {
+    all(0, b) = static_cast<std::uint8_t>(b);
+    all(1, b) = static_cast<std::uint8_t>(255 - b);
+  }
+  for (const bool pixels : {false, true}) {
+    Dataset bytes, dense;
+    bytes.train.bytes = std::make_shared<const ByteMatrix>(all);
+    dense.train.features = all.cast<double>();
+    if (pixels) {
+      ScalePixels(bytes);
+      ScalePixels(dense);
+    }
+    ASSERT_TRUE(bytes.train.holds_bytes());
+    EXPECT_EQ(bytes.num_features(), 256);
+    EXPECT_EQ(bytes.train.Dense(), dense.train.features) << pixels;
+    RowMatrix<float> as_float(2, 256);
+    bytes.train.RowsAs(0, 2, as_float.data());
+    EXPECT_EQ(as_float, dense.train.features.cast<float>()) << pixels;
+    const std::vector<std::int64_t> swapped = {1, 0, 1};
+    RowMatrix<float> gathered(3, 256), expected(3, 256);
+    bytes.train.GatherAs(swapped, gathered.data());
+    dense.train.GatherAs(swapped, expected.data());
+    EXPECT_EQ(gathered, expected) << pixels;
+    EXPECT_EQ(gathered.row(0), dense.train.features.row(1).cast<float>()) << pixels;
+  }
+
+  // Standardising needs arbitrary values: the bytes become the doubles they stood for.
+  Dataset bytes, dense;
+  bytes.train.bytes = std::make_shared<const ByteMatrix>(all);
+  dense.train.features = all.cast<double>();
+  StandardizeFeatures(bytes);
+  StandardizeFeatures(dense);
+  EXPECT_FALSE(bytes.train.holds_bytes());
+  EXPECT_EQ(bytes.train.features, dense.train.features);
 }
 
 TEST(Dataset, SyntheticLogisticIsAFunctionOfTheSeed) {
@@ -278,7 +320,9 @@ TEST(Data, SamplesKeepsTheFirstOnes) {
   EXPECT_DOUBLE_EQ(data.train.features(1, 0), 1.0);
   EXPECT_THAT(data.description, HasSubstr("(first 2 samples)"));
   options.Set("samples", {std::int64_t{0}, "s.toml:5:1"});
-  EXPECT_THAT(testing::UserErrorOf([&] { LoadData(options, {0, dir.path()}); }),
+  EXPECT_THAT(testing::UserErrorOf([&] {
+                LoadData(options, {0, dir.path()});
+              }),
               HasSubstr("samples must be"));
 }
 
