@@ -119,19 +119,24 @@ class Mlp final : public Model<T> {
   double Sum(Eigen::Ref<const RowMatrix<T>> a, Eigen::Ref<const Eigen::VectorXi> y,
              ConstVectorRef<T> x, T* gradient, std::int64_t* correct) const override {
     const int depth = this->depth();
+    const Eigen::Index rows = a.rows();
     Scratch& s = ScratchFor(depth);
+    // Layer l's output z_l (then dz_l), its input h_l for l >= 1, and dL/dh_l, over these rows.
+    const auto z = [&](int l) { return View(s.z, l, rows, widths_[l + 1]); };
+    const auto h = [&](int l) { return View(s.h, l, rows, widths_[l]); };
+    const auto input = [&](int l) { return l == 0 ? a : Eigen::Ref<const RowMatrix<T>>(h(l)); };
+
     // Forward: z_l = h_l W_l^T + b_l, h_{l+1} = act(z_l); the last z are the logits.
     for (int l = 0; l < depth; ++l) {
-      RowMatrix<T>& z = s.z[static_cast<std::size_t>(l)];
-      z.noalias() = Input(a, s, l) * Weight(x, l).transpose();
-      z.rowwise() += Bias(x, l).transpose();
-      if (l + 1 < depth) Activate(z, s.h[static_cast<std::size_t>(l + 1)]);
+      z(l).noalias() = input(l) * Weight(x, l).transpose();
+      z(l).rowwise() += Bias(x, l).transpose();
+      if (l + 1 < depth) Activate(z(l), h(l + 1));
     }
 
     // Softmax cross-entropy per row, with the gradient p - onehot(y) in place of the logits.
-    RowMatrix<T>& logits = s.z.back();
+    Matrix logits = z(depth - 1);
     double loss = 0;
-    for (Eigen::Index k = 0; k < logits.rows(); ++k) {
+    for (Eigen::Index k = 0; k < rows; ++k) {
       auto row = logits.row(k);
       Eigen::Index predicted = 0;
       const T top = row.maxCoeff(&predicted);
@@ -146,14 +151,13 @@ class Mlp final : public Model<T> {
     // Backward: dW_l = dz_l^T h_l, db_l = column sums of dz_l, dz_{l-1} = (dz_l W_l) * act'; each
     // dz_l overwrites z_l, which the forward pass no longer needs.
     for (int l = depth - 1; l >= 0; --l) {
-      const RowMatrix<T>& dz = s.z[static_cast<std::size_t>(l)];
-      WeightGradient(gradient, l).noalias() = dz.transpose() * Input(a, s, l);
+      const Matrix dz = z(l);
+      WeightGradient(gradient, l).noalias() = dz.transpose() * input(l);
       BiasGradient(gradient, l) = dz.colwise().sum().transpose();
       if (l == 0) break;
-      RowMatrix<T>& dh = s.dh[static_cast<std::size_t>(l)];
+      Matrix dh = View(s.dh, l, rows, widths_[l]);
       dh.noalias() = dz * Weight(x, l);
-      MultiplyByDerivative(s.h[static_cast<std::size_t>(l)], dh,
-                           s.z[static_cast<std::size_t>(l - 1)]);
+      MultiplyByDerivative(h(l), dh, z(l - 1));
     }
     return loss;
   }
@@ -192,12 +196,16 @@ class Mlp final : public Model<T> {
     return {g + b.offset, b.rows};
   }
 
+  using Matrix = Eigen::Map<RowMatrix<T>>;
+
   // The activations and gradients of one call, kept per thread from call to call: a worker's
   // steps and a pass's chunks reuse them instead of allocating (every entry is overwritten before
-  // it is read, so what a previous call left changes nothing). z[l] holds z_l, then dz_l; h[l]
-  // is layer l's input for l >= 1 (h[0] would be the data, never copied); dh[l] is dL/dh_l.
+  // it is read, so what a previous call left changes nothing). The storage only grows, so calls
+  // with different row counts (a minibatch, a chunk, a pass's last chunk) do not reallocate.
+  // z[l] holds z_l, then dz_l; h[l] is layer l's input for l >= 1 (h[0] would be the data, never
+  // copied); dh[l] is dL/dh_l.
   struct Scratch {
-    std::vector<RowMatrix<T>> z, h, dh;
+    std::vector<std::vector<T>> z, h, dh;
   };
   static Scratch& ScratchFor(int depth) {
     thread_local Scratch scratch;
@@ -205,12 +213,16 @@ class Mlp final : public Model<T> {
       v->resize(static_cast<std::size_t>(depth));
     return scratch;
   }
-  static Eigen::Ref<const RowMatrix<T>> Input(Eigen::Ref<const RowMatrix<T>> a, const Scratch& s,
-                                              int l) {
-    return l == 0 ? a : Eigen::Ref<const RowMatrix<T>>(s.h[static_cast<std::size_t>(l)]);
+  // Layer l's buffer of `buffers` as a rows x cols matrix.
+  static Matrix View(std::vector<std::vector<T>>& buffers, int l, Eigen::Index rows,
+                     std::int64_t cols) {
+    std::vector<T>& storage = buffers[static_cast<std::size_t>(l)];
+    const auto size = static_cast<std::size_t>(rows * cols);
+    if (storage.size() < size) storage.resize(size);
+    return {storage.data(), rows, cols};
   }
 
-  void Activate(const RowMatrix<T>& z, RowMatrix<T>& h) const {
+  void Activate(const Matrix& z, Matrix h) const {
     if (activation_ == Activation::kRelu) {
       h = z.cwiseMax(T(0));
     } else {
@@ -219,7 +231,7 @@ class Mlp final : public Model<T> {
   }
   // dz = dh * act'(z), with act' written in terms of h = act(z): relu' = [h > 0], tanh' =
   // 1 - h^2 (the factor is computed in T and multiplied, as a separate derivative matrix would).
-  void MultiplyByDerivative(const RowMatrix<T>& h, const RowMatrix<T>& dh, RowMatrix<T>& dz) const {
+  void MultiplyByDerivative(const Matrix& h, const Matrix& dh, Matrix dz) const {
     if (activation_ == Activation::kRelu) {
       dz = (dh.array() * (h.array() > T(0)).template cast<T>()).matrix();
     } else {
