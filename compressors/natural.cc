@@ -6,7 +6,7 @@
 #include <cmath>
 #include <span>
 
-#include "compressors/quantization.h"
+#include "compressors/multibit.h"
 #include "compressors/split.h"
 #include "core/bits.h"
 #include "core/error.h"
@@ -22,8 +22,6 @@ constexpr std::int64_t kWordChunk = 4096;
 constexpr int kExponentBias = 127;
 constexpr int kSmallestCode = 1;   // 2^-126, the smallest normal float
 constexpr int kLargestCode = 254;  // 2^127, the largest power of two below float32's infinity
-const double kSmallestPower = std::ldexp(1.0, kSmallestCode - kExponentBias);
-const double kLargestPower = std::ldexp(1.0, kLargestCode - kExponentBias);
 
 // The values of the 256 exponent codes in T (code 255 decodes like 254; it is never sent).
 template <typename T>
@@ -47,44 +45,15 @@ class Natural final : public ElementwiseDecoded<T, Natural<T>> {
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
     CheckDimension(x.size());
-    EncodeStats stats;
-    stats.elements = dimension_;
-    out.bytes.assign(MessageBytes(), 0);
-    std::uint8_t* codes = out.bytes.data();
-    std::uint8_t* signs = out.bytes.data() + dimension_;
-    for (std::int64_t c = 0; c < dimension_; c += kWordChunk) {
-      const std::int64_t c_end = std::min(dimension_, c + kWordChunk);
-      stream.Fill(std::span(words_.data(), static_cast<std::size_t>(c_end - c)));
-      for (std::int64_t j = c; j < c_end; ++j) {
-        const auto v = static_cast<double>(x[j]);
-        const std::uint32_t word = words_[static_cast<std::size_t>(j - c)];
-        int code = 0;
-        if (!std::isfinite(v)) {
-          ++stats.non_finite;
-        } else if (v != 0) {
-          const double a = std::abs(v);
-          if (a < kSmallestPower) {
-            // 0 or 2^-126, up with probability a / 2^-126 (an exact scaling).
-            ++stats.out_of_domain;
-            code = quantization::DrawBelow(std::ldexp(a, -(kSmallestCode - kExponentBias)), word)
-                       ? kSmallestCode
-                       : 0;
-          } else if (a > kLargestPower) {
-            ++stats.out_of_domain;
-            code = kLargestCode;
-          } else {
-            // a = m 2^k with m in [0.5, 1): 2^e = 2^(k-1) <= a < 2^(k+1), and a / 2^e - 1 =
-            // 2m - 1 in [0, 1), exact; 0 for a power of two, which is then sent as it is.
-            int k;
-            const double m = std::frexp(a, &k);
-            code = k - 1 + kExponentBias + quantization::DrawBelow(2 * m - 1, word);
-          }
-          if (v < 0 && code != 0) signs[j >> 3] |= static_cast<std::uint8_t>(1u << (j & 7));
-        }
-        codes[j] = static_cast<std::uint8_t>(code);
-      }
-    }
-    return stats;
+    return EncodeInput({x.data()}, stream, out, nullptr);
+  }
+
+  // One pass: u = x + a e, its codes, and u - C(u) into e (the default's bits, multibit.h).
+  EncodeStats EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e, PhiloxStream& stream,
+                                 Message& out) override {
+    CheckDimension(x.size());
+    CheckDimension(e.size());
+    return EncodeInput({x.data(), e.data(), a}, stream, out, e.data());
   }
 
   // Part k is the exponent bytes of its range, then its sign bits.
@@ -102,6 +71,26 @@ class Natural final : public ElementwiseDecoded<T, Natural<T>> {
 
  private:
   friend class ElementwiseDecoded<T, Natural<T>>;
+
+  EncodeStats EncodeInput(const multibit::Input<T>& in, PhiloxStream& stream, Message& out,
+                          T* e_out) {
+    EncodeStats stats;
+    stats.elements = dimension_;
+    // The kernels write every code; sign bits are set into zeroed bytes.
+    out.bytes.resize(MessageBytes());
+    std::uint8_t* codes = out.bytes.data();
+    std::uint8_t* signs = out.bytes.data() + dimension_;
+    std::fill(signs, out.bytes.data() + out.bytes.size(), 0);
+    for (std::int64_t c = 0; c < dimension_; c += kWordChunk) {
+      const std::int64_t c_end = std::min(dimension_, c + kWordChunk);
+      stream.Fill(std::span(words_.data(), static_cast<std::size_t>(c_end - c)));
+      const multibit::Counts counts =
+          multibit::QuantizeNatural(in, words_.data(), c, c_end, codes, signs, e_out);
+      stats.out_of_domain += counts.out_of_domain;
+      stats.non_finite += counts.non_finite;
+    }
+    return stats;
+  }
 
   std::size_t MessageBytes() const {
     return static_cast<std::size_t>(dimension_ + PackedBytes(dimension_));

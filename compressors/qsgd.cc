@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compressors/multibit.h"
 #include "compressors/quantization.h"
 #include "compressors/split.h"
 #include "core/error.h"
@@ -20,7 +21,6 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "wire formats are little-endian");
 
 using quantization::BitReader;
-using quantization::BitWriter;
 using quantization::StreamBytes;
 
 // Draw words are generated this many at a time.
@@ -42,53 +42,16 @@ class Qsgd final : public ElementwiseDecoded<T, Qsgd<T>> {
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
     CheckDimension(x.size());
-    EncodeStats stats;
-    stats.elements = dimension_;
-    double sum_squares = 0, largest = 0;
-    for (std::int64_t j = 0; j < dimension_; ++j) {
-      const auto v = static_cast<double>(x[j]);
-      if (!std::isfinite(v)) {
-        ++stats.non_finite;
-        continue;
-      }
-      largest = std::max(largest, std::abs(v));
-      sum_squares += v * v;
-    }
-    const double norm =
-        norm_ == QsgdNorm::kInf ? largest : std::max(std::sqrt(sum_squares), largest);
-    const float scale =
-        std::min(quantization::FloatAtLeast(norm), std::numeric_limits<float>::max());
-    const auto n = static_cast<double>(scale);
-    const auto s = static_cast<double>(levels_);
+    return EncodeInput({x.data()}, stream, out, nullptr);
+  }
 
-    out.bytes.assign(MessageBytes(), 0);
-    std::memcpy(out.bytes.data(), &scale, sizeof(float));
-    BitWriter writer(out.bytes.data() + sizeof(float));
-    for (std::int64_t c = 0; c < dimension_; c += kWordChunk) {
-      const std::int64_t c_end = std::min(dimension_, c + kWordChunk);
-      stream.Fill(std::span(words_.data(), static_cast<std::size_t>(c_end - c)));
-      for (std::int64_t j = c; j < c_end; ++j) {
-        const auto v = static_cast<double>(x[j]);
-        std::uint32_t level = 0;
-        if (std::isfinite(v) && v != 0) {  // v != 0 also covers n = 0
-          const double a = std::abs(v);
-          if (a > n) {
-            ++stats.out_of_domain;
-            level = static_cast<std::uint32_t>(levels_);
-          } else {
-            // a / n <= 1 after rounding, so t <= s and level <= s.
-            const double t = s * (a / n);
-            const double r = std::floor(t);
-            level = static_cast<std::uint32_t>(r) +
-                    quantization::DrawBelow(t - r, words_[static_cast<std::size_t>(j - c)]);
-          }
-        }
-        const std::uint32_t negative = level > 0 && v < 0 ? 1u : 0u;
-        writer.Put(level | negative << width_, width_ + 1);
-      }
-    }
-    writer.Finish();
-    return stats;
+  // One pass stores u = x + a e in e while taking its norm, a second quantizes u and leaves
+  // u - C(u) in e: the default's bits (multibit.h) without its copies and decoding pass.
+  EncodeStats EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e, PhiloxStream& stream,
+                                 Message& out) override {
+    CheckDimension(x.size());
+    CheckDimension(e.size());
+    return EncodeInput({x.data(), e.data(), a}, stream, out, e.data());
   }
 
   // Part k is N_f, repeated, then the fields of its range: an instance for the range decodes
@@ -108,6 +71,41 @@ class Qsgd final : public ElementwiseDecoded<T, Qsgd<T>> {
 
  private:
   friend class ElementwiseDecoded<T, Qsgd<T>>;
+
+  // Encodes u = `in`; with `e`, stores u there first and u - C(u) after.
+  EncodeStats EncodeInput(const multibit::Input<T>& in, PhiloxStream& stream, Message& out, T* e) {
+    EncodeStats stats;
+    stats.elements = dimension_;
+    const multibit::NormStats norms = multibit::Norms(in, dimension_, norm_ == QsgdNorm::kTwo, e);
+    stats.non_finite = norms.non_finite;
+    const auto scale_for = [&](double sum_squares) {
+      const double norm =
+          norm_ == QsgdNorm::kInf ? norms.largest : std::max(std::sqrt(sum_squares), norms.largest);
+      return std::min(quantization::FloatAtLeast(norm), std::numeric_limits<float>::max());
+    };
+    // The definition adds the squares in index order; Norms' order is within a relative slack of
+    // it, and the scale is monotone in the sum. Where both ends of that interval give one scale,
+    // it is the definition's; otherwise the index-order sum is taken. The 4 2^-53 covers the
+    // rounding of the bounds themselves.
+    const double slack = (multibit::kSumSlack * static_cast<double>(dimension_) + 4) * 0x1p-53;
+    float scale = scale_for(norms.sum_squares * (1 - slack));
+    if (norm_ == QsgdNorm::kTwo && scale != scale_for(norms.sum_squares * (1 + slack))) {
+      scale = scale_for(multibit::SumSquares(e != nullptr ? e : in.x, dimension_));
+    }
+    const auto n = static_cast<double>(scale);
+
+    out.bytes.resize(MessageBytes());  // the kernels write every byte
+    std::memcpy(out.bytes.data(), &scale, sizeof(float));
+    std::uint8_t* fields = out.bytes.data() + sizeof(float);
+    const multibit::Input<T> u = e == nullptr ? in : multibit::Input<T>{e};
+    for (std::int64_t c = 0; c < dimension_; c += kWordChunk) {
+      const std::int64_t c_end = std::min(dimension_, c + kWordChunk);
+      stream.Fill(std::span(words_.data(), static_cast<std::size_t>(c_end - c)));
+      stats.out_of_domain +=
+          multibit::QuantizeQsgd(u, words_.data(), c, c_end, n, levels_, width_, fields, e);
+    }
+    return stats;
+  }
 
   std::size_t MessageBytes() const {
     return sizeof(float) + static_cast<std::size_t>(StreamBytes(dimension_, width_ + 1));

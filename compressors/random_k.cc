@@ -4,6 +4,7 @@
 #include <bit>
 #include <vector>
 
+#include "compressors/multibit.h"
 #include "compressors/sparse.h"
 
 namespace lemmalab {
@@ -28,8 +29,32 @@ class RandomK final : public SparseCompressor<T> {
     this->CheckDimension(x.size());
     EncodeStats stats;
     stats.elements = x.size();
-    stats.non_finite = (!x.array().isFinite()).count();
+    stats.non_finite = multibit::Norms<T>({x.data()}, x.size(), false, nullptr).non_finite;
+    Choose(stream);
+    this->Write(kept_, x, out);
+    return stats;
+  }
 
+  // The choice does not depend on u, so one pass stores u = x + a e in e, and only the k kept
+  // coordinates need u - C(u): what the default's full decoding pass leaves, bit for bit.
+  EncodeStats EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e, PhiloxStream& stream,
+                                 Message& out) override {
+    this->CheckDimension(x.size());
+    this->CheckDimension(e.size());
+    EncodeStats stats;
+    stats.elements = x.size();
+    stats.non_finite =
+        multibit::Norms<T>({x.data(), e.data(), a}, x.size(), false, e.data()).non_finite;
+    Choose(stream);
+    this->Write(kept_, e, out);
+    const T scale = this->scale();
+    for (const std::uint32_t j : kept_) e[j] += T(-1) * (scale * e[j]);
+    return stats;
+  }
+
+ private:
+  // Sets kept_ to the chosen coordinates, ascending.
+  void Choose(PhiloxStream& stream) {
     // Floyd's algorithm over a bitmap of the chosen coordinates. Each step sets exactly one new
     // bit (j itself is never chosen before step i), so k bits end up set.
     stream.Fill(words_);
@@ -53,11 +78,8 @@ class RandomK final : public SparseCompressor<T> {
         *next++ = static_cast<std::uint32_t>(64 * w + std::countr_zero(bits));
       }
     }
-    this->Write(kept_, x, out);
-    return stats;
   }
 
- private:
   bool scaled_;
   std::vector<std::uint32_t> words_;   // first attempts of the k draws
   std::vector<std::uint64_t> chosen_;  // bit j: coordinate j kept

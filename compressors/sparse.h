@@ -65,6 +65,7 @@ class SparseCompressor : public Compressor<T> {
 
   std::int64_t dimension() const { return dimension_; }
   std::int64_t k() const { return k_; }
+  T scale() const { return scale_; }
   // Checks that a vector to encode or decode into has the instance's dimension.
   void CheckDimension(Eigen::Index size) const;
 
