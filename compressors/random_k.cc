@@ -47,8 +47,7 @@ class RandomK final : public SparseCompressor<T> {
         multibit::Norms<T>({x.data(), e.data(), a}, x.size(), false, e.data()).non_finite;
     Choose(stream);
     this->Write(kept_, e, out);
-    const T scale = this->scale();
-    for (const std::uint32_t j : kept_) e[j] += T(-1) * (scale * e[j]);
+    this->SubtractKept(kept_, e);
     return stats;
   }
 

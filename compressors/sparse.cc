@@ -79,6 +79,12 @@ void SparseCompressor<T>::CheckDimension(Eigen::Index size) const {
 }
 
 template <typename T>
+void SparseCompressor<T>::SubtractKept(std::span<const std::uint32_t> indices,
+                                       VectorRef<T> e) const {
+  for (const std::uint32_t j : indices) e[j] += T(-1) * (scale_ * e[j]);
+}
+
+template <typename T>
 void SparseCompressor<T>::Write(std::span<const std::uint32_t> indices, ConstVectorRef<T> x,
                                 Message& out) const {
   LEMMALAB_CHECK(static_cast<std::int64_t>(indices.size()) == k_, "{}: {} indices for k = {}",

@@ -72,6 +72,12 @@ class SparseCompressor : public Compressor<T> {
   // Writes the message for the k kept coordinates, given in ascending order.
   void Write(std::span<const std::uint32_t> indices, ConstVectorRef<T> x, Message& out) const;
 
+  // Error feedback for a message of u's kept coordinates: e holds u on entry and u - C(u) on
+  // return. C(u) is zero off the kept coordinates, so only those change, each by the default's
+  // expression (e_j + (-1) (scale u_j), as DecodeAdd would add it): the same bits as decoding the
+  // whole message back.
+  void SubtractKept(std::span<const std::uint32_t> indices, VectorRef<T> e) const;
+
  private:
   // Calls f(index, scale * value) for each kept coordinate, checking the message.
   template <typename F>

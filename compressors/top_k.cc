@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "compressors/multibit.h"
 #include "compressors/sparse.h"
 
 namespace lemmalab {
@@ -98,6 +99,18 @@ class TopK final : public SparseCompressor<T> {
     }
     kept_.insert(kept_.end(), next_higher, higher_.end());
     this->Write(kept_, x, out);
+    return stats;
+  }
+
+  // One pass stores u = x + a e in e; the selection reads u there, and only the k kept
+  // coordinates need u - C(u) (compressors/sparse.h).
+  EncodeStats EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e, PhiloxStream& stream,
+                                 Message& out) override {
+    this->CheckDimension(x.size());
+    this->CheckDimension(e.size());
+    multibit::Norms<T>({x.data(), e.data(), a}, x.size(), false, e.data());
+    const EncodeStats stats = Encode(e, stream, out);
+    this->SubtractKept(kept_, e);
     return stats;
   }
 

@@ -23,6 +23,7 @@
 #include "compressors/qsgd.h"
 #include "compressors/quantization.h"
 #include "compressors/random_k.h"
+#include "compressors/top_k.h"
 #include "core/rng.h"
 
 namespace lemmalab::multibit {
@@ -397,6 +398,8 @@ void ExpectFusedFeedback() {
     ExpectFusedFeedbackEqualsDefault<T>("natural", *MakeNatural<T>(dim), *MakeNatural<T>(dim), d);
     ExpectFusedFeedbackEqualsDefault<T>("random-k", *MakeRandomK<T>(dim, (dim + 99) / 100, true),
                                         *MakeRandomK<T>(dim, (dim + 99) / 100, true), d);
+    ExpectFusedFeedbackEqualsDefault<T>("top-k", *MakeTopK<T>(dim, (dim + 99) / 100),
+                                        *MakeTopK<T>(dim, (dim + 99) / 100), d);
   }
 }
 
