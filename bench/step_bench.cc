@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/gemm_ceiling.h"
 #include "cli/experiment.h"
 #include "cli/spec.h"
-#include "bench/gemm_ceiling.h"
 #include "problems/supervised.h"
 
 namespace lemmalab {
@@ -37,7 +37,8 @@ const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist";
 
 std::string LogregSpec(const std::string& optimizer) {
   return R"(seed = 1
-steps = )" + std::to_string(kSteps) +
+steps = )" +
+         std::to_string(kSteps) +
          R"(
 workers = 8
 precision = "fp32"
@@ -50,7 +51,8 @@ features = 784
 name = "logreg"
 batch_size = 64
 [[optimizer]]
-name = ")" + optimizer +
+name = ")" +
+         optimizer +
          R"("
 schedule = { name = "constant", lr = 1e-3 }
 )";
@@ -58,14 +60,16 @@ schedule = { name = "constant", lr = 1e-3 }
 
 std::string MlpSpec(const std::string& optimizer) {
   return R"(seed = 1
-steps = )" + std::to_string(kSteps) +
+steps = )" +
+         std::to_string(kSteps) +
          R"(
 workers = 8
 precision = "fp32"
 eval_every = 1000000
 [data]
 source = "idx"
-dir = ")" + std::string(kFashionMnist) +
+dir = ")" +
+         std::string(kFashionMnist) +
          R"("
 normalize = "pixels"
 [problem]
@@ -74,7 +78,8 @@ hidden = [256]
 activation = "relu"
 batch_size = 64
 [[optimizer]]
-name = ")" + optimizer +
+name = ")" +
+         optimizer +
          R"("
 schedule = { name = "constant", lr = 1e-3 }
 )";
@@ -124,7 +129,9 @@ void BM_Step(benchmark::State& state, bool mlp, const std::string& optimizer) {
   }
 }
 
-BENCHMARK_CAPTURE(BM_Step, logreg_adam, false, "adam")->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Step, logreg_adam, false, "adam")
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Step, logreg_birder, false, "birder")
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
@@ -132,7 +139,9 @@ BENCHMARK_CAPTURE(BM_Step, logreg_onebit_adam, false, "onebit-adam")
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Step, mlp_adam, true, "adam")->Iterations(3)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Step, mlp_birder, true, "birder")->Iterations(3)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Step, mlp_birder, true, "birder")
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Step, mlp_onebit_adam, true, "onebit-adam")
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);

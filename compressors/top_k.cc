@@ -94,7 +94,8 @@ class TopK final : public SparseCompressor<T> {
     for (const Candidate& c : boundary_) {
       if (c.key < tau || (c.key == tau && need == 0)) continue;
       if (c.key == tau) --need;
-      while (next_higher != higher_.end() && *next_higher < c.index) kept_.push_back(*next_higher++);
+      while (next_higher != higher_.end() && *next_higher < c.index)
+        kept_.push_back(*next_higher++);
       kept_.push_back(c.index);
     }
     kept_.insert(kept_.end(), next_higher, higher_.end());
@@ -145,8 +146,8 @@ class TopK final : public SparseCompressor<T> {
       n -= above;
       shift = low;
     }
-    std::nth_element(keys_.begin(), keys_.begin() + static_cast<std::ptrdiff_t>(n - 1),
-                     keys_.end(), std::greater<>());
+    std::nth_element(keys_.begin(), keys_.begin() + static_cast<std::ptrdiff_t>(n - 1), keys_.end(),
+                     std::greater<>());
     return keys_[n - 1];
   }
 

@@ -1,7 +1,6 @@
 #include "core/blas.h"
 
 #include <cblas.h>
-
 #include <fmt/format.h>
 
 // The linker pulls this object into every program that links lemmalab_core (core/CMakeLists.txt
