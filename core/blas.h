@@ -12,7 +12,17 @@
 
 #include <string>
 
+#include "core/types.h"
+
 namespace lemmalab {
+
+// c = op(a) op(b) for row-major operands, op = transpose when asked, straight in BLAS with
+// beta = 0. Eigen's `c.noalias() = a * b` zero-fills c and then accumulates into it (beta = 1):
+// the same arithmetic (0 + sum = sum, bit for bit) with one more pass over c, which costs as
+// much as the product itself for a minibatch's weight gradient.
+template <typename T>
+void Gemm(Eigen::Ref<const RowMatrix<T>> a, bool transpose_a, Eigen::Ref<const RowMatrix<T>> b,
+          bool transpose_b, Eigen::Ref<RowMatrix<T>> c);
 
 // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64, Haswell kernels, 1 thread".
 std::string BlasDescription();

@@ -8,6 +8,7 @@
 #include <boost/random/uniform_real_distribution.hpp>
 #include <cmath>
 
+#include "core/blas.h"
 #include "core/error.h"
 #include "problems/supervised.h"
 
@@ -128,7 +129,7 @@ class Mlp final : public Model<T> {
 
     // Forward: z_l = h_l W_l^T + b_l, h_{l+1} = act(z_l); the last z are the logits.
     for (int l = 0; l < depth; ++l) {
-      z(l).noalias() = input(l) * Weight(x, l).transpose();
+      Gemm<T>(input(l), false, Weight(x, l), true, z(l));
       z(l).rowwise() += Bias(x, l).transpose();
       if (l + 1 < depth) Activate(z(l), h(l + 1));
     }
@@ -152,11 +153,11 @@ class Mlp final : public Model<T> {
     // dz_l overwrites z_l, which the forward pass no longer needs.
     for (int l = depth - 1; l >= 0; --l) {
       const Matrix dz = z(l);
-      WeightGradient(gradient, l).noalias() = dz.transpose() * input(l);
+      Gemm<T>(dz, true, input(l), false, WeightGradient(gradient, l));
       BiasGradient(gradient, l) = dz.colwise().sum().transpose();
       if (l == 0) break;
       Matrix dh = View(s.dh, l, rows, widths_[l]);
-      dh.noalias() = dz * Weight(x, l);
+      Gemm<T>(dz, false, Weight(x, l), false, dh);
       MultiplyByDerivative(h(l), dh, z(l - 1));
     }
     return loss;
