@@ -15,6 +15,7 @@
 //   build/release/bench/step_bench --benchmark_counters_tabular=true
 // bench/side_by_side.py runs this next to the same loops in PyTorch and numpy.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -35,54 +36,45 @@ constexpr int kSteps = 60;
 
 const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist";
 
-std::string LogregSpec(const std::string& optimizer) {
-  return R"(seed = 1
-steps = )" +
-         std::to_string(kSteps) +
-         R"(
+// A spec of kSteps steps, 8 workers, fp32, no evaluation but at the ends, with these [data] and
+// [problem] tables and one optimizer.
+std::string Spec(const std::string& data_and_problem, const std::string& optimizer) {
+  return fmt::format(R"(seed = 1
+steps = {}
 workers = 8
 precision = "fp32"
 eval_every = 1000000
-[data]
+{}
+[[optimizer]]
+name = "{}"
+schedule = {{ name = "constant", lr = 1e-3 }}
+)",
+                     kSteps, data_and_problem, optimizer);
+}
+
+std::string LogregSpec(const std::string& optimizer) {
+  return Spec(R"([data]
 source = "synthetic-logistic"
 samples = 8192
 features = 784
 [problem]
 name = "logreg"
-batch_size = 64
-[[optimizer]]
-name = ")" +
-         optimizer +
-         R"("
-schedule = { name = "constant", lr = 1e-3 }
-)";
+batch_size = 64)",
+              optimizer);
 }
 
 std::string MlpSpec(const std::string& optimizer) {
-  return R"(seed = 1
-steps = )" +
-         std::to_string(kSteps) +
-         R"(
-workers = 8
-precision = "fp32"
-eval_every = 1000000
-[data]
+  return Spec(fmt::format(R"([data]
 source = "idx"
-dir = ")" +
-         std::string(kFashionMnist) +
-         R"("
+dir = "{}"
 normalize = "pixels"
 [problem]
 name = "mlp"
 hidden = [256]
 activation = "relu"
-batch_size = 64
-[[optimizer]]
-name = ")" +
-         optimizer +
-         R"("
-schedule = { name = "constant", lr = 1e-3 }
-)";
+batch_size = 64)",
+                          kFashionMnist),
+              optimizer);
 }
 
 // The median time between consecutive steps of one run of `spec`, leaving out the first two and

@@ -25,19 +25,12 @@
 #include "compressors/random_k.h"
 #include "compressors/top_k.h"
 #include "core/rng.h"
+#include "tests/highway_targets.h"
 
 namespace lemmalab::multibit {
 namespace {
 
-template <typename F>
-void ForEachTarget(F&& body) {
-  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+using testing::ForEachHighwayTarget;
 
 // Normal values at scales 2^-140 .. 2^120, with (specials) every edge case the kernels branch on.
 template <typename T>
@@ -116,10 +109,10 @@ std::vector<std::size_t> Sizes() {
 }
 
 TEST(MultibitKernels, NormsEqualTheScalarDefinitionOnEveryTarget) {
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const std::size_t n : Sizes()) {
       for (const bool specials : {false, true}) {
-        SCOPED_TRACE(testing::Message() << "n = " << n << (specials ? " with specials" : ""));
+        SCOPED_TRACE(::testing::Message() << "n = " << n << (specials ? " with specials" : ""));
         const std::vector<float> x = Values<float>(n, n, specials);
         const std::vector<float> e = Values<float>(n, n + 1000, false);
         for (const bool feedback : {false, true}) {
@@ -155,7 +148,7 @@ TEST(MultibitKernels, NormsEqualTheScalarDefinitionOnEveryTarget) {
 
 // Long sums whose running total crosses many binades, with many exact ties on its grid.
 TEST(MultibitKernels, SumOfSquaresIsTheIndexOrderSumOverLongVectors) {
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const std::uint64_t seed : {1, 2, 3}) {
       const std::size_t n = 1 << 18;
       std::vector<float> x = Values<float>(n, seed, false);
@@ -170,13 +163,13 @@ TEST(MultibitKernels, SumOfSquaresIsTheIndexOrderSumOverLongVectors) {
 }
 
 TEST(MultibitKernels, QsgdQuantizerEqualsTheScalarDefinitionOnEveryTarget) {
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const int levels : {1, 2, 3, 4, 7, 8, 15, 127, 255, 32767, 65535}) {
       const int width = QsgdLevelBits(levels);
       for (const std::size_t n : {1, 5, 63, 64, 65, 100, 128, 257, 4096, 4097}) {
         for (const std::int64_t begin : {std::int64_t{0}, std::int64_t{64}}) {
           if (begin >= static_cast<std::int64_t>(n)) continue;
-          SCOPED_TRACE(testing::Message()
+          SCOPED_TRACE(::testing::Message()
                        << "s = " << levels << ", n = " << n << ", begin " << begin);
           const std::vector<float> x = Values<float>(n, n + levels, true);
           const std::vector<float> e = Values<float>(n, n + 7, false);
@@ -221,11 +214,11 @@ TEST(MultibitKernels, QsgdQuantizerEqualsTheScalarDefinitionOnEveryTarget) {
 // Words on the definition's thresholds, with norms whose a / n is inexact: a t computed any
 // other way than s (a / n) would draw differently here.
 TEST(MultibitKernels, QsgdDrawsOnTheThresholdEqualTheScalarDefinition) {
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const int levels : {1, 3, 4, 5, 7, 100, 255, 256, 1000}) {
       const int width = QsgdLevelBits(levels);
       for (const double n : {3.0, 7.0, 10.0, static_cast<double>(1.1f)}) {
-        SCOPED_TRACE(testing::Message() << "s = " << levels << ", n = " << n);
+        SCOPED_TRACE(::testing::Message() << "s = " << levels << ", n = " << n);
         const std::size_t d = 4096;
         std::vector<float> x = Values<float>(d, levels, false);
         for (std::size_t j = 0; j < d; ++j) {
@@ -256,11 +249,11 @@ TEST(MultibitKernels, QsgdDrawsOnTheThresholdEqualTheScalarDefinition) {
 }
 
 TEST(MultibitKernels, NaturalQuantizerEqualsTheScalarDefinitionOnEveryTarget) {
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const std::size_t n : Sizes()) {
       for (const std::int64_t begin : {std::int64_t{0}, std::int64_t{64}}) {
         if (begin >= static_cast<std::int64_t>(n)) continue;
-        SCOPED_TRACE(testing::Message() << "n = " << n << ", begin " << begin);
+        SCOPED_TRACE(::testing::Message() << "n = " << n << ", begin " << begin);
         const std::vector<float> x = Values<float>(n, 3 * n, true);
         const std::vector<float> e = Values<float>(n, 3 * n + 1, false);
         const std::vector<std::uint32_t> words = Words(n, n);
@@ -325,7 +318,7 @@ void ExpectMessagesByDefinition() {
   std::vector<std::size_t> sizes = Sizes();
   for (const std::size_t d : {4096, 65536, 300000}) sizes.push_back(d);
   for (const std::size_t d : sizes) {
-    SCOPED_TRACE(testing::Message() << "d = " << d);
+    SCOPED_TRACE(::testing::Message() << "d = " << d);
     std::vector<T> x = Values<T>(d, d, d % 3 == 0);
     // +-1 on a square d: a norm that is a float, where the scale's interval check must defer to
     // the index-order sum.
@@ -389,7 +382,7 @@ void ExpectFusedFeedbackEqualsDefault(const std::string& name, Compressor<T>& fu
 template <typename T>
 void ExpectFusedFeedback() {
   for (const std::size_t d : {std::size_t{1}, std::size_t{77}, std::size_t{200003}}) {
-    SCOPED_TRACE(testing::Message() << "d = " << d);
+    SCOPED_TRACE(::testing::Message() << "d = " << d);
     const auto dim = static_cast<std::int64_t>(d);
     ExpectFusedFeedbackEqualsDefault<T>("qsgd", *MakeQsgd<T>(4, QsgdNorm::kTwo, dim),
                                         *MakeQsgd<T>(4, QsgdNorm::kTwo, dim), d);

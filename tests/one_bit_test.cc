@@ -12,19 +12,12 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "tests/highway_targets.h"
 
 namespace lemmalab::one_bit {
 namespace {
 
-template <typename F>
-void ForEachTarget(F&& body) {
-  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+using testing::ForEachHighwayTarget;
 
 std::vector<float> Values(std::size_t n, std::uint64_t seed, bool specials) {
   PhiloxStream s({seed, Purpose::kDataSynthesis, kGlobalStream, 0});
@@ -74,7 +67,7 @@ TEST(OneBitKernels, QuantizersEqualTheScalarDefinitionOnEveryTarget) {
   const std::size_t n = 1000;
   const std::vector<float> x = Values(n, 1, true), e0 = Values(n, 2, true);
   const std::vector<std::uint32_t> words = Words(n);
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const Range r : kRanges) {
       for (const bool feedback : {false, true}) {
         for (const float a : {1.0f, 0.5f}) {
@@ -125,7 +118,7 @@ TEST(OneBitKernels, FusedQuantizerEqualsTheScalarDefinitionOnEveryTarget) {
   const std::size_t n = 1000;
   const std::vector<float> x = Values(n, 7, true), e0 = Values(n, 8, true);
   const StreamKey key{77, Purpose::kWorkerCompression, 3, 9};
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const Range r : kRanges) {
       for (const std::uint64_t first : {0, 4, 1, 130}) {
         for (const bool feedback : {false, true}) {
@@ -158,7 +151,7 @@ TEST(OneBitKernels, ReductionsEqualTheScalarDefinitionOnEveryTarget) {
   const std::size_t n = 1000;
   const std::vector<float> x = Values(n, 3, false), e = Values(n, 4, false);
   std::vector<float> with_specials = Values(n, 5, true);
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const Range r : kRanges) {
       for (const bool feedback : {false, true}) {
         const Input<float> in{x.data(), feedback ? e.data() : nullptr, 0.75f};
@@ -178,7 +171,7 @@ TEST(OneBitKernels, ReductionsEqualTheScalarDefinitionOnEveryTarget) {
   // [2^53, 2, 2, 2, 2, 2, 2, 2] -> [2^53 + 2, 4, 4, 4] -> [2^53 + 6, 8] -> 2^53 + 14.
   std::vector<float> v(17, 1.0f);
   v[0] = 9007199254740992.0f;  // 2^53
-  ForEachTarget([&] { EXPECT_EQ(SumAbs(Input<float>{v.data()}, 0, 17), 0x1p53 + 14); });
+  ForEachHighwayTarget([&] { EXPECT_EQ(SumAbs(Input<float>{v.data()}, 0, 17), 0x1p53 + 14); });
   EXPECT_EQ(reference::SumAbs(Input<float>{v.data()}, 0, 17), 0x1p53 + 14);
 }
 
@@ -188,7 +181,7 @@ TEST(OneBitKernels, ExpandEqualsTheScalarDefinitionOnEveryTarget) {
   const std::vector<std::uint32_t> words = Words(bits.size());
   for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<std::uint8_t>(words[i]);
   const std::vector<float> start = Values(n, 6, false);
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const Range r : kRanges) {
       std::vector<float> fast = start, ref = start;
       Expand(bits.data(), 0.3f, r.begin, r.end, fast.data());

@@ -6,22 +6,12 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "tests/highway_targets.h"
 
 namespace lemmalab {
 namespace {
 
-// Runs `body` once per compiled and supported SIMD target, then restores normal dispatch.
-template <typename F>
-void ForEachTarget(F&& body) {
-  const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
-  ASSERT_FALSE(targets.empty());
-  for (const std::int64_t target : targets) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
+using testing::ForEachHighwayTarget;
 
 std::vector<std::uint32_t> ScalarWords(PhiloxStream stream, std::size_t n) {
   std::vector<std::uint32_t> out(n);
@@ -34,7 +24,7 @@ TEST(PhiloxSimd, BlocksMatchRandom123OnEveryTarget) {
   const C::key_type key = {{0xa4093822u, 0x299f31d0u}};
   const C::ctr_type counter = {{0xfffffff0u - 100, 0x85a308d3u, 0x13198a2eu, 0x03707344u}};
   constexpr std::uint64_t kBlocks = 67;  // not a multiple of any lane count
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     std::vector<std::uint32_t> out(4 * kBlocks);
     PhiloxBlocks(key, counter, kBlocks, out.data());
     C::ctr_type c = counter;
@@ -47,7 +37,7 @@ TEST(PhiloxSimd, BlocksMatchRandom123OnEveryTarget) {
 
 TEST(PhiloxSimd, FillEqualsDrawingOneWordAtATime) {
   const StreamKey key{0x0123456789abcdefull, Purpose::kWorkerCompression, 3, 41};
-  ForEachTarget([&] {
+  ForEachHighwayTarget([&] {
     for (const std::uint64_t start : {0, 1, 2, 3, 4, 5, 37}) {
       for (const std::size_t n : {0, 1, 3, 4, 5, 31, 32, 33, 1000, 4099}) {
         PhiloxStream fast(key), slow(key);
