@@ -121,24 +121,27 @@ void BM_Step(benchmark::State& state, bool mlp, const std::string& optimizer) {
   }
 }
 
-BENCHMARK_CAPTURE(BM_Step, logreg_adam, false, "adam")
-    ->Iterations(3)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Step, logreg_birder, false, "birder")
-    ->Iterations(3)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Step, logreg_onebit_adam, false, "onebit-adam")
-    ->Iterations(3)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Step, mlp_adam, true, "adam")->Iterations(3)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Step, mlp_birder, true, "birder")
-    ->Iterations(3)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Step, mlp_onebit_adam, true, "onebit-adam")
-    ->Iterations(3)
-    ->Unit(benchmark::kMillisecond);
+// BM_Step/<problem>_<optimizer> (bench/side_by_side.py reads the names), problems in turn.
+void Register() {
+  for (const bool mlp : {false, true}) {
+    for (const std::string optimizer : {"adam", "birder", "onebit-adam"}) {
+      std::string name = std::string(mlp ? "mlp_" : "logreg_") + optimizer;
+      std::replace(name.begin(), name.end(), '-', '_');
+      benchmark::RegisterBenchmark(("BM_Step/" + name).c_str(), BM_Step, mlp, optimizer)
+          ->Iterations(3)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace lemmalab
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  lemmalab::Register();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -24,6 +24,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // clang-format off: per-target headers must follow foreach_target.h and highway.h.
 #include <hwy/highway.h>
+
+#include "compressors/mask_bits-inl.h"
 // clang-format on
 
 #include <algorithm>
@@ -38,6 +40,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace lemmalab::multibit::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+using lemmalab::HWY_NAMESPACE::MaskBits;
 
 constexpr std::int64_t kGroup = 64;    // elements per group: 64 sign bits, F words of F-bit fields
 constexpr std::int64_t kBlock = 1024;  // elements per block of the sum of squares
@@ -57,15 +60,6 @@ HWY_INLINE hn::Vec<D> LoadInput(D d, const Input<float>& in, hn::Vec<D> a, std::
 template <typename F>
 HWY_INLINE auto WithFeedback(const Input<float>& in, F&& f) {
   return in.e != nullptr ? f.template operator()<true>() : f.template operator()<false>();
-}
-
-template <class D, class M>
-HWY_INLINE std::uint64_t MaskBits(D d, M mask) {
-  std::uint8_t bytes[8] = {};
-  hn::StoreMaskBits(d, mask, bytes);
-  std::uint64_t bits;
-  std::memcpy(&bits, bytes, sizeof(bits));
-  return bits;
 }
 
 // The plain loop's sum + u_j^2 over the finite u_j of [begin, end).

@@ -10,6 +10,7 @@
 // clang-format off: per-target headers must follow foreach_target.h and highway.h.
 #include <hwy/highway.h>
 
+#include "compressors/mask_bits-inl.h"
 #include "core/philox-inl.h"
 // clang-format on
 
@@ -23,6 +24,7 @@ HWY_BEFORE_NAMESPACE();
 namespace lemmalab::one_bit::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 namespace philox = lemmalab::HWY_NAMESPACE::philox;
+using lemmalab::HWY_NAMESPACE::MaskBits;
 
 constexpr std::int64_t kWordBits = 64;
 
@@ -63,15 +65,6 @@ HWY_INLINE auto WithMode(const Input<float>& in, F&& f) {
     default:
       return f.template operator()<kNoFeedback>();
   }
-}
-
-template <class D, class M>
-HWY_INLINE std::uint64_t MaskBits(D d, M mask) {
-  std::uint8_t bytes[8] = {};
-  hn::StoreMaskBits(d, mask, bytes);
-  std::uint64_t bits;
-  std::memcpy(&bits, bytes, sizeof(bits));
-  return bits;
 }
 
 // Lane l holds 1 << l.
