@@ -12,6 +12,9 @@
 #include "core/error.h"
 #include "core/options.h"
 #include "core/text.h"
+#ifdef LEMMALAB_HAVE_CUDA
+#include "cuda/runtime.h"
+#endif
 #include "optimizers/optimizer.h"
 #include "optimizers/schedule.h"
 #include "problems/dataset.h"
@@ -69,6 +72,25 @@ struct Section {
   std::string title;
   std::vector<Item> items;
 };
+
+// Where the work can run: the CPU always; the CUDA kernels when this build has them, with the
+// devices the runtime sees now.
+Section DevicesSection() {
+  Section devices{"devices", "devices (what this build can compute on)", {}};
+  devices.items.push_back({"cpu", "simulated workers on OpenMP threads; every run", "", {}});
+#ifdef LEMMALAB_HAVE_CUDA
+  devices.items.push_back(
+      {"cuda",
+       "built: the 1-bit compressors' kernels (cuda/one_bit.h); runs stay on the CPU. " +
+           cuda::Describe(cuda::QueryDevices()),
+       "",
+       {}});
+#else
+  devices.items.push_back(
+      {"cuda", "not built: CMake found no CUDA toolkit (or LEMMALAB_CUDA=OFF)", "", {}});
+#endif
+  return devices;
+}
 
 std::vector<Section> Sections() {
   std::vector<Section> sections;
@@ -132,14 +154,15 @@ std::vector<Section> Sections() {
                               std::string(e.source),
                               {}});
   }
+  sections.push_back(DevicesSection());
   return sections;
 }
 
 }  // namespace
 
 std::vector<std::string> ListKinds() {
-  return {"optimizers", "compressors", "problems", "data",    "schedules",
-          "probes",     "assertions",  "schemes",  "networks"};
+  return {"optimizers", "compressors", "problems", "data",     "schedules",
+          "probes",     "assertions",  "schemes",  "networks", "devices"};
 }
 
 std::string ListRegistries(bool json, std::string_view kind) {

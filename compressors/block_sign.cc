@@ -9,9 +9,7 @@
 
 namespace lemmalab {
 
-template <typename T>
-std::unique_ptr<Compressor<T>> MakeBlockSign(const CompressorShape& shape,
-                                             std::int64_t block_size) {
+OneBitFormat BlockSignFormat(const CompressorShape& shape, std::int64_t block_size) {
   OneBitFormat format;
   format.name = "block-sign";
   format.draw = OneBitFormat::Draw::kSign;
@@ -24,7 +22,13 @@ std::unique_ptr<Compressor<T>> MakeBlockSign(const CompressorShape& shape,
   // Remark 1, plus 2^-23 for sending the scales as float32: their relative rounding error is at
   // most 2^-24 (and the double sums' far less), and s_B sqrt(d_B) <= ||x_B||.
   format.q = std::sqrt(1.0 - 1.0 / static_cast<double>(largest)) + std::ldexp(1.0, -23);
-  return MakeOneBitCompressor<T>(std::move(format));
+  return format;
+}
+
+template <typename T>
+std::unique_ptr<Compressor<T>> MakeBlockSign(const CompressorShape& shape,
+                                             std::int64_t block_size) {
+  return MakeOneBitCompressor<T>(BlockSignFormat(shape, block_size));
 }
 
 template <typename T>

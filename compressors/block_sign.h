@@ -18,6 +18,10 @@
 
 namespace lemmalab {
 
+// The wire format (compressors/one_bit_compressor.h), for the CPU and CUDA encoders alike.
+struct OneBitFormat;
+OneBitFormat BlockSignFormat(const CompressorShape& shape, std::int64_t block_size = 0);
+
 template <typename T>
 std::unique_ptr<Compressor<T>> MakeBlockSign(const CompressorShape& shape,
                                              std::int64_t block_size = 0);  // 0: layers

@@ -99,7 +99,7 @@ double FixedOrderSumImpl(const Input<float>& in, std::int64_t begin, std::int64_
     const double u = static_cast<double>(in[j]);
     partials[(j - begin) % kPartials] += kSquares ? u * u : std::abs(u);
   }
-  return reference::CombinePartials(partials);
+  return CombinePartials(partials);
 }
 
 double SumSquaresImpl(const Input<float>& in, std::int64_t begin, std::int64_t end) {

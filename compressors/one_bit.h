@@ -18,6 +18,8 @@
 
 #include <cstdint>
 
+#include "compressors/one_bit_element.h"
+
 namespace lemmalab::one_bit {
 
 template <typename T>
@@ -29,24 +31,12 @@ struct Input {
   T operator[](std::int64_t j) const { return e == nullptr ? x[j] : x[j] + a * e[j]; }
 };
 
-inline constexpr int kPartials = 16;
-
 struct Counts {
   std::int64_t out_of_domain = 0;  // finite |u_j| > 1
   std::int64_t non_finite = 0;     // NaN or infinite u_j
 };
 
-// Birder's draw (Eq. 5) for v in [-1, 1] and a 32-bit word r: +1 iff r - 2^31 < v * 2^31,
-// compared exactly. With U = r / 2^32 this is U < (v + 1) / 2, so P(+1) = (v + 1) / 2 up to less
-// than 2^-32 (exactly whenever v * 2^31 is an integer).
-template <typename T>
-inline bool DrawPlusOne(T v, std::uint32_t r) {
-  const auto centred = static_cast<std::int32_t>(r ^ 0x80000000u);  // r - 2^31
-  return static_cast<double>(centred) < static_cast<double>(v) * 2147483648.0;
-}
-
-// sum u_j^2 and sum |u_j| over [begin, end), in double: element j goes to partial sum
-// (j - begin) % 16, and the 16 partials are added pairwise ((p0 + p1) + (p2 + p3)) + ...
+// sum u_j^2 and sum |u_j| over [begin, end), in double, in one_bit_element.h's fixed order.
 template <typename T>
 double SumSquares(const Input<T>& in, std::int64_t begin, std::int64_t end);
 template <typename T>
@@ -55,9 +45,9 @@ double SumAbs(const Input<T>& in, std::int64_t begin, std::int64_t end);
 template <typename T>
 double MaxAbsFinite(const Input<T>& in, std::int64_t begin, std::int64_t end);
 
-// Birder's Q of v_j = clamp(u_j * (1 / scale), -1, 1) (no multiply when scale = 1) with draw
-// words[j - begin]: sets bit j of `bits` (which must be clear) when the draw is +1. A non-finite
-// u_j sends -1. When e_out is set (it may be in.e), e_out[j] = u_j - (bit ? scale : -scale).
+// Birder's Q (StochasticBit with inverse = 1 / scale) of u_j with draw words[j - begin]: sets bit
+// j of `bits` (which must be clear) when the draw is +1. When e_out is set (it may be in.e),
+// e_out[j] = Residual(u_j, bit, scale).
 template <typename T>
 Counts QuantizeStochastic(const Input<T>& in, T scale, const std::uint32_t* words,
                           std::int64_t begin, std::int64_t end, std::uint8_t* bits, T* e_out);
@@ -91,8 +81,6 @@ template <typename T>
 void ExpandAdd(const std::uint8_t* bits, T value, std::int64_t begin, std::int64_t end, T* acc);
 
 namespace reference {
-// ((p0 + p1) + (p2 + p3)) + ... of the 16 partial sums.
-double CombinePartials(const double* partials);
 template <typename T>
 double SumSquares(const Input<T>& in, std::int64_t begin, std::int64_t end);
 template <typename T>

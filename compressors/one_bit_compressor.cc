@@ -120,23 +120,21 @@ class OneBitCompressor final : public Compressor<T> {
 
   // The float32 scale of block [lo, hi) of u.
   float ComputeScale(const one_bit::Input<T>& u, std::int64_t lo, std::int64_t hi) const {
-    const auto size = static_cast<double>(hi - lo);
+    double reduction = 0;
     switch (format_.scale) {
       case OneBitFormat::Scale::kNone:
-        return 1.0f;
-      case OneBitFormat::Scale::kMaxAbs: {
-        // Rounded up, so that |u_j| / s <= 1 still holds after rounding to float32.
-        const double largest = std::max(1.0, one_bit::MaxAbsFinite(u, lo, hi));
-        float s = static_cast<float>(largest);
-        if (static_cast<double>(s) < largest) s = std::nextafter(s, INFINITY);
-        return s;
-      }
+        break;
+      case OneBitFormat::Scale::kMaxAbs:
+        reduction = one_bit::MaxAbsFinite(u, lo, hi);
+        break;
       case OneBitFormat::Scale::kRms:
-        return static_cast<float>(std::sqrt(one_bit::SumSquares(u, lo, hi)) / std::sqrt(size));
+        reduction = one_bit::SumSquares(u, lo, hi);
+        break;
       case OneBitFormat::Scale::kMeanAbs:
-        return static_cast<float>(one_bit::SumAbs(u, lo, hi) / size);
+        reduction = one_bit::SumAbs(u, lo, hi);
+        break;
     }
-    return 1.0f;
+    return one_bit::ScaleFromReduction(format_.scale, reduction, static_cast<double>(hi - lo));
   }
 
   EncodeStats Run(const one_bit::Input<T>& u, Eigen::Index d, PhiloxStream& stream, Message& out,

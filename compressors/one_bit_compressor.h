@@ -26,20 +26,13 @@
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "compressors/one_bit_element.h"
 
 namespace lemmalab {
 
 struct OneBitFormat {
-  enum class Draw {
-    kStochastic,  // Birder's Q: +1 with probability (v + 1) / 2
-    kSign,        // +1 iff u >= 0
-  };
-  enum class Scale {
-    kNone,     // value 1, nothing sent
-    kMaxAbs,   // s = max(1, max |u_j|) rounded up to float32; Q sees u / s (Birder "rescale")
-    kRms,      // s = ||u_B||_2 / sqrt(d_B) = ||u_B|| / ||sign(u_B)|| (1-bit Adam)
-    kMeanAbs,  // s = ||u_B||_1 / d_B (Block-Sign, spams.txt Definition 2)
-  };
+  using Draw = one_bit::Draw;
+  using Scale = one_bit::Scale;
 
   std::string_view name;
   Draw draw = Draw::kSign;

@@ -25,15 +25,6 @@ double FixedOrderSum(const Input<T>& in, std::int64_t begin, std::int64_t end, F
 
 }  // namespace
 
-double CombinePartials(const double* partials) {
-  double level[kPartials];
-  std::copy(partials, partials + kPartials, level);
-  for (int width = kPartials; width > 1; width /= 2) {
-    for (int i = 0; i < width / 2; ++i) level[i] = level[2 * i] + level[2 * i + 1];
-  }
-  return level[0];
-}
-
 template <typename T>
 double SumSquares(const Input<T>& in, std::int64_t begin, std::int64_t end) {
   return FixedOrderSum(in, begin, end, [](double u) { return u * u; });
@@ -49,7 +40,7 @@ double MaxAbsFinite(const Input<T>& in, std::int64_t begin, std::int64_t end) {
   T largest = 0;
   for (std::int64_t j = begin; j < end; ++j) {
     const T u = in[j];
-    if (std::isfinite(u)) largest = std::max(largest, std::abs(u));
+    if (IsFinite(u)) largest = std::max(largest, std::abs(u));
   }
   return static_cast<double>(largest);
 }
@@ -61,16 +52,11 @@ Counts QuantizeStochastic(const Input<T>& in, T scale, const std::uint32_t* word
   const T inverse = T(1) / scale;
   for (std::int64_t j = begin; j < end; ++j) {
     const T u = in[j];
-    bool plus = false;
-    if (!std::isfinite(u)) {
-      ++counts.non_finite;
-    } else {
-      if (std::abs(u) > T(1)) ++counts.out_of_domain;
-      const T v = std::clamp(u * inverse, T(-1), T(1));
-      plus = DrawPlusOne(v, words[j - begin]);
-    }
+    counts.non_finite += !IsFinite(u);
+    counts.out_of_domain += OutOfDomain(u);
+    const bool plus = StochasticBit(u, inverse, words[j - begin]);
     if (plus) SetBit(bits, j);
-    if (e_out != nullptr) e_out[j] = u - (plus ? scale : -scale);
+    if (e_out != nullptr) e_out[j] = Residual(u, plus, scale);
   }
   return counts;
 }
@@ -81,10 +67,10 @@ Counts QuantizeSign(const Input<T>& in, T scale, std::int64_t begin, std::int64_
   Counts counts;
   for (std::int64_t j = begin; j < end; ++j) {
     const T u = in[j];
-    counts.non_finite += !std::isfinite(u);
-    const bool plus = u >= T(0);
+    counts.non_finite += !IsFinite(u);
+    const bool plus = SignBit(u);
     if (plus) SetBit(bits, j);
-    if (e_out != nullptr) e_out[j] = u - (plus ? scale : -scale);
+    if (e_out != nullptr) e_out[j] = Residual(u, plus, scale);
   }
   return counts;
 }

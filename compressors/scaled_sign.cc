@@ -4,15 +4,19 @@
 
 namespace lemmalab {
 
-template <typename T>
-std::unique_ptr<Compressor<T>> MakeScaledSign(std::int64_t dimension, std::int64_t chunk) {
+OneBitFormat ScaledSignFormat(std::int64_t dimension, std::int64_t chunk) {
   OneBitFormat format;
   format.name = "scaled-sign";
   format.draw = OneBitFormat::Draw::kSign;
   format.scale = OneBitFormat::Scale::kRms;
   format.blocks = FixedBlocks(dimension, chunk > 0 ? chunk : dimension);
   format.fixed_block_size = chunk;  // 0: one block
-  return MakeOneBitCompressor<T>(std::move(format));
+  return format;
+}
+
+template <typename T>
+std::unique_ptr<Compressor<T>> MakeScaledSign(std::int64_t dimension, std::int64_t chunk) {
+  return MakeOneBitCompressor<T>(ScaledSignFormat(dimension, chunk));
 }
 
 template <typename T>

@@ -16,6 +16,10 @@
 
 namespace lemmalab {
 
+// The wire format (compressors/one_bit_compressor.h), for the CPU and CUDA encoders alike.
+struct OneBitFormat;
+OneBitFormat ScaledSignFormat(std::int64_t dimension, std::int64_t chunk = 0);
+
 template <typename T>
 std::unique_ptr<Compressor<T>> MakeScaledSign(std::int64_t dimension, std::int64_t chunk = 0);
 

@@ -4,14 +4,18 @@
 
 namespace lemmalab {
 
-template <typename T>
-std::unique_ptr<Compressor<T>> MakeSign(std::int64_t dimension) {
+OneBitFormat SignFormat(std::int64_t dimension) {
   OneBitFormat format;
   format.name = "sign";
   format.draw = OneBitFormat::Draw::kSign;
   format.scale = OneBitFormat::Scale::kNone;
   format.blocks = {{0, dimension}};
-  return MakeOneBitCompressor<T>(std::move(format));
+  return format;
+}
+
+template <typename T>
+std::unique_ptr<Compressor<T>> MakeSign(std::int64_t dimension) {
+  return MakeOneBitCompressor<T>(SignFormat(dimension));
 }
 
 template <typename T>

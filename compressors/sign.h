@@ -8,6 +8,10 @@
 
 namespace lemmalab {
 
+// The wire format (compressors/one_bit_compressor.h), for the CPU and CUDA encoders alike.
+struct OneBitFormat;
+OneBitFormat SignFormat(std::int64_t dimension);
+
 template <typename T>
 std::unique_ptr<Compressor<T>> MakeSign(std::int64_t dimension);
 

@@ -7,9 +7,7 @@
 
 namespace lemmalab {
 
-template <typename T>
-std::unique_ptr<Compressor<T>> MakeStochasticBinary(QuantizerDomain domain,
-                                                    std::int64_t dimension) {
+OneBitFormat StochasticBinaryFormat(QuantizerDomain domain, std::int64_t dimension) {
   OneBitFormat format;
   format.name = "stochastic-binary";
   format.draw = OneBitFormat::Draw::kStochastic;
@@ -17,7 +15,13 @@ std::unique_ptr<Compressor<T>> MakeStochasticBinary(QuantizerDomain domain,
                                                      : OneBitFormat::Scale::kNone;
   format.blocks = {{0, dimension}};
   format.unbiased = domain == QuantizerDomain::kRescale;
-  return MakeOneBitCompressor<T>(std::move(format));
+  return format;
+}
+
+template <typename T>
+std::unique_ptr<Compressor<T>> MakeStochasticBinary(QuantizerDomain domain,
+                                                    std::int64_t dimension) {
+  return MakeOneBitCompressor<T>(StochasticBinaryFormat(domain, dimension));
 }
 
 template <typename T>

@@ -33,6 +33,10 @@ namespace lemmalab {
 
 enum class QuantizerDomain { kClip, kRescale };
 
+// The wire format (compressors/one_bit_compressor.h), for the CPU and CUDA encoders alike.
+struct OneBitFormat;
+OneBitFormat StochasticBinaryFormat(QuantizerDomain domain, std::int64_t dimension);
+
 template <typename T>
 std::unique_ptr<Compressor<T>> MakeStochasticBinary(QuantizerDomain domain, std::int64_t dimension);
 
