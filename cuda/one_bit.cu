@@ -18,8 +18,8 @@ using one_bit::kPartials;
 
 constexpr int kThreads = 256;
 constexpr int kPerThread = 4;
-constexpr int kTile = kThreads * kPerThread;     // elements per thread block
-constexpr int kTileBlocks = kTile / 4 + 1;       // Philox blocks covering a tile's words
+constexpr int kTile = kThreads * kPerThread;  // elements per thread block
+constexpr int kTileBlocks = kTile / 4 + 1;    // Philox blocks covering a tile's words
 constexpr unsigned kAllLanes = 0xffffffffu;
 
 __device__ inline float ValueAt(const Input& u, std::int64_t j) {
@@ -180,7 +180,7 @@ void Reduce(one_bit::Scale kind, const Input& u, std::int64_t d, const Blocks& b
     case one_bit::Scale::kMeanAbs:
       PartialSumsKernel<false>
           <<<GridFor(kPartials * blocks.count, kThreads), kThreads, 0, stream>>>(u, blocks,
-                                                                                partials);
+                                                                                 partials);
       return;
   }
 }
