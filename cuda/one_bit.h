@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "compressors/compressor.h"
 #include "compressors/one_bit_compressor.h"
@@ -22,15 +23,26 @@
 
 namespace lemmalab::cuda {
 
+// Where a format's message keeps what, on the host: the scales (float32 words, one per block when
+// the format sends scales), then the bits, packed 32 to a word; the wire message is the first
+// message_bytes() bytes of these words.
+struct OneBitLayout {
+  explicit OneBitLayout(const OneBitFormat& format);  // checks that the blocks tile [0, d)
+
+  std::int64_t dimension = 0;
+  std::size_t scale_count = 0;
+  std::vector<std::int64_t> block_ends;  // blocks [ends[b - 1], ends[b]), ends[-1] = 0
+
+  std::size_t message_bytes() const;
+  std::size_t message_words() const;
+};
+
 class OneBitCoder {
  public:
   explicit OneBitCoder(const OneBitFormat& format);
 
-  std::int64_t dimension() const { return dimension_; }
-  // The message's size on the wire, and its 32-bit words in device memory (the wire bytes,
-  // then zero padding to a whole word).
-  std::size_t message_bytes() const;
-  std::size_t message_words() const;
+  std::int64_t dimension() const { return layout_.dimension; }
+  const OneBitLayout& layout() const { return layout_; }
 
   // Encodes u = x + a e (u = x when e is null) into message(); when e_out is set (it may be e),
   // e_out = u - C(u). All pointers are device pointers to dimension() floats.
@@ -47,13 +59,11 @@ class OneBitCoder {
   DeviceBuffer<std::uint32_t> Upload(const Message& message) const;
 
  private:
-  std::size_t scale_count() const;
-  one_bit_kernels::Blocks blocks() const { return {block_ends_.data(), block_count_}; }
+  one_bit_kernels::Blocks blocks() const;
   const float* scales(const std::uint32_t* message) const;
 
   OneBitFormat format_;
-  std::int64_t dimension_ = 0;
-  std::int64_t block_count_ = 0;
+  OneBitLayout layout_;
   DeviceBuffer<std::int64_t> block_ends_;
   DeviceBuffer<std::uint32_t> message_;
   DeviceBuffer<double> partials_;

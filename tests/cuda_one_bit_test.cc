@@ -5,22 +5,16 @@
 // NaN, infinities, signed zeros, denormals and inputs outside [-1, 1].
 //
 // Needs an NVIDIA GPU: on a machine without one every test is skipped, and says why.
+#include "cuda/one_bit.h"
+
 #include <gtest/gtest.h>
 
-#include <boost/random/normal_distribution.hpp>
+#include <bit>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
-#include "compressors/block_sign.h"
-#include "compressors/one_bit_compressor.h"
-#include "compressors/scaled_sign.h"
-#include "compressors/sign.h"
-#include "compressors/stochastic_binary.h"
-#include "core/rng.h"
-#include "cuda/one_bit.h"
+#include "tests/one_bit_cases.h"
 
 namespace lemmalab::cuda {
 namespace {
@@ -33,48 +27,6 @@ namespace {
     }                                                         \
   } while (false)
 
-std::vector<float> Values(std::size_t n, std::uint64_t seed, float sigma) {
-  PhiloxStream s({seed, Purpose::kDataSynthesis, kGlobalStream, 0});
-  boost::random::normal_distribution<float> normal(0.0f, sigma);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(s);
-  const float specials[] = {1.0f,
-                            -1.0f,
-                            0.0f,
-                            -0.0f,
-                            std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(),
-                            std::nextafter(1.0f, 2.0f),
-                            std::numeric_limits<float>::denorm_min(),
-                            1e30f};
-  // Spread over the vector (and so over warps, tiles and blocks), when there is room.
-  for (std::size_t k = 0; k < std::size(specials) && n >= 64; ++k) {
-    v[(k * 7919 + 3) % n] = specials[k];
-  }
-  return v;
-}
-
-// Equal as floats, or both NaN (a NaN's payload is not part of the contract).
-void ExpectSameFloats(const std::vector<float>& cpu, const std::vector<float>& gpu,
-                      const std::string& what) {
-  ASSERT_EQ(cpu.size(), gpu.size());
-  for (std::size_t j = 0; j < cpu.size(); ++j) {
-    if (std::isnan(cpu[j]) && std::isnan(gpu[j])) continue;
-    std::uint32_t a, b;
-    std::memcpy(&a, &cpu[j], 4);
-    std::memcpy(&b, &gpu[j], 4);
-    ASSERT_EQ(a, b) << what << ", j = " << j << ": CPU " << cpu[j] << ", GPU " << gpu[j];
-  }
-}
-
-Eigen::Map<const Vector<float>> Const(const std::vector<float>& v) {
-  return {v.data(), static_cast<Eigen::Index>(v.size())};
-}
-Eigen::Map<Vector<float>> Mutable(std::vector<float>& v) {
-  return {v.data(), static_cast<Eigen::Index>(v.size())};
-}
-
 template <typename T>
 DeviceBuffer<T> OnDevice(const std::vector<T>& host) {
   DeviceBuffer<T> device(host.size());
@@ -82,35 +34,22 @@ DeviceBuffer<T> OnDevice(const std::vector<T>& host) {
   return device;
 }
 
-struct Case {
-  std::string name;
-  OneBitFormat format;
-};
-
-std::vector<Case> Cases(std::int64_t d) {
-  const CompressorShape layered{
-      d, d >= 2000
-             ? std::vector<Layer>{{"w1", 0, 7, 13}, {"b1", 91, 1000, 1}, {"w2", 1091, d - 1091, 1}}
-             : SingleLayer(d)};
-  return {{"stochastic-binary clip", StochasticBinaryFormat(QuantizerDomain::kClip, d)},
-          {"stochastic-binary rescale", StochasticBinaryFormat(QuantizerDomain::kRescale, d)},
-          {"sign", SignFormat(d)},
-          {"scaled-sign", ScaledSignFormat(d, 0)},
-          {"scaled-sign chunk 1000", ScaledSignFormat(d, 1000)},
-          {"block-sign layers", BlockSignFormat(layered, 0)},
-          {"block-sign fixed 256", BlockSignFormat(layered, 256)}};
-}
-
-const std::int64_t kLengths[] = {1, 31, 33, 1000, 1024, 4096 + 17, 100003};
+using testing::ConstView;
+using testing::ExpectSameFloats;
+using testing::kOneBitLengths;
+using testing::OneBitCase;
+using testing::OneBitCases;
+using testing::OneBitInputs;
+using testing::View;
 
 TEST(CudaOneBit, EncodeWithFeedbackGivesTheCpuMessageErrorAndStream) {
   LEMMALAB_REQUIRE_GPU();
-  for (const std::int64_t d : kLengths) {
-    for (const Case& c : Cases(d)) {
+  for (const std::int64_t d : kOneBitLengths) {
+    for (const OneBitCase& c : OneBitCases(d)) {
       SCOPED_TRACE(c.name + ", d = " + std::to_string(d));
       // Inputs of scale 3 put many u outside Q's domain [-1, 1] (clip) and exercise rescale.
-      const std::vector<float> x = Values(static_cast<std::size_t>(d), 1, 3.0f);
-      const std::vector<float> e0 = Values(static_cast<std::size_t>(d), 2, 0.5f);
+      const std::vector<float> x = OneBitInputs(static_cast<std::size_t>(d), 1, 3.0f);
+      const std::vector<float> e0 = OneBitInputs(static_cast<std::size_t>(d), 2, 0.5f);
       const float a = 0.875f;
       const StreamKey key{11, Purpose::kWorkerCompression, 2, 5};
       PhiloxStream cpu_stream(key), gpu_stream(key);
@@ -120,7 +59,7 @@ TEST(CudaOneBit, EncodeWithFeedbackGivesTheCpuMessageErrorAndStream) {
       std::vector<float> cpu_e = e0;
       Message cpu_message;
       const EncodeStats cpu_stats =
-          cpu->EncodeWithFeedback(Const(x), a, Mutable(cpu_e), cpu_stream, cpu_message);
+          cpu->EncodeWithFeedback(ConstView(x), a, View(cpu_e), cpu_stream, cpu_message);
 
       OneBitCoder coder(c.format);
       DeviceBuffer<float> gpu_x = OnDevice(x), gpu_e = OnDevice(e0);
@@ -142,13 +81,13 @@ TEST(CudaOneBit, EncodeWithFeedbackGivesTheCpuMessageErrorAndStream) {
 TEST(CudaOneBit, EncodeWithoutFeedbackGivesTheCpuMessage) {
   LEMMALAB_REQUIRE_GPU();
   const std::int64_t d = 4096 + 17;
-  for (const Case& c : Cases(d)) {
+  for (const OneBitCase& c : OneBitCases(d)) {
     SCOPED_TRACE(c.name);
-    const std::vector<float> x = Values(static_cast<std::size_t>(d), 3, 0.6f);
+    const std::vector<float> x = OneBitInputs(static_cast<std::size_t>(d), 3, 0.6f);
     const StreamKey key{12, Purpose::kServerCompression, kServerStream, 9};
     PhiloxStream cpu_stream(key), gpu_stream(key);
     Message cpu_message;
-    MakeOneBitCompressor<float>(c.format)->Encode(Const(x), cpu_stream, cpu_message);
+    MakeOneBitCompressor<float>(c.format)->Encode(ConstView(x), cpu_stream, cpu_message);
     OneBitCoder coder(c.format);
     DeviceBuffer<float> gpu_x = OnDevice(x);
     coder.Encode(gpu_x.data(), nullptr, 1.0f, nullptr, gpu_stream);
@@ -159,19 +98,19 @@ TEST(CudaOneBit, EncodeWithoutFeedbackGivesTheCpuMessage) {
 
 TEST(CudaOneBit, DecodeAndDecodeAddGiveTheCpuFloats) {
   LEMMALAB_REQUIRE_GPU();
-  for (const std::int64_t d : kLengths) {
-    for (const Case& c : Cases(d)) {
+  for (const std::int64_t d : kOneBitLengths) {
+    for (const OneBitCase& c : OneBitCases(d)) {
       SCOPED_TRACE(c.name + ", d = " + std::to_string(d));
-      const std::vector<float> x = Values(static_cast<std::size_t>(d), 4, 1.5f);
+      const std::vector<float> x = OneBitInputs(static_cast<std::size_t>(d), 4, 1.5f);
       PhiloxStream stream({13, Purpose::kWorkerCompression, 0, 1});
       auto cpu = MakeOneBitCompressor<float>(c.format);
       Message message;
-      cpu->Encode(Const(x), stream, message);
+      cpu->Encode(ConstView(x), stream, message);
 
-      const std::vector<float> acc0 = Values(static_cast<std::size_t>(d), 5, 1.0f);
+      const std::vector<float> acc0 = OneBitInputs(static_cast<std::size_t>(d), 5, 1.0f);
       std::vector<float> cpu_out(static_cast<std::size_t>(d)), cpu_acc = acc0;
-      cpu->Decode(message, Mutable(cpu_out));
-      cpu->DecodeAdd(message, 0.3f, Mutable(cpu_acc));
+      cpu->Decode(message, View(cpu_out));
+      cpu->DecodeAdd(message, 0.3f, View(cpu_acc));
 
       const OneBitCoder coder(c.format);
       const DeviceBuffer<std::uint32_t> gpu_message = coder.Upload(message);
@@ -200,6 +139,26 @@ TEST(CudaOneBit, StochasticBitsFollowTheirProbability) {
   for (const std::uint8_t byte : coder.CopyMessage().bytes) plus += std::popcount(byte);
   const double p = 0.625, sd = std::sqrt(p * (1 - p) / static_cast<double>(d));
   EXPECT_NEAR(static_cast<double>(plus) / static_cast<double>(d), p, 5 * sd);
+}
+
+// Host side, no GPU needed: the device message's layout holds exactly the CPU's message.
+TEST(CudaOneBit, LayoutHoldsTheCpuMessage) {
+  for (const std::int64_t d : kOneBitLengths) {
+    for (const OneBitCase& c : OneBitCases(d)) {
+      SCOPED_TRACE(c.name + ", d = " + std::to_string(d));
+      const std::vector<float> x = OneBitInputs(static_cast<std::size_t>(d), 6, 1.0f);
+      PhiloxStream stream({15, Purpose::kWorkerCompression, 0, 0});
+      Message message;
+      const auto cpu = MakeOneBitCompressor<float>(c.format);
+      cpu->Encode(ConstView(x), stream, message);
+      const OneBitLayout layout(c.format);
+      EXPECT_EQ(layout.dimension, d);
+      EXPECT_EQ(layout.message_bytes(), message.bytes.size());
+      EXPECT_EQ(layout.scale_count, cpu->MessageScales(message).size());
+      EXPECT_GE(4 * layout.message_words(), message.bytes.size());
+      EXPECT_LT(4 * layout.message_words(), message.bytes.size() + 4);
+    }
+  }
 }
 
 TEST(CudaRuntime, ReportsItsDevicesOrWhyThereAreNone) {
