@@ -14,14 +14,9 @@ template <typename T>
 class RandomK final : public SparseCompressor<T> {
  public:
   RandomK(std::int64_t dimension, std::int64_t k, bool scaled)
-      : SparseCompressor<T>(
-            "random-k", dimension, k,
-            scaled ? static_cast<T>(static_cast<double>(dimension) / static_cast<double>(k))
-                   : T(1)),
+      : SparseCompressor<T>("random-k", dimension, k, RandomKScale<T>(dimension, k, scaled)),
         scaled_(scaled),
-        words_(static_cast<std::size_t>(k)),
-        chosen_(static_cast<std::size_t>((dimension + 63) / 64)),
-        kept_(static_cast<std::size_t>(k)) {}
+        choice_(dimension, k) {}
 
   bool unbiased() const override { return scaled_; }
 
@@ -30,8 +25,7 @@ class RandomK final : public SparseCompressor<T> {
     EncodeStats stats;
     stats.elements = x.size();
     stats.non_finite = multibit::Norms<T>({x.data()}, x.size(), false, nullptr).non_finite;
-    Choose(stream);
-    this->Write(kept_, x, out);
+    this->Write(choice_.Choose(stream), x, out);
     return stats;
   }
 
@@ -45,47 +39,52 @@ class RandomK final : public SparseCompressor<T> {
     stats.elements = x.size();
     stats.non_finite =
         multibit::Norms<T>({x.data(), e.data(), a}, x.size(), false, e.data()).non_finite;
-    Choose(stream);
-    this->Write(kept_, e, out);
-    this->SubtractKept(kept_, e);
+    const std::span<const std::uint32_t> kept = choice_.Choose(stream);
+    this->Write(kept, e, out);
+    this->SubtractKept(kept, e);
     return stats;
   }
 
  private:
-  // Sets kept_ to the chosen coordinates, ascending.
-  void Choose(PhiloxStream& stream) {
-    // Floyd's algorithm over a bitmap of the chosen coordinates. Each step sets exactly one new
-    // bit (j itself is never chosen before step i), so k bits end up set.
-    stream.Fill(words_);
-    std::fill(chosen_.begin(), chosen_.end(), 0);
-    const std::int64_t first = this->dimension() - this->k();
-    for (std::int64_t i = 0; i < this->k(); ++i) {
-      const std::int64_t j = first + i;
-      const std::uint32_t t =
-          UniformBelow(static_cast<std::uint64_t>(j) + 1, words_[i], [&] { return stream(); });
-      const std::uint64_t bit = std::uint64_t{1} << (t % 64);
-      if (chosen_[t / 64] & bit) {
-        chosen_[j / 64] |= std::uint64_t{1} << (j % 64);
-      } else {
-        chosen_[t / 64] |= bit;
-      }
-    }
-    // The bitmap read in order gives the indices ascending.
-    auto next = kept_.begin();
-    for (std::size_t w = 0; w < chosen_.size(); ++w) {
-      for (std::uint64_t bits = chosen_[w]; bits != 0; bits &= bits - 1) {
-        *next++ = static_cast<std::uint32_t>(64 * w + std::countr_zero(bits));
-      }
-    }
-  }
-
   bool scaled_;
-  std::vector<std::uint32_t> words_;   // first attempts of the k draws
-  std::vector<std::uint64_t> chosen_;  // bit j: coordinate j kept
-  std::vector<std::uint32_t> kept_;
+  RandomKChoice choice_;
 };
 
 }  // namespace
+
+RandomKChoice::RandomKChoice(std::int64_t dimension, std::int64_t k)
+    : dimension_(dimension),
+      k_(k),
+      words_(static_cast<std::size_t>(k)),
+      chosen_(static_cast<std::size_t>((dimension + 63) / 64)),
+      kept_(static_cast<std::size_t>(k)) {}
+
+std::span<const std::uint32_t> RandomKChoice::Choose(PhiloxStream& stream) {
+  // Each step sets exactly one new bit (j itself is never chosen before step i), so k bits end
+  // up set.
+  stream.Fill(words_);
+  std::fill(chosen_.begin(), chosen_.end(), 0);
+  const std::int64_t first = dimension_ - k_;
+  for (std::int64_t i = 0; i < k_; ++i) {
+    const std::int64_t j = first + i;
+    const std::uint32_t t =
+        UniformBelow(static_cast<std::uint64_t>(j) + 1, words_[i], [&] { return stream(); });
+    const std::uint64_t bit = std::uint64_t{1} << (t % 64);
+    if (chosen_[t / 64] & bit) {
+      chosen_[j / 64] |= std::uint64_t{1} << (j % 64);
+    } else {
+      chosen_[t / 64] |= bit;
+    }
+  }
+  // The bitmap read in order gives the indices ascending.
+  auto next = kept_.begin();
+  for (std::size_t w = 0; w < chosen_.size(); ++w) {
+    for (std::uint64_t bits = chosen_[w]; bits != 0; bits &= bits - 1) {
+      *next++ = static_cast<std::uint32_t>(64 * w + std::countr_zero(bits));
+    }
+  }
+  return kept_;
+}
 
 template <typename T>
 std::unique_ptr<Compressor<T>> MakeRandomK(std::int64_t dimension, std::int64_t k, bool scaled) {

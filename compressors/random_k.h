@@ -27,9 +27,35 @@
 // Split: not supported, as for every sparse message (compressors/sparse.h).
 #pragma once
 
+#include <cstdint>
+#include <span>
+#include <vector>
+
 #include "compressors/compressor.h"
 
 namespace lemmalab {
+
+// Random-k's choice of k of the d coordinates from a stream: Floyd's algorithm over a bitmap,
+// one word per step plus one per rejection of UniformBelow. The CUDA encoder (cuda/sparse.h)
+// makes its choice with this class too, on the host.
+class RandomKChoice {
+ public:
+  RandomKChoice(std::int64_t dimension, std::int64_t k);
+  // The chosen coordinates, ascending, valid until the next call.
+  std::span<const std::uint32_t> Choose(PhiloxStream& stream);
+
+ private:
+  std::int64_t dimension_, k_;
+  std::vector<std::uint32_t> words_;   // first attempts of the k draws
+  std::vector<std::uint64_t> chosen_;  // bit j: coordinate j kept
+  std::vector<std::uint32_t> kept_;
+};
+
+// The factor every received value is multiplied by: d / k when scaled (unbiased), else 1.
+template <typename T>
+T RandomKScale(std::int64_t dimension, std::int64_t k, bool scaled) {
+  return scaled ? static_cast<T>(static_cast<double>(dimension) / static_cast<double>(k)) : T(1);
+}
 
 template <typename T>
 std::unique_ptr<Compressor<T>> MakeRandomK(std::int64_t dimension, std::int64_t k, bool scaled);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compressors/sparse_element.h"
 #include "core/error.h"
 
 namespace lemmalab {
@@ -81,7 +82,7 @@ void SparseCompressor<T>::CheckDimension(Eigen::Index size) const {
 template <typename T>
 void SparseCompressor<T>::SubtractKept(std::span<const std::uint32_t> indices,
                                        VectorRef<T> e) const {
-  for (const std::uint32_t j : indices) e[j] += T(-1) * (scale_ * e[j]);
+  for (const std::uint32_t j : indices) e[j] = sparse::KeptResidual(e[j], scale_);
 }
 
 template <typename T>

@@ -10,17 +10,15 @@
 
 #include "compressors/multibit.h"
 #include "compressors/sparse.h"
+#include "compressors/sparse_element.h"
 
 namespace lemmalab {
 namespace {
 
-// The rank key of x_j: the bits of |x_j| as an unsigned integer, whose order is the order of
-// the magnitudes (IEEE 754 non-negative values sort as their bit patterns), with NaN mapped to the
-// key of +inf. Equal magnitudes have equal keys (+0 and -0 included).
+// The rank key of x_j (sparse::MagnitudeKey) and its histogram's buckets.
 template <typename T>
 struct RankKey {
   using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  static constexpr Bits kMagnitude = std::numeric_limits<Bits>::max() >> 1;
   static constexpr Bits kInfinity = std::bit_cast<Bits>(std::numeric_limits<T>::infinity());
   // The histogram of the first pass buckets keys by their exponent and leading mantissa bits:
   // 2^11 buckets for float (8 exponent + 3 mantissa bits, 8 KiB of counters: the L1 cache),
@@ -28,7 +26,7 @@ struct RankKey {
   static constexpr int kShift = sizeof(T) == 4 ? 20 : 49;
   static constexpr std::size_t kBuckets = std::size_t{1} << (8 * sizeof(T) - 1 - kShift);
 
-  static Bits Of(T v) { return std::min(std::bit_cast<Bits>(v) & kMagnitude, kInfinity); }
+  static Bits Of(T v) { return sparse::MagnitudeKey(v); }
 };
 
 template <typename T>

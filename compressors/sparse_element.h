@@ -1,0 +1,36 @@
+// The element-wise rules of the sparse compressors (top-k, random-k), shared by the CPU
+// (compressors/top_k.cc, compressors/sparse.cc) and the CUDA kernels (cuda/sparse.cu), so that a
+// GPU message is the CPU's by construction.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/host_device.h"
+
+namespace lemmalab::sparse {
+
+// Top-k's rank key of x_j: the bits of |x_j| as an unsigned integer, whose order is the order of
+// the magnitudes (IEEE 754 non-negative values sort as their bit patterns), with NaN mapped to the
+// key of +inf. Equal magnitudes have equal keys (+0 and -0 included).
+LEMMALAB_HOST_DEVICE inline std::uint32_t MagnitudeKey(float v) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= 0x7fffffffu;
+  return bits < 0x7f800000u ? bits : 0x7f800000u;
+}
+LEMMALAB_HOST_DEVICE inline std::uint64_t MagnitudeKey(double v) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= 0x7fffffffffffffffull;
+  return bits < 0x7ff0000000000000ull ? bits : 0x7ff0000000000000ull;
+}
+
+// Error feedback at a kept coordinate: e holds u, and keeps u - C(u) with C(u) = scale u, in the
+// expression the default's full decoding pass would evaluate (e + (-1) (scale u)).
+template <typename T>
+LEMMALAB_HOST_DEVICE inline T KeptResidual(T u, T scale) {
+  return u + T(-1) * (scale * u);
+}
+
+}  // namespace lemmalab::sparse
