@@ -26,6 +26,19 @@ LEMMALAB_HOST_DEVICE inline std::uint64_t MagnitudeKey(double v) {
   return bits < 0x7ff0000000000000ull ? bits : 0x7ff0000000000000ull;
 }
 
+// One pass of a radix selection of the need-th largest key (need >= 1), 8 bits at a time from the
+// top: given the counts of the next digit among the keys that match the digits chosen so far,
+// returns the digit of the need-th largest and lowers `need` by the count of keys above it. After
+// the last pass the digits spell the threshold key tau, and `need` says how many keys equal to
+// tau belong to the top (the lowest-indexed ones, for top-k). The CUDA top-k (cuda/sparse.cu)
+// runs it; tests/sparse_element_test.cc runs the same procedure on the CPU.
+LEMMALAB_HOST_DEVICE inline std::uint32_t PickDigit(const std::uint32_t* histogram,
+                                                    unsigned long long& need) {
+  std::uint32_t digit = 255;
+  for (; digit > 0 && histogram[digit] < need; --digit) need -= histogram[digit];
+  return digit;
+}
+
 // Error feedback at a kept coordinate: e holds u, and keeps u - C(u) with C(u) = scale u, in the
 // expression the default's full decoding pass would evaluate (e + (-1) (scale u)).
 template <typename T>

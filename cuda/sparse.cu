@@ -59,11 +59,8 @@ __global__ void StartSelectionKernel(Selection* selection, unsigned long long k)
 // Appends the digit of the need-th largest key to the prefix (one thread).
 __global__ void PickDigitKernel(Selection* selection) {
   unsigned long long need = selection->need;
-  int digit = 255;
-  for (; digit > 0 && selection->histogram[digit] < need; --digit) {
-    need -= selection->histogram[digit];
-  }
-  selection->prefix = (selection->prefix << 8) | static_cast<std::uint32_t>(digit);
+  const std::uint32_t digit = sparse::PickDigit(selection->histogram, need);
+  selection->prefix = (selection->prefix << 8) | digit;
   selection->need = need;
 }
 
