@@ -1,6 +1,6 @@
-// The CUDA kernels (cuda/one_bit.h) against a device-to-device copy measured in the same process,
-// and Birder's compress + decompress at ResNet-50 and BERT-Base sizes against the paper's A100
-// figures. Needs an NVIDIA GPU: without one it says why and runs nothing.
+// The CUDA kernels (cuda/one_bit.h, cuda/sparse.h) against a device-to-device copy measured in the
+// same process, and Birder's compress + decompress at ResNet-50 and BERT-Base sizes against the
+// paper's A100 figures. Needs an NVIDIA GPU: without one it says why and runs nothing.
 //
 // Counters:
 //   GB_per_s     the least traffic the operation must move (below), per second of GPU time
@@ -27,6 +27,7 @@
 #include "compressors/stochastic_binary.h"
 #include "core/rng.h"
 #include "cuda/one_bit.h"
+#include "cuda/sparse.h"
 
 namespace lemmalab::cuda {
 namespace {
@@ -149,6 +150,17 @@ void BM_DecodeAdd(benchmark::State& state, const Format& format) {
   ReportBandwidth(state, d, 8.125);
 }
 
+// Top-k and random-k of 1% with error feedback. Least traffic: read x and e, write e (12 B per
+// element); the message (1% of 8 B) is left out.
+void BM_SparseEncodeWithFeedback(benchmark::State& state, bool top) {
+  const std::int64_t d = state.range(0), k = d / 100;
+  SparseCoder coder = top ? SparseCoder::TopK(d, k) : SparseCoder::RandomK(d, k, true);
+  DeviceBuffer<float> x = Input(d, 1), e = Input(d, 2);
+  PhiloxStream stream({3, Purpose::kWorkerCompression, 0, 0});
+  TimeOnDevice(state, [&] { coder.Encode(x.data(), e.data(), 0.5f, stream); });
+  ReportBandwidth(state, d, 12.0);
+}
+
 // Birder's compress (Q with error feedback) and decompress (one decode-add) of a whole model's
 // update, against the paper's per-step figures on an A100 (birder.txt line 245: about 15 ms for
 // ResNet-50 and 8 ms for BERT-Base).
@@ -178,6 +190,15 @@ void Register() {
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark((format.label + "/decode-add").c_str(), BM_DecodeAdd, format)
+          ->Arg(d)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  for (const bool top : {true, false}) {
+    for (const std::int64_t d : kSizes) {
+      benchmark::RegisterBenchmark(top ? "top-k-1%/encode+ef" : "random-k-1%/encode+ef",
+                                   BM_SparseEncodeWithFeedback, top)
           ->Arg(d)
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
