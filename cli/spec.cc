@@ -1,10 +1,15 @@
 #include "cli/spec.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstring>
+#include <exception>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -18,30 +23,44 @@ std::string Where(const std::string& file, const toml::source_region& region) {
   return fmt::format("{}:{}:{}", file, region.begin.line, region.begin.column);
 }
 
-OptionValue Convert(const toml::node& node, const std::string& file, const std::string& context);
+// How deep tables and arrays may nest in a spec: far more than any spec needs (its deepest
+// option, a component table inside a list, is 4 deep), and few enough that converting them,
+// one stack frame per level, cannot exhaust the stack (a hostile `a.a.a...` key 14 000 deep
+// did).
+constexpr std::size_t kMaxNesting = 64;
+
+OptionValue Convert(const toml::node& node, const std::string& file, const std::string& context,
+                    std::size_t depth);
 
 std::shared_ptr<OptionTable> ConvertTable(const toml::table& table, const std::string& file,
-                                          const std::string& context) {
+                                          const std::string& context, std::size_t depth = 0) {
   auto out = std::make_shared<OptionTable>(context, Where(file, table.source()));
   for (const auto& [key, value] : table) {
     // Messages point at the key: "spec.toml:12:1" is the line that sets it.
-    OptionValue converted = Convert(value, file, context);
+    OptionValue converted = Convert(value, file, context, depth + 1);
     converted.where = Where(file, key.source());
     out->Set(std::string(key.str()), std::move(converted));
   }
   return out;
 }
 
-OptionValue Convert(const toml::node& node, const std::string& file, const std::string& context) {
+OptionValue Convert(const toml::node& node, const std::string& file, const std::string& context,
+                    std::size_t depth) {
   const std::string where = Where(file, node.source());
+  if ((node.is_table() || node.is_array()) && depth > kMaxNesting) {
+    throw UserError(
+        fmt::format("{}: {}: tables and arrays nest more than {} deep here; a spec "
+                    "needs a few levels at most",
+                    where, context, kMaxNesting));
+  }
   if (const auto* v = node.as_boolean()) return {v->get(), where};
   if (const auto* v = node.as_integer()) return {v->get(), where};
   if (const auto* v = node.as_floating_point()) return {v->get(), where};
   if (const auto* v = node.as_string()) return {v->get(), where};
-  if (const auto* v = node.as_table()) return {ConvertTable(*v, file, context), where};
+  if (const auto* v = node.as_table()) return {ConvertTable(*v, file, context, depth), where};
   if (const auto* v = node.as_array()) {
     OptionValue::Array items;
-    for (const toml::node& item : *v) items.push_back(Convert(item, file, context));
+    for (const toml::node& item : *v) items.push_back(Convert(item, file, context, depth + 1));
     return {std::move(items), where};
   }
   throw UserError(fmt::format("{}: {}: dates and times are not supported here", where, context));
@@ -66,29 +85,71 @@ bool IsValidLabel(const std::string& label) {
   return true;
 }
 
+// Runs f() on a thread with a stack of kParserStackBytes and returns its result (or rethrows).
+// toml++ parses and destroys nested tables recursively, one stack frame of about 270 bytes per
+// level of a dotted key or table header, so `a.a.a...` 40 000 parts deep overflowed the main
+// thread's 8 MiB. A spec is at most kMaxSpecBytes, which bounds the depth at kMaxSpecBytes / 2
+// levels: 36 MiB of frames at most. The stack is reserved, and only what is used is touched.
+constexpr std::size_t kParserStackBytes = std::size_t{256} << 20;
+static_assert(kParserStackBytes > 300 * (kMaxSpecBytes / 2),
+              "the stack must hold the deepest spec");
+
+template <typename F>
+auto OnParserStack(F&& f) -> decltype(f()) {
+  std::optional<decltype(f())> result;
+  std::exception_ptr error;
+  std::function<void()> body = [&] {
+    try {
+      result.emplace(f());
+    } catch (...) {
+      error = std::current_exception();
+    }
+  };
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setstacksize(&attributes, kParserStackBytes);
+  pthread_t thread;
+  const auto run = [](void* arg) -> void* {
+    (*static_cast<std::function<void()>*>(arg))();
+    return nullptr;
+  };
+  const int created = pthread_create(&thread, &attributes, +run, &body);
+  pthread_attr_destroy(&attributes);
+  if (created != 0) {
+    throw UserError(
+        fmt::format("cannot start the spec parser's thread: {}", std::strerror(created)));
+  }
+  pthread_join(thread, nullptr);
+  if (error) std::rethrow_exception(error);
+  return std::move(*result);
+}
+
+// Parses TOML text into an option table. The document is parsed, converted and destroyed on the
+// parser's stack; what comes back nests at most kMaxNesting deep.
+std::shared_ptr<OptionTable> ParseToml(const std::string& text, const std::string& file,
+                                       const std::string& context, std::string_view error_prefix) {
+  return OnParserStack([&] {
+    toml::table document;
+    try {
+      document = toml::parse(text, file);
+    } catch (const toml::parse_error& e) {
+      throw UserError(
+          fmt::format("{}: {}{}", Where(file, e.source()), error_prefix, e.description()));
+    }
+    return ConvertTable(document, file, context);
+  });
+}
+
 }  // namespace
 
 std::shared_ptr<OptionTable> ParseOptionTable(const std::string& text, const std::string& context,
                                               const std::string& file) {
-  toml::table document;
-  try {
-    document = toml::parse(text, file);
-  } catch (const toml::parse_error& e) {
-    throw UserError(fmt::format("{}: {}", Where(file, e.source()), e.description()));
-  }
-  return ConvertTable(document, file, context);
+  return ParseToml(text, file, context, "");
 }
 
 std::shared_ptr<OptionTable> ParseSpecTable(const std::string& text,
                                             const std::filesystem::path& path) {
-  const std::string file = path.string();
-  toml::table document;
-  try {
-    document = toml::parse(text, file);
-  } catch (const toml::parse_error& e) {
-    throw UserError(fmt::format("{}: invalid TOML: {}", Where(file, e.source()), e.description()));
-  }
-  return ConvertTable(document, file, "run spec");
+  return ParseToml(text, path.string(), "run spec", "invalid TOML: ");
 }
 
 RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path,
@@ -189,15 +250,26 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
 }
 
 std::string ReadSpecText(const std::filesystem::path& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    throw UserError(fmt::format("{}: is a folder; give the run spec's .toml file", path.string()));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw UserError(
         fmt::format("{}: cannot read the run spec: {}", path.string(),
                     std::filesystem::exists(path) ? "permission denied" : "no such file"));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // Read one byte past the limit, so that an endless input (/dev/zero) stops there.
+  std::string text(kMaxSpecBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxSpecBytes) {
+    throw UserError(fmt::format("{}: a run spec is at most {} KiB of text; this one is larger",
+                                path.string(), kMaxSpecBytes >> 10));
+  }
+  if (in.bad()) throw UserError(fmt::format("{}: cannot read the run spec", path.string()));
+  return text;
 }
 
 std::vector<std::string> SplitPath(std::string_view path) {
@@ -264,6 +336,10 @@ std::optional<OptimizerOption> ResolveOptimizerPath(std::string_view path,
 }
 
 void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& value) {
+  if (const std::size_t parts = SplitPath(path).size(); parts > kMaxNesting) {
+    throw UserError(fmt::format("{}: the option path has {} parts; a spec nests {} deep at most",
+                                value.where, parts, kMaxNesting));
+  }
   // The [[optimizer]] tables and their labels (a label defaults to the name).
   std::vector<std::shared_ptr<OptionTable>> optimizers;
   if (const auto it = root.entries().find("optimizer"); it != root.entries().end()) {
@@ -303,7 +379,12 @@ void SetSpecOption(OptionTable& root, std::string_view path, const OptionValue& 
 
 std::pair<std::string, OptionValue> ParseSetting(std::string_view assignment) {
   const std::size_t equals = assignment.find('=');
-  const std::string where = fmt::format("--set {}", assignment);
+  // A message names the flag with its text, cut short when it is long.
+  constexpr std::size_t kShown = 80;
+  const std::string where = assignment.size() <= kShown
+                                ? fmt::format("--set {}", assignment)
+                                : fmt::format("--set {}... ({} characters)",
+                                              assignment.substr(0, kShown), assignment.size());
   if (equals == std::string_view::npos || equals == 0) {
     throw UserError(
         fmt::format("{}: expected PATH=VALUE, e.g. --set steps=10 or --set "

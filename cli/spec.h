@@ -133,5 +133,8 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
 
 // The spec file's text (UserError naming the file when it cannot be read).
 std::string ReadSpecText(const std::filesystem::path& path);
+// The largest run spec lemmalab reads: far beyond any real one (a few KiB), and small enough that
+// a hostile one cannot exhaust memory or the parser's stack.
+inline constexpr std::size_t kMaxSpecBytes = std::size_t{256} << 10;
 
 }  // namespace lemmalab

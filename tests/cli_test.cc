@@ -242,6 +242,47 @@ TEST(Cli, StopSignalsEndTheRunWithNoResults) {
   }
 }
 
+// A hostile spec is refused with exit 2 before it can exhaust the stack or memory: dotted keys
+// and table headers tens of thousands of parts deep (they overflowed the stack, SIGSEGV), an
+// option path as deep in --set, an endless input and a folder given as the spec.
+TEST(Cli, HostileSpecsAreRefusedNotCrashedOn) {
+  const auto deep = [](std::size_t parts, const std::string& separator) {
+    std::string text;
+    for (std::size_t i = 0; i < parts; ++i) text += (i > 0 ? separator : "") + std::string("a");
+    return text;
+  };
+  for (const std::size_t parts : {std::size_t{14'000}, std::size_t{40'000}}) {
+    Case key("steps = 5", "steps = 5\n" + deep(parts, ".") + " = 1");
+    CommandResult r = key.Run();
+    EXPECT_EQ(r.exit_code, 2) << parts;
+    EXPECT_THAT(r.err, HasSubstr("spec.toml:3:129: run spec: tables and arrays nest more than 64"));
+    EXPECT_TRUE(key.WroteNothing());
+    Case header("seed = 3", "seed = 3\n[" + deep(parts / 2, ".") + "]");
+    r = header.Run();
+    EXPECT_EQ(r.exit_code, 2) << parts;
+    EXPECT_THAT(r.err, HasSubstr("spec.toml:2:1: run spec: tables and arrays nest more than 64"));
+  }
+  Case c;
+  std::vector<std::string> arguments = c.Arguments();
+  arguments.push_back("--set");
+  arguments.push_back(deep(60'000, ".") + "=1");
+  CommandResult r = RunLemmalab(arguments);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("(120001 characters): the option path has 60000 parts"));
+
+  Case big("seed = 3", "seed = 3\n# " + std::string(300 << 10, 'x'));
+  r = big.Run();
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("spec.toml: a run spec is at most 256 KiB of text"));
+  r = RunLemmalab({"run", "/dev/zero", "--out", (c.dir / "out").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("/dev/zero: a run spec is at most 256 KiB of text"));
+  r = RunLemmalab({"run", c.dir.path().string(), "--out", (c.dir / "out").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(": is a folder; give the run spec's .toml file"));
+  EXPECT_TRUE(c.WroteNothing());
+}
+
 TEST(Cli, MissingSpecFileAndBadCommandLine) {
   const CommandResult missing = RunLemmalab({"run", "/nonexistent/spec.toml"});
   EXPECT_EQ(missing.exit_code, 2);
