@@ -332,7 +332,15 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
     run.spec = &o;
     run.optimizer = o.options->GetString("name", "");
     run.schedule = MakeSchedule(*o.schedule, {spec.steps, spec.workers});
-    run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
+    try {
+      run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
+    } catch (const UserError& e) {
+      // A refusal that did not come from reading an option (a chunked scheme's, say) is given
+      // the optimizer's table, so that every message names the file and line it is about.
+      if (std::string_view(e.what()).starts_with(spec.path.string())) throw;
+      throw UserError(
+          fmt::format("{}: {}: {}", o.options->where(), o.options->context(), e.what()));
+    }
     run.hyperparameters = o.options->Resolved();
     run.hyperparameters.Merge("schedule", o.schedule->Resolved());
     for (const auto& [key, value] : setting.entries()) run.hyperparameters.Set(key, value);

@@ -98,12 +98,15 @@ ExchangeLayout LayoutFor(const CommSpec& comm, std::int64_t dimension) {
     layout.bounds = EvenBounds(dimension, topology.workers());
     for (std::size_t c = 1; c < layout.bounds.size(); ++c) {
       if (layout.bounds[c] == layout.bounds[c - 1]) {
+        const std::int64_t chunk = layout.bounds[1];
         throw UserError(fmt::format(
-            "the hierarchical scheme on {} x {} workers cuts the parameters into {} chunks of a "
-            "multiple of {} coordinates; this problem has {}, too few for every chunk to be "
-            "non-empty (it needs more than {})",
-            topology.nodes, topology.workers_per_node, topology.workers(), kChunkAlign, dimension,
-            (topology.workers() - 1) * kChunkAlign));
+            "the hierarchical scheme on {} x {} workers cuts the parameters into {} chunks of {} "
+            "coordinates (d / {} rounded up to a multiple of {}); this problem's d = {} leaves "
+            "chunk {} empty, and every chunk needs a coordinate (d must exceed {} x {} = {} at "
+            "this chunk size; a larger d, or fewer workers, fits)",
+            topology.nodes, topology.workers_per_node, topology.workers(), chunk,
+            topology.workers(), kChunkAlign, dimension, c, topology.workers() - 1, chunk,
+            (topology.workers() - 1) * chunk));
       }
     }
   }

@@ -57,8 +57,23 @@ const ExchangeSymbols kGenericExchangeSymbols = {
 
 namespace {
 
+// Cuts a message into the messages of the ranges [bounds[k], bounds[k+1]). One range needs no
+// cut, whatever the format: its message is the whole one (a vector of d <= 64 coordinates is
+// one chunk, and top-k, random-k and PowerSGD, which cannot split, run there).
+template <typename T>
+bool SplitMessage(const Compressor<T>& compressor, const Message& whole,
+                  std::span<const std::int64_t> bounds, std::vector<Message>& parts) {
+  if (bounds.size() == 2) {
+    parts.assign(1, whole);
+    return true;
+  }
+  return compressor.Split(whole, bounds, parts);
+}
+
 // Whether messages of `maker`'s configuration for `shape` split at `bounds`: a trial on a
-// message of zeros, so a configuration that cannot is refused when the run is built.
+// message of zeros, so a configuration that cannot is refused when the run is built (before any
+// instance is made for a range, whose own complaint, "k = 4 is larger than the dimension
+// d = 1", would not say what is wrong).
 template <typename T>
 void RequireSplit(const CompressorMaker<T>& maker, const CompressorShape& shape,
                   std::span<const std::int64_t> bounds) {
@@ -68,7 +83,7 @@ void RequireSplit(const CompressorMaker<T>& maker, const CompressorShape& shape,
   Message whole;
   std::vector<Message> parts;
   trial->Encode(Vector<T>::Zero(shape.dimension), stream, whole);
-  if (!trial->Split(whole, bounds, parts)) {
+  if (!SplitMessage(*trial, whole, bounds, parts)) {
     throw UserError(fmt::format(
         "compressor '{}' cannot run under a chunked scheme: its messages cannot be cut into the "
         "messages of {} coordinate ranges (use scheme = \"parameter-server\" or \"allgather\", "
@@ -89,6 +104,15 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
       wire_(context),
       mean_(Vector<T>::Zero(context.dimension)) {
   const CompressorShape& shape = shape_;
+  const std::vector<std::int64_t> ranges = layout_.WorkerBounds(dimension_);
+  if (!layout_.hierarchical) {
+    RequireSplit(config.worker_compressor, shape, ranges);
+  } else {
+    for (int r = 0; r < layout_.workers_per_node; ++r) {
+      RequireSplit(config.worker_compressor, shape.Restrict(ranges[r], ranges[r + 1]),
+                   layout_.NodeBounds(r));
+    }
+  }
   for (int c = 0; c < layout_.chunks(); ++c) {
     const auto [begin, end] = Chunk(c);
     const CompressorShape piece = shape.Restrict(begin, end);
@@ -97,7 +121,6 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
     decoders_.push_back(config.worker_compressor(piece));
   }
   if (!layout_.hierarchical) {
-    RequireSplit(config.worker_compressor, shape, layout_.WorkerBounds(dimension_));
     workers_.reserve(static_cast<std::size_t>(context.workers));
     for (int i = 0; i < context.workers; ++i) {
       workers_.emplace_back(ErrorFeedback<T>(config.worker_feedback, context.LocalDimension(i)),
@@ -106,16 +129,12 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
     return;
   }
   // Hierarchical: worker k m + r holds the compression of node k's range r.
-  const std::vector<std::int64_t> ranges = layout_.WorkerBounds(dimension_);
   LEMMALAB_CHECK(context.workers == layout_.nodes * layout_.workers_per_node,
                  "{} workers in a {} x {} layout", context.workers, layout_.nodes,
                  layout_.workers_per_node);
   for (int i = 0; i < context.workers; ++i) {
     const auto r = static_cast<std::size_t>(i % layout_.workers_per_node);
     const CompressorShape range = shape.Restrict(ranges[r], ranges[r + 1]);
-    if (i < layout_.workers_per_node) {
-      RequireSplit(config.worker_compressor, range, layout_.NodeBounds(static_cast<int>(r)));
-    }
     workers_.emplace_back(
         ErrorFeedback<T>(config.worker_feedback, context.Runs(i) ? range.dimension : 0),
         config.worker_compressor(range));
@@ -141,7 +160,7 @@ void CompressedExchange<T>::Split(const Message& whole, std::vector<Message>& pa
     return;
   }
   const std::vector<std::int64_t> bounds = layout_.WorkerBounds(dimension_);
-  const bool split = workers_.front().compressor->Split(whole, bounds, parts);
+  const bool split = SplitMessage(*workers_.front().compressor, whole, bounds, parts);
   LEMMALAB_CHECK(split, "a {} message did not split", workers_.front().compressor->name());
 }
 
@@ -155,7 +174,7 @@ void CompressedExchange<T>::NodeStep(const StepContext& ctx, int node, int part,
   PhiloxStream stream = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(sender));
   Message whole;
   w.stats = w.ef.Compress(node_mean_, *w.compressor, stream, whole, ctx.lr);
-  const bool split = w.compressor->Split(whole, layout_.NodeBounds(part), out);
+  const bool split = SplitMessage(*w.compressor, whole, layout_.NodeBounds(part), out);
   LEMMALAB_CHECK(split, "a {} message did not split", w.compressor->name());
 }
 

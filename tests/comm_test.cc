@@ -311,8 +311,25 @@ TEST(SchemeErrors, TopologyMustMatchTheWorkers) {
         }
         return std::string("no error");
       }(),
-      HasSubstr("this problem has 400, too few for every chunk to be non-empty (it needs more "
-                "than 448)"));
+      HasSubstr("into 8 chunks of 64 coordinates (d / 8 rounded up to a multiple of 64); this "
+                "problem's d = 400 leaves chunk 8 empty, and every chunk needs a coordinate (d "
+                "must exceed 7 x 64 = 448 at this chunk size"));
+  // At d = 300 on 2 x 2 workers the chunks are 128 wide, so d must exceed 384, not 192 (the
+  // message once said 192).
+  auto small = ParseOptionTable("scheme = \"hierarchical\"\nnodes = 2", "[communication]");
+  EXPECT_THAT(
+      [&] {
+        try {
+          LayoutFor(CommFromOptions(small.get(), 4), 300);
+        } catch (const UserError& e) {
+          return std::string(e.what());
+        }
+        return std::string("no error");
+      }(),
+      HasSubstr("d = 300 leaves chunk 4 empty, and every chunk needs a coordinate (d must exceed "
+                "3 x 128 = 384"));
+  EXPECT_EQ(LayoutFor(CommFromOptions(small.get(), 4), 200).bounds,
+            (std::vector<std::int64_t>{0, 64, 128, 192, 200}));
   // The flat all-reduce serves fewer chunks instead.
   auto flat = ParseOptionTable("scheme = \"allreduce\"", "[communication]");
   EXPECT_EQ(LayoutFor(CommFromOptions(flat.get(), 8), 100).bounds,
