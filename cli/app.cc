@@ -213,6 +213,12 @@ int Main(int argc, char** argv) {
       "lemmalab: a convergence testbed for communication-compressed distributed "
       "optimizers"};
   app.require_subcommand(0, 1);
+  // A folder argument given as "" would silently mean the default folder, or the current one.
+  const CLI::Validator folder(
+      [](std::string& value) {
+        return value.empty() ? std::string("an empty path names no folder") : std::string();
+      },
+      "DIR");
 
   bool json = false;
   std::string list_kind;
@@ -232,7 +238,7 @@ int Main(int argc, char** argv) {
   };
   CLI::App* run = app.add_subcommand("run", "Run the experiment a spec describes");
   run->add_option("SPEC", spec_path, "Run spec (TOML)")->required();
-  run->add_option("--out", out_dir, "Results folder (default: results/<spec name>)");
+  run->add_option("--out", out_dir, "Results folder (default: results/<spec name>)")->check(folder);
   add_settings(run);
   run->add_option("--threads", threads,
                   "Threads for the workers (default: chosen; results do not depend on it)")
@@ -245,11 +251,13 @@ int Main(int argc, char** argv) {
                                        "claims; exit 1 when a verdict is not the expected one");
   check->add_option("SPEC", check_spec, "Run spec (TOML) with [[assert]] tables")->required();
   CLI::Option* check_out_option =
-      check->add_option("--out", check_out, "Results folder (default: results/<spec name>)");
+      check->add_option("--out", check_out, "Results folder (default: results/<spec name>)")
+          ->check(folder);
   check
       ->add_option("--from", check_from,
                    "Judge the finished results in this folder instead of running")
-      ->excludes(check_out_option);
+      ->excludes(check_out_option)
+      ->check(folder);
   check->add_option("--threads", check_threads, "Threads for the workers (default: chosen)")
       ->check(CLI::Range(1, 1024));
   add_settings(check);
@@ -268,9 +276,11 @@ int Main(int argc, char** argv) {
   trace->add_option("--workers", trace_request.workers,
                     "Workers to show: 0,1 or all (default: all up to 4, else 0,1); the server "
                     "is always shown");
-  trace->add_option("--out", trace_out,
-                    "Also write DIR/trace.csv (label,step,worker,symbol,coordinate,value) and "
-                    "DIR/symbols.csv");
+  trace
+      ->add_option("--out", trace_out,
+                   "Also write DIR/trace.csv (label,step,worker,symbol,coordinate,value) and "
+                   "DIR/symbols.csv")
+      ->check(folder);
   add_settings(trace);
 
   std::string sweep_spec, sweep_out;
@@ -280,7 +290,8 @@ int Main(int argc, char** argv) {
       "Run every point of a spec's [sweep] grid into one results database; the same command "
       "again resumes");
   sweep->add_option("SPEC", sweep_spec, "Run spec (TOML) with a [sweep] table")->required();
-  sweep->add_option("--out", sweep_out, "Results folder (default: results/<spec name>)");
+  sweep->add_option("--out", sweep_out, "Results folder (default: results/<spec name>)")
+      ->check(folder);
   sweep->add_option("--jobs", jobs, "Points run at a time (default: one per core)")
       ->check(CLI::Range(1, 1024));
   add_settings(sweep);
@@ -291,7 +302,7 @@ int Main(int argc, char** argv) {
       "report",
       "Summarise a results folder (run, check or sweep): mean and confidence interval per "
       "configuration over seeds, summary.csv, report.md and plots");
-  report->add_option("DIR", report_dir, "Results folder")->required();
+  report->add_option("DIR", report_dir, "Results folder")->required()->check(folder);
   report->add_flag("--no-plots", no_plots, "Write the tables only");
 
   bool version = false;
@@ -312,7 +323,19 @@ int Main(int argc, char** argv) {
     if (quiet) return kExitOk;
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (!quiet) app.exit(e);  // prints the message and usage to stderr
+    if (quiet) return kExitUserError;
+    if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
+      std::vector<std::string> commands;
+      for (const CLI::App* command : app.get_subcommands({}))
+        commands.push_back(command->get_name());
+      const std::string_view word = argv[1];
+      fmt::print(stderr, "error: unknown command '{}'; {} (lemmalab --help)\n", word,
+                 word.ends_with(".toml")
+                     ? fmt::format("to run a spec: lemmalab run {}", word)
+                     : fmt::format("the commands are {}", fmt::join(commands, ", ")));
+    } else {
+      app.exit(e);  // prints the message and usage to stderr
+    }
     return kExitUserError;
   }
 

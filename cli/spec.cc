@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "problems/problem.h"
 #include "theory/probe.h"
 
 namespace lemmalab {
@@ -192,6 +193,18 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
   spec.problem = root->GetTable("problem");
   if (!spec.problem) root->Fail("problem", "missing the [problem] table");
   spec.problem->set_context("[problem]");
+  // Whether the problem reads data, settled before anything is loaded.
+  if (const ProblemInfo* problem = Problems().Find(spec.problem->GetString("name", ""))) {
+    if (spec.data && !problem->needs_data) {
+      root->Fail("data", fmt::format("problem '{}' makes its own data and reads no [data] table; "
+                                     "remove the table, or choose a problem that learns from data",
+                                     problem->name));
+    }
+    if (!spec.data && problem->needs_data) {
+      spec.problem->Fail(
+          "name", fmt::format("problem '{}' learns from data: add a [data] table", problem->name));
+    }
+  }
   if (std::shared_ptr<OptionTable> comm = root->GetTable("communication")) {
     comm->set_context("[communication]");
     spec.comm = CommFromOptions(comm.get(), spec.workers);

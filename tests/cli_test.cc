@@ -315,13 +315,52 @@ TEST(Cli, UnsplittableCompressorsUnderAllreduce) {
   }
 }
 
+// A [data] table on a problem that makes its own data was silently ignored; it is refused before
+// anything loads, as is a problem that learns from data without one.
+TEST(Cli, DataTableMustMatchTheProblem) {
+  TempDir dir;
+  WriteFile(dir / "table.csv", kTable);
+  const auto run = [&](const std::string& problem, bool data) {
+    WriteFile(dir / "spec.toml",
+              fmt::format("seed = 1\nsteps = 2\n{}[problem]\nname = \"{}\"\n[[optimizer]]\n"
+                          "name = \"sgd\"\nschedule = {{ name = \"constant\", lr = 0.1 }}\n",
+                          data ? "[data]\nsource = \"csv\"\npath = \"table.csv\"\nlabel = "
+                                 "\"y\"\n"
+                               : "",
+                          problem));
+    return RunLemmalab({"run", (dir / "spec.toml").string(), "--out", (dir / "out").string()});
+  };
+  const CommandResult extra = run("quadratic", true);
+  EXPECT_EQ(extra.exit_code, 2);
+  EXPECT_THAT(extra.err, HasSubstr("spec.toml:3:2: run spec: problem 'quadratic' makes its own "
+                                   "data and reads no [data] table"));
+  const CommandResult missing = run("logreg", false);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("spec.toml:4:1: [problem]: problem 'logreg' learns from "
+                                     "data: add a [data] table"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
 TEST(Cli, MissingSpecFileAndBadCommandLine) {
   const CommandResult missing = RunLemmalab({"run", "/nonexistent/spec.toml"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err,
               HasSubstr("/nonexistent/spec.toml: cannot read the run spec: no such file"));
   EXPECT_EQ(RunLemmalab({"run"}).exit_code, 2);
-  EXPECT_EQ(RunLemmalab({"frobnicate"}).exit_code, 2);
+  const CommandResult unknown = RunLemmalab({"frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("error: unknown command 'frobnicate'; the commands are list, "
+                                     "run, check, trace, sweep, report"));
+  EXPECT_THAT(RunLemmalab({"spec.toml"}).err,
+              HasSubstr("unknown command 'spec.toml'; to run a spec: lemmalab run spec.toml"));
+  for (const auto& [command, option] :
+       {std::pair{"run", "--out"}, std::pair{"check", "--out"}, std::pair{"sweep", "--out"},
+        std::pair{"trace", "--out"}, std::pair{"check", "--from"}}) {
+    const CommandResult empty = RunLemmalab({command, "x.toml", option, ""});
+    EXPECT_EQ(empty.exit_code, 2) << command << " " << option;
+    EXPECT_THAT(empty.err, HasSubstr(fmt::format("{}: an empty path names no folder", option)));
+  }
+  EXPECT_THAT(RunLemmalab({"report", ""}).err, HasSubstr("DIR: an empty path names no folder"));
   EXPECT_EQ(RunLemmalab({"run", "x.toml", "--threads", "0"}).exit_code, 2);
   EXPECT_EQ(RunLemmalab({"run", "x.toml", "--threads", "100000"}).exit_code, 2);
   EXPECT_EQ(RunLemmalab({"run", "x.toml", "--threads", "abc"}).exit_code, 2);
