@@ -301,11 +301,11 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
   std::vector<Constant> constants = problem->Constants();
   if (spec.reference && !validate_only) {
     if constexpr (std::is_same_v<T, double>) {
-      constants = ReferenceConstants(*problem, spec.seed, spec.reference_iterations);
+      constants = ReferenceConstants(*problem, spec.seed, spec.reference_iterations, options.stop);
     } else {
       const std::unique_ptr<Problem<double>> exact =
           MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
-      constants = ReferenceConstants(*exact, spec.seed, spec.reference_iterations);
+      constants = ReferenceConstants(*exact, spec.seed, spec.reference_iterations, options.stop);
     }
   }
   std::optional<double> f_star;

@@ -103,11 +103,6 @@ struct ExperimentReport {
   std::vector<std::string> unused_probes;  // listed, applying to no run (probes_may_not_apply)
 };
 
-class Interrupted : public std::runtime_error {
- public:
-  Interrupted() : std::runtime_error("interrupted") {}
-};
-
 ExperimentReport RunExperiment(const RunSpec& spec, const ExperimentOptions& options);
 
 // Builds everything RunExperiment would (data, problem, optimizers, probes), so that every option

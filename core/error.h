@@ -1,8 +1,10 @@
-// The two kinds of failure lemmalab distinguishes.
+// The two kinds of failure lemmalab distinguishes, and the stop it honours.
 //
 // UserError: bad input (a spec, an option, a data file). Its message names the file or option,
 // the value and the rule it broke; the CLI prints it and exits with code 2.
 // InternalError: a broken invariant, i.e. a bug in lemmalab. Raised by LEMMALAB_CHECK.
+// Interrupted: a stop was requested (SIGINT, SIGTERM) and the work in progress gave up; the CLI
+// writes no results and exits with 128 + the signal.
 #pragma once
 
 #include <fmt/format.h>
@@ -20,6 +22,11 @@ class UserError : public std::runtime_error {
 class InternalError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
+};
+
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("interrupted") {}
 };
 
 namespace internal {

@@ -32,10 +32,25 @@ class FullBatchObjective final : public ceres::FirstOrderFunction {
   mutable Eigen::VectorXd gradient_;
 };
 
+// Ends Ceres' iterations when a stop is requested (Ceres checks callbacks between iterations).
+class StopCallback final : public ceres::IterationCallback {
+ public:
+  explicit StopCallback(const std::atomic<bool>* stop) : stop_(stop) {}
+  ceres::CallbackReturnType operator()(const ceres::IterationSummary& /*summary*/) override {
+    return Stopped(stop_) ? ceres::SOLVER_ABORT : ceres::SOLVER_CONTINUE;
+  }
+
+  static bool Stopped(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
+
+ private:
+  const std::atomic<bool>* stop_;
+};
+
 }  // namespace
 
 FullBatchMinimum MinimizeFullBatch(const Problem<double>& problem, const Eigen::VectorXd& start,
-                                   int max_iterations, double gradient_tolerance) {
+                                   int max_iterations, double gradient_tolerance,
+                                   const std::atomic<bool>* stop) {
   // The GradientProblem owns the function it is given.
   ceres::GradientProblem gradient_problem(new FullBatchObjective(problem));
   ceres::GradientProblemSolver::Options options;
@@ -45,10 +60,13 @@ FullBatchMinimum MinimizeFullBatch(const Problem<double>& problem, const Eigen::
   options.function_tolerance = 1e-16;
   options.parameter_tolerance = 1e-16;
   options.logging_type = ceres::SILENT;
+  StopCallback callback(stop);
+  options.callbacks.push_back(&callback);
   FullBatchMinimum minimum;
   minimum.x = start;
   ceres::GradientProblemSolver::Summary summary;
   ceres::Solve(options, gradient_problem, minimum.x.data(), &summary);
+  if (StopCallback::Stopped(stop)) throw Interrupted();
   Eigen::VectorXd gradient;
   minimum.value = problem.Objective(minimum.x, &gradient);
   minimum.grad_norm = gradient.norm();
@@ -58,7 +76,7 @@ FullBatchMinimum MinimizeFullBatch(const Problem<double>& problem, const Eigen::
 }
 
 double EstimateSmoothness(const Problem<double>& problem, const Eigen::VectorXd& x,
-                          std::uint64_t seed, int iterations) {
+                          std::uint64_t seed, int iterations, const std::atomic<bool>* stop) {
   const std::int64_t d = problem.dimension();
   PhiloxStream stream({seed, Purpose::kDataSynthesis, kGlobalStream, 1});
   boost::random::normal_distribution<double> normal;
@@ -71,6 +89,7 @@ double EstimateSmoothness(const Problem<double>& problem, const Eigen::VectorXd&
   Eigen::VectorXd up, down;
   double estimate = 0;
   for (int k = 0; k < iterations; ++k) {
+    if (StopCallback::Stopped(stop)) throw Interrupted();
     problem.Objective(x + h * v, &up);
     problem.Objective(x - h * v, &down);
     const Eigen::VectorXd hv = (up - down) / (2 * h);
@@ -92,12 +111,12 @@ const Constant* FindConstant(const std::vector<Constant>& constants, std::string
 }
 
 std::vector<Constant> ReferenceConstants(const Problem<double>& problem, std::uint64_t seed,
-                                         int max_iterations) {
+                                         int max_iterations, const std::atomic<bool>* stop) {
   std::vector<Constant> constants = problem.Constants();
   const Eigen::VectorXd start = problem.InitialPoint();
   std::optional<FullBatchMinimum> minimum;
   if (FindConstant(constants, "f_star") == nullptr) {
-    minimum = MinimizeFullBatch(problem, start, max_iterations);
+    minimum = MinimizeFullBatch(problem, start, max_iterations, kReferenceGradientTolerance, stop);
     constants.push_back(
         {"f_star", minimum->value, Certainty::kEstimate,
          fmt::format("Ceres L-BFGS from x_0: {} iterations, |grad f| = {:.3g} at the end, "
@@ -105,10 +124,10 @@ std::vector<Constant> ReferenceConstants(const Problem<double>& problem, std::ui
                      minimum->iterations, minimum->grad_norm, minimum->termination)});
   }
   if (FindConstant(constants, "L") == nullptr) {
-    double L = EstimateSmoothness(problem, start, seed);
+    double L = EstimateSmoothness(problem, start, seed, kPowerIterations, stop);
     std::string where = "x_0";
     if (minimum) {
-      L = std::max(L, EstimateSmoothness(problem, minimum->x, seed));
+      L = std::max(L, EstimateSmoothness(problem, minimum->x, seed, kPowerIterations, stop));
       where = "x_0 and at the L-BFGS minimiser";
     }
     constants.push_back({"L", L, Certainty::kEstimate,

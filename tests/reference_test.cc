@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 
 #include "problems/quadratic.h"
@@ -49,6 +50,55 @@ TEST(Reference, CeresOptimumAgreesWithALongGradientDescentRun) {
   EXPECT_GE(f, minimum.value - 1e-12) << "Ceres' point is a minimum: GD cannot go below it";
   EXPECT_LT(std::abs(f - minimum.value) / std::abs(minimum.value), 1e-6)
       << "GD " << f << " Ceres " << minimum.value;
+}
+
+// Sets a stop flag once the objective has been evaluated `calls` times: a SIGINT arriving in
+// the middle of the reference computation, deterministically.
+// Sets a stop flag once the objective has been evaluated `calls` times: a SIGINT arriving in
+// the middle of the reference computation, deterministically.
+class StopAfter final : public Problem<double> {
+ public:
+  StopAfter(const Problem<double>& inner, int calls, std::atomic<bool>& stop)
+      : inner_(inner), calls_(calls), stop_(stop) {}
+  std::int64_t dimension() const override { return inner_.dimension(); }
+  int num_workers() const override { return inner_.num_workers(); }
+  Vector<double> InitialPoint() const override { return inner_.InitialPoint(); }
+  double StochasticGradient(int worker, ConstVectorRef<double> x, PhiloxStream& stream,
+                            VectorRef<double> g) const override {
+    return inner_.StochasticGradient(worker, x, stream, g);
+  }
+  double Objective(ConstVectorRef<double> x, Vector<double>* gradient) const override {
+    if (++made_ == calls_) stop_.store(true);
+    return inner_.Objective(x, gradient);
+  }
+  Evaluation Evaluate(ConstVectorRef<double> x) const override { return inner_.Evaluate(x); }
+  std::string Describe() const override { return inner_.Describe(); }
+  int made() const { return made_; }
+
+ private:
+  const Problem<double>& inner_;
+  int calls_;
+  std::atomic<bool>& stop_;
+  mutable int made_ = 0;
+};
+
+// SIGINT during the reference computation (Ceres' L-BFGS for f*, then power iteration for L)
+// was ignored until it finished, 90 s and more; both now stop at their next iteration.
+TEST(Reference, AStopRequestEndsTheSolversAtTheirNextIteration) {
+  const auto problem = BreastCancerLogreg(1e-3);
+  std::atomic<bool> never{false};
+  const StopAfter counting(*problem, 0, never);
+  ReferenceConstants(counting, 1, 10000, &never);
+  const int total = counting.made();
+  ASSERT_GT(total, 20);
+  // Early in L-BFGS, midway, and in the last power iteration but one (a stop during the very
+  // last iteration finds the work done).
+  for (const int calls : {1, total / 2, total - 4}) {
+    std::atomic<bool> stop{false};
+    const StopAfter stopping(*problem, calls, stop);
+    EXPECT_THROW(ReferenceConstants(stopping, 1, 10000, &stop), Interrupted) << calls;
+    EXPECT_LE(stopping.made(), calls + 64) << "stopped within an iteration's evaluations";
+  }
 }
 
 TEST(Reference, IterationLimitIsHonouredAndReported) {
