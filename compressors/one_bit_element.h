@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/host_device.h"
+#include "core/wire_nan.h"
 
 namespace lemmalab::one_bit {
 
@@ -89,7 +90,8 @@ LEMMALAB_HOST_DEVICE inline double CombinePartials(const double* partials) {
 }
 
 // The float32 scale of a block of `size` elements from its reduction: max |u_j| over its finite
-// elements (kMaxAbs), sum u_j^2 (kRms) or sum |u_j| (kMeanAbs), in double; 1 for kNone.
+// elements (kMaxAbs), sum u_j^2 (kRms) or sum |u_j| (kMeanAbs), in double; 1 for kNone. A NaN
+// scale (the block held a NaN) is the wire's NaN (core/wire_nan.h).
 LEMMALAB_HOST_DEVICE inline float ScaleFromReduction(Scale kind, double reduction, double size) {
   switch (kind) {
     case Scale::kNone:
@@ -106,9 +108,9 @@ LEMMALAB_HOST_DEVICE inline float ScaleFromReduction(Scale kind, double reductio
       return s;
     }
     case Scale::kRms:
-      return static_cast<float>(sqrt(reduction) / sqrt(size));
+      return WireNaN(static_cast<float>(sqrt(reduction) / sqrt(size)));
     case Scale::kMeanAbs:
-      return static_cast<float>(reduction / size);
+      return WireNaN(static_cast<float>(reduction / size));
   }
   return 1.0f;
 }

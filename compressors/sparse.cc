@@ -97,7 +97,7 @@ void SparseCompressor<T>::Write(std::span<const std::uint32_t> indices, ConstVec
     for (int b = 0; b < index_bytes_; ++b) *p++ = static_cast<std::uint8_t>(j >> (8 * b));
   }
   for (const std::uint32_t j : indices) {
-    const T v = x[j];
+    const T v = WireNaN(x[j]);  // a computed NaN's bits depend on the hardware
     std::memcpy(p, &v, sizeof(T));  // the host is little-endian, as the wire
     p += sizeof(T);
   }

@@ -3,7 +3,8 @@
 //
 // Wire format: k indices in ascending order, each in the narrowest unsigned little-endian integer
 // that holds d - 1 (1 byte if d <= 256, 2 if d <= 65536, else 4), followed by the k values in the
-// run's precision T (float32 or float64, little-endian) in the same order. k and d are known to
+// run's precision T (float32 or float64, little-endian) in the same order, a NaN as the wire's
+// NaN (core/wire_nan.h). k and d are known to
 // both ends from the configuration and the shape, so nothing else is sent:
 //   bits = k * (8 * IndexBytes(d) + 8 * sizeof(T)).
 // Values travel in T rather than float32 because a sparse message is meant to carry the kept

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/host_device.h"
+#include "core/wire_nan.h"
 
 namespace lemmalab::sparse {
 

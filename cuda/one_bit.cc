@@ -34,6 +34,7 @@ OneBitCoder::OneBitCoder(const OneBitFormat& format)
       message_(layout_.message_words()),
       counts_(2) {
   block_ends_.CopyFrom(layout_.block_ends);
+  LEMMALAB_CUDA_CHECK(cudaMemset(counts_.data(), 0, 2 * sizeof(unsigned long long)));  // stats()
   switch (format_.scale) {
     case OneBitFormat::Scale::kNone:
       break;

@@ -33,8 +33,8 @@ struct Devices {
 
 Devices QueryDevices();
 
-// "CUDA 13.0 (runtime 13.0, driver 12.8): NVIDIA H100 80GB HBM3 (sm_90, 79.6 GiB)", or the reason
-// there is no device.
+// "CUDA runtime 13.0, driver 13.0: NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB)", or
+// "CUDA runtime 13.0: no device (<the runtime's reason>)".
 std::string Describe(const Devices& devices);
 
 // Throws an InternalError naming `call` and the runtime's message unless status is cudaSuccess.

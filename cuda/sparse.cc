@@ -16,6 +16,7 @@ SparseCoder::SparseCoder(std::int64_t dimension, std::int64_t k, float scale)
       non_finite_(1) {
   LEMMALAB_CHECK(k >= 1 && k <= dimension && dimension <= (std::int64_t{1} << 32),
                  "sparse coder: k = {} for d = {}", k, dimension);
+  LEMMALAB_CUDA_CHECK(cudaMemset(non_finite_.data(), 0, sizeof(unsigned long long)));  // stats()
 }
 
 SparseCoder SparseCoder::TopK(std::int64_t dimension, std::int64_t k) {

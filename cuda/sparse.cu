@@ -95,12 +95,12 @@ __global__ void WriteMessageKernel(const std::uint32_t* indices, std::int64_t k,
   for (int b = 0; b < index_bytes; ++b) {
     message[i * index_bytes + b] = static_cast<std::uint8_t>(j >> (8 * b));
   }
-  const float v = values[j];
+  const float v = WireNaN(values[j]);
   std::uint32_t bits;
   memcpy(&bits, &v, sizeof bits);
   std::uint8_t* value = message + k * index_bytes + 4 * i;  // not 4-byte aligned in general
   for (int b = 0; b < 4; ++b) value[b] = static_cast<std::uint8_t>(bits >> (8 * b));
-  if (e != nullptr) e[j] = sparse::KeptResidual(v, scale);
+  if (e != nullptr) e[j] = sparse::KeptResidual(values[j], scale);
 }
 
 __global__ void ExpandKernel(const std::uint8_t* message, std::int64_t k, int index_bytes,

@@ -5,8 +5,7 @@
 // NaN, infinities, signed zeros, denormals and inputs outside [-1, 1].
 //
 // Needs an NVIDIA GPU: on a machine without one every test is skipped, and says why.
-#include "cuda/one_bit.h"
-
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -14,25 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "cuda/one_bit.h"
+#include "tests/cuda_test_util.h"
 #include "tests/one_bit_cases.h"
 
 namespace lemmalab::cuda {
 namespace {
 
-#define LEMMALAB_REQUIRE_GPU()                                \
-  do {                                                        \
-    const Devices devices = QueryDevices();                   \
-    if (devices.list.empty()) {                               \
-      GTEST_SKIP() << "no CUDA device: " << devices.why_none; \
-    }                                                         \
-  } while (false)
-
-template <typename T>
-DeviceBuffer<T> OnDevice(const std::vector<T>& host) {
-  DeviceBuffer<T> device(host.size());
-  device.CopyFrom(host);
-  return device;
-}
+using testing::OnDevice;
 
 using testing::ConstView;
 using testing::ExpectSameFloats;
@@ -42,38 +30,47 @@ using testing::OneBitCases;
 using testing::OneBitInputs;
 using testing::View;
 
+// Two steps of error feedback on one coder (its reductions and counters must start afresh), the
+// second on smaller inputs, from each of the four offsets into a Philox block, with and without
+// special values.
 TEST(CudaOneBit, EncodeWithFeedbackGivesTheCpuMessageErrorAndStream) {
   LEMMALAB_REQUIRE_GPU();
   for (const std::int64_t d : kOneBitLengths) {
     for (const OneBitCase& c : OneBitCases(d)) {
-      SCOPED_TRACE(c.name + ", d = " + std::to_string(d));
-      // Inputs of scale 3 put many u outside Q's domain [-1, 1] (clip) and exercise rescale.
-      const std::vector<float> x = OneBitInputs(static_cast<std::size_t>(d), 1, 3.0f);
-      const std::vector<float> e0 = OneBitInputs(static_cast<std::size_t>(d), 2, 0.5f);
-      const float a = 0.875f;
-      const StreamKey key{11, Purpose::kWorkerCompression, 2, 5};
-      PhiloxStream cpu_stream(key), gpu_stream(key);
-      for (int k = 0; k < 3; ++k) cpu_stream(), gpu_stream();  // start mid-block
+      for (const bool specials : {true, false}) {
+        for (int offset = 0; offset < 4; ++offset) {
+          SCOPED_TRACE(fmt::format("{}, d = {}, specials {}, stream offset {}", c.name, d, specials,
+                                   offset));
+          const auto n = static_cast<std::size_t>(d);
+          // Inputs of scale 3 put many u outside Q's domain [-1, 1] (clip) and exercise rescale.
+          const std::vector<float> e0 = OneBitInputs(n, 2, 0.5f, specials);
+          const StreamKey key{11, Purpose::kWorkerCompression, 2, 5};
+          PhiloxStream cpu_stream(key), gpu_stream(key);
+          for (int k = 0; k < offset; ++k) cpu_stream(), gpu_stream();
 
-      auto cpu = MakeOneBitCompressor<float>(c.format);
-      std::vector<float> cpu_e = e0;
-      Message cpu_message;
-      const EncodeStats cpu_stats =
-          cpu->EncodeWithFeedback(ConstView(x), a, View(cpu_e), cpu_stream, cpu_message);
+          auto cpu = MakeOneBitCompressor<float>(c.format);
+          OneBitCoder coder(c.format);
+          std::vector<float> cpu_e = e0;
+          DeviceBuffer<float> gpu_e = OnDevice(e0);
+          for (const float sigma : {3.0f, 0.25f}) {
+            const std::vector<float> x = OneBitInputs(n, 1, sigma, specials);
+            Message cpu_message;
+            const EncodeStats cpu_stats =
+                cpu->EncodeWithFeedback(ConstView(x), 0.875f, View(cpu_e), cpu_stream, cpu_message);
+            DeviceBuffer<float> gpu_x = OnDevice(x);
+            coder.Encode(gpu_x.data(), gpu_e.data(), 0.875f, gpu_e.data(), gpu_stream);
+            const EncodeStats gpu_stats = coder.stats();
 
-      OneBitCoder coder(c.format);
-      DeviceBuffer<float> gpu_x = OnDevice(x), gpu_e = OnDevice(e0);
-      coder.Encode(gpu_x.data(), gpu_e.data(), a, gpu_e.data(), gpu_stream);
-      const Message gpu_message = coder.CopyMessage();
-      const EncodeStats gpu_stats = coder.stats();
-
-      EXPECT_EQ(cpu_message.bytes, gpu_message.bytes);
-      ExpectSameFloats(cpu_e, gpu_e.ToHost(), "error feedback");
-      EXPECT_EQ(cpu_stream.position(), gpu_stream.position());
-      EXPECT_EQ(cpu_stream(), gpu_stream());
-      EXPECT_EQ(cpu_stats.elements, gpu_stats.elements);
-      EXPECT_EQ(cpu_stats.out_of_domain, gpu_stats.out_of_domain);
-      EXPECT_EQ(cpu_stats.non_finite, gpu_stats.non_finite);
+            EXPECT_EQ(cpu_message.bytes, coder.CopyMessage().bytes) << "sigma " << sigma;
+            ExpectSameFloats(cpu_e, gpu_e.ToHost(), "error feedback");
+            EXPECT_EQ(cpu_stream.position(), gpu_stream.position());
+            EXPECT_EQ(cpu_stats.elements, gpu_stats.elements);
+            EXPECT_EQ(cpu_stats.out_of_domain, gpu_stats.out_of_domain);
+            EXPECT_EQ(cpu_stats.non_finite, gpu_stats.non_finite);
+          }
+          EXPECT_EQ(cpu_stream(), gpu_stream());
+        }
+      }
     }
   }
 }

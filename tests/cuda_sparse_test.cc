@@ -12,6 +12,7 @@
 #include "compressors/random_k.h"
 #include "compressors/top_k.h"
 #include "cuda/sparse.h"
+#include "tests/cuda_test_util.h"
 #include "tests/one_bit_cases.h"
 
 namespace lemmalab::cuda {
@@ -22,20 +23,7 @@ using testing::ExpectSameFloats;
 using testing::OneBitInputs;
 using testing::View;
 
-#define LEMMALAB_REQUIRE_GPU()                                \
-  do {                                                        \
-    const Devices devices = QueryDevices();                   \
-    if (devices.list.empty()) {                               \
-      GTEST_SKIP() << "no CUDA device: " << devices.why_none; \
-    }                                                         \
-  } while (false)
-
-template <typename T>
-DeviceBuffer<T> OnDevice(const std::vector<T>& host) {
-  DeviceBuffer<T> device(host.size());
-  device.CopyFrom(host);
-  return device;
-}
+using testing::OnDevice;
 
 // Normal values with specials, every third one rounded to a multiple of 1/4 so that many
 // magnitudes tie across the threshold.

@@ -22,25 +22,28 @@
 
 namespace lemmalab::testing {
 
-// Normal values of deviation sigma with, spread over the vector when it has room, 1, -1, +-0,
-// NaN, +-inf, the float after 1, the smallest denormal and 1e30.
-inline std::vector<float> OneBitInputs(std::size_t n, std::uint64_t seed, float sigma) {
+// Normal values of deviation sigma with, when `specials` and the vector has room, 1, -1, +-0,
+// NaN, +-inf, the float after 1, the smallest denormal and 1e30 spread over it. (A NaN makes its
+// block's scale, residuals and decoded values NaN, which compare as equal: the cases without
+// specials are the ones that check those values.)
+inline std::vector<float> OneBitInputs(std::size_t n, std::uint64_t seed, float sigma,
+                                       bool specials = true) {
   PhiloxStream s({seed, Purpose::kDataSynthesis, kGlobalStream, 0});
   boost::random::normal_distribution<float> normal(0.0f, sigma);
   std::vector<float> v(n);
   for (float& x : v) x = normal(s);
-  const float specials[] = {1.0f,
-                            -1.0f,
-                            0.0f,
-                            -0.0f,
-                            std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(),
-                            std::nextafter(1.0f, 2.0f),
-                            std::numeric_limits<float>::denorm_min(),
-                            1e30f};
-  for (std::size_t k = 0; k < std::size(specials) && n >= 64; ++k) {
-    v[(k * 7919 + 3) % n] = specials[k];
+  const float kSpecials[] = {1.0f,
+                             -1.0f,
+                             0.0f,
+                             -0.0f,
+                             std::numeric_limits<float>::quiet_NaN(),
+                             std::numeric_limits<float>::infinity(),
+                             -std::numeric_limits<float>::infinity(),
+                             std::nextafter(1.0f, 2.0f),
+                             std::numeric_limits<float>::denorm_min(),
+                             1e30f};
+  for (std::size_t k = 0; specials && k < std::size(kSpecials) && n >= 64; ++k) {
+    v[(k * 7919 + 3) % n] = kSpecials[k];
   }
   return v;
 }
@@ -71,7 +74,9 @@ struct OneBitCase {
 };
 
 // Every 1-bit format, for vectors of length d: Birder's Q (clip, rescale), sign, scaled sign
-// (one block, chunks of 1000) and Block-Sign (three uneven layers when d >= 2000, fixed 256).
+// (one block, chunks of 1000) and Block-Sign (three uneven layers when d >= 2000, fixed 256),
+// and Q rescaled per block of 1000 (no compressor offers it; it runs the max-abs reduction over
+// many blocks).
 inline std::vector<OneBitCase> OneBitCases(std::int64_t d) {
   const CompressorShape layered{
       d, d >= 2000
@@ -83,7 +88,13 @@ inline std::vector<OneBitCase> OneBitCases(std::int64_t d) {
           {"scaled-sign", ScaledSignFormat(d, 0)},
           {"scaled-sign chunk 1000", ScaledSignFormat(d, 1000)},
           {"block-sign layers", BlockSignFormat(layered, 0)},
-          {"block-sign fixed 256", BlockSignFormat(layered, 256)}};
+          {"block-sign fixed 256", BlockSignFormat(layered, 256)},
+          {"stochastic-binary rescale per 1000", [&] {
+             OneBitFormat format = StochasticBinaryFormat(QuantizerDomain::kRescale, d);
+             format.blocks = FixedBlocks(d, 1000);
+             format.fixed_block_size = 1000;
+             return format;
+           }()}};
 }
 
 // Lengths that end inside a warp (32), a CUDA tile (1024 elements), a 64-bit word and a block.

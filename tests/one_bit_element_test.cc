@@ -81,21 +81,27 @@ Encoded ByDefinition(const OneBitFormat& format, const std::vector<float>& x,
 TEST(OneBitElement, CpuCompressorsEqualTheElementDefinition) {
   for (const std::int64_t d : kOneBitLengths) {
     for (const OneBitCase& c : OneBitCases(d)) {
-      SCOPED_TRACE(c.name + ", d = " + std::to_string(d));
-      const std::vector<float> x = OneBitInputs(static_cast<std::size_t>(d), 1, 3.0f);
-      const std::vector<float> e0 = OneBitInputs(static_cast<std::size_t>(d), 2, 0.5f);
-      const StreamKey key{11, Purpose::kWorkerCompression, 2, 5};
-      PhiloxStream cpu_stream(key), defined_stream(key);
-      for (int k = 0; k < 3; ++k) cpu_stream(), defined_stream();  // start mid-block
+      for (const bool specials : {true, false}) {
+        for (int offset = 0; offset < 4; ++offset) {  // into a Philox block
+          SCOPED_TRACE(c.name + ", d = " + std::to_string(d) + (specials ? ", specials" : "") +
+                       ", offset " + std::to_string(offset));
+          const auto n = static_cast<std::size_t>(d);
+          const std::vector<float> x = OneBitInputs(n, 1, 3.0f, specials);
+          const std::vector<float> e0 = OneBitInputs(n, 2, 0.5f, specials);
+          const StreamKey key{11, Purpose::kWorkerCompression, 2, 5};
+          PhiloxStream cpu_stream(key), defined_stream(key);
+          for (int k = 0; k < offset; ++k) cpu_stream(), defined_stream();
 
-      std::vector<float> e = e0;
-      Message message;
-      MakeOneBitCompressor<float>(c.format)->EncodeWithFeedback(ConstView(x), 0.875f, View(e),
-                                                                cpu_stream, message);
-      const Encoded defined = ByDefinition(c.format, x, e0, 0.875f, defined_stream);
-      EXPECT_EQ(message.bytes, defined.bytes);
-      ExpectSameFloats(defined.e, e, "error feedback");
-      EXPECT_EQ(cpu_stream.position(), defined_stream.position());
+          std::vector<float> e = e0;
+          Message message;
+          MakeOneBitCompressor<float>(c.format)->EncodeWithFeedback(ConstView(x), 0.875f, View(e),
+                                                                    cpu_stream, message);
+          const Encoded defined = ByDefinition(c.format, x, e0, 0.875f, defined_stream);
+          EXPECT_EQ(message.bytes, defined.bytes);
+          ExpectSameFloats(defined.e, e, "error feedback");
+          EXPECT_EQ(cpu_stream.position(), defined_stream.position());
+        }
+      }
     }
   }
 }
