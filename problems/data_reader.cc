@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -34,11 +35,7 @@ std::size_t GzipReader::Read(void* data, std::size_t size) {
     const int got = gzread(in_, out + done, want);
     int error = Z_OK;
     const char* message = gzerror(in_, &error);
-    if (got < 0 || (error != Z_OK && error != Z_BUF_ERROR)) {
-      throw UserError(fmt::format(
-          "{}: read error after byte {} of the uncompressed stream: {} (corrupt gzip data?)", file_,
-          offset_, error == Z_ERRNO ? std::strerror(errno) : message));
-    }
+    if (got < 0 || (error != Z_OK && error != Z_BUF_ERROR)) FailRead(error, message);
     done += static_cast<std::size_t>(got);
     offset_ += static_cast<std::uint64_t>(got);
     // Z_BUF_ERROR: the compressed input ended inside a gzip stream ("unexpected end of file").
@@ -46,6 +43,30 @@ std::size_t GzipReader::Read(void* data, std::size_t size) {
     if (static_cast<unsigned>(got) < want) break;
   }
   return done;
+}
+
+void GzipReader::FailRead(int error, const char* message) const {
+  if (error == Z_ERRNO) {
+    throw UserError(fmt::format("{}: read error after byte {} of the uncompressed stream: {}",
+                                file_, offset_, std::strerror(errno)));
+  }
+  // gzerror's text starts with the file's name, which the message gives already.
+  std::string_view reason = message;
+  if (const std::string prefix = file_ + ": "; reason.starts_with(prefix)) {
+    reason.remove_prefix(prefix.size());
+  }
+  // zlib checks a gzip stream's CRC-32 and length when the stream ends: the data inflated, but
+  // is not what was compressed.
+  if (reason == "incorrect data check" || reason == "incorrect length check") {
+    throw UserError(fmt::format(
+        "{}: corrupt file: its gzip checksum does not match the data it holds (zlib: {}); the "
+        "file was damaged after it was compressed",
+        file_, reason));
+  }
+  throw UserError(fmt::format(
+      "{}: corrupt gzip data near byte {} of the compressed file (zlib: {}); {} bytes of data "
+      "were read before it",
+      file_, gzoffset(in_), reason, offset_));
 }
 
 std::vector<unsigned char> GzipReader::ReadToEnd() {

@@ -47,6 +47,9 @@ class GzipReader {
   [[noreturn]] void FailTruncated(std::string_view detail) const;
 
  private:
+  // Throws the UserError for a failed gzread: a system error, a checksum that does not match, or
+  // corrupt compressed data, each said so.
+  [[noreturn]] void FailRead(int error, const char* message) const;
   [[noreturn]] void FailCutOff() const;
 
   std::string file_;

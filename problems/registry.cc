@@ -34,7 +34,12 @@ Shards ShardsFromOptions(OptionTable& options, const Dataset& data, const Proble
   }
   if (rule == "dirichlet") {
     const double alpha = table->RequireDouble("alpha", Interval::Positive());
-    shards = DirichletShards(data.train.labels, data.classes, context.workers, alpha, context.seed);
+    try {
+      shards =
+          DirichletShards(data.train.labels, data.classes, context.workers, alpha, context.seed);
+    } catch (const UserError& e) {
+      table->Fail("alpha", e.what());  // names the file, line and option
+    }
     description = fmt::format("Dirichlet({})", alpha);
   }
   table->RejectUnknownKeys();

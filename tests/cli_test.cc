@@ -199,6 +199,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "6 training samples cannot be split across 7 workers"},
         BadInput{"DirichletWithoutAlpha", "batch_size = 2",
                  "batch_size = 2\nshards = { name = \"dirichlet\" }", "alpha"},
+        BadInput{"DirichletAlphaTooSmall", "batch_size = 2",
+                 "batch_size = 2\nshards = { name = \"dirichlet\", alpha = 1e-300 }",
+                 "spec.toml:14:32: problem 'logreg': shards: Dirichlet label skew with alpha = "
+                 "1e-300 left some of the 4 workers without samples"},
         BadInput{"UnknownShardRule", "batch_size = 2", "batch_size = 2\nshards = \"skewed\"",
                  "spec.toml:14:1: problem 'logreg': shards: name must be one of iid, contiguous, "
                  "sorted, dirichlet; got 'skewed'"},

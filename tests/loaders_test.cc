@@ -190,9 +190,19 @@ TEST(Idx, GzipFileCutShortIsTruncation) {
   std::string damaged = zipped;
   damaged[damaged.size() - 6] ^= 0x55;
   WriteFile(dir / "damaged.gz", damaged);
-  EXPECT_THAT(UserErrorOf([&] { ReadIdx(dir / "damaged.gz", dir / "labels", 10); }),
-              AllOf(HasSubstr((dir / "damaged.gz").string() + ": read error after byte "),
-                    HasSubstr("incorrect data check (corrupt gzip data?)")));
+  EXPECT_EQ(UserErrorOf([&] { ReadIdx(dir / "damaged.gz", dir / "labels", 10); }),
+            (dir / "damaged.gz").string() +
+                ": corrupt file: its gzip checksum does not match the data it holds (zlib: "
+                "incorrect data check); the file was damaged after it was compressed");
+  // Garbled compressed data (the first block's type set to the invalid 3) is said so, with where
+  // (both once said "read error after byte 0").
+  std::string garbled = zipped;
+  garbled[10] = static_cast<char>(garbled[10] | 0x06);
+  WriteFile(dir / "garbled.gz", garbled);
+  EXPECT_THAT(UserErrorOf([&] { ReadIdx(dir / "garbled.gz", dir / "labels", 10); }),
+              HasSubstr((dir / "garbled.gz").string() +
+                        ": corrupt gzip data near byte 11 of the compressed file (zlib: invalid "
+                        "block type); 0 bytes of data were read before it"));
 }
 
 TEST(Idx, LabelOutOfRangeNamesSampleAndOffset) {
