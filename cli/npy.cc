@@ -41,7 +41,7 @@ void WriteNpy(const std::filesystem::path& path, const std::vector<Eigen::Vector
                 static_cast<std::streamsize>(f.size() * sizeof(float)));
     }
   }
-  if (!out.flush()) throw UserError(fmt::format("{}: write failed", path.string()));
+  if (!out.flush()) throw WriteFailed(path.string());
 }
 
 }  // namespace lemmalab

@@ -226,7 +226,7 @@ void WriteRunsCsv(sqlite3* db, const std::filesystem::path& partial) {
   sqlite3_finalize(query);
   if (rc != SQLITE_DONE)
     throw UserError(fmt::format("reading results failed: {}", sqlite3_errmsg(db)));
-  if (!out.flush()) throw UserError(fmt::format("{}: write failed", partial.string()));
+  if (!out.flush()) throw WriteFailed(partial.string());
 }
 
 std::filesystem::path ResultsWriter::Partial(std::string_view name) const {
@@ -420,7 +420,7 @@ void ResultsWriter::WriteCsv(const std::filesystem::path& path) {
   sqlite3_finalize(query);
   if (rc != SQLITE_DONE)
     throw UserError(fmt::format("reading results failed: {}", sqlite3_errmsg(db_)));
-  if (!out.flush()) throw UserError(fmt::format("{}: write failed", path.string()));
+  if (!out.flush()) throw WriteFailed(path.string());
 }
 
 void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision precision) {

@@ -29,6 +29,10 @@ class Interrupted : public std::runtime_error {
   Interrupted() : std::runtime_error("interrupted") {}
 };
 
+// The error for a write to `file` that failed (after a stream's flush or close), with the
+// system's reason: "results/x/metrics.csv.partial: cannot write: No space left on device".
+UserError WriteFailed(const std::string& file);
+
 namespace internal {
 [[noreturn]] void CheckFailed(const char* condition, const char* file, int line,
                               const std::string& message);

@@ -11,6 +11,8 @@
 #include <thread>
 #include <tuple>
 
+#include "cli/npy.h"
+#include "core/error.h"
 #include "optimizers/optimizer.h"
 #include "tests/test_util.h"
 
@@ -343,6 +345,19 @@ TEST(Cli, DataTableMustMatchTheProblem) {
   EXPECT_THAT(missing.err, HasSubstr("spec.toml:4:1: [problem]: problem 'logreg' learns from "
                                      "data: add a [data] table"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+// A full disk was reported as "write failed"; the message now gives the system's reason.
+// /dev/full answers every write with ENOSPC.
+TEST(Cli, AFullDiskIsSaidSo) {
+  ASSERT_TRUE(std::filesystem::exists("/dev/full"));
+  const std::vector<Eigen::VectorXd> rows(4, Eigen::VectorXd::Ones(100000));
+  try {
+    WriteNpy("/dev/full", rows, Precision::kFp64);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), "/dev/full: cannot write: No space left on device");
+  }
 }
 
 TEST(Cli, MissingSpecFileAndBadCommandLine) {
