@@ -11,27 +11,13 @@
 
 #include <cstdint>
 
+#include "compressors/kernel_input.h"
+
 namespace lemmalab::multibit {
 
 template <typename T>
-struct Input {
-  const T* x = nullptr;
-  const T* e = nullptr;  // optional error feedback
-  T a = T(1);
-
-  T operator[](std::int64_t j) const { return e == nullptr ? x[j] : x[j] + a * e[j]; }
-};
-
-struct Counts {
-  std::int64_t out_of_domain = 0;
-  std::int64_t non_finite = 0;
-
-  Counts& operator+=(const Counts& other) {
-    out_of_domain += other.out_of_domain;
-    non_finite += other.non_finite;
-    return *this;
-  }
-};
+using Input = KernelInput<T>;
+using Counts = KernelCounts;
 
 // QSGD's norm pass over u_0..u_{n-1}, skipping non-finite elements: the largest |u_j|, the count
 // of non-finite elements, and (sum_squares) the sum of the u_j^2 in double, added in an order of

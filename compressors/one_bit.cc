@@ -154,9 +154,7 @@ Counts ReferenceStochastic(const Input<float>& in, float scale, const std::uint3
     for (std::int64_t j = begin; j < end; j += kWordBits) {
       const std::int64_t n = std::min(end - j, kWordBits);
       ScalarWords(*draw, draw->first + static_cast<std::uint64_t>(j - range_begin), n, local);
-      const Counts part = reference::QuantizeStochastic(in, scale, local, j, j + n, bits, e_out);
-      counts.out_of_domain += part.out_of_domain;
-      counts.non_finite += part.non_finite;
+      counts += reference::QuantizeStochastic(in, scale, local, j, j + n, bits, e_out);
     }
     return counts;
   } else {
@@ -250,8 +248,7 @@ Counts QuantizeT(const Input<float>& in, float scale, const std::uint32_t* words
   const Counts tail =
       kStochastic ? ReferenceStochastic<kFused>(in, scale, words, draw, begin, j, end, bits, e_out)
                   : reference::QuantizeSign(in, scale, j, end, bits, e_out);
-  counts.out_of_domain += tail.out_of_domain;
-  counts.non_finite += tail.non_finite;
+  counts += tail;
   return counts;
 }
 

@@ -18,23 +18,14 @@
 
 #include <cstdint>
 
+#include "compressors/kernel_input.h"
 #include "compressors/one_bit_element.h"
 
 namespace lemmalab::one_bit {
 
 template <typename T>
-struct Input {
-  const T* x = nullptr;
-  const T* e = nullptr;  // optional error feedback
-  T a = T(1);            // its factor (1 for classic EF, gamma_{t-1}/gamma_t for the scaled one)
-
-  T operator[](std::int64_t j) const { return e == nullptr ? x[j] : x[j] + a * e[j]; }
-};
-
-struct Counts {
-  std::int64_t out_of_domain = 0;  // finite |u_j| > 1
-  std::int64_t non_finite = 0;     // NaN or infinite u_j
-};
+using Input = KernelInput<T>;
+using Counts = KernelCounts;
 
 // sum u_j^2 and sum |u_j| over [begin, end), in double, in one_bit_element.h's fixed order.
 template <typename T>

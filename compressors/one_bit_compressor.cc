@@ -165,10 +165,7 @@ class OneBitCompressor final : public Compressor<T> {
         for (std::int64_t c = lo; c < hi; c += kWordChunk) {
           const std::int64_t c_end = std::min(hi, c + kWordChunk);
           stream.Fill(std::span(words_.data(), static_cast<std::size_t>(c_end - c)));
-          const one_bit::Counts part =
-              one_bit::QuantizeStochastic(u, scale, words_.data(), c, c_end, bits, e_out);
-          counts.out_of_domain += part.out_of_domain;
-          counts.non_finite += part.non_finite;
+          counts += one_bit::QuantizeStochastic(u, scale, words_.data(), c, c_end, bits, e_out);
         }
       }
       stats.out_of_domain += counts.out_of_domain;

@@ -1,12 +1,24 @@
 #include "cuda/one_bit.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "core/bits.h"
 
 namespace lemmalab::cuda {
 
 namespace kernels = one_bit_kernels;
+
+namespace {
+
+// A message's scales are its first `count` words, as float32 (the wire format); its bits follow.
+template <typename Word>
+auto ScaleWords(Word* message, std::size_t count) {
+  using Float = std::conditional_t<std::is_const_v<Word>, const float, float>;
+  return count == 0 ? nullptr : reinterpret_cast<Float*>(message);
+}
+
+}  // namespace
 
 OneBitLayout::OneBitLayout(const OneBitFormat& format) {
   LEMMALAB_CHECK(!format.blocks.empty(), "{} needs at least one block", format.name);
@@ -52,11 +64,6 @@ kernels::Blocks OneBitCoder::blocks() const {
   return {block_ends_.data(), static_cast<std::int64_t>(block_ends_.size())};
 }
 
-// The scales are the message's first words, as float32 (the wire format), when it sends any.
-const float* OneBitCoder::scales(const std::uint32_t* message) const {
-  return layout_.scale_count == 0 ? nullptr : reinterpret_cast<const float*>(message);
-}
-
 void OneBitCoder::Encode(const float* x, const float* e, float a, float* e_out,
                          PhiloxStream& stream) {
   const kernels::Input u{x, e, a};
@@ -65,8 +72,7 @@ void OneBitCoder::Encode(const float* x, const float* e, float a, float* e_out,
   if (format_.draw == OneBitFormat::Draw::kStochastic) {
     stream.Seek(stream.position() + static_cast<std::uint64_t>(layout_.dimension));
   }
-  float* scale_words =
-      layout_.scale_count == 0 ? nullptr : reinterpret_cast<float*>(message_.data());
+  float* scale_words = ScaleWords(message_.data(), layout_.scale_count);
   LEMMALAB_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 2 * sizeof(unsigned long long)));
   if (format_.scale == OneBitFormat::Scale::kMaxAbs) {
     LEMMALAB_CUDA_CHECK(
@@ -112,14 +118,17 @@ DeviceBuffer<std::uint32_t> OneBitCoder::Upload(const Message& message) const {
 }
 
 void OneBitCoder::Decode(const std::uint32_t* message, float* out) const {
-  kernels::Expand(message + layout_.scale_count, layout_.dimension, blocks(), scales(message), 1.0f,
-                  false, out, nullptr);
-  LEMMALAB_CUDA_CHECK(cudaGetLastError());
+  Expand(message, 1.0f, false, out);
 }
 
 void OneBitCoder::DecodeAdd(const std::uint32_t* message, float weight, float* acc) const {
-  kernels::Expand(message + layout_.scale_count, layout_.dimension, blocks(), scales(message),
-                  weight, true, acc, nullptr);
+  Expand(message, weight, true, acc);
+}
+
+void OneBitCoder::Expand(const std::uint32_t* message, float weight, bool accumulate,
+                         float* out) const {
+  kernels::Expand(message + layout_.scale_count, layout_.dimension, blocks(),
+                  ScaleWords(message, layout_.scale_count), weight, accumulate, out, nullptr);
   LEMMALAB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -22,10 +22,6 @@ constexpr int kTile = kThreads * kPerThread;  // elements per thread block
 constexpr int kTileBlocks = kTile / 4 + 1;    // Philox blocks covering a tile's words
 constexpr unsigned kAllLanes = 0xffffffffu;
 
-__device__ inline float ValueAt(const Input& u, std::int64_t j) {
-  return u.e == nullptr ? u.x[j] : u.x[j] + u.a * u.e[j];
-}
-
 // The block holding element j: the first b with ends[b] > j.
 __device__ inline std::int64_t BlockOf(const Blocks& blocks, std::int64_t j) {
   std::int64_t lo = 0, hi = blocks.count - 1;
@@ -56,7 +52,7 @@ __global__ void PartialSumsKernel(Input u, Blocks blocks, double* partials) {
   const std::int64_t hi = blocks.ends[b];
   double sum = 0;
   for (std::int64_t j = BlockBegin(blocks, b) + t % kPartials; j < hi; j += kPartials) {
-    const double v = static_cast<double>(ValueAt(u, j));
+    const double v = static_cast<double>(u[j]);
     sum += kSquares ? v * v : fabs(v);
   }
   partials[t] = sum;
@@ -68,7 +64,7 @@ __global__ void MaxAbsKernel(Input u, std::int64_t d, Blocks blocks, std::uint32
   float largest = 0.0f;
   std::int64_t b = 0;
   if (inside) {
-    const float v = ValueAt(u, j);
+    const float v = u[j];
     if (one_bit::IsFinite(v)) largest = fabsf(v);
     b = BlockOf(blocks, j);
   }
@@ -125,7 +121,7 @@ __global__ void __launch_bounds__(kThreads)
     const std::int64_t j = tile + i;
     bool plus = false, outside = false, bad = false;
     if (j < d) {
-      const float v = ValueAt(u, j);
+      const float v = u[j];
       const float s = scales == nullptr ? 1.0f : scales[BlockOf(blocks, j)];
       if constexpr (kDraw == one_bit::Draw::kStochastic) {
         plus = one_bit::StochasticBit(v, 1.0f / s, tile_words[offset + i]);

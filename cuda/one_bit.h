@@ -60,7 +60,8 @@ class OneBitCoder {
 
  private:
   one_bit_kernels::Blocks blocks() const;
-  const float* scales(const std::uint32_t* message) const;
+  // out = the decoded message, or (accumulate) out += weight times it.
+  void Expand(const std::uint32_t* message, float weight, bool accumulate, float* out) const;
 
   OneBitFormat format_;
   OneBitLayout layout_;

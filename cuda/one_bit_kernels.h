@@ -8,17 +8,14 @@
 
 #include <cstdint>
 
+#include "compressors/kernel_input.h"
 #include "compressors/one_bit_element.h"
 
 namespace lemmalab::cuda::one_bit_kernels {
 
-// u_j = x_j + a e_j (u = x when e is null), in float, rounded after the product and after the
-// sum as on the CPU (nvcc compiles with --fmad=false).
-struct Input {
-  const float* x = nullptr;
-  const float* e = nullptr;
-  float a = 1.0f;
-};
+// u_j = x_j + a e_j (u = x when e is null), rounded as on the CPU (nvcc compiles with
+// --fmad=false).
+using Input = KernelInput<float>;
 
 // Blocks [ends[b - 1], ends[b]) with ends[-1] = 0, covering [0, ends[count - 1]); a device array.
 struct Blocks {

@@ -38,7 +38,7 @@ SparseCoder SparseCoder::RandomK(std::int64_t dimension, std::int64_t k, bool sc
 void SparseCoder::Encode(const float* x, float* e, float a, PhiloxStream& stream) {
   LEMMALAB_CUDA_CHECK(cudaMemsetAsync(non_finite_.data(), 0, sizeof(unsigned long long)));
   // The values the message carries: x, or u = x + a e stored in e.
-  kernels::Prepare(x, e, a, dimension_, e, non_finite_.data(), nullptr);
+  kernels::Prepare({x, e, a}, dimension_, e, non_finite_.data(), nullptr);
   const float* values = e == nullptr ? x : e;
   if (random_) {
     indices_.CopyFrom(random_->Choose(stream));

@@ -18,14 +18,14 @@ __device__ inline std::int64_t GlobalIndex() {
   return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 
-__global__ void PrepareKernel(const float* x, const float* e, float a, std::int64_t d, float* u_out,
+__global__ void PrepareKernel(KernelInput<float> u, std::int64_t d, float* u_out,
                               unsigned long long* non_finite) {
   const std::int64_t j = GlobalIndex();
   bool bad = false;
   if (j < d) {
-    const float u = e == nullptr ? x[j] : x[j] + a * e[j];
-    bad = sparse::MagnitudeKey(u) == 0x7f800000u;
-    if (u_out != nullptr) u_out[j] = u;
+    const float v = u[j];
+    bad = !isfinite(v);
+    if (u_out != nullptr) u_out[j] = v;
   }
   const unsigned bad_lanes = __ballot_sync(kAllLanes, bad);
   if (threadIdx.x % 32 == 0 && bad_lanes != 0) atomicAdd(non_finite, __popc(bad_lanes));
@@ -125,9 +125,9 @@ __global__ void ExpandKernel(const std::uint8_t* message, std::int64_t k, int in
 
 }  // namespace
 
-void Prepare(const float* x, const float* e, float a, std::int64_t d, float* u_out,
+void Prepare(const KernelInput<float>& u, std::int64_t d, float* u_out,
              unsigned long long* non_finite, cudaStream_t stream) {
-  PrepareKernel<<<GridFor(d), kThreads, 0, stream>>>(x, e, a, d, u_out, non_finite);
+  PrepareKernel<<<GridFor(d), kThreads, 0, stream>>>(u, d, u_out, non_finite);
 }
 
 std::size_t TopKScratchBytes(std::int64_t d) {

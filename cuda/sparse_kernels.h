@@ -8,11 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "compressors/kernel_input.h"
+
 namespace lemmalab::cuda::sparse_kernels {
 
-// u = x + a e (u = x when e is null) into u_out (may be e; null when e is), rounded as on the
-// CPU; adds the number of non-finite u to *non_finite.
-void Prepare(const float* x, const float* e, float a, std::int64_t d, float* u_out,
+// u into u_out (may be u.e; null when u.e is), rounded as on the CPU; adds the number of
+// non-finite u_j to *non_finite.
+void Prepare(const KernelInput<float>& u, std::int64_t d, float* u_out,
              unsigned long long* non_finite, cudaStream_t stream);
 
 // The state of a top-k selection in device memory.
