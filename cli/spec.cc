@@ -195,14 +195,10 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
   spec.problem->set_context("[problem]");
   // Whether the problem reads data, settled before anything is loaded.
   if (const ProblemInfo* problem = Problems().Find(spec.problem->GetString("name", ""))) {
-    if (spec.data && !problem->needs_data) {
-      root->Fail("data", fmt::format("problem '{}' makes its own data and reads no [data] table; "
-                                     "remove the table, or choose a problem that learns from data",
-                                     problem->name));
-    }
-    if (!spec.data && problem->needs_data) {
-      spec.problem->Fail(
-          "name", fmt::format("problem '{}' learns from data: add a [data] table", problem->name));
+    // Located at the [data] table when there is one, else at the problem's name.
+    if (const std::string why = DataMismatch(*problem, spec.data != nullptr); !why.empty()) {
+      if (spec.data) root->Fail("data", why);
+      spec.problem->Fail("name", why);
     }
   }
   if (std::shared_ptr<OptionTable> comm = root->GetTable("communication")) {

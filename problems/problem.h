@@ -123,6 +123,10 @@ struct ProblemInfo {
 
 const Registry<ProblemInfo>& Problems();
 
+// Why the problem cannot run with the data it is given (a [data] table, or none): it learns
+// from data and has none, or it makes its own and would ignore the table. Empty when it can.
+std::string DataMismatch(const ProblemInfo& info, bool has_data);
+
 // Builds the problem a [problem] table names and rejects unknown keys.
 template <typename T>
 std::unique_ptr<Problem<T>> MakeProblem(OptionTable& options, const ProblemContext& context);

@@ -183,13 +183,25 @@ const Registry<ProblemInfo>& Problems() {
   return registry;
 }
 
+std::string DataMismatch(const ProblemInfo& info, bool has_data) {
+  if (info.needs_data && !has_data) {
+    return fmt::format("problem '{}' learns from data: add a [data] table", info.name);
+  }
+  if (!info.needs_data && has_data) {
+    return fmt::format(
+        "problem '{}' makes its own data and reads no [data] table; remove the "
+        "table, or choose a problem that learns from data",
+        info.name);
+  }
+  return "";
+}
+
 template <typename T>
 std::unique_ptr<Problem<T>> MakeProblem(OptionTable& options, const ProblemContext& context) {
   const ProblemInfo& info = Problems().Get(options);
   options.set_context(fmt::format("problem '{}'", info.name));
-  if (info.needs_data && context.data == nullptr) {
-    options.Fail("name",
-                 fmt::format("problem '{}' learns from data: add a [data] table", info.name));
+  if (const std::string why = DataMismatch(info, context.data != nullptr); !why.empty()) {
+    options.Fail("name", why);
   }
   std::unique_ptr<Problem<T>> problem = FactoryFor<T>(info)(options, context);
   options.RejectUnknownKeys();
