@@ -438,7 +438,8 @@ void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision
   sqlite3_finalize(insert_probe_);
   insert_metric_ = insert_probe_ = nullptr;
   if (sqlite3_close(db_) != SQLITE_OK) {
-    throw UserError(fmt::format("{}: close failed", Partial(kDatabase).string()));
+    throw UserError(
+        fmt::format("{}: cannot close: {}", Partial(kDatabase).string(), sqlite3_errmsg(db_)));
   }
   db_ = nullptr;
   // results.sqlite last: its presence means the set is complete.
