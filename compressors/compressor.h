@@ -28,6 +28,7 @@
 #include "core/options.h"
 #include "core/registry.h"
 #include "core/rng.h"
+#include "core/state.h"
 #include "core/types.h"
 
 namespace lemmalab {
@@ -108,6 +109,10 @@ class Compressor {
   // one-pass kernel override it with bit-identical results.
   virtual EncodeStats EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e,
                                          PhiloxStream& stream, Message& out);
+
+  // The state one Encode leaves for the next (core/state.h): PowerSGD's warm start. Most
+  // compressors have none.
+  virtual void Persist(StateArchive& /*archive*/) {}
 
   // Splits a message this instance encoded into the messages of the ranges
   // [bounds[k], bounds[k+1]) (bounds start at 0, end at the dimension, and are multiples of

@@ -43,6 +43,12 @@ class ErrorFeedback {
   // The factor a_t applied to e in the last Compress call.
   double last_factor() const { return last_factor_; }
 
+  void Persist(StateArchive& archive) {
+    archive("e", e_);
+    archive("previous_lr", previous_lr_);
+    archive("last_factor", last_factor_);
+  }
+
  private:
   FeedbackKind kind_;
   Vector<T> e_;

@@ -181,6 +181,11 @@ class PowerSgd final : public Compressor<T> {
     acc += weight * decoded_;
   }
 
+  void Persist(StateArchive& archive) override {
+    archive("q", q_);
+    archive("started", started_);
+  }
+
  private:
   // The layer as a row-major matrix of doubles: the input itself for T = double, else a copy.
   Eigen::Map<const RowMatrix<double>> AsDouble(const T* values, const Layer& layer) {

@@ -19,6 +19,12 @@ class Adam final : public AveragedGradientOptimizer<T> {
         v_(Vector<T>::Zero(context.dimension)),
         v_max_(options.amsgrad ? Vector<T>::Zero(context.dimension) : Vector<T>()) {}
 
+  void Persist(StateArchive& archive) override {
+    archive("m", m_);
+    archive("v", v_);
+    archive("v_max", v_max_);
+  }
+
   const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
     switch (quantity) {
       case Quantity::kMomentum:

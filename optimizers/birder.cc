@@ -1,5 +1,7 @@
 #include "optimizers/birder.h"
 
+#include <fmt/format.h>
+
 #include <vector>
 
 #include "optimizers/full_precision_wire.h"
@@ -94,6 +96,17 @@ class Birder final : public ExchangingOptimizer<T> {
     x -= static_cast<T>(ctx.lr) * u_bar_;  // line 16
   }
 
+  void Persist(StateArchive& archive) override {
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      archive.Scope(fmt::format("worker {}", i), [&] {
+        archive("m", workers_[i].m);
+        archive("b_hat", workers_[i].b_hat);
+        archive("b", workers_[i].b);
+      });
+    }
+    archive.Nested("exchange", exchange_);
+  }
+
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
     if (worker == kServer) return exchange_.Observe(quantity, worker);
     const Worker& w = workers_[static_cast<std::size_t>(worker)];
@@ -168,6 +181,11 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
   void NodeStep(const StepContext& /*ctx*/, int /*node*/, int part,
                 std::span<const Message> received, std::vector<Message>& out) override {
     wire_.NodeReduce(part, received, out);
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive("m", m_);
+    archive("b", b_);
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {

@@ -226,6 +226,16 @@ void CompressedExchange<T>::Receive(std::span<const Message> reply, Vector<T>& o
 }
 
 template <typename T>
+void CompressedExchange<T>::Persist(StateArchive& archive) {
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    archive.Nested(fmt::format("sender {}", i), workers_[i]);
+  }
+  for (std::size_t c = 0; c < servers_.size(); ++c) {
+    archive.Nested(fmt::format("server chunk {}", c), servers_[c]);
+  }
+}
+
+template <typename T>
 void CompressingSender<T>::Compress(ConstVectorRef<T> y, PhiloxStream& stream, Message& out,
                                     double lr, const TraceScope& trace,
                                     const SenderSymbols& symbols, std::int64_t offset) {

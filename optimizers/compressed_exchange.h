@@ -123,6 +123,11 @@ struct CompressingSender {
                 const TraceScope& trace, const SenderSymbols& symbols, std::int64_t offset);
   // Starts keeping records of compressions by `maker`'s configuration for `shape`.
   void KeepRecords(const CompressorMaker<T>& maker, const CompressorShape& shape);
+
+  void Persist(StateArchive& archive) {
+    archive.Nested("feedback", ef);
+    archive.Nested("compressor", *compressor);
+  }
 };
 
 // Under the chunked layouts (optimizers/optimizer.h) the same pattern is cut up:
@@ -171,6 +176,8 @@ class CompressedExchange {
   // Observe() and LastEncode() for the exchange's quantities (errors and encode statistics).
   const Vector<T>* Observe(Quantity quantity, int worker) const;
   const EncodeStats* LastEncode(int worker) const;
+  // The senders' error feedback and compressor state (core/state.h).
+  void Persist(StateArchive& archive);
   // The names the trace gives this exchange's quantities.
   void set_symbols(const ExchangeSymbols& symbols) { symbols_ = symbols; }
 

@@ -40,6 +40,11 @@ class EfSgd final : public ExchangingOptimizer<T> {
     x -= static_cast<T>(ctx.lr) * reply_;
   }
 
+  void Persist(StateArchive& archive) override {
+    archive("m", m_);
+    archive.Nested("exchange", exchange_);
+  }
+
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
     if (quantity == Quantity::kMomentum && beta_ && worker != kServer) {
       return &m_[static_cast<std::size_t>(worker)];

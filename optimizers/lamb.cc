@@ -127,6 +127,12 @@ class LambState {
     }
   }
 
+  void Persist(StateArchive& archive) {
+    archive("m", m_);
+    archive("v", v_);
+    archive("c", c_);
+  }
+
   const LayerRanges& ranges() const { return ranges_; }
   Vector<T>& m() { return m_; }
   const Vector<T>& m() const { return m_; }
@@ -149,6 +155,8 @@ class Lamb final : public AveragedGradientOptimizer<T> {
  public:
   Lamb(const LambOptions& options, const OptimizerContext& context)
       : AveragedGradientOptimizer<T>(context), state_(options, context) {}
+
+  void Persist(StateArchive& archive) override { archive.Nested("lamb", state_); }
 
   const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
     switch (quantity) {
@@ -358,6 +366,22 @@ class OnebitLamb final : public DistributedOptimizer<T> {
       default:
         return exchange_.Observe(quantity, worker);
     }
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive.Nested("lamb", lamb_);
+    archive.Nested("exchange", exchange_);
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      archive(fmt::format("worker {}/m", i), workers_[i].m);
+    }
+    archive("v_frozen", v_frozen_);
+    archive("frozen_denominator", frozen_denominator_);
+    archive("c_avg", c_avg_);
+    archive("r", r_);
+    archive("target", target_);
+    archive("k", k_);
+    archive("frozen", frozen_);
+    archive("compressed", compressed_);
   }
 
   const EncodeStats* LastEncode(int worker) const override {

@@ -1,5 +1,7 @@
 #include "optimizers/local_sgd.h"
 
+#include <fmt/format.h>
+
 #include <vector>
 
 #include "core/error.h"
@@ -71,6 +73,15 @@ class LocalSgd final : public DistributedOptimizer<T> {
       if (!w.local) continue;
       w.x = x;
       if (AveragesMomentum()) w.m = mean_.tail(d_);
+    }
+  }
+
+  void Persist(StateArchive& archive) override {
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      archive.Scope(fmt::format("worker {}", i), [&] {
+        archive("x", workers_[i].x);
+        archive("m", workers_[i].m);
+      });
     }
   }
 

@@ -1,5 +1,7 @@
 #include "optimizers/onebit_adam.h"
 
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
 
@@ -32,6 +34,8 @@ class Preconditioner {
   void Step(double lr, const Vector<T>& m, VectorRef<T> x) const {
     x.array() -= static_cast<T>(lr) * (m.array() / denominator_.array());
   }
+
+  void Persist(StateArchive& archive) { archive("denominator", denominator_); }
 
  private:
   T eta_;
@@ -167,6 +171,18 @@ class OnebitAdam final : public DistributedOptimizer<T> {
     }
   }
 
+  void Persist(StateArchive& archive) override {
+    archive.Nested("preconditioner", preconditioner_);
+    archive.Nested("warmup", warmup_);
+    archive.Nested("exchange", exchange_);
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      archive(fmt::format("worker {}/m", i), workers_[i].m);
+    }
+    archive("m", m_);
+    archive("v", v_);
+    archive("t", t_);
+  }
+
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
     switch (quantity) {
       case Quantity::kMomentum:
@@ -216,6 +232,13 @@ class OnebitAdamFp32 final : public AveragedGradientOptimizer<T> {
         m_(Vector<T>::Zero(context.dimension)),
         v_(Vector<T>::Zero(context.dimension)),
         preconditioner_(static_cast<T>(options.eps), options.eps_placement, context.dimension) {}
+
+  void Persist(StateArchive& archive) override {
+    archive("m", m_);
+    archive("v", v_);
+    archive.Nested("preconditioner", preconditioner_);
+    archive("t", t_);
+  }
 
   const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
     switch (quantity) {
@@ -278,6 +301,12 @@ class AdamOnebitNaive final : public ExchangingOptimizer<T> {
     m_ = beta1 * m_ + (T(1) - beta1) * g_;
     v_ = beta2 * v_ + (T(1) - beta2) * g_.cwiseAbs2();
     AdamUpdate<T>(options_, ctx, m_, v_, x);
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive("m", m_);
+    archive("v", v_);
+    archive.Nested("exchange", exchange_);
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {

@@ -36,6 +36,7 @@
 #include "core/options.h"
 #include "core/registry.h"
 #include "core/rng.h"
+#include "core/state.h"
 #include "core/types.h"
 #include "optimizers/trace.h"
 
@@ -161,6 +162,12 @@ class DistributedOptimizer : public Observable<T> {
   // error feedback and splits it into the range's server chunks.
   virtual void NodeStep(const StepContext& ctx, int node, int part,
                         std::span<const Message> received, std::vector<Message>& out);
+
+  // Names the state a later step reads (core/state.h), for checkpoints: every worker's and the
+  // server's vectors, error feedback and compressor state included, and step counters. Scratch
+  // that a step overwrites before reading is not state. The state of workers another process
+  // runs is empty here and is saved as such, so each MPI rank saves its own.
+  virtual void Persist(StateArchive& archive) = 0;
 
   // Algorithms whose replicas drift apart between synchronisations (local SGD) keep each
   // worker's parameters x^(i) and return them here; the runner evaluates worker i's gradient

@@ -12,6 +12,8 @@ class Sgd final : public AveragedGradientOptimizer<T> {
  public:
   using AveragedGradientOptimizer<T>::AveragedGradientOptimizer;
 
+  void Persist(StateArchive& /*archive*/) override {}  // x is all SGD carries
+
  protected:
   void ApplyMean(const StepContext& ctx, const Vector<T>& g, VectorRef<T> x) override {
     x -= static_cast<T>(ctx.lr) * g;
@@ -25,6 +27,8 @@ class Sgdm final : public AveragedGradientOptimizer<T> {
       : AveragedGradientOptimizer<T>(context),
         beta_(static_cast<T>(options.beta)),
         m_(Vector<T>::Zero(context.dimension)) {}
+
+  void Persist(StateArchive& archive) override { archive("m", m_); }
 
   // Every replica holds the same m: the synchronised momentum, for any worker and the server.
   const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
@@ -51,6 +55,11 @@ class SgdmTorch final : public AveragedGradientOptimizer<T> {
         options_(options),
         buf_(Vector<T>::Zero(context.dimension)),
         direction_(context.dimension) {}
+
+  void Persist(StateArchive& archive) override {
+    archive("started", started_);
+    archive("buf", buf_);
+  }
 
   const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
     return quantity == Quantity::kMomentum && started_ ? &buf_ : nullptr;

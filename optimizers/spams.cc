@@ -80,6 +80,13 @@ class AmsGradServer {
     x -= static_cast<T>(ctx.lr) * direction_;  // line 16: theta_{t+1} = theta_t - eta_t (...)
   }
 
+  void Persist(StateArchive& archive) {
+    archive("m", m_);
+    archive("v", v_);
+    archive("v_hat", v_hat_);
+    archive("denominator", denominator_);
+  }
+
   const Vector<T>* Observe(Quantity quantity) const {
     switch (quantity) {
       case Quantity::kMomentum:
@@ -127,6 +134,11 @@ class DistSpams final : public ExchangingOptimizer<T> {
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     server_.Apply(ctx, reply, x);
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive.Nested("exchange", exchange_);
+    archive.Nested("server", server_);
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
@@ -181,6 +193,11 @@ class Spams final : public DistributedOptimizer<T> {
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     server_.Apply(ctx, reply, x);
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive.Nested("sender", sender_);
+    archive.Nested("server", server_);
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {

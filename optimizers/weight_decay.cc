@@ -89,6 +89,9 @@ class WeightDecayed final : public DistributedOptimizer<T> {
 
   StepSymbols step_symbols() const override { return inner_->step_symbols(); }
 
+  // Decay itself carries nothing from one step to the next.
+  void Persist(StateArchive& archive) override { inner_->Persist(archive); }
+
   const Vector<T>* LocalParameters(int worker) const override {
     return inner_->LocalParameters(worker);
   }

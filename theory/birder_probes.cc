@@ -54,6 +54,12 @@ class QuantizerDomainProbe final : public Probe<T> {
     }
   }
 
+  void Persist(StateArchive& archive) override {
+    archive.Nested("worker", worker_);
+    archive.Nested("server", server_);
+    archive("first_outside", first_outside_);
+  }
+
   std::vector<std::string> Summary() const override {
     std::vector<std::string> lines;
     lines.push_back(fmt::format(
@@ -107,6 +113,11 @@ class ErrorNormProbe final : public Probe<T> {
       sink.Record("server_sq_norm", kServer, sq);
       server_.Add(sq / d_, t, kServer);
     }
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive.Nested("worker", worker_);
+    archive.Nested("server", server_);
   }
 
   std::vector<std::string> Summary() const override {
@@ -172,6 +183,16 @@ class MinDenominatorProbe final : public Probe<T> {
       max_at_constant_ = std::max(max_at_constant_, at_constant);
     }
     lr_ = step.lr;
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive("min_b", min_b_);
+    archive("min_b_step", min_b_step_);
+    archive("min_b_worker", min_b_worker_);
+    archive("min_denominator", min_denominator_);
+    archive("max_at_constant", max_at_constant_);
+    archive("previous", previous_);
+    archive("lr", lr_);
   }
 
   std::vector<std::string> Summary() const override {
@@ -276,6 +297,18 @@ class ZSequenceProbe final : public Probe<T> {
     b_ = b;
     delta_ = delta;
     alpha_ = alpha;
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive("x", x_);
+    archive("z", z_);
+    archive("e", e_);
+    archive("m", m_);
+    archive("b", b_);
+    archive("delta", delta_);
+    archive("alpha", alpha_);
+    archive("worst", worst_);
+    archive("worst_step", worst_step_);
   }
 
   std::vector<std::string> Summary() const override {

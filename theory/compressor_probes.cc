@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 #include "core/error.h"
 
@@ -69,8 +68,10 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
     if ((step.t - 1) % stride_ != 0) return;
     for (const int sender : Senders(optimizer, this->workers_)) {
       const CompressionRecord<T>& record = *optimizer.LastCompression(sender);
-      auto& fresh = fresh_[sender];
-      if (!fresh) fresh = record.maker(record.shape);
+      // A fresh instance per call: a call's draws depend on its input alone, not on the warm
+      // start earlier calls left in a stateful compressor (PowerSGD), so they are the same in
+      // a run resumed from a checkpoint.
+      const std::unique_ptr<Compressor<T>> fresh = record.maker(record.shape);
       PhiloxStream stream(
           {this->seed_, Purpose::kProbe, StreamOf(sender), static_cast<std::uint64_t>(step.t)});
       const UnbiasednessSample s =
@@ -91,6 +92,12 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
     }
   }
 
+  void Persist(StateArchive& archive) override {
+    archive("calls", calls_);
+    archive("z_sum", z_sum_);
+    archive("max_bias", max_bias_);
+  }
+
   std::vector<std::string> Summary() const override {
     if (calls_ == 0) return {"no compressor calls sampled"};
     return {fmt::format(
@@ -101,7 +108,6 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
 
  private:
   std::int64_t stride_;
-  std::map<int, std::unique_ptr<Compressor<T>>> fresh_;  // per sender, for the draws
   std::int64_t calls_ = 0;
   double z_sum_ = 0;
   double max_bias_ = 0;
@@ -135,6 +141,13 @@ class DeviationProbe final : public CompressionProbe<T> {
         worst_sender_ = sender;
       }
     }
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive("worst", worst_);
+    archive("worst_step", worst_step_);
+    archive("worst_sender", worst_sender_);
+    archive("declared", declared_);
   }
 
   std::vector<std::string> Summary() const override {

@@ -66,6 +66,12 @@ class OnebitErrorProbe final : public Probe<T> {
     }
   }
 
+  void Persist(StateArchive& archive) override {
+    archive.Nested("worker", worker_);
+    archive.Nested("server", server_);
+    archive("frozen_recorded", frozen_recorded_);
+  }
+
   std::vector<std::string> Summary() const override {
     std::vector<std::string> lines;
     if (worker_.count > 0) {
@@ -105,6 +111,11 @@ class VarianceNormProbe final : public Probe<T> {
     sink.Record("l2", kServer, l2);
     last_ = l1;
     last_step_ = step.t;
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive("last", last_);
+    archive("last_step", last_step_);
   }
 
   std::vector<std::string> Summary() const override {
@@ -158,6 +169,11 @@ class LambRatiosProbe final : public Probe<T> {
   static bool frozen(const Observable<T>& optimizer) {
     const Vector<T>* v = optimizer.Observe(Quantity::kFrozenVariance, kServer);
     return v != nullptr && (v->array() != T(0)).any();
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive.Nested("r", r_);
+    archive.Nested("c", c_);
   }
 
   std::vector<std::string> Summary() const override {

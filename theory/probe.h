@@ -56,6 +56,10 @@ class Probe {
                        ProbeSink& sink) = 0;
   // Report lines: what was measured, against which bound, where the bound comes from.
   virtual std::vector<std::string> Summary() const = 0;
+  // Names what the probe carries from one step to the next (core/state.h): its running sums and
+  // the values of the previous step it compares against, so a resumed run's summaries and
+  // series equal an uninterrupted one's. Restored after Attach.
+  virtual void Persist(StateArchive& archive) = 0;
 };
 
 struct ProbeContext {

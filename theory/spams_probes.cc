@@ -75,6 +75,12 @@ class SpamsErrorProbe final : public Probe<T> {
     }
   }
 
+  void Persist(StateArchive& archive) override {
+    archive.Nested("tally", tally_);
+    archive("q_recorded", q_recorded_);
+    archive("q", q_);
+  }
+
   std::vector<std::string> Summary() const override {
     if (tally_.count == 0) return {"no error feedback was observed"};
     return {
@@ -122,6 +128,12 @@ class SpamsMaxVarianceProbe final : public Probe<T> {
       }
       q_recorded_ = true;
     }
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive.Nested("tally", tally_);
+    archive("q_recorded", q_recorded_);
+    archive("q", q_);
   }
 
   std::vector<std::string> Summary() const override {
@@ -173,6 +185,13 @@ class SpamsDenominatorStepProbe final : public Probe<T> {
     sq_sum_ += sq;
     if (d.size() > 0 && d.minCoeff() < 0 && first_decrease_ == 0) first_decrease_ = step.t;
     inverse_ = inverse;
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive("inverse", inverse_);
+    archive("l1_sum", l1_sum_);
+    archive("sq_sum", sq_sum_);
+    archive("first_decrease", first_decrease_);
   }
 
   std::vector<std::string> Summary() const override {
@@ -234,6 +253,13 @@ class SpamsMomentsProbe final : public Probe<T> {
     sink.Record("error_average_sq", kRunWide, error_average_.squaredNorm());
     momentum_sum_ += momentum_.squaredNorm();
     error_sum_ += error_average_.squaredNorm();
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive("momentum", momentum_);
+    archive("error_average", error_average_);
+    archive("momentum_sum", momentum_sum_);
+    archive("error_sum", error_sum_);
   }
 
   std::vector<std::string> Summary() const override {

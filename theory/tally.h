@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/state.h"
+
 namespace lemmalab {
 
 struct Tally {
@@ -24,6 +26,14 @@ struct Tally {
     }
   }
   double mean() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
+
+  void Persist(StateArchive& archive) {
+    archive("sum", sum);
+    archive("count", count);
+    archive("max", max);
+    archive("max_step", max_step);
+    archive("max_worker", max_worker);
+  }
 };
 
 }  // namespace lemmalab

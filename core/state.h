@@ -1,0 +1,219 @@
+// A run's state for checkpoints: what each component carries from one step to the next, saved
+// and restored through one method.
+//
+// A stateful component (an optimizer, its exchange and error feedback, a compressor with a warm
+// start, a probe's running sums) has
+//   void Persist(StateArchive& archive);
+// which names every member that a later step reads before it writes it:
+//   archive("m", m_);  archive("t", t_);  archive.Nested("exchange", exchange_);
+// Saving, the archive copies the members out; restoring, it overwrites them. One method does
+// both, so what is saved and what is restored cannot disagree. Members a step overwrites before
+// reading them (scratch, the last message, the last encode's statistics) are not state.
+//
+// Names form paths ("run/optimizer/worker 2/e"). Restoring checks the kind and requires every
+// name the save wrote to be read exactly once, so a checkpoint is restored whole or not at all.
+// Values are stored as their bytes: a restored float is the saved float, bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "core/types.h"
+
+namespace lemmalab {
+
+enum class StateKind : std::uint8_t { kF32, kF64, kI64, kU64, kI32, kU32, kU8, kBool, kText };
+
+std::string_view StateKindName(StateKind kind);
+
+// One saved item: its kind and its elements' bytes (native byte order).
+struct StateItem {
+  StateKind kind = StateKind::kU8;
+  std::vector<std::byte> bytes;
+};
+
+// An Eigen vector, matrix or array that owns its elements.
+template <typename D>
+concept EigenDense = std::is_base_of_v<Eigen::PlainObjectBase<D>, D>;
+
+// Everything a save wrote, by path.
+using StateSnapshot = std::map<std::string, StateItem, std::less<>>;
+
+class StateArchive {
+ public:
+  virtual ~StateArchive() = default;
+
+  virtual bool restoring() const = 0;
+
+  // Arrays of numbers (Eigen vectors and matrices, std::vectors), resized on restore; a
+  // matrix also saves its number of rows, under name/rows.
+  template <EigenDense D>
+  void operator()(std::string_view name, D& m) {
+    Eigen::Index rows = m.rows();
+    if constexpr (D::ColsAtCompileTime != 1) (*this)(std::string(name) + "/rows", rows);
+    Array(name, m.data(), static_cast<std::size_t>(m.size()), [&](std::size_t n) {
+      const auto size = static_cast<Eigen::Index>(n);
+      if constexpr (D::ColsAtCompileTime == 1) {
+        m.resize(size);
+      } else {
+        Require(name, rows > 0 ? size % rows == 0 : size == 0, "whole rows");
+        m.resize(rows, rows > 0 ? size / rows : 0);
+      }
+      return m.data();
+    });
+  }
+  template <typename E>
+  requires std::is_arithmetic_v<E>
+  void operator()(std::string_view name, std::vector<E>& v) {
+    Array(name, v.data(), v.size(), [&](std::size_t n) {
+      v.resize(n);
+      return v.data();
+    });
+  }
+  // One vector or matrix per worker (or per layer): name/count, then name/0, name/1, ...
+  template <EigenDense D>
+  void operator()(std::string_view name, std::vector<D>& vectors) {
+    Scope(name, [&] {
+      std::uint64_t count = vectors.size();
+      (*this)("count", count);
+      vectors.resize(count);
+      for (std::size_t i = 0; i < vectors.size(); ++i) (*this)(std::to_string(i), vectors[i]);
+    });
+  }
+  // Scalars.
+  template <typename E>
+  requires std::is_arithmetic_v<E>
+  void operator()(std::string_view name, E& x) {
+    Array(name, &x, 1, [&](std::size_t n) {
+      Require(name, n == 1, "one value");
+      return &x;
+    });
+  }
+  template <typename E>
+  void operator()(std::string_view name, std::optional<E>& x) {
+    bool present = x.has_value();
+    (*this)(std::string(name) + "?", present);
+    if (!present) {
+      x.reset();
+      return;
+    }
+    if (!x) x.emplace();
+    (*this)(name, *x);
+  }
+  void operator()(std::string_view name, std::string& text);
+
+  // A member with its own Persist method, under `name`.
+  template <typename S>
+  void Nested(std::string_view name, S& stateful) {
+    Scope(name, [&] { stateful.Persist(*this); });
+  }
+  // Whatever `f` visits, under `name`.
+  template <typename F>
+  void Scope(std::string_view name, F&& f) {
+    const std::size_t size = prefix_.size();
+    prefix_.append(name).push_back('/');
+    f();
+    prefix_.resize(size);
+  }
+
+ protected:
+  // The path of `name` in the current scope.
+  std::string Path(std::string_view name) const { return prefix_ + std::string(name); }
+  // Saving: stores the bytes under the path. Restoring: returns the stored bytes after checking
+  // that the path exists, has `kind` and has not been read before.
+  virtual void Save(std::string_view name, StateKind kind, std::span<const std::byte> bytes) = 0;
+  virtual std::span<const std::byte> Load(std::string_view name, StateKind kind) = 0;
+  // Restoring: UserError naming the checkpoint and the path when `ok` is false ("expected
+  // <what>").
+  void Require(std::string_view name, bool ok, std::string_view what) const {
+    if (!ok) Fail(name, what);
+  }
+  [[noreturn]] virtual void Fail(std::string_view name, std::string_view what) const = 0;
+
+ private:
+  template <typename E>
+  static constexpr StateKind KindOf() {
+    if constexpr (std::is_same_v<E, float>) return StateKind::kF32;
+    if constexpr (std::is_same_v<E, double>) return StateKind::kF64;
+    if constexpr (std::is_same_v<E, bool>) return StateKind::kBool;
+    if constexpr (std::is_same_v<E, std::uint8_t>) return StateKind::kU8;
+    if constexpr (std::is_integral_v<E> && sizeof(E) == 4)
+      return std::is_signed_v<E> ? StateKind::kI32 : StateKind::kU32;
+    if constexpr (std::is_integral_v<E> && sizeof(E) == 8)
+      return std::is_signed_v<E> ? StateKind::kI64 : StateKind::kU64;
+  }
+
+  template <typename E, typename Resize>
+  void Array(std::string_view name, E* data, std::size_t count, Resize resize) {
+    static_assert(std::is_trivially_copyable_v<E>);
+    constexpr StateKind kind = KindOf<E>();
+    if (!restoring()) {
+      Save(name, kind, std::as_bytes(std::span<const E>(data, count)));
+      return;
+    }
+    const std::span<const std::byte> bytes = Load(name, kind);
+    Require(name, bytes.size() % sizeof(E) == 0, "a whole number of elements");
+    const std::size_t n = bytes.size() / sizeof(E);
+    E* out = resize(n);
+    if (n > 0) std::memcpy(out, bytes.data(), bytes.size());
+  }
+
+  std::string prefix_;
+};
+
+// Saves whatever `f` visits into a snapshot.
+class SavingArchive final : public StateArchive {
+ public:
+  bool restoring() const override { return false; }
+  StateSnapshot& snapshot() { return snapshot_; }
+
+ private:
+  void Save(std::string_view name, StateKind kind, std::span<const std::byte> bytes) override;
+  std::span<const std::byte> Load(std::string_view name, StateKind kind) override;
+  [[noreturn]] void Fail(std::string_view name, std::string_view what) const override;
+  StateSnapshot snapshot_;
+};
+
+// Restores from a snapshot; Finish() requires that every item was read.
+class RestoringArchive final : public StateArchive {
+ public:
+  // `origin` names the checkpoint in messages.
+  RestoringArchive(const StateSnapshot& snapshot, std::string origin)
+      : snapshot_(snapshot), origin_(std::move(origin)) {}
+  bool restoring() const override { return true; }
+  // UserError naming the first item the restore did not read.
+  void Finish() const;
+
+ private:
+  void Save(std::string_view name, StateKind kind, std::span<const std::byte> bytes) override;
+  std::span<const std::byte> Load(std::string_view name, StateKind kind) override;
+  [[noreturn]] void Fail(std::string_view name, std::string_view what) const override;
+  const StateSnapshot& snapshot_;
+  std::string origin_;
+  std::map<std::string, bool, std::less<>> read_;
+};
+
+// The state `stateful` persists, as a snapshot; and the inverse, which requires the snapshot to
+// hold exactly that state.
+template <typename S>
+StateSnapshot SaveState(S& stateful) {
+  SavingArchive archive;
+  stateful.Persist(archive);
+  return std::move(archive.snapshot());
+}
+template <typename S>
+void RestoreState(const StateSnapshot& snapshot, S& stateful, std::string origin = "checkpoint") {
+  RestoringArchive archive(snapshot, std::move(origin));
+  stateful.Persist(archive);
+  archive.Finish();
+}
+
+}  // namespace lemmalab

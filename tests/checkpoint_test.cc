@@ -1,0 +1,370 @@
+// Checkpoint state (core/state.h): the archive itself, and the contract every registered
+// optimizer, compressor and probe must meet: restored from the state another instance saved after
+// some steps, a fresh instance continues exactly as the original does, bit for bit. A member
+// missing from a Persist method fails here for the component that has it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cli/spec.h"
+#include "comm/cluster.h"
+#include "compressors/compressor.h"
+#include "core/error.h"
+#include "core/state.h"
+#include "problems/quadratic.h"
+#include "tests/theory_doubles.h"
+#include "theory/probe.h"
+
+namespace lemmalab {
+namespace {
+
+struct Sample {
+  Eigen::VectorXf v;
+  Eigen::MatrixXd m;
+  std::vector<std::uint32_t> words;
+  std::vector<Eigen::ArrayXd> per_worker;
+  double x = 0;
+  std::int64_t t = 0;
+  bool flag = false;
+  std::optional<double> maybe;
+  std::string text;
+
+  void Persist(StateArchive& archive) {
+    archive("v", v);
+    archive("m", m);
+    archive("words", words);
+    archive("per_worker", per_worker);
+    archive.Scope("scalars", [&] {
+      archive("x", x);
+      archive("t", t);
+      archive("flag", flag);
+      archive("maybe", maybe);
+    });
+    archive("text", text);
+  }
+};
+
+TEST(StateArchive, RestoresEveryKindBitForBit) {
+  Sample a;
+  a.v = Eigen::VectorXf(3);
+  a.v << 1.5f, -0.0f, std::numeric_limits<float>::quiet_NaN();
+  a.m = Eigen::MatrixXd(2, 3);
+  a.m << 1, 2, 3, 4, 5, 6;
+  a.words = {7, 0xffffffffu};
+  a.per_worker = {Eigen::ArrayXd::Constant(2, 0.25), Eigen::ArrayXd()};
+  a.x = std::numeric_limits<double>::denorm_min();
+  a.t = -42;
+  a.flag = true;
+  a.maybe = 3.0;
+  a.text = "line one\nline two";
+  const StateSnapshot snapshot = SaveState(a);
+  EXPECT_TRUE(snapshot.contains("scalars/maybe?"));
+  EXPECT_TRUE(snapshot.contains("m/rows"));
+
+  Sample b;
+  b.per_worker.resize(2);  // a vector of vectors is restored element by element
+  RestoreState(snapshot, b);
+  EXPECT_EQ(std::memcmp(a.v.data(), b.v.data(), sizeof(float) * 3), 0);  // NaN and -0 too
+  EXPECT_EQ(b.m, a.m);
+  EXPECT_EQ(b.m.rows(), 2);
+  EXPECT_EQ(b.words, a.words);
+  ASSERT_EQ(b.per_worker.size(), 2u);
+  EXPECT_TRUE((b.per_worker[0] == a.per_worker[0]).all());
+  EXPECT_EQ(b.per_worker[1].size(), 0);
+  EXPECT_EQ(b.x, a.x);
+  EXPECT_EQ(b.t, -42);
+  EXPECT_TRUE(b.flag);
+  EXPECT_EQ(b.maybe, 3.0);
+  EXPECT_EQ(b.text, a.text);
+
+  a.maybe.reset();
+  Sample c;
+  c.maybe = 1.0;
+  c.per_worker.resize(2);
+  RestoreState(SaveState(a), c);
+  EXPECT_FALSE(c.maybe.has_value());
+}
+
+TEST(StateArchive, RefusesASnapshotThatIsNotExactlyTheState) {
+  Sample a;
+  a.per_worker.resize(1);
+  StateSnapshot missing = SaveState(a);
+  missing.erase("scalars/t");
+  Sample b;
+  b.per_worker.resize(1);
+  EXPECT_THROW(
+      {
+        try {
+          RestoreState(missing, b, "DIR/state.sqlite");
+        } catch (const UserError& e) {
+          EXPECT_NE(std::string(e.what()).find("DIR/state.sqlite: state item 'scalars/t'"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      UserError);
+
+  StateSnapshot extra = SaveState(a);
+  extra["scalars/unknown"] = StateItem{StateKind::kF64, std::vector<std::byte>(8)};
+  EXPECT_THROW(RestoreState(extra, b), UserError);
+
+  StateSnapshot wrong_kind = SaveState(a);
+  wrong_kind["scalars/t"].kind = StateKind::kF64;
+  EXPECT_THROW(RestoreState(wrong_kind, b), UserError);
+
+  StateSnapshot torn = SaveState(a);
+  torn["scalars/x"].bytes.resize(5);
+  EXPECT_THROW(RestoreState(torn, b), UserError);
+}
+
+// The runs below: a noisy quadratic over 3 workers whose 16 parameters the optimizers see as a
+// 4 x 3 matrix layer and a 4-vector (so per-layer and low-rank state is exercised), with a
+// learning rate that changes every step (so scaled error feedback's previous rate matters).
+constexpr std::int64_t kDimension = 16;
+constexpr int kWorkers = 3;
+constexpr std::int64_t kSteps = 12;
+constexpr std::int64_t kSaveAfter = 5;
+
+OptimizerContext Context() { return {kDimension, kWorkers, {{"w", 0, 4, 3}, {"b", 12, 4, 1}}}; }
+
+double Rate(std::int64_t t) { return 0.05 / std::sqrt(static_cast<double>(t)); }
+
+template <typename T>
+std::unique_ptr<Problem<T>> Quadratic() {
+  QuadraticOptions q;
+  q.spectrum.dimension = kDimension;
+  q.noise.sigma = 0.1;
+  return MakeQuadratic<T>(BuildQuadraticModel(q, kWorkers, 5));
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> Build(const std::string& toml) {
+  auto table = ParseOptionTable(toml, "optimizer", "test.toml");
+  return MakeOptimizer<T>(*table, Context());
+}
+
+// Everything a probe or the run loop can see of an optimizer after a step, as doubles: x, every
+// observable quantity of every worker and the server, and the last encode statistics.
+template <typename T>
+std::vector<double> Visible(const DistributedOptimizer<T>& optimizer, const Vector<T>& x) {
+  std::vector<double> out(x.data(), x.data() + x.size());
+  const Observable<T>& view = optimizer.observable();
+  for (int w = kServer; w < kWorkers; ++w) {
+    for (int q = 0; q <= static_cast<int>(Quantity::kLayerTarget); ++q) {
+      if (const Vector<T>* v = view.Observe(static_cast<Quantity>(q), w)) {
+        out.insert(out.end(), v->data(), v->data() + v->size());
+      }
+    }
+    if (const EncodeStats* s = view.LastEncode(w)) {
+      out.push_back(static_cast<double>(s->elements));
+      out.push_back(static_cast<double>(s->out_of_domain));
+      out.push_back(static_cast<double>(s->non_finite));
+    }
+    if (const Vector<T>* local = w == kServer ? nullptr : optimizer.LocalParameters(w)) {
+      out.insert(out.end(), local->data(), local->data() + local->size());
+    }
+  }
+  return out;
+}
+
+// A compressor by name as an inline table, with the options it cannot default.
+std::string CompressorTable(std::string_view name) {
+  const bool sparse = name == "top-k" || name == "random-k";
+  return fmt::format("{{ name = '{}'{} }}", name, sparse ? ", fraction = 0.25" : "");
+}
+
+// The optimizer configurations to resume: its defaults, and settings that switch on the state
+// the defaults leave idle (a warmup that ends within the run, line 7's max rule, scaled error
+// feedback, a stateful compressor, l2 weight decay).
+std::vector<std::string> Configurations(std::string_view name) {
+  const std::string bare = fmt::format("name = '{}'", name);
+  std::vector<std::string> configs = {bare,
+                                      bare + "\nweight_decay = 0.01\nweight_decay_mode = 'l2'"};
+  const auto add = [&](std::string_view extra) {
+    configs.push_back(bare + "\n" + std::string(extra));
+  };
+  if (name == "birder") {
+    add("t0 = 3\nworker_feedback = 'scaled'\nserver_feedback = 'scaled-as-printed'");
+  }
+  if (name == "onebit-adam") {
+    add("warmup_steps = 3");
+    add("warmup_steps = 3\nlocal_momentum = 'own'\nwarmup_compressor = 'fp16'");
+  }
+  if (name == "onebit-adam-fp32") add("warmup_steps = 3");
+  if (name == "onebit-lamb") {
+    add("warmup_steps = 3");
+    add("warmup_steps = 3\nlocal_momentum = 'own'\nmomentum_scaling = false");
+  }
+  if (name == "local-sgd" || name == "local-sgdm") add("tau = 3");
+  if (name == "ef-sgd") {
+    for (const CompressorInfo& c : Compressors().entries()) {
+      add(fmt::format("compressor = {}\nserver_compressor = {}\nserver_feedback = 'classic'",
+                      CompressorTable(c.name), CompressorTable(c.name)));
+    }
+  }
+  return configs;
+}
+
+class EveryOptimizerCheckpoint : public ::testing::TestWithParam<std::string> {};
+
+template <typename T>
+void ExpectResumesExactly(const std::string& toml) {
+  SCOPED_TRACE(toml);
+  const auto problem = Quadratic<T>();
+  auto original = Build<T>(toml);
+  Cluster<T> cluster(*problem, *original);
+  Vector<T> x = problem->InitialPoint();
+  std::vector<std::vector<double>> expected;
+  StateSnapshot saved;
+  Vector<T> x_saved;
+  for (std::int64_t t = 1; t <= kSteps; ++t) {
+    cluster.Step({t, Rate(t), 11}, x);
+    expected.push_back(Visible(*original, x));
+    if (t == kSaveAfter) {
+      saved = SaveState(*original);
+      x_saved = x;
+    }
+  }
+  auto resumed = Build<T>(toml);
+  RestoreState(saved, *resumed);
+  Cluster<T> resumed_cluster(*problem, *resumed);
+  for (std::int64_t t = kSaveAfter + 1; t <= kSteps; ++t) {
+    resumed_cluster.Step({t, Rate(t), 11}, x_saved);
+    ASSERT_EQ(Visible(*resumed, x_saved), expected[static_cast<std::size_t>(t - 1)])
+        << "step " << t << " after resuming from step " << kSaveAfter;
+  }
+}
+
+TEST_P(EveryOptimizerCheckpoint, ContinuesFromItsSavedStateBitForBit) {
+  for (const std::string& toml : Configurations(GetParam())) {
+    ExpectResumesExactly<float>(toml);
+    ExpectResumesExactly<double>(toml);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryOptimizerCheckpoint,
+                         ::testing::ValuesIn(Optimizers().names()), [](const auto& param) {
+                           std::string name = param.param;
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
+
+// Every probe on every optimizer it applies to: restored after step kSaveAfter (optimizer and
+// probe, the probe attached first as a run does), it records the same series and ends with the
+// same summary as the probe that ran throughout.
+TEST(EveryProbeCheckpoint, ContinuesFromItsSavedStateOnEveryOptimizer) {
+  int pairs = 0;
+  for (const OptimizerInfo& info : Optimizers().entries()) {
+    for (const ProbeInfo& probe : Probes().entries()) {
+      std::string toml = fmt::format("name = '{}'", info.name);
+      if (info.name == "onebit-adam" || info.name == "onebit-lamb") toml += "\nwarmup_steps = 3";
+      SCOPED_TRACE(fmt::format("{} on {}", probe.name, toml));
+      const auto problem = Quadratic<double>();
+      auto table = ParseOptionTable(toml, "optimizer", "test.toml");
+      ProbeContext context{kDimension, kWorkers, 7};
+      auto optimizer = MakeOptimizer<double>(*table, Context());
+      context.hyperparameters = table->Resolved();
+      const auto run = [&](DistributedOptimizer<double>& opt, Probe<double>& instance,
+                           Eigen::VectorXd& x, std::int64_t first, std::int64_t last,
+                           RunEvidence& evidence) {
+        Cluster<double> cluster(*problem, opt);
+        testing::EvidenceSink sink;
+        sink.run = &evidence;
+        sink.probe = std::string(probe.name);
+        for (std::int64_t t = first; t <= last; ++t) {
+          cluster.Step({t, Rate(t), 11}, x);
+          sink.step = t;
+          const std::span<const Eigen::VectorXd> consumed = opt.observable().ConsumedGradients();
+          instance.Observe(
+              {t, Rate(t), x, consumed.empty() ? cluster.gradients() : consumed, *problem},
+              opt.observable(), sink);
+        }
+      };
+      auto original = FactoryFor<double>(probe)(context);
+      if (!original->AppliesTo(optimizer->observable())) continue;
+      ++pairs;
+      Eigen::VectorXd x = problem->InitialPoint();
+      original->Attach(optimizer->observable(), x);
+      RunEvidence before, after, resumed_after;
+      run(*optimizer, *original, x, 1, kSaveAfter, before);
+      const StateSnapshot optimizer_state = SaveState(*optimizer);
+      const StateSnapshot probe_state = SaveState(*original);
+      Eigen::VectorXd x_saved = x;
+      run(*optimizer, *original, x, kSaveAfter + 1, kSteps, after);
+
+      auto fresh_table = ParseOptionTable(toml, "optimizer", "test.toml");
+      auto fresh = MakeOptimizer<double>(*fresh_table, Context());
+      auto resumed = FactoryFor<double>(probe)(context);
+      resumed->Attach(fresh->observable(), problem->InitialPoint());
+      RestoreState(optimizer_state, *fresh);
+      RestoreState(probe_state, *resumed);
+      run(*fresh, *resumed, x_saved, kSaveAfter + 1, kSteps, resumed_after);
+      EXPECT_EQ(x_saved, x);
+      EXPECT_EQ(resumed->Summary(), original->Summary());
+      ASSERT_EQ(resumed_after.probes.size(), after.probes.size());
+      for (const auto& [key, series] : after.probes) {
+        const auto it = resumed_after.probes.find(key);
+        ASSERT_NE(it, resumed_after.probes.end()) << key;
+        const auto& got = it->second.points;
+        const auto& want = series.points;
+        ASSERT_EQ(got.size(), want.size()) << key;
+        for (std::size_t k = 0; k < want.size(); ++k) {
+          EXPECT_EQ(got[k].step, want[k].step) << key;
+          EXPECT_EQ(got[k].worker, want[k].worker) << key;
+          EXPECT_TRUE(got[k].value == want[k].value ||
+                      (std::isnan(got[k].value) && std::isnan(want[k].value)))
+              << key << " at step " << want[k].step << ": " << got[k].value << " vs "
+              << want[k].value;
+        }
+      }
+    }
+  }
+  EXPECT_GE(pairs, static_cast<int>(Probes().entries().size()));
+}
+
+// Every registered compressor: an instance restored from another's state after some encodes
+// encodes the next inputs into the same bytes (PowerSGD's warm start is such state).
+TEST(EveryCompressorCheckpoint, ContinuesFromItsSavedStateBitForBit) {
+  const CompressorShape shape{kDimension, Context().layers};
+  for (const CompressorInfo& info : Compressors().entries()) {
+    SCOPED_TRACE(info.name);
+    auto table = ParseOptionTable(fmt::format("c = {}", CompressorTable(info.name)), "spec");
+    table = table->GetComponent("c", "");
+    const CompressorMaker<float> maker = MakeCompressorMaker<float>(*table);
+    auto original = maker(shape);
+    const auto input = [](std::int64_t t) {
+      Eigen::VectorXf x(kDimension);
+      for (Eigen::Index j = 0; j < x.size(); ++j) {
+        x[j] =
+            static_cast<float>(std::sin(0.7 * static_cast<double>(j + 1) * static_cast<double>(t)));
+      }
+      return x;
+    };
+    StateSnapshot saved;
+    std::vector<std::vector<std::uint8_t>> expected;
+    for (std::int64_t t = 1; t <= 6; ++t) {
+      PhiloxStream stream({3, Purpose::kWorkerCompression, 0, static_cast<std::uint64_t>(t)});
+      Message m;
+      original->Encode(input(t), stream, m);
+      expected.push_back(m.bytes);
+      if (t == 3) saved = SaveState(*original);
+    }
+    auto resumed = maker(shape);
+    RestoreState(saved, *resumed);
+    for (std::int64_t t = 4; t <= 6; ++t) {
+      PhiloxStream stream({3, Purpose::kWorkerCompression, 0, static_cast<std::uint64_t>(t)});
+      Message m;
+      resumed->Encode(input(t), stream, m);
+      EXPECT_EQ(m.bytes, expected[static_cast<std::size_t>(t - 1)]) << "encode " << t;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lemmalab
