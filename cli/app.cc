@@ -103,19 +103,44 @@ void RequireNoSweep(const RunSpec& spec, std::string_view command) {
       spec.path.string(), spec.path.string(), command));
 }
 
-int RunCommand(const RunSpec& spec, std::string out_dir, int threads, Transport* transport) {
+// What an interrupted run left: its last checkpoint when it has one.
+std::string AfterInterrupt(const RunSpec& spec, const std::string& out_dir) {
+  const std::optional<CheckpointMark> mark = ResultsWriter::StagedCheckpoint(out_dir);
+  if (!mark) return "no results written";
+  return fmt::format(
+      "no results written; the checkpoint at step {} of run {} is kept: lemmalab run {} --resume "
+      "{} continues it",
+      mark->step, mark->run + 1, spec.path.string(), out_dir);
+}
+
+int RunCommand(const RunSpec& spec, std::string out_dir, bool resume, int threads,
+               Transport* transport) {
   RequireNoSweep(spec, "run");
   if (out_dir.empty()) out_dir = (std::filesystem::path("results") / spec.path.stem()).string();
   ExperimentOptions options;
   options.out_dir = out_dir;
   options.threads = threads;
   options.stop = &g_interrupted;
+  options.stop_signal = &g_signal;
   options.transport = transport;
+  options.checkpoints = true;
+  options.resume = resume;
+  const bool reporting = transport == nullptr || transport->reports();
   const StopSignals stop_signals;
-  const ExperimentReport report = RunExperiment(spec, options);
-  if (transport == nullptr || transport->reports()) {
-    fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, runs.csv, params.npy)\n",
-               FormatReport(report), out_dir);
+  try {
+    const ExperimentReport report = RunExperiment(spec, options);
+    if (reporting) {
+      fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, runs.csv, params.npy)\n",
+                 FormatReport(report), out_dir);
+    }
+  } catch (const Interrupted&) {
+    // Under mpirun every rank stops after the same step (cli/experiment.h): one message.
+    const int signal = g_signal.load();
+    if (reporting) {
+      fmt::print(stderr, "\ninterrupted ({}): {}\n", strsignal(signal),
+                 AfterInterrupt(spec, out_dir));
+    }
+    return 128 + signal;
   }
   return kExitOk;
 }
@@ -169,7 +194,8 @@ int SweepCommand(const std::string& spec_path, const std::vector<std::string>& s
 // be one rank's alone, so that rank prints it and aborts the job, which ends every rank instead
 // of leaving them waiting in a collective.
 int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
-                const std::vector<std::string>& settings, const std::string& out_dir, int threads) {
+                const std::vector<std::string>& settings, const std::string& out_dir, bool resume,
+                int threads) {
   std::optional<MpiTransport> transport;
   RunSpec spec;
   try {
@@ -191,13 +217,14 @@ int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
     return kExitUserError;
   }
   try {
-    return RunCommand(spec, out_dir, threads, &*transport);
+    return RunCommand(spec, out_dir, resume, threads, &*transport);
+  } catch (const SharedFailure& e) {
+    // Met by every rank before the first step: printed once, and no rank aborts the job.
+    if (std::string_view(e.what()).size() > 0) fmt::print(stderr, "{}\n", e.what());
+    return e.exit_code();
   } catch (const UserError& e) {
     fmt::print(stderr, "error (rank {} of {}): {}\n", session.rank(), session.size(), e.what());
     MpiSession::Abort(kExitUserError);
-  } catch (const Interrupted&) {
-    fmt::print(stderr, "\ninterrupted (rank {}): no results written\n", session.rank());
-    MpiSession::Abort(128 + g_signal.load());
   } catch (const std::exception& e) {
     fmt::print(stderr, "internal error (rank {} of {}, please report): {}\n", session.rank(),
                session.size(), e.what());
@@ -228,7 +255,7 @@ int Main(int argc, char** argv) {
                    fmt::format("Only this kind: {}", fmt::join(ListKinds(), ", ")));
   list->add_flag("--json", json, "Print as JSON");
 
-  std::string spec_path, out_dir;
+  std::string spec_path, out_dir, resume_dir;
   std::vector<std::string> settings;
   int threads = 0;
   const auto add_settings = [&](CLI::App* command) {
@@ -238,7 +265,14 @@ int Main(int argc, char** argv) {
   };
   CLI::App* run = app.add_subcommand("run", "Run the experiment a spec describes");
   run->add_option("SPEC", spec_path, "Run spec (TOML)")->required();
-  run->add_option("--out", out_dir, "Results folder (default: results/<spec name>)")->check(folder);
+  CLI::Option* run_out =
+      run->add_option("--out", out_dir, "Results folder (default: results/<spec name>)")
+          ->check(folder);
+  run->add_option("--resume", resume_dir,
+                  "Continue the run whose last checkpoint is in this results folder "
+                  "(the spec's checkpoint_every); the same spec, --set arguments and build")
+      ->excludes(run_out)
+      ->check(folder);
   add_settings(run);
   run->add_option("--threads", threads,
                   "Threads for the workers (default: chosen; results do not depend on it)")
@@ -398,10 +432,12 @@ int Main(int argc, char** argv) {
       }
       return SweepCommand(sweep_spec, settings, sweep_out, jobs);
     }
+    const bool resume = !resume_dir.empty();
+    if (resume) out_dir = resume_dir;
 #ifdef LEMMALAB_HAVE_MPI
-    if (mpi) return RunUnderMpi(*mpi, spec_path, settings, out_dir, threads);
+    if (mpi) return RunUnderMpi(*mpi, spec_path, settings, out_dir, resume, threads);
 #endif
-    return RunCommand(LoadSpec(spec_path, settings), out_dir, threads, nullptr);
+    return RunCommand(LoadSpec(spec_path, settings), out_dir, resume, threads, nullptr);
   } catch (const UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitUserError;

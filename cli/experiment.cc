@@ -1,15 +1,21 @@
 #include "cli/experiment.h"
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstring>
+#include <exception>
 #include <optional>
 #include <set>
 #include <tuple>
 #include <type_traits>
 
+#include "cli/app.h"
+#include "cli/checkpoint.h"
 #include "cli/progress.h"
 #include "cli/sweep_grid.h"
 #include "comm/cluster.h"
@@ -39,7 +45,8 @@ struct PreparedRun {
 
 class RunProbeSink final : public ProbeSink {
  public:
-  RunProbeSink(ResultsWriter& writer, std::int64_t run_id) : writer_(writer), run_id_(run_id) {}
+  explicit RunProbeSink(ResultsWriter& writer) : writer_(writer) {}
+  void set_run_id(std::int64_t run_id) { run_id_ = run_id; }
   // `recorded`: whether this step's values are kept (probe_every). A series' first value is
   // kept whatever the step: some are recorded once (a declared q, the frozen variance).
   void At(std::int64_t step, std::string_view probe, bool recorded) {
@@ -56,9 +63,25 @@ class RunProbeSink final : public ProbeSink {
                      worker == kRunWide ? std::nullopt : std::optional<int>(worker), value);
   }
 
+  // The series seen so far (a resumed run keeps only what probe_every keeps of them).
+  void Persist(StateArchive& archive) {
+    std::vector<std::tuple<std::string, std::string, int>> seen(seen_.begin(), seen_.end());
+    std::uint64_t count = seen.size();
+    archive("seen", count);
+    seen.resize(count);
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      archive.Scope(fmt::format("seen {}", i), [&] {
+        archive("probe", std::get<0>(seen[i]));
+        archive("series", std::get<1>(seen[i]));
+        archive("worker", std::get<2>(seen[i]));
+      });
+    }
+    seen_ = {seen.begin(), seen.end()};
+  }
+
  private:
   ResultsWriter& writer_;
-  std::int64_t run_id_;
+  std::int64_t run_id_ = 0;
   std::int64_t step_ = 0;
   std::string_view probe_;
   bool recorded_ = true;
@@ -71,7 +94,226 @@ struct MetricsWindow {
   std::int64_t steps = 0;
   double loss = 0, largest_gradient = 0, bits_sent = 0, bits_received = 0, bytes_intra = 0,
          bytes_inter = 0, comm_seconds = 0;
+
+  void Persist(StateArchive& archive) {
+    archive("steps", steps);
+    archive("loss", loss);
+    archive("largest_gradient", largest_gradient);
+    archive("bits_sent", bits_sent);
+    archive("bits_received", bits_received);
+    archive("bytes_intra", bytes_intra);
+    archive("bytes_inter", bytes_inter);
+    archive("comm_seconds", comm_seconds);
+  }
 };
+
+void PersistEvaluation(StateArchive& archive, Evaluation& e) {
+  archive("loss", e.loss);
+  archive("grad_sq_norm", e.grad_sq_norm);
+  archive("accuracy", e.accuracy);
+  archive("test_loss", e.test_loss);
+  archive("test_accuracy", e.test_accuracy);
+}
+
+// What the run loop carries from one step to the next besides the parameters, the optimizer and
+// the probes: the totals the run's record is made of, the last evaluation, the open metrics
+// window.
+struct RunProgress {
+  std::int64_t run_id = 0;
+  std::int64_t next_step = 1;
+  double initial_loss = 0;  // f(x_0): what the blow-up limit is relative to
+  Evaluation last;
+  std::int64_t evaluated_at = 0;
+  std::int64_t bytes_sent = 0;
+  double bytes_intra = 0, bytes_inter = 0, step_seconds = 0, comm_seconds = 0;
+  double observed_g = 0;       // largest stochastic gradient norm seen
+  double earlier_seconds = 0;  // wall time spent on the run before the last resume
+  MetricsWindow window;
+
+  void Persist(StateArchive& archive) {
+    archive("run_id", run_id);
+    archive("next_step", next_step);
+    archive("initial_loss", initial_loss);
+    archive.Scope("last", [&] { PersistEvaluation(archive, last); });
+    archive("evaluated_at", evaluated_at);
+    archive("bytes_sent", bytes_sent);
+    archive("bytes_intra", bytes_intra);
+    archive("bytes_inter", bytes_inter);
+    archive("step_seconds", step_seconds);
+    archive("comm_seconds", comm_seconds);
+    archive("observed_g", observed_g);
+    archive("earlier_seconds", earlier_seconds);
+    archive.Nested("window", window);
+  }
+};
+
+void PersistRecord(StateArchive& archive, RunRecord& r) {
+  archive("label", r.label);
+  archive("dimension", r.dimension);
+  archive("optimizer", r.optimizer);
+  archive("schedule", r.schedule);
+  archive("status", r.status);
+  archive("steps_done", r.steps_done);
+  archive("final_loss", r.final_loss);
+  archive("final_accuracy", r.final_accuracy);
+  archive("final_grad_sq_norm", r.final_grad_sq_norm);
+  archive("final_test_loss", r.final_test_loss);
+  archive("final_test_accuracy", r.final_test_accuracy);
+  archive("bits_sent_per_worker", r.bits_sent_per_worker);
+  archive("wall_seconds", r.wall_seconds);
+  archive("bytes_intra_per_step", r.bytes_intra_per_step);
+  archive("bytes_inter_per_step", r.bytes_inter_per_step);
+  archive("step_seconds", r.step_seconds);
+  archive("comm_seconds_per_step", r.comm_seconds_per_step);
+}
+
+// A finished run's report, as the table and params.npy need it (its hyperparameters are the
+// preparation's, not saved).
+void PersistReport(StateArchive& archive, RunReport& report) {
+  archive.Scope("record", [&] { PersistRecord(archive, report.record); });
+  archive("dimension", report.dimension);
+  std::uint64_t lines = report.probe_lines.size();
+  archive("probe_lines", lines);
+  report.probe_lines.resize(lines);
+  for (std::size_t i = 0; i < report.probe_lines.size(); ++i) {
+    archive(fmt::format("probe_line {}", i), report.probe_lines[i]);
+  }
+  archive("threads", report.threads);
+  archive("observed_g", report.observed_g);
+  archive("final_params", report.final_params);
+}
+
+void PersistConstants(StateArchive& archive, std::vector<Constant>& constants) {
+  std::uint64_t count = constants.size();
+  archive("count", count);
+  constants.resize(count);
+  for (std::size_t i = 0; i < constants.size(); ++i) {
+    archive.Scope(fmt::format("{}", i), [&] {
+      Constant& c = constants[i];
+      auto certainty = static_cast<std::int32_t>(c.certainty);
+      archive("name", c.name);
+      archive("value", c.value);
+      archive("certainty", certainty);
+      archive("basis", c.basis);
+      c.certainty = static_cast<Certainty>(certainty);
+    });
+  }
+}
+
+// The experiment's side of checkpoints (cli/checkpoint.h): what a checkpoint holds besides the
+// run in progress (the problem's constants, the finished runs' reports), the saving of it all at
+// a step, and, when resuming, the archive everything is restored from, in the same order.
+class Checkpoints {
+ public:
+  // What a resumed experiment checks it continues: f(x_0) and ||grad f(x_0)||^2 of the problem,
+  // and a checksum of its data.
+  struct Identity {
+    Evaluation initial;
+    std::uint32_t data_checksum = 0;
+  };
+
+  Checkpoints(Checkpointer& checkpointer, std::vector<Constant>& constants,
+              std::vector<RunReport>& finished, Identity& identity)
+      : checkpointer_(checkpointer),
+        constants_(constants),
+        finished_(finished),
+        identity_(identity) {}
+
+  // Restores the constants and the finished runs from the checkpoint `mark`; the run in
+  // progress restores itself from restoring() (ResumeRun), then Finish checks nothing was left.
+  void Resume(const CheckpointMark& mark) {
+    mark_ = mark;
+    snapshot_ = checkpointer_.Load(mark);
+    restoring_.emplace(snapshot_, checkpointer_.StateFile(mark).string());
+    PersistExperiment(*restoring_);
+  }
+  // The run (0-based) a resumed experiment continues, if it resumes.
+  std::optional<std::int64_t> resumed_run() const {
+    return restoring_ ? std::optional(mark_.run) : std::nullopt;
+  }
+  // Restores the run in progress through `persist_run` and releases the snapshot.
+  template <typename F>
+  void ResumeRun(F&& persist_run) {
+    restoring_->Scope("run", [&] { persist_run(*restoring_); });
+    restoring_->Finish();
+    restoring_.reset();
+    snapshot_.clear();
+  }
+
+  bool Due(std::int64_t t, std::int64_t steps) const { return checkpointer_.Due(t, steps); }
+  // Saves everything at step `step` of run `run`, the run in progress through `persist_run`.
+  template <typename F>
+  void Save(std::int64_t run, std::int64_t step, F&& persist_run) {
+    SavingArchive archive;
+    PersistExperiment(archive);
+    archive.Scope("run", [&] { persist_run(archive); });
+    checkpointer_.Save({run, step}, archive.snapshot());
+  }
+
+ private:
+  void PersistExperiment(StateArchive& archive) {
+    archive.Scope("initial", [&] { PersistEvaluation(archive, identity_.initial); });
+    archive("data_checksum", identity_.data_checksum);
+    archive.Scope("constants", [&] { PersistConstants(archive, constants_); });
+    std::uint64_t count = finished_.size();
+    archive("finished", count);
+    finished_.resize(count);
+    for (std::size_t i = 0; i < finished_.size(); ++i) {
+      archive.Scope(fmt::format("finished {}", i), [&] { PersistReport(archive, finished_[i]); });
+    }
+  }
+
+  Checkpointer& checkpointer_;
+  std::vector<Constant>& constants_;
+  std::vector<RunReport>& finished_;
+  Identity& identity_;
+  CheckpointMark mark_;
+  StateSnapshot snapshot_;
+  std::optional<RestoringArchive> restoring_;
+};
+
+// A CRC-32 (zlib) of a data set's samples: features (bytes or doubles), labels, test set.
+std::uint32_t DataChecksum(const Dataset& data) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const auto add = [&](const void* bytes, std::size_t size) {
+    const auto* p = static_cast<const Bytef*>(bytes);
+    while (size > 0) {  // crc32 takes an unsigned int length
+      const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
+      crc = crc32(crc, p, chunk);
+      p += chunk;
+      size -= chunk;
+    }
+  };
+  const auto add_samples = [&](const Samples& s) {
+    if (s.holds_bytes()) {
+      add(s.bytes->data(), static_cast<std::size_t>(s.bytes->size()));
+      add(s.byte_values.data(), sizeof(s.byte_values));
+    } else {
+      add(s.features.data(), sizeof(double) * static_cast<std::size_t>(s.features.size()));
+    }
+    add(s.labels.data(), sizeof(int) * static_cast<std::size_t>(s.labels.size()));
+  };
+  add_samples(data.train);
+  if (data.test) add_samples(*data.test);
+  return static_cast<std::uint32_t>(crc);
+}
+
+// This process's rank: the worker it runs under MPI (one per rank), 0 in one process.
+int ProcessRank(const ExperimentOptions& options) {
+  if (options.transport == nullptr) return 0;
+  for (int w = 0; w < options.transport->workers(); ++w) {
+    if (options.transport->Runs(w)) return w;
+  }
+  return 0;
+}
+
+// Whether any process was asked to stop: a collective OR, so that every rank stops after the
+// same step.
+bool StopRequested(const ExperimentOptions& options) {
+  std::int64_t stop = options.stop != nullptr && options.stop->load() ? 1 : 0;
+  if (options.transport != nullptr) options.transport->Sum(std::span(&stop, 1));
+  return stop != 0;
+}
 
 std::string DescribeLink(const std::string& name, const LinkCost& cost) {
   return fmt::format("{} ({:g} us, {:g} Gbit/s)", name, cost.latency_s * 1e6,
@@ -110,69 +352,86 @@ std::string FailureAfterStep(const Observable<T>& algorithm, int workers, double
 }
 
 template <typename T>
-RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& problem,
-                  const Evaluation& initial, std::optional<double> f_star,
-                  const NetworkModel& network, const ExperimentOptions& options,
-                  ResultsWriter& writer, Progress& progress) {
+RunReport Execute(const RunSpec& spec, std::int64_t run_index, PreparedRun<T>& run,
+                  const Problem<T>& problem, const Evaluation& initial,
+                  std::optional<double> f_star, const NetworkModel& network,
+                  const ExperimentOptions& options, ResultsWriter& writer, Progress& progress,
+                  Checkpoints& checkpoints) {
   RunReport report;
   RunRecord& record = report.record;
   record.label = run.spec->label;
   record.optimizer = run.optimizer;
   record.schedule = run.schedule->Describe();
   record.status = "running";
-  const std::int64_t run_id = writer.AddRun(record);
-  writer.AddHyperparameters(run_id, run.hyperparameters);
   report.dimension = problem.dimension();
 
+  RunProgress p;
   Vector<T> x = problem.InitialPoint();
   Cluster<T> cluster(problem, *run.algorithm, spec.comm, options.threads, options.transport,
                      fmt::format("optimizer '{}'", run.spec->label));
-  RunProbeSink sink(writer, run_id);
+  RunProbeSink sink(writer);
   Observable<T>& view = run.algorithm->observable();
   for (auto& probe : run.probes) probe->Attach(view, x);
+  // Everything the run carries between steps, for checkpoints (probes restored after Attach).
+  const auto persist_run = [&](StateArchive& archive) {
+    archive.Nested("progress", p);
+    archive("x", x);
+    archive.Nested("optimizer", *run.algorithm);
+    archive.Scope("probes", [&] {
+      for (auto& probe : run.probes) archive.Nested(probe->name(), *probe);
+    });
+    archive.Nested("sink", sink);
+  };
   const auto record_evaluation = [&](std::int64_t step, const Evaluation& e) {
-    writer.AddMetric(run_id, step, "train_loss", std::nullopt, e.loss);
-    writer.AddMetric(run_id, step, "grad_sq_norm", std::nullopt, e.grad_sq_norm);
-    if (e.accuracy) writer.AddMetric(run_id, step, "train_accuracy", std::nullopt, *e.accuracy);
-    if (e.test_loss) writer.AddMetric(run_id, step, "test_loss", std::nullopt, *e.test_loss);
+    writer.AddMetric(p.run_id, step, "train_loss", std::nullopt, e.loss);
+    writer.AddMetric(p.run_id, step, "grad_sq_norm", std::nullopt, e.grad_sq_norm);
+    if (e.accuracy) writer.AddMetric(p.run_id, step, "train_accuracy", std::nullopt, *e.accuracy);
+    if (e.test_loss) writer.AddMetric(p.run_id, step, "test_loss", std::nullopt, *e.test_loss);
     if (e.test_accuracy) {
-      writer.AddMetric(run_id, step, "test_accuracy", std::nullopt, *e.test_accuracy);
+      writer.AddMetric(p.run_id, step, "test_accuracy", std::nullopt, *e.test_accuracy);
     }
-    if (f_star) writer.AddMetric(run_id, step, "optimality_gap", std::nullopt, e.loss - *f_star);
+    if (f_star) {
+      writer.AddMetric(p.run_id, step, "optimality_gap", std::nullopt, e.loss - *f_star);
+    }
     return e;
   };
-  const auto evaluate = [&](std::int64_t step) {
-    return record_evaluation(step, problem.Evaluate(x));
-  };
+  if (checkpoints.resumed_run() == run_index) {
+    checkpoints.ResumeRun(persist_run);
+  } else {
+    p.run_id = writer.AddRun(record);
+    writer.AddHyperparameters(p.run_id, run.hyperparameters);
+    p.initial_loss = initial.loss;
+    p.last = record_evaluation(0, initial);
+  }
+  sink.set_run_id(p.run_id);
 
   const std::int64_t steps =  // this run's last step
       options.last_step > 0 ? std::min(options.last_step, spec.steps) : spec.steps;
   if (options.trace != nullptr) options.trace->BeginRun(record.label);
   const auto start = std::chrono::steady_clock::now();
+  const auto seconds = [&] {
+    return p.earlier_seconds +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   progress.Start(record.label, steps);
-  Evaluation last = record_evaluation(0, initial);
-  const double initial_loss = last.loss;
-  std::int64_t evaluated_at = 0, bytes_sent = 0;
-  double bytes_intra = 0, bytes_inter = 0, step_seconds = 0, comm_seconds = 0;
   std::string failure;
-  std::int64_t t = 1;
+  std::int64_t t = p.next_step;
   const auto n = static_cast<double>(spec.workers);
   const std::int64_t metrics_every = std::max<std::int64_t>(1, spec.metrics_every);
   const std::int64_t probe_every = std::max<std::int64_t>(1, spec.probe_every);
-  MetricsWindow window;
   for (; t <= steps; ++t) {
-    if (options.stop != nullptr && options.stop->load()) throw Interrupted();
+    if (StopRequested(options)) throw Interrupted();
     const StepContext ctx{t, run.schedule->Rate(t), spec.seed, options.trace};
     const auto step_start = std::chrono::steady_clock::now();
     const StepResult& result = cluster.Step(ctx, x);
-    step_seconds +=
+    p.step_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
     LinkBytes step_bytes = result.traffic.server.sent;
     for (const EndpointTraffic& w : result.traffic.workers) step_bytes += w.sent;
     const double projected = network.StepSeconds(result.traffic.rounds);
-    bytes_intra += static_cast<double>(step_bytes.intra);
-    bytes_inter += static_cast<double>(step_bytes.inter);
-    comm_seconds += projected;
+    p.bytes_intra += static_cast<double>(step_bytes.intra);
+    p.bytes_inter += static_cast<double>(step_bytes.inter);
+    p.comm_seconds += projected;
 
     double loss = 0, largest_gradient = 0;
     std::int64_t sent = 0, received = 0;
@@ -182,8 +441,9 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
       sent += result.traffic.sent(static_cast<int>(w));
       received += result.traffic.received(static_cast<int>(w));
     }
-    bytes_sent += sent;
-    report.observed_g = std::max(report.observed_g, largest_gradient);
+    p.bytes_sent += sent;
+    p.observed_g = std::max(p.observed_g, largest_gradient);
+    MetricsWindow& window = p.window;
     ++window.steps;
     window.loss += loss / n;
     window.largest_gradient = std::max(window.largest_gradient, largest_gradient);
@@ -193,19 +453,20 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
     window.bytes_inter += static_cast<double>(step_bytes.inter);
     window.comm_seconds += projected;
 
-    failure = FailureAfterStep(view, spec.workers, loss / n, initial_loss, x);
+    failure = FailureAfterStep(view, spec.workers, loss / n, p.initial_loss, x);
     const bool last_step = t == steps || !failure.empty();
     const bool evaluated = last_step || t % spec.eval_every == 0;
     if (evaluated || t % metrics_every == 0) {
-      writer.AddMetric(run_id, t, "lr", std::nullopt, ctx.lr);
-      writer.AddMetric(run_id, t, "minibatch_loss", std::nullopt,
+      const std::int64_t id = p.run_id;
+      writer.AddMetric(id, t, "lr", std::nullopt, ctx.lr);
+      writer.AddMetric(id, t, "minibatch_loss", std::nullopt,
                        window.loss / static_cast<double>(window.steps));
-      writer.AddMetric(run_id, t, "max_grad_norm", std::nullopt, window.largest_gradient);
-      writer.AddMetric(run_id, t, "bits_sent", std::nullopt, window.bits_sent);
-      writer.AddMetric(run_id, t, "bits_received", std::nullopt, window.bits_received);
-      writer.AddMetric(run_id, t, "bytes_intra", std::nullopt, window.bytes_intra);
-      writer.AddMetric(run_id, t, "bytes_inter", std::nullopt, window.bytes_inter);
-      writer.AddMetric(run_id, t, "comm_seconds", std::nullopt, window.comm_seconds);
+      writer.AddMetric(id, t, "max_grad_norm", std::nullopt, window.largest_gradient);
+      writer.AddMetric(id, t, "bits_sent", std::nullopt, window.bits_sent);
+      writer.AddMetric(id, t, "bits_received", std::nullopt, window.bits_received);
+      writer.AddMetric(id, t, "bytes_intra", std::nullopt, window.bytes_intra);
+      writer.AddMetric(id, t, "bytes_inter", std::nullopt, window.bytes_inter);
+      writer.AddMetric(id, t, "comm_seconds", std::nullopt, window.comm_seconds);
       window = {};
     }
     if (!run.probes.empty()) {
@@ -218,12 +479,21 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
       }
     }
     if (evaluated) {
-      last = evaluate(t);
-      evaluated_at = t;
-      if (failure.empty() && !std::isfinite(last.loss)) failure = "the training loss is not finite";
+      p.last = record_evaluation(t, problem.Evaluate(x));
+      p.evaluated_at = t;
+      if (failure.empty() && !std::isfinite(p.last.loss)) {
+        failure = "the training loss is not finite";
+      }
     }
     if (options.on_step) options.on_step(t, loss / n);
     if (!failure.empty()) break;
+    if (checkpoints.Due(t, steps)) {
+      const double earlier = p.earlier_seconds;
+      p.next_step = t + 1;
+      p.earlier_seconds = seconds();
+      checkpoints.Save(run_index, t, persist_run);
+      p.earlier_seconds = earlier;
+    }
     progress.Update(t);
   }
   progress.Finish();
@@ -232,31 +502,31 @@ RunReport Execute(const RunSpec& spec, PreparedRun<T>& run, const Problem<T>& pr
   record.dimension = problem.dimension();
   record.status = failure.empty() ? std::string("completed")
                                   : fmt::format("diverged at step {}: {}", t, failure);
-  record.final_loss = last.loss;
-  record.final_accuracy = last.accuracy;
-  record.final_test_loss = last.test_loss;
-  record.final_test_accuracy = last.test_accuracy;
-  record.final_grad_sq_norm = last.grad_sq_norm;
-  record.bits_sent_per_worker = 8.0 * static_cast<double>(bytes_sent) / n;
-  record.wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record.final_loss = p.last.loss;
+  record.final_accuracy = p.last.accuracy;
+  record.final_test_loss = p.last.test_loss;
+  record.final_test_accuracy = p.last.test_accuracy;
+  record.final_grad_sq_norm = p.last.grad_sq_norm;
+  record.bits_sent_per_worker = 8.0 * static_cast<double>(p.bytes_sent) / n;
+  record.wall_seconds = seconds();
   const auto done = static_cast<double>(std::max<std::int64_t>(1, record.steps_done));
-  record.bytes_intra_per_step = bytes_intra / done;
-  record.bytes_inter_per_step = bytes_inter / done;
-  record.step_seconds = step_seconds / done;
-  record.comm_seconds_per_step = comm_seconds / done;
-  LEMMALAB_CHECK(evaluated_at == record.steps_done, "final evaluation at step {}, run ended at {}",
-                 evaluated_at, record.steps_done);
-  writer.UpdateRun(run_id, record);
-  writer.AddConstant(run_id, {"G", report.observed_g, Certainty::kEstimate,
-                              fmt::format("largest stochastic gradient norm seen in {} steps x {} "
-                                          "workers of this run",
-                                          record.steps_done, spec.workers)});
+  record.bytes_intra_per_step = p.bytes_intra / done;
+  record.bytes_inter_per_step = p.bytes_inter / done;
+  record.step_seconds = p.step_seconds / done;
+  record.comm_seconds_per_step = p.comm_seconds / done;
+  LEMMALAB_CHECK(p.evaluated_at == record.steps_done,
+                 "final evaluation at step {}, run ended at {}", p.evaluated_at, record.steps_done);
+  writer.UpdateRun(p.run_id, record);
+  writer.AddConstant(p.run_id, {"G", p.observed_g, Certainty::kEstimate,
+                                fmt::format("largest stochastic gradient norm seen in {} steps x "
+                                            "{} workers of this run",
+                                            record.steps_done, spec.workers)});
   for (const auto& probe : run.probes) {
     for (const std::string& line : probe->Summary()) {
       report.probe_lines.push_back(fmt::format("{}: {}", probe->name(), line));
     }
   }
+  report.observed_g = p.observed_g;
   report.final_params = x.template cast<double>();
   report.threads = cluster.largest_team();
   return report;
@@ -280,99 +550,179 @@ Hyperparameters SettingOf(const RunSpec& spec, const Hyperparameters& data,
   return setting;
 }
 
+// Runs `f` on every process. In one process its exceptions pass as they are. Under MPI, a
+// failure on any process becomes a SharedFailure on all of them once every process has run `f`:
+// the lowest rank that failed carries the message, the others an empty one, all its exit code.
+// Use it around work that involves no collective, so that every process reaches the agreement.
+template <typename F>
+void Agreed(const ExperimentOptions& options, F&& f) {
+  Transport* transport = options.transport;
+  if (transport == nullptr) {
+    f();
+    return;
+  }
+  std::string message;
+  int code = kExitOk;
+  try {
+    f();
+  } catch (const UserError& e) {
+    message = fmt::format("error: {}", e.what());
+    code = kExitUserError;
+  } catch (const std::bad_alloc&) {
+    message = "error: out of memory: the spec asks for more than this machine has";
+    code = kExitUserError;
+  } catch (const Interrupted&) {
+    message = "interrupted: no results written";
+    code = 128 + (options.stop_signal != nullptr ? options.stop_signal->load() : SIGINT);
+  } catch (const std::exception& e) {
+    message = fmt::format("internal error (please report): {}", e.what());
+    code = kExitInternalError;
+  }
+  // One entry per rank (which runs one worker): its code, zeros elsewhere.
+  std::vector<std::int64_t> codes(static_cast<std::size_t>(transport->workers()), 0);
+  const int rank = ProcessRank(options);
+  codes[static_cast<std::size_t>(rank)] = code;
+  transport->Sum(codes);
+  for (std::size_t w = 0; w < codes.size(); ++w) {
+    if (codes[w] == 0) continue;
+    throw SharedFailure(static_cast<int>(w) == rank ? message : std::string(),
+                        static_cast<int>(codes[w]));
+  }
+}
+
+// What a resumed run must share with the run it continues: the spec as given (text and --set
+// arguments) and the build (a checkpoint restores bits, which another build need not
+// reproduce).
+void RequireSameRun(const RunSpec& spec, ResultsWriter& writer, const std::filesystem::path& dir) {
+  const auto differ = [&](std::string_view what, const std::string& then, const std::string& now) {
+    return UserError(fmt::format(
+        "--resume {}: the checkpoint was written by another {} ({} then, {} now); a run resumes "
+        "only with the spec, --set arguments and build that started it",
+        dir.string(), what, then, now));
+  };
+  if (writer.Meta("spec_text") != spec.text) {
+    throw differ("spec", fmt::format("'{}'", writer.Meta("spec_path")),
+                 fmt::format("'{}', whose text differs", spec.path.string()));
+  }
+  const std::string settings = JoinNames(spec.settings);
+  if (writer.Meta("settings") != settings) {
+    throw differ("set of --set arguments", fmt::format("'{}'", writer.Meta("settings")),
+                 fmt::format("'{}'", settings));
+  }
+  const BuildInfo& build = Build();
+  if (writer.Meta("commit") != build.commit || writer.Meta("build") != build.build) {
+    throw differ("build of lemmalab",
+                 fmt::format("commit {}, {}", writer.Meta("commit"), writer.Meta("build")),
+                 fmt::format("commit {}, {}", build.commit, build.build));
+  }
+}
+
 // Builds everything the spec asks for and, unless `validate_only`, runs it.
 template <typename T>
 ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
                           bool validate_only) {
-  // Build and validate everything before the first step.
+  if (spec.checkpoint_every > 0 && !options.checkpoints) {
+    throw UserError(fmt::format(
+        "{}: checkpoint_every = {}: only lemmalab run saves checkpoints (and lemmalab run "
+        "--resume continues them); remove it for check, sweep, trace and Python runs",
+        spec.path.string(), spec.checkpoint_every));
+  }
+  // Everything before the first step, on every process alike (under MPI its failures are
+  // agreed, so that the job prints each once): data, problem, optimizers, probes, the results
+  // folder and, when resuming, this process's checkpoint.
   DataCache::Entry data;
-  if (spec.data) {
-    const DataContext context{spec.seed, spec.path.parent_path()};
-    if (options.data_cache != nullptr) {
-      data = options.data_cache->Get(*spec.data, context);
-    } else {
-      data.data = std::make_shared<const Dataset>(LoadData(*spec.data, context));
-      data.resolved = spec.data->Resolved();
-    }
-  }
-  const std::unique_ptr<Problem<T>> problem =
-      MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
-  problem->set_threads(options.threads);
-  std::vector<Constant> constants = problem->Constants();
-  if (spec.reference && !validate_only) {
-    if constexpr (std::is_same_v<T, double>) {
-      constants = ReferenceConstants(*problem, spec.seed, spec.reference_iterations, options.stop);
-    } else {
-      const std::unique_ptr<Problem<double>> exact =
-          MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
-      constants = ReferenceConstants(*exact, spec.seed, spec.reference_iterations, options.stop);
-    }
-  }
-  std::optional<double> f_star;
-  if (const Constant* c = FindConstant(constants, "f_star")) f_star = c->value;
-  OptimizerContext optimizer_context{problem->dimension(), spec.workers, problem->Layers(),
-                                     LayoutFor(spec.comm, problem->dimension())};
-  if (options.transport != nullptr) {
-    for (int i = 0; i < spec.workers; ++i) {
-      if (options.transport->Runs(i)) optimizer_context.local_workers.push_back(i);
-    }
-  }
-  const ProbeContext run_probe_context{problem->dimension(), spec.workers, spec.seed};
-  OptionTable no_network("[network]", spec.path.string());
-  OptionTable& network_options = spec.network ? *spec.network : no_network;
-  const NetworkModel network = NetworkFromOptions(network_options);
-  if (spec.network) spec.network->RejectUnknownKeys();
-  if (options.transport != nullptr) RequireNoProbes(spec);
-
-  const Hyperparameters setting = SettingOf(spec, data.resolved, network_options);
+  std::unique_ptr<Problem<T>> problem;
+  std::vector<Constant> constants;
   std::vector<PreparedRun<T>> runs;
-  std::vector<bool> probe_applied(spec.probes.size(), false);
-  for (const OptimizerSpec& o : spec.optimizers) {
-    PreparedRun<T> run;
-    run.spec = &o;
-    run.optimizer = o.options->GetString("name", "");
-    run.schedule = MakeSchedule(*o.schedule, {spec.steps, spec.workers});
-    try {
-      run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
-    } catch (const UserError& e) {
-      // A refusal that did not come from reading an option (a chunked scheme's, say) is given
-      // the optimizer's table, so that every message names the file and line it is about.
-      if (std::string_view(e.what()).starts_with(spec.path.string())) throw;
-      throw UserError(
-          fmt::format("{}: {}: {}", o.options->where(), o.options->context(), e.what()));
-    }
-    run.hyperparameters = o.options->Resolved();
-    run.hyperparameters.Merge("schedule", o.schedule->Resolved());
-    for (const auto& [key, value] : setting.entries()) run.hyperparameters.Set(key, value);
-    ProbeContext probe_context = run_probe_context;
-    probe_context.hyperparameters = run.hyperparameters;
-    const auto attach = [&](const std::string& name) {
-      auto probe = FactoryFor<T>(*Probes().Find(name))(probe_context);
-      if (!probe->AppliesTo(run.algorithm->observable())) return false;
-      run.probes.push_back(std::move(probe));
-      return true;
-    };
-    for (std::size_t k = 0; k < spec.probes.size(); ++k) {
-      if (attach(spec.probes[k])) probe_applied[k] = true;
-    }
-    for (const std::string& name : spec.check_probes) attach(name);
-    runs.push_back(std::move(run));
-  }
   std::vector<std::string> unused_probes;
-  for (std::size_t k = 0; k < spec.probes.size(); ++k) {
-    if (probe_applied[k]) continue;
-    if (options.probes_may_not_apply) {
-      unused_probes.push_back(spec.probes[k]);
-      continue;
+  std::optional<NetworkModel> network;
+  Hyperparameters setting;
+  const bool reporting = options.transport == nullptr || options.transport->reports();
+  std::optional<ResultsWriter> writer;
+  Agreed(options, [&] {
+    if (spec.data) {
+      const DataContext context{spec.seed, spec.path.parent_path()};
+      if (options.data_cache != nullptr) {
+        data = options.data_cache->Get(*spec.data, context);
+      } else {
+        data.data = std::make_shared<const Dataset>(LoadData(*spec.data, context));
+        data.resolved = spec.data->Resolved();
+      }
     }
-    std::vector<std::string> labels;
-    for (const OptimizerSpec& o : spec.optimizers) labels.push_back(o.label);
-    throw UserError(
-        fmt::format("{}: probe '{}' applies to none of the optimizers ({}); it "
-                    "measures {}",
-                    spec.path.string(), spec.probes[k], JoinNames(labels),
-                    Probes().Find(spec.probes[k])->summary));
-  }
+    problem = MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
+    problem->set_threads(options.threads);
+    constants = problem->Constants();
+    OptimizerContext optimizer_context{problem->dimension(), spec.workers, problem->Layers(),
+                                       LayoutFor(spec.comm, problem->dimension())};
+    if (options.transport != nullptr) {
+      for (int i = 0; i < spec.workers; ++i) {
+        if (options.transport->Runs(i)) optimizer_context.local_workers.push_back(i);
+      }
+    }
+    const ProbeContext run_probe_context{problem->dimension(), spec.workers, spec.seed};
+    OptionTable no_network("[network]", spec.path.string());
+    OptionTable& network_options = spec.network ? *spec.network : no_network;
+    network = NetworkFromOptions(network_options);
+    if (spec.network) spec.network->RejectUnknownKeys();
+    if (options.transport != nullptr) RequireNoProbes(spec);
+
+    setting = SettingOf(spec, data.resolved, network_options);
+    std::vector<bool> probe_applied(spec.probes.size(), false);
+    for (const OptimizerSpec& o : spec.optimizers) {
+      PreparedRun<T> run;
+      run.spec = &o;
+      run.optimizer = o.options->GetString("name", "");
+      run.schedule = MakeSchedule(*o.schedule, {spec.steps, spec.workers});
+      try {
+        run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
+      } catch (const UserError& e) {
+        // A refusal that did not come from reading an option (a chunked scheme's, say) is given
+        // the optimizer's table, so that every message names the file and line it is about.
+        if (std::string_view(e.what()).starts_with(spec.path.string())) throw;
+        throw UserError(
+            fmt::format("{}: {}: {}", o.options->where(), o.options->context(), e.what()));
+      }
+      run.hyperparameters = o.options->Resolved();
+      run.hyperparameters.Merge("schedule", o.schedule->Resolved());
+      for (const auto& [key, value] : setting.entries()) run.hyperparameters.Set(key, value);
+      ProbeContext probe_context = run_probe_context;
+      probe_context.hyperparameters = run.hyperparameters;
+      const auto attach = [&](const std::string& name) {
+        auto probe = FactoryFor<T>(*Probes().Find(name))(probe_context);
+        if (!probe->AppliesTo(run.algorithm->observable())) return false;
+        run.probes.push_back(std::move(probe));
+        return true;
+      };
+      for (std::size_t k = 0; k < spec.probes.size(); ++k) {
+        if (attach(spec.probes[k])) probe_applied[k] = true;
+      }
+      for (const std::string& name : spec.check_probes) attach(name);
+      runs.push_back(std::move(run));
+    }
+    for (std::size_t k = 0; k < spec.probes.size(); ++k) {
+      if (probe_applied[k]) continue;
+      if (options.probes_may_not_apply) {
+        unused_probes.push_back(spec.probes[k]);
+        continue;
+      }
+      std::vector<std::string> labels;
+      for (const OptimizerSpec& o : spec.optimizers) labels.push_back(o.label);
+      throw UserError(
+          fmt::format("{}: probe '{}' applies to none of the optimizers ({}); it "
+                      "measures {}",
+                      spec.path.string(), spec.probes[k], JoinNames(labels),
+                      Probes().Find(spec.probes[k])->summary));
+    }
+    if (validate_only) return;
+    using Mode = ResultsWriter::Mode;
+    const Mode mode = options.resume              ? Mode::kResume
+                      : spec.checkpoint_every > 0 ? Mode::kCheckpointed
+                                                  : Mode::kFresh;
+    writer.emplace(reporting && !options.discard_results
+                       ? ResultsWriter(options.out_dir, options.database_only, mode)
+                       : ResultsWriter::Discarding());
+    if (options.resume && reporting) RequireSameRun(spec, *writer, options.out_dir);
+  });
 
   if (validate_only) {
     ExperimentReport report;
@@ -386,24 +736,73 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
     }
     return report;
   }
-  const bool reporting = options.transport == nullptr || options.transport->reports();
-  ResultsWriter writer = reporting && !options.discard_results
-                             ? ResultsWriter(options.out_dir, options.database_only)
-                             : ResultsWriter::Discarding();
-  writer.SetMeta("lemmalab_version", Build().version);
-  writer.SetMeta("commit", Build().commit);
-  writer.SetMeta("build", Build().build);
-  writer.SetMeta("spec_path", spec.path.string());
-  writer.SetMeta("spec_text", spec.text);
-  writer.SetMeta("description", spec.description);
-  writer.SetMeta("seed", fmt::format("{}", spec.seed));
-  writer.SetMeta("steps", fmt::format("{}", spec.steps));
-  writer.SetMeta("workers", fmt::format("{}", spec.workers));
-  writer.SetMeta("precision", PrecisionName(spec.precision));
-  writer.SetMeta("problem", problem->Describe());
-  writer.SetMeta("dimension", fmt::format("{}", problem->dimension()));
-  for (const Constant& c : constants) writer.AddConstant(std::nullopt, c);
-  writer.AddShards(problem->Shards());
+
+  // Every run starts from the same point: it is evaluated once.
+  const Evaluation initial = problem->Evaluate(problem->InitialPoint());
+  std::vector<RunReport> finished;
+  // What a resumed run checks it continues (a checksum of the data only where checkpoints are
+  // on: it reads every byte of them).
+  Checkpoints::Identity identity{initial, spec.checkpoint_every > 0 && data.data
+                                              ? DataChecksum(*data.data)
+                                              : std::uint32_t{0}};
+  const Checkpoints::Identity now = identity;
+  Checkpointer checkpointer(*writer, ResultFolder(options.out_dir).staging(), spec.checkpoint_every,
+                            options.transport, ProcessRank(options));
+  Checkpoints checkpoints(checkpointer, constants, finished, identity);
+  if (options.resume) {
+    const CheckpointMark mark = checkpointer.SharedMark();
+    Agreed(options, [&] {
+      checkpoints.Resume(mark);
+      const auto differ = [&](std::string_view what, auto then, auto here) {
+        return UserError(fmt::format(
+            "--resume {}: the {} differ from the checkpointed run's ({} then, {} now); a run "
+            "resumes only on the data and problem that started it",
+            options.out_dir.string(), what, then, here));
+      };
+      if (identity.data_checksum != now.data_checksum) {
+        throw differ("data (CRC-32 of the samples)", identity.data_checksum, now.data_checksum);
+      }
+      const Evaluation& then = identity.initial;
+      if (std::memcmp(&then.loss, &now.initial.loss, sizeof(double)) != 0 ||
+          std::memcmp(&then.grad_sq_norm, &now.initial.grad_sq_norm, sizeof(double)) != 0) {
+        throw differ("problem or its data",
+                     fmt::format("f(x_0) = {}, |grad f(x_0)|^2 = {}", then.loss, then.grad_sq_norm),
+                     fmt::format("f(x_0) = {}, |grad f(x_0)|^2 = {}", now.initial.loss,
+                                 now.initial.grad_sq_norm));
+      }
+    });
+  } else {
+    Agreed(options, [&] {
+      if (spec.reference) {
+        if constexpr (std::is_same_v<T, double>) {
+          constants =
+              ReferenceConstants(*problem, spec.seed, spec.reference_iterations, options.stop);
+        } else {
+          const std::unique_ptr<Problem<double>> exact =
+              MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
+          constants =
+              ReferenceConstants(*exact, spec.seed, spec.reference_iterations, options.stop);
+        }
+      }
+      writer->SetMeta("lemmalab_version", Build().version);
+      writer->SetMeta("commit", Build().commit);
+      writer->SetMeta("build", Build().build);
+      writer->SetMeta("spec_path", spec.path.string());
+      writer->SetMeta("spec_text", spec.text);
+      writer->SetMeta("settings", JoinNames(spec.settings));
+      writer->SetMeta("description", spec.description);
+      writer->SetMeta("seed", fmt::format("{}", spec.seed));
+      writer->SetMeta("steps", fmt::format("{}", spec.steps));
+      writer->SetMeta("workers", fmt::format("{}", spec.workers));
+      writer->SetMeta("precision", PrecisionName(spec.precision));
+      writer->SetMeta("problem", problem->Describe());
+      writer->SetMeta("dimension", fmt::format("{}", problem->dimension()));
+      for (const Constant& c : constants) writer->AddConstant(std::nullopt, c);
+      writer->AddShards(problem->Shards());
+    });
+  }
+  std::optional<double> f_star;
+  if (const Constant* c = FindConstant(constants, "f_star")) f_star = c->value;
 
   ExperimentReport report;
   report.problem = problem->Describe();
@@ -416,18 +815,22 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
       spec.comm.topology.nodes, spec.comm.topology.nodes == 1 ? "" : "s",
       spec.comm.topology.workers_per_node, spec.comm.topology.workers_per_node == 1 ? "" : "s",
       options.transport == nullptr ? "in-process" : options.transport->name(),
-      DescribeNetwork(network));
-  writer.SetMeta("communication", report.communication);
+      DescribeNetwork(*network));
+  if (!options.resume) writer->SetMeta("communication", report.communication);
   Progress progress(options.progress && reporting);
-  std::vector<Eigen::VectorXd> params;
-  // Every run starts from the same point: it is evaluated once.
-  const Evaluation initial = problem->Evaluate(problem->InitialPoint());
-  for (PreparedRun<T>& run : runs) {
-    report.runs.push_back(
-        Execute(spec, run, *problem, initial, f_star, network, options, writer, progress));
-    params.push_back(report.runs.back().final_params);
+  const std::size_t first = finished.size();
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    // A checkpoint of run k saves the runs before it as finished: k joins them afterwards.
+    if (k >= first) {
+      finished.push_back(Execute(spec, static_cast<std::int64_t>(k), runs[k], *problem, initial,
+                                 f_star, *network, options, *writer, progress, checkpoints));
+    }
+    finished[k].hyperparameters = runs[k].hyperparameters;
   }
-  writer.Commit(params, spec.precision);
+  std::vector<Eigen::VectorXd> params;
+  for (const RunReport& r : finished) params.push_back(r.final_params);
+  writer->Commit(params, spec.precision);
+  report.runs = std::move(finished);
   return report;
 }
 

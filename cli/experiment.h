@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ struct ExperimentOptions {
   bool progress = true;  // shown only on a terminal
   // Set (e.g. by SIGINT) to stop between steps; the experiment then throws Interrupted.
   const std::atomic<bool>* stop = nullptr;
+  // The signal that set `stop`, for the exit code 128 + signal (null: SIGINT's).
+  const std::atomic<int>* stop_signal = nullptr;
   // The transport the workers run over; null: all of them in this process. With one that does
   // not report (an MPI rank other than 0) nothing is written and no progress is shown.
   Transport* transport = nullptr;
@@ -80,6 +83,25 @@ struct ExperimentOptions {
   std::int64_t last_step = 0;
   // Write nothing (`lemmalab trace`, the Python bindings' trace-only runs).
   bool discard_results = false;
+  // Whether the spec's checkpoint_every is honoured (`lemmalab run`); elsewhere a spec that asks
+  // for checkpoints is refused, since nothing could resume them.
+  bool checkpoints = false;
+  // Continue the checkpoint in out_dir (`lemmalab run --resume`; cli/checkpoint.h).
+  bool resume = false;
+};
+
+// Under MPI, a failure before the first step, which every rank learns of together (the spec,
+// the data, the results folder are every rank's alike): the lowest rank that met it carries its
+// message ("error: ..."), every other rank an empty one, and every rank exits with the same
+// code without aborting the job, so the job prints the message once.
+class SharedFailure : public std::runtime_error {
+ public:
+  SharedFailure(std::string message, int exit_code)
+      : std::runtime_error(std::move(message)), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
 };
 
 struct RunReport {
@@ -103,6 +125,9 @@ struct ExperimentReport {
   std::vector<std::string> unused_probes;  // listed, applying to no run (probes_may_not_apply)
 };
 
+// Runs the spec. UserError for bad input; Interrupted when options.stop was set (under MPI on
+// every rank at the same step: a stop any rank sees stops them all between two steps); under
+// MPI, a failure before the first step is a SharedFailure on every rank.
 ExperimentReport RunExperiment(const RunSpec& spec, const ExperimentOptions& options);
 
 // Builds everything RunExperiment would (data, problem, optimizers, probes), so that every option

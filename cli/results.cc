@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <concepts>
@@ -230,11 +231,30 @@ void WriteRunsCsv(sqlite3* db, const std::filesystem::path& partial) {
 }
 
 std::filesystem::path ResultsWriter::Partial(std::string_view name) const {
-  return dir_ / fmt::format("{}.partial", name);
+  return folder_.staging() / name;
 }
 
-ResultsWriter::ResultsWriter(std::filesystem::path dir, bool database_only)
-    : dir_(std::move(dir)), database_only_(database_only) {
+std::optional<CheckpointMark> ResultsWriter::StagedCheckpoint(const std::filesystem::path& dir) {
+  const std::filesystem::path file = ResultFolder(dir).staging() / kDatabase;
+  if (!std::filesystem::exists(file)) return std::nullopt;
+  sqlite3* db = nullptr;
+  std::optional<CheckpointMark> mark;
+  if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* query = nullptr;
+    // No such table (a run without checkpoints) or no row (none written yet): no checkpoint.
+    if (sqlite3_prepare_v2(db, "SELECT run, step FROM checkpoint", -1, &query, nullptr) ==
+            SQLITE_OK &&
+        sqlite3_step(query) == SQLITE_ROW) {
+      mark = CheckpointMark{sqlite3_column_int64(query, 0), sqlite3_column_int64(query, 1)};
+    }
+    sqlite3_finalize(query);
+  }
+  sqlite3_close(db);
+  return mark;
+}
+
+ResultsWriter::ResultsWriter(std::filesystem::path dir, bool database_only, Mode mode)
+    : dir_(std::move(dir)), folder_(dir_), mode_(mode), database_only_(database_only) {
   lock_.emplace(dir_, "lemmalab run");
   for (const std::string_view name : {kDatabase, kMetrics, kRuns, kParams}) {
     const std::filesystem::path target = dir_ / name;
@@ -245,18 +265,41 @@ ResultsWriter::ResultsWriter(std::filesystem::path dir, bool database_only)
                       dir_.string(), name));
     }
   }
-  RemovePartials();  // left over from an interrupted run
+  const std::optional<CheckpointMark> staged = StagedCheckpoint(dir_);
+  if (mode_ == Mode::kResume) {
+    if (!staged) {
+      throw UserError(
+          fmt::format("--resume {}: there is no checkpoint to resume there (a run writes one every "
+                      "checkpoint_every steps; a run that finished leaves none)",
+                      dir_.string()));
+    }
+    resumed_ = *staged;
+    checkpoint_committed_ = true;
+    Open(Partial(kDatabase).string());
+    return;
+  }
+  if (staged) {
+    throw UserError(fmt::format(
+        "--out {}: it holds the checkpoint of an unfinished run (run {}, step {}); continue it "
+        "with lemmalab run SPEC --resume {}, or remove {} to start over",
+        dir_.string(), staged->run + 1, staged->step, dir_.string(), folder_.staging().string()));
+  }
+  folder_.ResetStaging();  // what an interrupted run without checkpoints left there
   Open(Partial(kDatabase).string());
 }
 
-ResultsWriter::ResultsWriter() : discarding_(true) { Open(":memory:"); }
+ResultsWriter::ResultsWriter() : folder_({}), discarding_(true) { Open(":memory:"); }
 
 ResultsWriter::ResultsWriter(ResultsWriter&& other) noexcept
     : dir_(std::move(other.dir_)),
+      folder_(std::move(other.folder_)),
       lock_(std::move(other.lock_)),
       db_(std::exchange(other.db_, nullptr)),
       insert_metric_(std::exchange(other.insert_metric_, nullptr)),
       insert_probe_(std::exchange(other.insert_probe_, nullptr)),
+      mode_(other.mode_),
+      resumed_(other.resumed_),
+      checkpoint_committed_(other.checkpoint_committed_),
       committed_(std::exchange(other.committed_, true)),
       discarding_(other.discarding_),
       database_only_(other.database_only_) {}
@@ -266,12 +309,24 @@ void ResultsWriter::Open(const std::string& db_path) {
     const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
-    throw UserError(fmt::format("{}: cannot create: {}", db_path, message));
+    throw UserError(fmt::format("{}: cannot open: {}", db_path, message));
   }
-  Exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
-  Exec(Schema().c_str());
+  if (mode_ == Mode::kFresh || discarding_) {
+    // One transaction, published whole or removed: nothing to recover, so no journal.
+    Exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
+  } else {
+    // Committed at each checkpoint: a process killed between checkpoints must find the last
+    // one intact, which the write-ahead log guarantees (uncommitted frames are ignored).
+    Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;");
+  }
+  if (mode_ != Mode::kResume) {
+    Exec(Schema().c_str());
+    if (mode_ == Mode::kCheckpointed) {
+      Exec("CREATE TABLE checkpoint(run INTEGER NOT NULL, step INTEGER NOT NULL)");
+    }
+  }
   Exec("BEGIN");
-  AddProbeSeries(db_);
+  if (mode_ != Mode::kResume) AddProbeSeries(db_);
   insert_metric_ = Prepare(db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?)");
   insert_probe_ = Prepare(db_, "INSERT INTO probes VALUES (?, ?, ?, ?, ?, ?)");
 }
@@ -279,15 +334,9 @@ void ResultsWriter::Open(const std::string& db_path) {
 ResultsWriter::~ResultsWriter() {
   sqlite3_finalize(insert_metric_);
   sqlite3_finalize(insert_probe_);
-  if (db_ != nullptr) sqlite3_close(db_);
-  if (!committed_) RemovePartials();
-}
-
-void ResultsWriter::RemovePartials() noexcept {
-  if (discarding_ || dir_.empty()) return;
-  std::error_code ignored;
-  for (const std::string_view name : {kDatabase, kMetrics, kRuns, kParams}) {
-    std::filesystem::remove(Partial(name), ignored);
+  if (db_ != nullptr) sqlite3_close(db_);  // rolls back what the last checkpoint did not commit
+  if (!committed_ && !discarding_ && !dir_.empty() && !checkpoint_committed_) {
+    folder_.RemoveStaging();
   }
 }
 
@@ -423,7 +472,29 @@ void ResultsWriter::WriteCsv(const std::filesystem::path& path) {
   if (!out.flush()) throw WriteFailed(path.string());
 }
 
+void ResultsWriter::CommitCheckpoint(const CheckpointMark& mark) {
+  if (discarding_) return;
+  LEMMALAB_CHECK(mode_ != Mode::kFresh, "a checkpoint into results written without them");
+  Exec("DELETE FROM checkpoint");
+  ExecuteOnce(db_, "INSERT INTO checkpoint VALUES (?, ?)", mark.run, mark.step);
+  Exec("COMMIT");
+  checkpoint_committed_ = true;
+  Exec("BEGIN");
+}
+
+std::string ResultsWriter::Meta(std::string_view key) {
+  sqlite3_stmt* query = Prepare(db_, "SELECT value FROM meta WHERE key = ?");
+  Bind(query, 1, key);
+  std::string value;
+  if (sqlite3_step(query) == SQLITE_ROW) {
+    value = reinterpret_cast<const char*>(sqlite3_column_text(query, 0));
+  }
+  sqlite3_finalize(query);
+  return value;
+}
+
 void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision precision) {
+  if (mode_ != Mode::kFresh && !discarding_) Exec("DROP TABLE checkpoint");
   Exec("COMMIT");
   if (discarding_) {
     committed_ = true;
@@ -437,19 +508,17 @@ void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision
   sqlite3_finalize(insert_metric_);
   sqlite3_finalize(insert_probe_);
   insert_metric_ = insert_probe_ = nullptr;
+  // One self-contained file (the write-ahead log folded in) that any reader opens read-only.
+  if (mode_ != Mode::kFresh) Exec("PRAGMA journal_mode = DELETE");
   if (sqlite3_close(db_) != SQLITE_OK) {
     throw UserError(
         fmt::format("{}: cannot close: {}", Partial(kDatabase).string(), sqlite3_errmsg(db_)));
   }
   db_ = nullptr;
-  // results.sqlite last: its presence means the set is complete.
-  for (const std::string_view name : {kMetrics, kRuns, kParams, kDatabase}) {
-    if (database_only_ && name != kDatabase) continue;
-    std::error_code ec;
-    std::filesystem::rename(Partial(name), dir_ / name, ec);
-    if (ec)
-      throw UserError(
-          fmt::format("{}: cannot move into place: {}", (dir_ / name).string(), ec.message()));
+  if (database_only_) {
+    folder_.Publish(std::array{kDatabase});
+  } else {
+    folder_.Publish(std::array{kDatabase, kMetrics, kRuns, kParams});
   }
   committed_ = true;
 }

@@ -4,9 +4,16 @@
 // order).
 //
 // The folder is locked (cli/directory_lock.h) while the writer lives: two runs into one folder
-// cannot mix their files. Files are written under ".partial" names and renamed only when the
-// whole experiment has finished; if anything fails, the partial files are removed and earlier
-// results in DIR stay as they were. Nothing half-written is left looking complete.
+// cannot mix their files. The files are written into DIR/.results/next and published together
+// when the whole experiment has finished (cli/result_folder.h): a reader sees the earlier set
+// or the new one, whole. If anything fails, the staging folder is removed and earlier results
+// in DIR stay as they were; nothing half-written is left looking complete.
+//
+// With checkpoints (cli/checkpoint.h) the database is written in WAL mode and committed at each
+// checkpoint together with the checkpoint's step (table checkpoint(run, step)), so that a run
+// killed at any moment leaves the results of its last checkpoint, which a resumed run continues;
+// the staging folder then stays after a failure, and the table is dropped when the run
+// completes.
 //
 // Schema (results.sqlite):
 //   meta(key, value)                       spec path and text, seed, precision, version, ...
@@ -52,6 +59,7 @@
 #include <vector>
 
 #include "cli/directory_lock.h"
+#include "cli/result_folder.h"
 #include "core/hyperparameters.h"
 #include "core/types.h"
 #include "problems/problem.h"
@@ -132,11 +140,25 @@ void WriteRunsCsv(sqlite3* db, const std::filesystem::path& path);
 void AddRunsColumns(sqlite3* db, const std::vector<std::string>& names,
                     std::string_view schema = "main");
 
+// The step of a checkpoint, and the run (0-based, in spec order) it belongs to.
+struct CheckpointMark {
+  std::int64_t run = 0;
+  std::int64_t step = 0;
+};
+
 class ResultsWriter {
  public:
+  enum class Mode {
+    kFresh,         // a new set of results
+    kCheckpointed,  // a new set, committed at every CommitCheckpoint
+    kResume,        // continue the staged set of DIR's last checkpoint
+  };
   // Writes into `dir`; with `database_only`, results.sqlite alone (a sweep's run, whose
-  // database is merged into the sweep's).
-  explicit ResultsWriter(std::filesystem::path dir, bool database_only = false);
+  // database is merged into the sweep's). A new set is refused (UserError) where DIR holds a
+  // checkpoint, which only --resume may continue or the user may remove; kResume is refused
+  // where it holds none.
+  explicit ResultsWriter(std::filesystem::path dir, bool database_only = false,
+                         Mode mode = Mode::kFresh);
   // A writer that keeps nothing: an in-memory database, no files (the MPI ranks that do not
   // report run the same code as the one that does).
   static ResultsWriter Discarding() { return ResultsWriter(); }
@@ -160,8 +182,20 @@ class ResultsWriter {
   void AddProbe(std::int64_t run_id, std::int64_t step, std::string_view probe,
                 std::string_view series, std::optional<int> worker, double value);
 
-  // Writes metrics.csv, runs.csv and params.npy and moves all four files into place.
+  // Writes metrics.csv, runs.csv and params.npy and publishes all four files at once.
   void Commit(const std::vector<Eigen::VectorXd>& params, Precision precision);
+
+  // Records a checkpoint at `mark` and commits everything written so far with it (kCheckpointed
+  // and kResume writers; nothing for a discarding one).
+  void CommitCheckpoint(const CheckpointMark& mark);
+  // The checkpoint a kResume writer continues.
+  const CheckpointMark& resumed() const { return resumed_; }
+  // A value of the meta table ("" when absent).
+  std::string Meta(std::string_view key);
+  // The folder a set is staged in (state files of checkpoints go there too).
+  std::filesystem::path staging() const { return folder_.staging(); }
+  // The checkpoint recorded in the staged database of `dir`, if any.
+  static std::optional<CheckpointMark> StagedCheckpoint(const std::filesystem::path& dir);
 
   static constexpr std::string_view kDatabase = "results.sqlite";
   static constexpr std::string_view kMetrics = "metrics.csv";
@@ -174,13 +208,16 @@ class ResultsWriter {
   std::filesystem::path Partial(std::string_view name) const;
   void Exec(const char* sql);
   void WriteCsv(const std::filesystem::path& path);
-  void RemovePartials() noexcept;
 
   std::filesystem::path dir_;
+  ResultFolder folder_;
   std::optional<DirectoryLock> lock_;  // held from construction until destruction
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_metric_ = nullptr;
   sqlite3_stmt* insert_probe_ = nullptr;
+  Mode mode_ = Mode::kFresh;
+  CheckpointMark resumed_;
+  bool checkpoint_committed_ = false;  // the staged set holds a checkpoint: kept on failure
   bool committed_ = false;
   bool discarding_ = false;
   bool database_only_ = false;

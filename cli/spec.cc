@@ -155,7 +155,9 @@ std::shared_ptr<OptionTable> ParseSpecTable(const std::string& text,
 
 RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path,
                   const std::vector<std::string>& settings) {
-  return SpecFromTable(ApplySettings(ParseSpecTable(text, path), settings), path, text);
+  RunSpec spec = SpecFromTable(ApplySettings(ParseSpecTable(text, path), settings), path, text);
+  spec.settings = settings;
+  return spec;
 }
 
 RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::path& path,
@@ -173,6 +175,7 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
   spec.eval_every = root->GetInt("eval_every", 1, 1);
   spec.metrics_every = root->GetOptionalInt("metrics_every", 1).value_or(0);
   spec.probe_every = root->GetOptionalInt("probe_every", 1).value_or(0);
+  spec.checkpoint_every = root->GetOptionalInt("checkpoint_every", 1).value_or(0);
   spec.reference = root->GetBool("reference", false);
   spec.reference_iterations =
       static_cast<int>(root->GetInt("reference_iterations", spec.reference_iterations, 1, 1 << 30));

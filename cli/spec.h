@@ -8,6 +8,8 @@
 //   eval_every = 1               # full-batch loss/accuracy every k steps (and at the last)
 //   metrics_every = 1            # per-step metrics recorded every k steps (cli/experiment.h);
 //   probe_every = 1              # probe series likewise (default: 1; a sweep: steps / 100)
+//   checkpoint_every = 1000      # save the whole state every k steps (`lemmalab run` only;
+//                                # `--resume DIR` continues the last one; cli/checkpoint.h)
 //   reference = false            # estimate f* (Ceres L-BFGS) and L (power iteration) where
 //                                # the problem does not know them; adds optimality_gap
 //   reference_iterations = 10000 # L-BFGS iterations at most (each is a full-batch gradient)
@@ -57,7 +59,8 @@ struct OptimizerSpec {
 
 struct RunSpec {
   std::filesystem::path path;
-  std::string text;  // the file as written, stored with the results
+  std::string text;                   // the file as written, stored with the results
+  std::vector<std::string> settings;  // the --set arguments applied to it, in order
   std::string description;
   std::uint64_t seed = 0;
   std::int64_t steps = 0;
@@ -68,6 +71,9 @@ struct RunSpec {
   // command's default (every step for run and check, about 100 points per series for sweep).
   std::int64_t metrics_every = 0;
   std::int64_t probe_every = 0;
+  // Save the run's state every this many steps so that --resume can continue it
+  // (cli/checkpoint.h); 0: no checkpoints.
+  std::int64_t checkpoint_every = 0;
   bool reference = false;
   int reference_iterations = 10000;
   std::vector<std::string> probes;

@@ -233,13 +233,13 @@ TEST(Cli, StopSignalsEndTheRunWithNoResults) {
        {std::tuple{SIGINT, 130, "Interrupt"}, std::tuple{SIGTERM, 143, "Terminated"}}) {
     Case c("steps = 5", "steps = 4000000000");
     const int pid = testing::SpawnLemmalab(c.Arguments(), c.dir / "stdout", c.dir / "stderr");
-    // Partial results exist only once the handlers are installed and steps are running.
+    // Staged results exist only once the handlers are installed and steps are running.
+    const std::filesystem::path staged = c.dir / "out/.results/next/results.sqlite";
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!std::filesystem::exists(c.dir / "out/results.sqlite.partial") &&
-           std::chrono::steady_clock::now() < deadline) {
+    while (!std::filesystem::exists(staged) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    ASSERT_TRUE(std::filesystem::exists(c.dir / "out/results.sqlite.partial"));
+    ASSERT_TRUE(std::filesystem::exists(staged));
     kill(pid, signal);
     EXPECT_EQ(testing::WaitForExit(pid), exit_code) << name;
     EXPECT_THAT(testing::ReadFile(c.dir / "stderr"),

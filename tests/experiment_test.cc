@@ -377,11 +377,14 @@ TEST(Experiment, InterruptedRunLeavesEarlierResultsUntouchedAndNoPartialFiles) {
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     files.insert(entry.path().filename().string());
   }
-  EXPECT_EQ(files,
-            (std::set<std::string>{"metrics.csv", "params.npy", "results.sqlite", "runs.csv"}));
-  EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite.partial"));
-  EXPECT_FALSE(std::filesystem::exists(dir / "metrics.csv.partial"));
-  EXPECT_FALSE(std::filesystem::exists(dir / "params.npy.partial"));
+  EXPECT_EQ(files, (std::set<std::string>{".results", "metrics.csv", "params.npy", "results.sqlite",
+                                          "runs.csv"}));
+  // The interrupted run's staging folder is gone; the published set stays.
+  std::set<std::string> store;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / ".results")) {
+    store.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(store, (std::set<std::string>{"current", "gen-0"}));
 }
 
 TEST(Experiment, ResultsThatCannotBeReplacedAreRefusedBeforeRunning) {

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Runs a command and checks its exit code and that its output holds a message.
-#   expect_exit.sh CODE MESSAGE COMMAND...
+# Runs a command and checks its exit code and that its output holds a message; with --once,
+# that the message is printed exactly once and no process aborted the MPI job.
+#   expect_exit.sh [--once] CODE MESSAGE COMMAND...
 set -uo pipefail
+once=0
+if [[ $1 == --once ]]; then
+  once=1
+  shift
+fi
 code=$1 message=$2
 shift 2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
@@ -17,4 +23,12 @@ if ! grep -qF -- "$message" <<< "$output"; then
   exit 1
 fi
 count=$(grep -cF -- "$message" <<< "$output")
+if [[ $once -eq 1 && $count -ne 1 ]]; then
+  echo "FAIL: the message is printed $count times, expected once"
+  exit 1
+fi
+if [[ $once -eq 1 ]] && grep -q "MPI_ABORT" <<< "$output"; then
+  echo "FAIL: a rank aborted the job (MPI_ABORT) instead of every rank exiting with code $code"
+  exit 1
+fi
 echo "OK: exit $status, message printed $count time(s)"

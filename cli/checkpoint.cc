@@ -1,0 +1,179 @@
+#include "cli/checkpoint.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "core/error.h"
+
+namespace lemmalab {
+namespace {
+
+// The kind StateKindName calls `name`, if any.
+std::optional<StateKind> KindNamed(std::string_view name) {
+  for (int k = 0; k <= static_cast<int>(StateKind::kText); ++k) {
+    if (StateKindName(static_cast<StateKind>(k)) == name) return static_cast<StateKind>(k);
+  }
+  return std::nullopt;
+}
+
+// A SQLite handle closed on every path.
+struct Database {
+  sqlite3* db = nullptr;
+  ~Database() { sqlite3_close(db); }
+};
+
+[[noreturn]] void Fail(const std::filesystem::path& path, std::string_view what, sqlite3* db) {
+  throw UserError(fmt::format("{}: {}: {}", path.string(), what,
+                              db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+}  // namespace
+
+void WriteStateFile(const std::filesystem::path& path, const StateSnapshot& snapshot) {
+  std::filesystem::path partial = path;
+  partial += ".partial";
+  std::filesystem::remove(partial);
+  {
+    Database file;
+    if (sqlite3_open(partial.c_str(), &file.db) != SQLITE_OK)
+      Fail(partial, "cannot create", file.db);
+    const char* schema =
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN;"
+        "CREATE TABLE state(path TEXT PRIMARY KEY, kind TEXT NOT NULL, bytes BLOB NOT NULL);";
+    if (sqlite3_exec(file.db, schema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+      Fail(partial, "cannot write", file.db);
+    }
+    sqlite3_stmt* insert = nullptr;
+    if (sqlite3_prepare_v2(file.db, "INSERT INTO state VALUES (?, ?, ?)", -1, &insert, nullptr) !=
+        SQLITE_OK) {
+      Fail(partial, "cannot write", file.db);
+    }
+    for (const auto& [name, item] : snapshot) {
+      sqlite3_reset(insert);
+      sqlite3_bind_text(insert, 1, name.data(), static_cast<int>(name.size()), SQLITE_STATIC);
+      const std::string_view kind = StateKindName(item.kind);
+      sqlite3_bind_text(insert, 2, kind.data(), static_cast<int>(kind.size()), SQLITE_STATIC);
+      // A zero-length blob must still be a blob, not NULL.
+      static const std::byte kEmpty{};
+      sqlite3_bind_blob64(insert, 3, item.bytes.empty() ? &kEmpty : item.bytes.data(),
+                          item.bytes.size(), SQLITE_STATIC);
+      if (sqlite3_step(insert) != SQLITE_DONE) {
+        sqlite3_finalize(insert);
+        Fail(partial, "cannot write", file.db);
+      }
+    }
+    sqlite3_finalize(insert);
+    if (sqlite3_exec(file.db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      Fail(partial, "cannot write", file.db);
+    }
+    if (sqlite3_close(file.db) != SQLITE_OK) Fail(partial, "cannot close", file.db);
+    file.db = nullptr;
+  }
+  // The bytes reach the disk before the name does: a machine that crashes after the rename
+  // finds the whole file.
+  const int fd = open(partial.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || fsync(fd) != 0) {
+    const int error = errno;
+    if (fd >= 0) close(fd);
+    throw UserError(fmt::format("{}: cannot write: {}", partial.string(), strerror(error)));
+  }
+  close(fd);
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec)
+    throw UserError(fmt::format("{}: cannot move into place: {}", path.string(), ec.message()));
+}
+
+StateSnapshot ReadStateFile(const std::filesystem::path& path) {
+  if (!std::filesystem::is_regular_file(path)) {
+    throw UserError(fmt::format(
+        "{}: the checkpoint's state file is missing (was the folder copied without it?)",
+        path.string()));
+  }
+  Database file;
+  if (sqlite3_open_v2(path.c_str(), &file.db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    Fail(path, "cannot open", file.db);
+  }
+  sqlite3_stmt* query = nullptr;
+  if (sqlite3_prepare_v2(file.db, "SELECT path, kind, bytes FROM state", -1, &query, nullptr) !=
+      SQLITE_OK) {
+    Fail(path, "not a lemmalab state file", file.db);
+  }
+  StateSnapshot snapshot;
+  int rc;
+  while ((rc = sqlite3_step(query)) == SQLITE_ROW) {
+    const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(query, 0));
+    const std::string_view kind = reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
+    const std::optional<StateKind> known = KindNamed(kind);
+    if (!known) {
+      sqlite3_finalize(query);
+      throw UserError(
+          fmt::format("{}: state item '{}' has an unknown kind '{}'", path.string(), name, kind));
+    }
+    StateItem item;
+    item.kind = *known;
+    const auto* bytes = static_cast<const std::byte*>(sqlite3_column_blob(query, 2));
+    item.bytes.assign(bytes, bytes + sqlite3_column_bytes(query, 2));
+    snapshot.emplace(name, std::move(item));
+  }
+  sqlite3_finalize(query);
+  if (rc != SQLITE_DONE) Fail(path, "cannot read", file.db);
+  return snapshot;
+}
+
+Checkpointer::Checkpointer(ResultsWriter& writer, std::filesystem::path staging, std::int64_t every,
+                           Transport* transport, int rank)
+    : writer_(writer),
+      staging_(std::move(staging)),
+      every_(every),
+      transport_(transport),
+      rank_(rank) {}
+
+std::filesystem::path Checkpointer::StateFile(const CheckpointMark& mark) const {
+  return staging_ / fmt::format("state-run{}-step{}-rank{}.sqlite", mark.run, mark.step, rank_);
+}
+
+void Checkpointer::Meet() const {
+  if (transport_ == nullptr) return;
+  std::int64_t nothing = 0;
+  transport_->Sum(std::span(&nothing, 1));
+}
+
+void Checkpointer::Save(const CheckpointMark& mark, const StateSnapshot& state) {
+  std::error_code ec;
+  std::filesystem::create_directories(staging_, ec);  // a rank whose file system rank 0 cannot see
+  const std::filesystem::path file = StateFile(mark);
+  WriteStateFile(file, state);
+  Meet();
+  writer_.CommitCheckpoint(mark);
+  Meet();
+  // This process's older state files: the committed checkpoint no longer names them.
+  const std::string own = fmt::format("-rank{}.sqlite", rank_);
+  for (const auto& entry : std::filesystem::directory_iterator(staging_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("state-run") && name.ends_with(own) && entry.path() != file) {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
+}
+
+CheckpointMark Checkpointer::SharedMark() const {
+  if (transport_ == nullptr) return writer_.resumed();
+  std::array<std::int64_t, 2> mark = {0, 0};
+  if (rank_ == 0) mark = {writer_.resumed().run, writer_.resumed().step};
+  transport_->Sum(mark);
+  return {mark[0], mark[1]};
+}
+
+StateSnapshot Checkpointer::Load(const CheckpointMark& mark) const {
+  return ReadStateFile(StateFile(mark));
+}
+
+}  // namespace lemmalab

@@ -1,0 +1,60 @@
+// A results folder whose files change all at once (issue 21, finding 4: a commit that failed
+// half-way left metrics.csv and params.npy of one run beside results.sqlite of another).
+//
+// Layout of DIR:
+//   results.sqlite, metrics.csv, ...   links to .results/current/<file>, made once
+//   .results/current                   a link to the generation readers see
+//   .results/gen-<n>/                  one complete set of files
+//   .results/next/                     the set being written (and a run's checkpoints)
+//   .lock                              cli/directory_lock.h
+// Publish turns `next` into a new generation and then points `current` at it with one rename(2):
+// a reader that opens DIR/metrics.csv and DIR/params.npy sees both files of the old set or both
+// of the new one, never a mix, and a process stopped at any moment leaves one complete set in
+// place. Files a reader still holds open stay readable after the switch (the old generation is
+// unlinked, not overwritten). A folder written by an older lemmalab (plain files) is adopted the
+// same way: its files become generation gen-0 by hard links, then links replace them one at a
+// time, each showing the same bytes as before, before the switch.
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace lemmalab {
+
+class ResultFolder {
+ public:
+  explicit ResultFolder(std::filesystem::path dir);
+
+  static constexpr std::string_view kStore = ".results";
+
+  const std::filesystem::path& dir() const { return dir_; }
+  // DIR/.results/next: where the files of the set being written go.
+  std::filesystem::path staging() const;
+
+  // An empty staging folder (what an earlier writer left there removed).
+  void ResetStaging();
+  // Removes the staging folder and everything in it; never throws.
+  void RemoveStaging() noexcept;
+
+  // Makes the staged files `names` DIR's results (see the top of this file); UserError naming
+  // the folder when the file system refuses. Anything else staged (a run's checkpoints) is
+  // removed, and the staging folder is gone afterwards.
+  void Publish(std::span<const std::string_view> names);
+
+ private:
+  std::filesystem::path Store() const { return dir_ / kStore; }
+  // The generation a new set becomes: one past the largest gen-<n> in the store.
+  std::string NextGeneration() const;
+  // Points `current` at `generation` with one rename.
+  void Switch(const std::string& generation);
+  // Replaces DIR/name by the link to .results/current/name with one rename.
+  void LinkIntoPlace(std::string_view name);
+  // Files of an older layout among `names` become a generation of their own (gen-0).
+  void AdoptPlainFiles(std::span<const std::string_view> names);
+
+  std::filesystem::path dir_;
+};
+
+}  // namespace lemmalab

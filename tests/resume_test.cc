@@ -1,0 +1,327 @@
+// Checkpoints and --resume (cli/checkpoint.h), and the all-or-nothing commit of a results
+// folder (cli/result_folder.h), in one process. The SIGKILL tests, in one process and under
+// mpirun, are tests/backends/resume.sh.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <set>
+
+#include "cli/experiment.h"
+#include "cli/result_folder.h"
+#include "cli/spec.h"
+#include "core/error.h"
+#include "tests/test_util.h"
+
+namespace lemmalab {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::UserErrorOf;
+using testing::WriteFile;
+
+// Three optimizers, one of them with probes, on a noisy quadratic: a checkpoint inside the second
+// run restores a finished run, a run in progress with probes, and a run not yet started.
+constexpr const char* kSpec = R"toml(
+seed = 11
+steps = 60
+workers = 3
+eval_every = 7
+metrics_every = 2
+probe_every = 3
+checkpoint_every = 10
+probes = ["ef-norm", "min-b"]
+
+[problem]
+name = "quadratic"
+dimension = 24
+sigma = 0.2
+heterogeneity = 0.3
+
+[schedule]
+name = "inv-sqrt"
+lr = 0.05
+
+[[optimizer]]
+name = "adam"
+
+[[optimizer]]
+name = "birder"
+t0 = 20
+
+[[optimizer]]
+name = "onebit-adam"
+warmup_steps = 15
+)toml";
+
+RunSpec Spec(const std::filesystem::path& dir, const std::string& text = kSpec,
+             const std::vector<std::string>& settings = {}) {
+  WriteFile(dir / "spec.toml", text);
+  return LoadSpec(dir / "spec.toml", settings);
+}
+
+ExperimentOptions Options(const std::filesystem::path& out) {
+  ExperimentOptions options;
+  options.out_dir = out;
+  options.progress = false;
+  options.checkpoints = true;
+  return options;
+}
+
+// Runs `spec` into `out` and stops it (as SIGINT would) after step `step` of run `run`.
+void RunAndStop(const RunSpec& spec, const std::filesystem::path& out, int run, std::int64_t step) {
+  std::atomic<bool> stop{false};
+  ExperimentOptions options = Options(out);
+  options.stop = &stop;
+  int current = 0;
+  std::int64_t previous = 0;
+  options.on_step = [&](std::int64_t t, double) {
+    if (t < previous) ++current;  // the next run started
+    previous = t;
+    if (current == run && t == step) stop = true;
+  };
+  EXPECT_THROW(RunExperiment(spec, options), Interrupted);
+}
+
+ExperimentReport Resume(const RunSpec& spec, const std::filesystem::path& out) {
+  ExperimentOptions options = Options(out);
+  options.resume = true;
+  return RunExperiment(spec, options);
+}
+
+TEST(Resume, ContinuesBitForBitFromEveryKindOfStop) {
+  TempDir dir;
+  const RunSpec spec = Spec(dir.path());
+  const ExperimentReport whole = RunExperiment(spec, Options(dir / "whole"));
+  const std::string metrics = ReadFile(dir / "whole/metrics.csv");
+  const std::string params = ReadFile(dir / "whole/params.npy");
+  // Stopped at a checkpoint, just after one, in the first run, and twice in a row.
+  for (const auto& [run, step] : {std::pair{1, 30}, std::pair{1, 34}, std::pair{0, 12}}) {
+    SCOPED_TRACE(fmt::format("stopped after step {} of run {}", step, run));
+    const std::filesystem::path out = dir / fmt::format("stop-{}-{}", run, step);
+    RunAndStop(spec, out, run, step);
+    const std::optional<CheckpointMark> mark = ResultsWriter::StagedCheckpoint(out);
+    ASSERT_TRUE(mark.has_value());
+    EXPECT_EQ(mark->run, run);
+    EXPECT_EQ(mark->step, step / 10 * 10);
+    EXPECT_FALSE(std::filesystem::exists(out / "metrics.csv"));  // nothing published yet
+    const ExperimentReport resumed = Resume(spec, out);
+    EXPECT_EQ(ReadFile(out / "metrics.csv"), metrics);
+    EXPECT_EQ(ReadFile(out / "params.npy"), params);
+    ASSERT_EQ(resumed.runs.size(), whole.runs.size());
+    for (std::size_t k = 0; k < whole.runs.size(); ++k) {
+      EXPECT_EQ(resumed.runs[k].probe_lines, whole.runs[k].probe_lines);
+      EXPECT_EQ(resumed.runs[k].record.final_loss, whole.runs[k].record.final_loss);
+      EXPECT_EQ(resumed.runs[k].record.bits_sent_per_worker,
+                whole.runs[k].record.bits_sent_per_worker);
+      EXPECT_EQ(resumed.runs[k].observed_g, whole.runs[k].observed_g);
+    }
+    // The checkpoints are gone with the staging folder; the published set is what remains.
+    EXPECT_FALSE(std::filesystem::exists(out / ".results/next"));
+    EXPECT_FALSE(ResultsWriter::StagedCheckpoint(out).has_value());
+  }
+  // Stopped, resumed, stopped again later, resumed.
+  const std::filesystem::path out = dir / "twice";
+  RunAndStop(spec, out, 0, 25);
+  {
+    std::atomic<bool> stop{false};
+    ExperimentOptions options = Options(out);
+    options.resume = true;
+    options.stop = &stop;
+    options.on_step = [&](std::int64_t t, double) { stop = stop || t == 45; };
+    EXPECT_THROW(RunExperiment(spec, options), Interrupted);
+  }
+  EXPECT_EQ(ResultsWriter::StagedCheckpoint(out)->step, 40);
+  Resume(spec, out);
+  EXPECT_EQ(ReadFile(out / "metrics.csv"), metrics);
+  EXPECT_EQ(ReadFile(out / "params.npy"), params);
+}
+
+TEST(Resume, RefusesWhatItCannotContinue) {
+  TempDir dir;
+  const RunSpec spec = Spec(dir.path());
+  // Nothing to resume.
+  EXPECT_THAT(UserErrorOf([&] { Resume(spec, dir / "empty"); }),
+              HasSubstr("--resume " + (dir / "empty").string() +
+                        ": there is no checkpoint to resume there"));
+  RunExperiment(spec, Options(dir / "done"));
+  EXPECT_THAT(UserErrorOf([&] { Resume(spec, dir / "done"); }),
+              HasSubstr("there is no checkpoint to resume there"));
+
+  const std::filesystem::path out = dir / "stopped";
+  RunAndStop(spec, out, 1, 30);
+  // A fresh run into the folder would throw the checkpoint away: refused, saying how to go on.
+  EXPECT_THAT(UserErrorOf([&] { RunExperiment(spec, Options(out)); }),
+              HasSubstr("it holds the checkpoint of an unfinished run (run 2, step 30); continue "
+                        "it with lemmalab run SPEC --resume"));
+  // Another spec text, other --set arguments: refused, the checkpoint kept.
+  TempDir other;
+  std::string edited = kSpec;
+  edited.replace(edited.find("sigma = 0.2"), 11, "sigma = 0.3");
+  EXPECT_THAT(UserErrorOf([&] { Resume(Spec(other.path(), edited), out); }),
+              HasSubstr("the checkpoint was written by another spec"));
+  EXPECT_THAT(UserErrorOf([&] { Resume(Spec(dir.path(), kSpec, {"steps=70"}), out); }),
+              HasSubstr("another set of --set arguments ('' then, 'steps=70' now)"));
+  EXPECT_EQ(ResultsWriter::StagedCheckpoint(out)->step, 30);
+  // The same spec still resumes.
+  Resume(spec, out);
+  EXPECT_TRUE(std::filesystem::exists(out / "params.npy"));
+}
+
+// The data a run learns from are part of what it continues: a data file changed since the
+// checkpoint shows in f(x_0), and the resume is refused.
+TEST(Resume, RefusesChangedData) {
+  TempDir dir;
+  const std::string table = "a,b,y\n1,2,1\n-1,0.5,0\n2,1,1\n0.5,-1,0\n-2,0,0\n1,1,1\n";
+  WriteFile(dir / "table.csv", table);
+  const std::string text = R"toml(
+seed = 3
+steps = 40
+workers = 2
+checkpoint_every = 10
+[data]
+source = "csv"
+path = "table.csv"
+[problem]
+name = "logreg"
+batch_size = 2
+[[optimizer]]
+name = "sgd"
+schedule = { name = "constant", lr = 0.1 }
+)toml";
+  const RunSpec spec = Spec(dir.path(), text);
+  RunAndStop(spec, dir / "out", 0, 25);
+  WriteFile(dir / "table.csv", "a,b,y\n1,2,1\n-1,0.5,0\n2,1,1\n0.5,-1,0\n-2,0,0\n1,1.5,1\n");
+  EXPECT_THAT(UserErrorOf([&] { Resume(Spec(dir.path(), text), dir / "out"); }),
+              HasSubstr("the data (CRC-32 of the samples) differ from the checkpointed run's"));
+}
+
+// Only `lemmalab run` saves checkpoints: nothing would resume a check's, sweep's or trace's.
+TEST(Resume, CheckpointsAreRefusedWhereNothingCanResumeThem) {
+  TempDir dir;
+  ExperimentOptions options = Options(dir / "out");
+  options.checkpoints = false;
+  EXPECT_THAT(UserErrorOf([&] { RunExperiment(Spec(dir.path()), options); }),
+              HasSubstr("checkpoint_every = 10: only lemmalab run saves checkpoints"));
+  EXPECT_THAT(UserErrorOf([&] { ValidateExperiment(Spec(dir.path())); }),
+              HasSubstr("only lemmalab run saves checkpoints"));
+}
+
+// Checkpoints change no result: the same run with and without them writes the same bytes.
+TEST(Resume, CheckpointsChangeNoResult) {
+  TempDir dir;
+  RunExperiment(Spec(dir.path()), Options(dir / "with"));
+  ExperimentOptions options = Options(dir / "without");
+  RunExperiment(Spec(dir.path(), kSpec, {"checkpoint_every=1000"}), options);
+  EXPECT_EQ(ReadFile(dir / "with/metrics.csv"), ReadFile(dir / "without/metrics.csv"));
+  EXPECT_EQ(ReadFile(dir / "with/params.npy"), ReadFile(dir / "without/params.npy"));
+}
+
+std::set<std::string> Names(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.insert(entry.path().filename().string());
+  }
+  return names;
+}
+
+// Stages `files` (name -> text) and publishes them.
+void Publish(ResultFolder& folder, const std::map<std::string, std::string>& files) {
+  folder.ResetStaging();
+  std::vector<std::string_view> names;
+  for (const auto& [name, text] : files) {
+    WriteFile(folder.staging() / name, text);
+    names.push_back(name);
+  }
+  folder.Publish(names);
+}
+
+TEST(ResultFolder, PublishesEachSetWholeThroughOneLink) {
+  TempDir dir;
+  ResultFolder folder(dir.path());
+  Publish(folder, {{"a.csv", "first a"}, {"b.npy", "first b"}});
+  EXPECT_EQ(ReadFile(dir / "a.csv"), "first a");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "a.csv"));
+  EXPECT_EQ(std::filesystem::read_symlink(dir / ".results/current"), "gen-0");
+  // A reader holding the first set's file keeps reading it after the switch.
+  const int held = open((dir / "b.npy").c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  Publish(folder, {{"a.csv", "second a"}, {"b.npy", "second b"}});
+  EXPECT_EQ(ReadFile(dir / "a.csv"), "second a");
+  EXPECT_EQ(ReadFile(dir / "b.npy"), "second b");
+  char text[16] = {};
+  EXPECT_EQ(pread(held, text, sizeof(text), 0), 7);
+  EXPECT_STREQ(text, "first b");
+  close(held);
+  EXPECT_EQ(Names(dir / ".results"), (std::set<std::string>{"current", "gen-1"}));
+  EXPECT_EQ(Names(dir.path()), (std::set<std::string>{".results", "a.csv", "b.npy"}));
+}
+
+// A folder of plain files (written by an earlier lemmalab) becomes a published set first, then
+// the new set replaces it whole.
+TEST(ResultFolder, AdoptsPlainFilesOfAnOlderLayout) {
+  TempDir dir;
+  WriteFile(dir / "a.csv", "old a");
+  WriteFile(dir / "b.npy", "old b");
+  WriteFile(dir / "notes.txt", "the user's");
+  ResultFolder folder(dir.path());
+  Publish(folder, {{"a.csv", "new a"}, {"b.npy", "new b"}});
+  EXPECT_EQ(ReadFile(dir / "a.csv"), "new a");
+  EXPECT_EQ(ReadFile(dir / "b.npy"), "new b");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "b.npy"));
+  EXPECT_EQ(ReadFile(dir / "notes.txt"), "the user's");
+}
+
+// Sets or clears the immutable attribute (chattr +i); false where the file system has none.
+bool SetImmutable(const std::filesystem::path& path, bool on) {
+  const int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+  ok = ok && ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  close(fd);
+  return ok;
+}
+
+// Issue 21, finding 4: with results.sqlite made immutable, a run exited 2 after metrics.csv and
+// params.npy had already been replaced. Now the run fails before anything changes, or publishes
+// its whole set: never a mix.
+TEST(ResultFolder, AFolderThatCannotChangeKeepsItsWholeEarlierSet) {
+  TempDir dir;
+  const RunSpec spec = Spec(dir.path(), kSpec, {"checkpoint_every=1000"});
+  const std::filesystem::path out = dir / "out";
+  // The layout of earlier versions: plain files, results.sqlite immutable.
+  std::filesystem::create_directories(out);
+  for (const char* name : {"results.sqlite", "metrics.csv", "runs.csv", "params.npy"}) {
+    WriteFile(out / name, std::string("earlier ") + name);
+  }
+  if (!SetImmutable(out / "results.sqlite", true)) {
+    GTEST_SKIP() << "no immutable attribute on this file system (or not root)";
+  }
+  const std::string error = UserErrorOf([&] { RunExperiment(spec, Options(out)); });
+  SetImmutable(out / "results.sqlite", false);
+  EXPECT_THAT(error, HasSubstr("results.sqlite"));
+  for (const char* name : {"results.sqlite", "metrics.csv", "runs.csv", "params.npy"}) {
+    EXPECT_EQ(ReadFile(out / name), std::string("earlier ") + name) << name;
+  }
+  // The store itself immutable: the new set cannot become a generation; the old set stays.
+  RunExperiment(spec, Options(out));
+  const std::string metrics = ReadFile(out / "metrics.csv");
+  ASSERT_TRUE(SetImmutable(out / ".results", true));
+  const std::string refused =
+      UserErrorOf([&] { RunExperiment(Spec(dir.path(), kSpec, {"seed=12"}), Options(out)); });
+  SetImmutable(out / ".results", false);
+  EXPECT_THAT(refused, HasSubstr(".results"));
+  EXPECT_EQ(ReadFile(out / "metrics.csv"), metrics);
+  EXPECT_EQ(Names(out / ".results"), (std::set<std::string>{"current", "gen-1"}));
+}
+
+}  // namespace
+}  // namespace lemmalab
