@@ -113,8 +113,37 @@ std::string AfterInterrupt(const RunSpec& spec, const std::string& out_dir) {
       mark->step, mark->run + 1, spec.path.string(), out_dir);
 }
 
+// --max-memory and --max-results as given (0: not given, the machine's and the disk's limits).
+struct Limits {
+  std::uint64_t memory = 0, results = 0;
+
+  std::optional<MemoryLimit> Memory() const {
+    return memory > 0
+               ? std::optional(MemoryLimit::Given(static_cast<double>(memory), "--max-memory"))
+               : std::nullopt;
+  }
+  std::optional<MemoryLimit> Results() const {
+    return results > 0
+               ? std::optional(MemoryLimit::Given(static_cast<double>(results), "--max-results"))
+               : std::nullopt;
+  }
+  // Adds the two options to `command`.
+  void AddTo(CLI::App* command) {
+    command
+        ->add_option("--max-memory", memory,
+                     "Refuse a run whose estimated memory is larger (e.g. 8GiB; default: what "
+                     "the machine has available)")
+        ->transform(CLI::AsSizeValue(false));
+    command
+        ->add_option("--max-results", results,
+                     "Refuse a run whose estimated results are larger on disk (e.g. 500MiB; "
+                     "default: the free space where they go)")
+        ->transform(CLI::AsSizeValue(false));
+  }
+};
+
 int RunCommand(const RunSpec& spec, std::string out_dir, bool resume, int threads,
-               Transport* transport) {
+               const Limits& limits, Transport* transport) {
   RequireNoSweep(spec, "run");
   if (out_dir.empty()) out_dir = (std::filesystem::path("results") / spec.path.stem()).string();
   ExperimentOptions options;
@@ -125,6 +154,8 @@ int RunCommand(const RunSpec& spec, std::string out_dir, bool resume, int thread
   options.transport = transport;
   options.checkpoints = true;
   options.resume = resume;
+  options.max_memory = limits.Memory();
+  options.max_results = limits.Results();
   const bool reporting = transport == nullptr || transport->reports();
   const StopSignals stop_signals;
   try {
@@ -147,7 +178,7 @@ int RunCommand(const RunSpec& spec, std::string out_dir, bool resume, int thread
 
 // `lemmalab check`: judges the spec's claims; exit 1 when a verdict is not the expected one.
 int CheckCommand(const std::string& spec_path, const std::vector<std::string>& settings,
-                 std::string out_dir, const std::string& from, int threads) {
+                 std::string out_dir, const std::string& from, int threads, const Limits& limits) {
   const RunSpec spec = LoadSpec(spec_path, settings);
   RequireNoSweep(spec, "check");
   CheckOptions options;
@@ -157,6 +188,8 @@ int CheckCommand(const std::string& spec_path, const std::vector<std::string>& s
   options.out_dir = out_dir;
   options.threads = threads;
   options.stop = &g_interrupted;
+  options.max_memory = limits.Memory();
+  options.max_results = limits.Results();
   const StopSignals stop_signals;
   const CheckReport report = RunCheck(spec, options);
   WriteCheckFiles(report, options.out_dir);
@@ -166,7 +199,7 @@ int CheckCommand(const std::string& spec_path, const std::vector<std::string>& s
 
 // `lemmalab sweep`: the points of a [sweep] grid into one database; resumable.
 int SweepCommand(const std::string& spec_path, const std::vector<std::string>& settings,
-                 std::string out_dir, int jobs) {
+                 std::string out_dir, int jobs, const Limits& limits) {
   if (out_dir.empty())
     out_dir = (std::filesystem::path("results") / std::filesystem::path(spec_path).stem()).string();
   SweepOptions options;
@@ -174,6 +207,8 @@ int SweepCommand(const std::string& spec_path, const std::vector<std::string>& s
   options.jobs = jobs;
   options.settings = settings;
   options.stop = &g_interrupted;
+  options.max_memory = limits.Memory();
+  options.max_results = limits.Results();
   const StopSignals stop_signals;
   try {
     fmt::print("{}", FormatSweep(RunSweep(spec_path, options), out_dir));
@@ -195,7 +230,7 @@ int SweepCommand(const std::string& spec_path, const std::vector<std::string>& s
 // of leaving them waiting in a collective.
 int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
                 const std::vector<std::string>& settings, const std::string& out_dir, bool resume,
-                int threads) {
+                int threads, const Limits& limits) {
   std::optional<MpiTransport> transport;
   RunSpec spec;
   try {
@@ -217,7 +252,7 @@ int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
     return kExitUserError;
   }
   try {
-    return RunCommand(spec, out_dir, resume, threads, &*transport);
+    return RunCommand(spec, out_dir, resume, threads, limits, &*transport);
   } catch (const SharedFailure& e) {
     // Met by every rank before the first step: printed once, and no rank aborts the job.
     if (std::string_view(e.what()).size() > 0) fmt::print(stderr, "{}\n", e.what());
@@ -258,6 +293,7 @@ int Main(int argc, char** argv) {
   std::string spec_path, out_dir, resume_dir;
   std::vector<std::string> settings;
   int threads = 0;
+  Limits limits;
   const auto add_settings = [&](CLI::App* command) {
     command->add_option("--set", settings,
                         "PATH=VALUE: set an option of the spec, as a [sweep] axis names it "
@@ -273,6 +309,7 @@ int Main(int argc, char** argv) {
                   "(the spec's checkpoint_every); the same spec, --set arguments and build")
       ->excludes(run_out)
       ->check(folder);
+  limits.AddTo(run);
   add_settings(run);
   run->add_option("--threads", threads,
                   "Threads for the workers (default: chosen; results do not depend on it)")
@@ -295,6 +332,7 @@ int Main(int argc, char** argv) {
   check->add_option("--threads", check_threads, "Threads for the workers (default: chosen)")
       ->check(CLI::Range(1, 1024));
   add_settings(check);
+  limits.AddTo(check);
 
   std::string trace_spec, trace_out;
   TraceRequest trace_request;
@@ -329,6 +367,7 @@ int Main(int argc, char** argv) {
   sweep->add_option("--jobs", jobs, "Points run at a time (default: one per core)")
       ->check(CLI::Range(1, 1024));
   add_settings(sweep);
+  limits.AddTo(sweep);
 
   std::string report_dir;
   bool no_plots = false;
@@ -415,7 +454,7 @@ int Main(int argc, char** argv) {
                       "state")) {
         return kExitUserError;
       }
-      return CheckCommand(check_spec, settings, check_out, check_from, check_threads);
+      return CheckCommand(check_spec, settings, check_out, check_from, check_threads, limits);
     }
     if (trace->parsed()) {
       if (one_process("lemmalab trace runs its workers in one process, as the run would on any "
@@ -430,14 +469,14 @@ int Main(int argc, char** argv) {
                       "a time")) {
         return kExitUserError;
       }
-      return SweepCommand(sweep_spec, settings, sweep_out, jobs);
+      return SweepCommand(sweep_spec, settings, sweep_out, jobs, limits);
     }
     const bool resume = !resume_dir.empty();
     if (resume) out_dir = resume_dir;
 #ifdef LEMMALAB_HAVE_MPI
-    if (mpi) return RunUnderMpi(*mpi, spec_path, settings, out_dir, resume, threads);
+    if (mpi) return RunUnderMpi(*mpi, spec_path, settings, out_dir, resume, threads, limits);
 #endif
-    return RunCommand(LoadSpec(spec_path, settings), out_dir, resume, threads, nullptr);
+    return RunCommand(LoadSpec(spec_path, settings), out_dir, resume, threads, limits, nullptr);
   } catch (const UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kExitUserError;

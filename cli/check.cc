@@ -141,6 +141,8 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
         run.threads = options.threads;
         run.progress = options.progress;
         run.stop = options.stop;
+        run.max_memory = options.max_memory;
+        run.max_results = options.max_results;
         if (options.progress) {
           fmt::print(stderr, "running seed {}, {} workers -> {}\n", seed, n, e.dir.string());
         }

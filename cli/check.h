@@ -24,10 +24,12 @@
 
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/spec.h"
+#include "core/resources.h"
 #include "theory/assertion.h"
 
 namespace lemmalab {
@@ -38,6 +40,7 @@ struct CheckOptions {
   int threads = 0;
   bool progress = true;
   const std::atomic<bool>* stop = nullptr;
+  std::optional<MemoryLimit> max_memory, max_results;  // ExperimentOptions' for every run
 };
 
 struct CheckRow {

@@ -1,6 +1,7 @@
 #include "cli/experiment.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -550,6 +551,118 @@ Hyperparameters SettingOf(const RunSpec& spec, const Hyperparameters& data,
   return setting;
 }
 
+// Vectors of the run's scalar that an optimizer configuration keeps per process (replicas' and
+// servers' state) and per worker the process runs (momentum, error feedback), measured from the
+// state it saves (core/state.h) when built for one and two workers at a small dimension, so
+// nothing has to be declared and kept in step with the code. It is built from a copy of its
+// table, so a wrong option is reported here, before the data load (OptionError); a refusal that
+// depends on the dimension (k > d) waits for the real build, and the estimate then assumes
+// kUnmeasured vectors.
+struct Footprint {
+  double process_vectors = 0;
+  double worker_vectors = 0;
+};
+constexpr Footprint kUnmeasured = {4, 4};
+
+template <typename T>
+Footprint MeasureFootprint(const OptimizerSpec& o) {
+  constexpr std::int64_t kSmall = 4096;
+  const auto saved_vectors = [&](int workers, std::int64_t dimension) {
+    const std::shared_ptr<OptionTable> table = o.options->Clone();
+    table->Erase("label");  // the spec's keys, read by the spec (cli/spec.h)
+    table->Erase("schedule");
+    const auto optimizer = MakeOptimizer<T>(*table, OptimizerContext{dimension, workers});
+    double bytes = 0;
+    for (const auto& [path, item] : SaveState(*optimizer)) {
+      bytes += static_cast<double>(item.bytes.size());
+    }
+    return bytes / sizeof(T);
+  };
+  try {
+    const double one = saved_vectors(1, kSmall);
+    const double worker = (saved_vectors(2, kSmall) - one) / kSmall;
+    const double process = (saved_vectors(1, 2 * kSmall) - one) / kSmall - worker;
+    return {std::max(0.0, process), std::max(0.0, worker)};
+  } catch (const OptionError&) {
+    throw;
+  } catch (const UserError&) {
+    return kUnmeasured;
+  }
+}
+
+// The memory a run will take beyond what is already held, part by part: the problem's working
+// memory, the parameters and the optimizers' per-process state (every optimizer of the spec is
+// built before the first step), and every worker's state with its gradient and message.
+template <typename T>
+MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, const Dataset* data,
+                              const std::vector<Footprint>& footprints, int local_workers,
+                              int threads) {
+  const auto d = static_cast<double>(problem.dimension());
+  const double t = sizeof(T);
+  MemoryEstimate estimate;
+  if (data != nullptr) {
+    double bytes = 0;
+    for (const Samples* s : {&data->train, data->test ? &*data->test : nullptr}) {
+      if (s == nullptr) continue;
+      bytes += s->holds_bytes() ? static_cast<double>(s->bytes->size())
+                                : 8.0 * static_cast<double>(s->features.size());
+      bytes += 4.0 * static_cast<double>(s->labels.size());
+    }
+    estimate.Add("the data", bytes, "[data]");
+  }
+  problem.AddWorkingMemory(local_workers, threads, estimate);
+  double process = 0, worker = 0;
+  for (const Footprint& f : footprints) {
+    process += 1 + f.process_vectors + 2;  // x, the state, the reply and its decoding
+    worker += f.worker_vectors;
+  }
+  const auto optimizers = static_cast<double>(footprints.size());
+  worker += 3 * optimizers;  // the gradient, the message and its parts, of each run's workers
+  estimate.Add("the parameters and the optimizers' state kept once", process * d * t,
+               fmt::format("d = {} x {:.3g} vectors over {} optimizers x {} bytes",
+                           problem.dimension(), process, footprints.size(), t));
+  estimate.Add("every worker's optimizer state, gradient and message",
+               local_workers * worker * d * t,
+               fmt::format("workers = {} x d = {} x {:.3g} vectors over {} optimizers x {} bytes",
+                           local_workers, problem.dimension(), worker, footprints.size(), t));
+  (void)spec;
+  return estimate;
+}
+
+// About how many bytes a row of the metrics or probes table takes in results.sqlite and
+// metrics.csv together (measured on lemmalab's own runs: 86).
+constexpr double kBytesPerResultRow = 100;
+
+// The results' size on disk, estimated from the steps and how often each kind of row is
+// recorded, part by part with the options that drive it.
+template <typename T>
+MemoryEstimate EstimateResults(const RunSpec& spec, const std::vector<PreparedRun<T>>& runs) {
+  const auto steps = static_cast<double>(spec.steps);
+  const auto every = [](std::int64_t k) {
+    return static_cast<double>(std::max<std::int64_t>(1, k));
+  };
+  const double records = std::ceil(steps / every(spec.metrics_every));
+  const double evaluations = std::ceil(steps / every(spec.eval_every)) + 1;
+  double probes = 0;
+  for (const PreparedRun<T>& run : runs) probes += static_cast<double>(run.probes.size());
+  const auto n = static_cast<double>(runs.size());
+  MemoryEstimate estimate;
+  estimate.Add("the per-step metrics", n * records * 8 * kBytesPerResultRow,
+               fmt::format("steps = {} / metrics_every = {} x 8 metrics x {} runs", spec.steps,
+                           std::max<std::int64_t>(1, spec.metrics_every), runs.size()));
+  estimate.Add("the evaluations", n * evaluations * 6 * kBytesPerResultRow,
+               fmt::format("steps = {} / eval_every = {} x 6 metrics x {} runs", spec.steps,
+                           spec.eval_every, runs.size()));
+  // A probe records a few series per sender (the workers and the server) at each kept step.
+  estimate.Add(
+      "the probe series",
+      probes * std::ceil(steps / every(spec.probe_every)) * (spec.workers + 1) * 4 *
+          kBytesPerResultRow,
+      fmt::format("steps = {} / probe_every = {} x {} probes x {} senders x 4 series", spec.steps,
+                  std::max<std::int64_t>(1, spec.probe_every), probes, spec.workers + 1));
+  return estimate;
+}
+
 // Runs `f` on every process. In one process its exceptions pass as they are. Under MPI, a
 // failure on any process becomes a SharedFailure on all of them once every process has run `f`:
 // the lowest rank that failed carries the message, the others an empty one, all its exit code.
@@ -640,6 +753,15 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
   const bool reporting = options.transport == nullptr || options.transport->reports();
   std::optional<ResultsWriter> writer;
   Agreed(options, [&] {
+    // Every option that does not depend on the data, checked before they load (real data sets
+    // take seconds and hundreds of MB): the problem's, the schedules' and the optimizers', the
+    // latter measured for the memory estimate at the same time.
+    MakeProblem<T>(*spec.problem->Clone(), {spec.workers, spec.seed, nullptr, true});
+    std::vector<Footprint> footprints;
+    for (const OptimizerSpec& o : spec.optimizers) {
+      MakeSchedule(*o.schedule->Clone(), {spec.steps, spec.workers});
+      footprints.push_back(MeasureFootprint<T>(o));
+    }
     if (spec.data) {
       const DataContext context{spec.seed, spec.path.parent_path()};
       if (options.data_cache != nullptr) {
@@ -652,6 +774,12 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
     problem = MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
     problem->set_threads(options.threads);
     constants = problem->Constants();
+    const int local_workers = options.transport == nullptr ? spec.workers : 1;
+    const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+    RequireWithin(
+        options.max_memory.value_or(MemoryLimit::Machine()),
+        EstimateMemory(spec, *problem, data.data.get(), footprints, local_workers, threads),
+        spec.path.string(), "memory");
     OptimizerContext optimizer_context{problem->dimension(), spec.workers, problem->Layers(),
                                        LayoutFor(spec.comm, problem->dimension())};
     if (options.transport != nullptr) {
@@ -714,6 +842,10 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
                       Probes().Find(spec.probes[k])->summary));
     }
     if (validate_only) return;
+    if (reporting && !options.discard_results) {
+      RequireWithin(options.max_results.value_or(FreeSpaceFor(options.out_dir)),
+                    EstimateResults(spec, runs), spec.path.string(), "results size");
+    }
     using Mode = ResultsWriter::Mode;
     const Mode mode = options.resume              ? Mode::kResume
                       : spec.checkpoint_every > 0 ? Mode::kCheckpointed

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "cli/results.h"
 #include "cli/spec.h"
 #include "comm/transport.h"
+#include "core/resources.h"
 #include "optimizers/trace.h"
 #include "problems/dataset.h"
 
@@ -88,6 +90,11 @@ struct ExperimentOptions {
   bool checkpoints = false;
   // Continue the checkpoint in out_dir (`lemmalab run --resume`; cli/checkpoint.h).
   bool resume = false;
+  // The most memory the run may take (--max-memory; default: what the machine has) and the most
+  // disk space its results may take (--max-results; default: the free space where they go).
+  // Both are checked against estimates before the first step (EstimateRun).
+  std::optional<MemoryLimit> max_memory;
+  std::optional<MemoryLimit> max_results;
 };
 
 // Under MPI, a failure before the first step, which every rank learns of together (the spec,

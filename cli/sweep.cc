@@ -198,6 +198,8 @@ class Sweep {
           run.data_cache = &data_cache_;
           run.probes_may_not_apply = true;
           run.stop = &halt_;
+          run.max_memory = options_.max_memory;
+          run.max_results = options_.max_results;
           run.on_step = [&slot](std::int64_t step, double loss) {
             slot.step = step;
             slot.loss = loss;

@@ -19,8 +19,11 @@
 
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/resources.h"
 
 namespace lemmalab {
 
@@ -33,6 +36,7 @@ struct SweepOptions {
   std::vector<std::string> settings;
   const std::atomic<bool>* stop = nullptr;  // set (by SIGINT) to stop; RunSweep then throws
                                             // Interrupted after saving what finished
+  std::optional<MemoryLimit> max_memory, max_results;  // ExperimentOptions' for every point
 };
 
 struct SweepSummary {

@@ -84,8 +84,8 @@ void OptionTable::Fail(std::string_view key, std::string_view message) const {
   if (const auto it = values_.find(key); it != values_.end() && !it->second.where.empty()) {
     where = it->second.where;
   }
-  throw UserError(where.empty() ? fmt::format("{}: {}", context_, message)
-                                : fmt::format("{}: {}: {}", where, context_, message));
+  throw OptionError(where.empty() ? fmt::format("{}: {}", context_, message)
+                                  : fmt::format("{}: {}: {}", where, context_, message));
 }
 
 const OptionValue* OptionTable::Lookup(std::string_view key) {

@@ -20,9 +20,18 @@
 #include <variant>
 #include <vector>
 
+#include "core/error.h"
 #include "core/hyperparameters.h"
 
 namespace lemmalab {
+
+// An option that breaks its rule, found where the option is read: an unknown key, a value of the
+// wrong type or out of range. Such errors do not depend on what the option is applied to (the
+// data, the dimension), so lemmalab run reports them before it loads the data.
+class OptionError : public UserError {
+ public:
+  using UserError::UserError;
+};
 
 class OptionTable;
 

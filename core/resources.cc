@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <fstream>
@@ -65,6 +66,48 @@ const MemoryLimit& MemoryLimit::Machine() {
 
 MemoryLimit MemoryLimit::Given(double bytes, std::string_view option) {
   return {bytes, fmt::format("{} {}", option, FormatBytes(bytes))};
+}
+
+MemoryLimit FreeSpaceFor(const std::filesystem::path& dir) {
+  std::filesystem::path existing = std::filesystem::absolute(dir);
+  while (!std::filesystem::exists(existing) && existing.has_parent_path() &&
+         existing.parent_path() != existing) {
+    existing = existing.parent_path();
+  }
+  std::error_code ec;
+  const std::filesystem::space_info space = std::filesystem::space(existing, ec);
+  if (ec) {
+    return {std::numeric_limits<double>::infinity(),
+            "no known limit (the free space is unknown; --max-results sets one)"};
+  }
+  const auto available = static_cast<double>(space.available);
+  return {available, fmt::format("the free space on the file system of {} ({}; --max-results "
+                                 "sets another limit)",
+                                 existing.string(), FormatBytes(available))};
+}
+
+double MemoryEstimate::total() const {
+  double sum = 0;
+  for (const Part& part : parts) sum += part.bytes;
+  return sum;
+}
+
+void RequireWithin(const MemoryLimit& limit, const MemoryEstimate& estimate, std::string_view where,
+                   std::string_view what) {
+  const double total = estimate.total();
+  if (total <= limit.bytes) return;
+  std::vector<MemoryEstimate::Part> parts = estimate.parts;
+  std::sort(parts.begin(), parts.end(),
+            [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  std::string largest;
+  for (std::size_t i = 0; i < parts.size() && i < 3; ++i) {
+    if (parts[i].bytes < 0.01 * total) break;
+    largest += fmt::format("{}{} {} ({})", i == 0 ? "" : "; ", parts[i].what,
+                           FormatBytes(parts[i].bytes), parts[i].drivers);
+  }
+  throw UserError(
+      fmt::format("{}: the estimated {} {} is more than {} allows; the largest parts: {}", where,
+                  what, FormatBytes(total), limit.source, largest));
 }
 
 std::string FormatBytes(double bytes) {

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lemmalab {
 
@@ -20,6 +22,30 @@ struct MemoryLimit {
   // A limit the user gave (--max-memory): `bytes` named as `option`.
   static MemoryLimit Given(double bytes, std::string_view option);
 };
+
+// The free space of the file system `dir` is on (of its nearest existing parent), as a limit on
+// what may be written there.
+MemoryLimit FreeSpaceFor(const std::filesystem::path& dir);
+
+// What a command will hold, part by part, each with what drives its size.
+struct MemoryEstimate {
+  struct Part {
+    std::string what;  // "every worker's optimizer state"
+    double bytes = 0;
+    std::string drivers;  // "workers = 8 x d = 203530 x 5 vectors x 4 bytes"
+  };
+  std::vector<Part> parts;
+
+  void Add(std::string what, double bytes, std::string drivers) {
+    parts.push_back({std::move(what), bytes, std::move(drivers)});
+  }
+  double total() const;
+};
+
+// Throws UserError "<where>: the estimated <what> <total> is more than <limit.source> allows;
+// the largest parts: <part> <size> (<drivers>), ..." when the estimate exceeds the limit.
+void RequireWithin(const MemoryLimit& limit, const MemoryEstimate& estimate, std::string_view where,
+                   std::string_view what);
 
 // "512 B", "3.0 KiB", "1.5 GiB": binary units, two significant decimals at most.
 std::string FormatBytes(double bytes);

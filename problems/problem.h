@@ -15,6 +15,7 @@
 #include "core/layers.h"
 #include "core/options.h"
 #include "core/registry.h"
+#include "core/resources.h"
 #include "core/rng.h"
 #include "core/types.h"
 #include "problems/dataset.h"
@@ -95,6 +96,15 @@ class Problem {
   // Threads for full-batch passes (Objective, Evaluate): 0 lets the problem choose by the size
   // of the pass. Results never depend on it; problems whose passes are cheap ignore it.
   virtual void set_threads(int threads) { (void)threads; }
+  // Adds to `estimate` the memory the problem's steps and full-batch passes take beyond its data
+  // and the parameters, with `local_workers` workers stepped in this process on up to `threads`
+  // threads, each part with the options that drive it: what a run checks before it starts
+  // (cli/experiment.cc). Nothing where it is negligible.
+  virtual void AddWorkingMemory(int local_workers, int threads, MemoryEstimate& estimate) const {
+    (void)local_workers;
+    (void)threads;
+    (void)estimate;
+  }
 
   // Per-worker shard sizes and label histograms; empty for problems without samples.
   virtual std::vector<ShardSummary> Shards() const { return {}; }
@@ -107,6 +117,9 @@ struct ProblemContext {
   int workers = 1;
   std::uint64_t seed = 0;
   const Dataset* data = nullptr;  // from the spec's [data] table, when it has one
+  // Read and check every option, build nothing (the factory returns null): what a run does
+  // before it loads the data, so that a wrong option is reported before a long load.
+  bool options_only = false;
 };
 
 template <typename T>

@@ -13,12 +13,17 @@ namespace lemmalab {
 namespace {
 
 // The `shards` option of data problems: "iid" (default), "contiguous", "sorted", or
-// { name = "dirichlet", alpha = 0.5 }.
-Shards ShardsFromOptions(OptionTable& options, const Dataset& data, const ProblemContext& context,
+// { name = "dirichlet", alpha = 0.5 }. No shards when the context reads options only.
+Shards ShardsFromOptions(OptionTable& options, const ProblemContext& context,
                          std::string& description) {
   const std::shared_ptr<OptionTable> table = options.GetComponent("shards", "iid");
   static const std::array<std::string, 4> kRules = {"iid", "contiguous", "sorted", "dirichlet"};
   const std::string rule = table->GetChoice("name", "iid", kRules);
+  const double alpha =
+      rule == "dirichlet" ? table->RequireDouble("alpha", Interval::Positive()) : 0.0;
+  table->RejectUnknownKeys();
+  if (context.options_only) return {};
+  const Dataset& data = *context.data;
   const std::int64_t samples = data.train.size();
   if (samples < context.workers) {
     options.Fail("shards", fmt::format("{} training samples cannot be split across {} workers",
@@ -33,7 +38,6 @@ Shards ShardsFromOptions(OptionTable& options, const Dataset& data, const Proble
     description = "label-sorted";
   }
   if (rule == "dirichlet") {
-    const double alpha = table->RequireDouble("alpha", Interval::Positive());
     try {
       shards =
           DirichletShards(data.train.labels, data.classes, context.workers, alpha, context.seed);
@@ -42,22 +46,26 @@ Shards ShardsFromOptions(OptionTable& options, const Dataset& data, const Proble
     }
     description = fmt::format("Dirichlet({})", alpha);
   }
-  table->RejectUnknownKeys();
   return shards;
 }
 
 // Options every data problem shares (batch_size, l2, shards), then the model's own.
-template <typename T>
+// `make_model(features, classes)` builds the model once the data are there.
+template <typename T, typename MakeModel>
 std::unique_ptr<Problem<T>> Supervised(OptionTable& options, const ProblemContext& context,
-                                       std::unique_ptr<Model<T>> model, SupervisedOptions o) {
+                                       MakeModel make_model, SupervisedOptions o) {
   o.batch_size = options.GetInt("batch_size", o.batch_size, 0, 1 << 24);
   o.l2 = options.GetDouble("l2", o.l2, Interval::NonNegative());
   o.seed = context.seed;
-  const Shards shards = ShardsFromOptions(options, *context.data, context, o.sharding);
+  const Shards shards = ShardsFromOptions(options, context, o.sharding);
+  if (context.options_only) return nullptr;
+  std::unique_ptr<Model<T>> model = make_model(context.data->num_features(), context.data->classes);
   return MakeSupervisedProblem<T>(std::move(model), *context.data, shards, o);
 }
 
-void RequireBinary(OptionTable& options, const Dataset& data, std::string_view problem) {
+void RequireBinary(OptionTable& options, const ProblemContext& context, std::string_view problem) {
+  if (context.options_only) return;
+  const Dataset& data = *context.data;
   if (data.classes != 2) {
     options.Fail("name", fmt::format("problem '{}' is binary, but the data has {} classes; use "
                                      "multinomial-logreg or mlp",
@@ -67,30 +75,33 @@ void RequireBinary(OptionTable& options, const Dataset& data, std::string_view p
 
 template <typename T>
 std::unique_ptr<Problem<T>> LogregFromOptions(OptionTable& options, const ProblemContext& context) {
-  RequireBinary(options, *context.data, "logreg");
+  RequireBinary(options, context, "logreg");
   const bool intercept = options.GetBool("intercept", true);
-  return Supervised<T>(options, context,
-                       MakeLogisticModel<T>(context.data->num_features(), intercept), {});
+  return Supervised<T>(
+      options, context,
+      [&](std::int64_t features, int) { return MakeLogisticModel<T>(features, intercept); }, {});
 }
 
 template <typename T>
 std::unique_ptr<Problem<T>> NonconvexLogregFromOptions(OptionTable& options,
                                                        const ProblemContext& context) {
-  RequireBinary(options, *context.data, "nonconvex-logreg");
+  RequireBinary(options, context, "nonconvex-logreg");
   const bool intercept = options.GetBool("intercept", true);
   SupervisedOptions o;
   o.nonconvex = options.GetDouble("lambda", 0.1, Interval::Positive());
-  return Supervised<T>(options, context,
-                       MakeLogisticModel<T>(context.data->num_features(), intercept), o);
+  return Supervised<T>(
+      options, context,
+      [&](std::int64_t features, int) { return MakeLogisticModel<T>(features, intercept); }, o);
 }
 
 template <typename T>
 std::unique_ptr<Problem<T>> MultinomialFromOptions(OptionTable& options,
                                                    const ProblemContext& context) {
-  return Supervised<T>(
-      options, context,
-      MakeMlpModel<T>(context.data->num_features(), {}, context.data->classes, Activation::kRelu),
-      {});
+  return Supervised<T>(options, context,
+                       [](std::int64_t features, int classes) {
+                         return MakeMlpModel<T>(features, {}, classes, Activation::kRelu);
+                       },
+                       {});
 }
 
 template <typename T>
@@ -104,7 +115,10 @@ std::unique_ptr<Problem<T>> MlpFromOptions(OptionTable& options, const ProblemCo
   o.batch_size = 64;
   return Supervised<T>(
       options, context,
-      MakeMlpModel<T>(context.data->num_features(), hidden, context.data->classes, activation), o);
+      [&](std::int64_t features, int classes) {
+        return MakeMlpModel<T>(features, hidden, classes, activation);
+      },
+      o);
 }
 
 // The options of `quadratic`; `nonconvex-quadratic` adds nu.
@@ -121,6 +135,7 @@ template <typename T>
 std::unique_ptr<Problem<T>> QuadraticFromOptions(OptionTable& options,
                                                  const ProblemContext& context) {
   const QuadraticOptions o = ReadQuadraticOptions(options, context);
+  if (context.options_only) return nullptr;
   return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
 }
 
@@ -135,6 +150,7 @@ std::unique_ptr<Problem<T>> NonconvexQuadraticFromOptions(OptionTable& options,
                  "nonconvex-quadratic needs mu > 0: along an eigenvalue 0, -nu log cosh(y) makes "
                  "f unbounded below");
   }
+  if (context.options_only) return nullptr;
   return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
 }
 
@@ -152,6 +168,7 @@ std::unique_ptr<Problem<T>> RosenbrockFromOptions(OptionTable& options,
   o.a = options.GetDouble("a", o.a, Interval::Positive());
   o.radius = options.GetDouble("radius", o.radius, Interval::Positive());
   o.noise = ReadGradientNoise(options);
+  if (context.options_only) return nullptr;
   return MakeRosenbrock<T>(o, context.workers);
 }
 
@@ -200,7 +217,8 @@ template <typename T>
 std::unique_ptr<Problem<T>> MakeProblem(OptionTable& options, const ProblemContext& context) {
   const ProblemInfo& info = Problems().Get(options);
   options.set_context(fmt::format("problem '{}'", info.name));
-  if (const std::string why = DataMismatch(info, context.data != nullptr); !why.empty()) {
+  const bool has_data = context.options_only ? info.needs_data : context.data != nullptr;
+  if (const std::string why = DataMismatch(info, has_data); !why.empty()) {
     options.Fail("name", why);
   }
   std::unique_ptr<Problem<T>> problem = FactoryFor<T>(info)(options, context);

@@ -104,6 +104,35 @@ class SupervisedProblem final : public Problem<T> {
 
   std::int64_t dimension() const override { return model_->dimension(); }
   int num_workers() const override { return static_cast<int>(shards_.size()); }
+
+  // Per worker its minibatch in T; per thread the model's activations for a minibatch or a
+  // chunk (z, h and dh: three buffers as wide as the layers' outputs) and a chunk converted from
+  // bytes; per chunk of a full pass its gradient.
+  void AddWorkingMemory(int local_workers, int threads, MemoryEstimate& estimate) const override {
+    const auto t = static_cast<double>(sizeof(T));
+    std::int64_t largest_shard = 0, chunks = 0;
+    for (const Part<T>& shard : shards_) {
+      largest_shard = std::max(largest_shard, shard.size());
+      chunks += (shard.size() + kChunkRows - 1) / kChunkRows;
+    }
+    if (test_) chunks += (test_->size() + kChunkRows - 1) / kChunkRows;
+    const std::int64_t batch = options_.batch_size > 0 ? options_.batch_size : largest_shard;
+    double outputs = 0;  // per sample, summed over the layers
+    for (const Layer& layer : model_->Layers()) outputs += static_cast<double>(layer.rows);
+    const auto features = static_cast<double>(features_);
+    const double rows = std::max<double>(static_cast<double>(batch), kChunkRows);
+    estimate.Add("the minibatches", local_workers * static_cast<double>(batch) * features * t,
+                 fmt::format("{} workers x batch_size = {} x {} features x {} bytes", local_workers,
+                             batch, features_, t));
+    estimate.Add("the model's activations",
+                 threads * (3 * rows * outputs + kChunkRows * features) * t,
+                 fmt::format("{} threads x {} rows x 3 x {:.0f} layer outputs ({})", threads, rows,
+                             outputs, model_->Describe()));
+    estimate.Add("the full-batch passes' gradients",
+                 static_cast<double>(chunks) * static_cast<double>(dimension()) * t,
+                 fmt::format("{} chunks of {} samples x d = {} x {} bytes", chunks, kChunkRows,
+                             dimension(), t));
+  }
   Vector<T> InitialPoint() const override { return model_->InitialPoint(options_.seed); }
   std::vector<Layer> Layers() const override { return model_->Layers(); }
   std::vector<Constant> Constants() const override { return constants_; }

@@ -231,7 +231,11 @@ TEST(Cli, MalformedCsvLineNamesFileAndLine) {
 TEST(Cli, StopSignalsEndTheRunWithNoResults) {
   for (const auto& [signal, exit_code, name] :
        {std::tuple{SIGINT, 130, "Interrupt"}, std::tuple{SIGTERM, 143, "Terminated"}}) {
-    Case c("steps = 5", "steps = 4000000000");
+    // Steps without end, recorded rarely enough that the results fit (the estimate before the
+    // first step refuses a run whose results would not).
+    Case c("steps = 5",
+           "steps = 4000000000\nmetrics_every = 1000000000\neval_every = 1000000000\n"
+           "probe_every = 1000000000");
     const int pid = testing::SpawnLemmalab(c.Arguments(), c.dir / "stdout", c.dir / "stderr");
     // Staged results exist only once the handlers are installed and steps are running.
     const std::filesystem::path staged = c.dir / "out/.results/next/results.sqlite";
