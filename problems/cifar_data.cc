@@ -19,8 +19,8 @@ constexpr std::size_t kPixels = 3 * 32 * 32;
 constexpr std::size_t kRecord = 1 + kPixels;
 constexpr int kClasses = 10;
 
-// Records read at once: 768 KiB, 256 of a batch file's 10 000.
-constexpr std::size_t kChunkRecords = 256;
+// Records read at once: 96 KiB, 32 of a batch file's 10 000.
+constexpr std::size_t kChunkRecords = 32;
 
 // The samples of one or more files, in storage that grows as records arrive.
 struct Records {

@@ -270,7 +270,7 @@ class LibsvmParser {
 
 void Parse(const std::filesystem::path& path, LibsvmParser& parser) {
   GzipReader in(path);
-  std::vector<char> buffer(1 << 20);
+  std::vector<char> buffer(1 << 16);
   for (;;) {
     const std::size_t got = in.Read(buffer.data(), buffer.size());
     parser.Feed({buffer.data(), got});
