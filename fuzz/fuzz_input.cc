@@ -114,10 +114,55 @@ const MemoryLimit& FuzzLimit() {
   return limit;
 }
 
-void Load(OptionTable& table) {
+namespace {
+
+// A finding that is not a crash: printed, then abort() so that libFuzzer keeps the input.
+[[noreturn]] void Finding(std::string_view what) {
+  fmt::print(stderr, "fuzz finding: {}\n", what);
+  std::abort();
+}
+
+// What every loaded data set must be: as many labels as samples, each below the class count,
+// and a test set as wide as the training set.
+void CheckDataset(const Dataset& data) {
+  for (const Samples* set : {&data.train, data.test ? &*data.test : nullptr}) {
+    if (set == nullptr) continue;
+    if (set->size() == 0) Finding("a data set without samples loaded");
+    if (set->labels.size() != set->size()) {
+      Finding(fmt::format("{} labels for {} samples", set->labels.size(), set->size()));
+    }
+    if (!set->holds_bytes() && set->features.rows() != set->size()) {
+      Finding("features and samples disagree");
+    }
+    if (set->num_features() != data.num_features()) {
+      Finding(fmt::format("a test set of {} features for {} training features", set->num_features(),
+                          data.num_features()));
+    }
+    if (set->labels.size() > 0 &&
+        (set->labels.minCoeff() < 0 || set->labels.maxCoeff() >= data.classes)) {
+      Finding(fmt::format("labels in [{}, {}] for {} classes", set->labels.minCoeff(),
+                          set->labels.maxCoeff(), data.classes));
+    }
+  }
+}
+
+}  // namespace
+
+MemoryLimit LimitFor(const FuzzInput& input) {
+  if (!input.option(6)) return FuzzLimit();
+  return MemoryLimit::Given(256 + 64.0 * input.parameter, "the fuzzer's small limit");
+}
+
+void Load(OptionTable& table, const MemoryLimit& memory) {
   try {
-    LoadData(table, {0, "/", FuzzLimit()});
-  } catch (const UserError&) {
+    CheckDataset(LoadData(table, {0, "/", memory}));
+  } catch (const UserError& e) {
+    // Every refusal names where: a file (the memory files are /proc/self/fd/N) or an option.
+    const std::string_view message = e.what();
+    if (message.find("/proc/self/fd/") == std::string_view::npos &&
+        message.find("fuzz.toml:") == std::string_view::npos) {
+      Finding(fmt::format("a message that names no file or option: {}", message));
+    }
   }
 }
 

@@ -3,8 +3,9 @@
 // and the memory limit the readers are fuzzed under.
 //
 // An input is laid out as
-//   byte 0         flags: bit 0 gzips the first file, bit 1 the second, bit 7 makes two files;
-//                  bits 2..6 are the target's to use (options)
+//   byte 0         flags: bit 0 gzips the first file, bit 1 the second, bit 6 reads them under
+//                  a small memory limit, bit 7 makes two files; bits 2..5 are the target's to
+//                  use (options)
 //   byte 1         a parameter for the target (a class count, a width)
 //   [bytes 2..3]   with two files: the first file's length, little-endian
 //   the rest       the first file, then the second
@@ -70,8 +71,13 @@ void SetStrings(OptionTable& table, std::string_view key, std::span<const std::s
 // -rss_limit_mb of 1024 in scripts/fuzz) reports one that allocates far past it instead.
 const MemoryLimit& FuzzLimit();
 
-// LoadData(table) under FuzzLimit(). A UserError is the expected answer to a bad file; anything
-// else (another exception, a crash, a sanitizer report) escapes to libFuzzer as a finding.
-void Load(OptionTable& table);
+// The limit an input is read under: FuzzLimit(), or with flag bit 6 a small one from the
+// parameter byte (256 bytes to 16 KiB), which small inputs can exceed.
+MemoryLimit LimitFor(const FuzzInput& input);
+
+// LoadData(table) under `memory`. A UserError that names a file or an option is the expected
+// answer to a bad file; anything else (another exception, a crash, a sanitizer report, a message
+// that names neither, a loaded data set whose labels or shapes disagree) is a finding.
+void Load(OptionTable& table, const MemoryLimit& memory);
 
 }  // namespace lemmalab::fuzz

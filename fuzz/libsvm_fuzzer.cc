@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (input.option(2)) SetInt(table, "features", 1 + input.parameter);
   if (input.option(3)) SetString(table, "normalize", "standardize");
   if (input.option(4)) SetInt(table, "samples", 1 + input.parameter % 8);
-  Load(table);
+  Load(table, LimitFor(input));
   return 0;
 }
 

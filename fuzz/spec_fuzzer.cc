@@ -1,10 +1,13 @@
 // libFuzzer target: the run spec parser (ParseSpec, cli/spec.h) on arbitrary text. Lines
 // "#set PATH=VALUE" (TOML comments, so the text parses the same) are also applied as --set
-// arguments, which reaches ParseSetting and SetSpecOption. A UserError is the expected answer to
-// a bad spec; anything else (another exception, a crash, a sanitizer report, a hang, an
-// allocation of more than -malloc_limit_mb) is a finding.
+// arguments, which reaches ParseSetting and SetSpecOption. A UserError that says where is the
+// expected answer to a bad spec; anything else (another exception, a crash, a sanitizer report,
+// a hang, an allocation of more than -malloc_limit_mb, a message that names no place) is a
+// finding.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,7 +32,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     ParseSpec(text, "fuzz.toml", settings);
-  } catch (const UserError&) {
+  } catch (const UserError& e) {
+    // Every refusal says where: the spec's file:line:column, or the --set argument.
+    const std::string_view message = e.what();
+    if (message.find("fuzz.toml") == std::string_view::npos &&
+        message.find("--set ") == std::string_view::npos) {
+      std::fprintf(stderr, "fuzz finding: a message that names no place: %s\n", e.what());
+      std::abort();
+    }
   }
   return 0;
 }
