@@ -2,7 +2,6 @@
 // 3072 pixel bytes, the red, green and blue 32x32 planes one after another, each row-major.
 // Features keep that order: feature 1024 * channel + 32 * row + column.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <memory>
@@ -20,59 +19,77 @@ constexpr std::size_t kPixels = 3 * 32 * 32;
 constexpr std::size_t kRecord = 1 + kPixels;
 constexpr int kClasses = 10;
 
-// The whole (uncompressed) file, checked to be whole records with valid labels.
-std::vector<unsigned char> ReadRecords(const std::filesystem::path& path) {
+// Records read at once: 96 KiB, 32 of a batch file's 10 000.
+constexpr std::size_t kChunkRecords = 32;
+
+// The samples of one or more files, in storage that grows as records arrive.
+struct Records {
+  ByteMatrix images{0, static_cast<Eigen::Index>(kPixels)};  // rows() is the capacity
+  Eigen::VectorXi labels;
+  std::int64_t count = 0;
+};
+
+// Appends the records of `path` to `out`, each checked as it arrives: its label, and the memory
+// all records so far take, so that a file that inflates past the limit is refused at the first
+// record beyond it.
+void ReadRecords(const std::filesystem::path& path, Records& out, const MemoryLimit& memory) {
   GzipReader in(path);
-  std::vector<unsigned char> bytes = in.ReadToEnd();
-  if (bytes.empty()) {
-    throw UserError(fmt::format(
-        "{}: empty file, expected CIFAR-10 records of {} bytes (1 label byte + {} pixel bytes)",
-        in.file(), kRecord, kPixels));
-  }
-  if (const std::size_t whole = bytes.size() / kRecord; bytes.size() % kRecord != 0) {
-    in.FailTruncated(fmt::format(
-        "the incomplete record {} starts at byte {} (CIFAR-10 records are {} bytes: 1 label byte "
-        "+ {} pixel bytes)",
-        whole, whole * kRecord, kRecord, kPixels));
-  }
-  for (std::size_t r = 0; r < bytes.size() / kRecord; ++r) {
-    if (const int label = bytes[r * kRecord]; label >= kClasses) {
-      throw UserError(fmt::format(
-          "{}: record {} (byte {} of the uncompressed stream) has label {}; CIFAR-10 labels are "
-          "0..9",
-          in.file(), r, r * kRecord, label));
+  constexpr double kRecordBytes = kPixels + 4;  // what a sample holds: pixels and an int label
+  std::vector<unsigned char> chunk(kChunkRecords * kRecord);
+  for (std::int64_t record = 0;;) {
+    const std::size_t got = in.Read(chunk.data(), chunk.size());
+    for (std::size_t k = 0; k < got / kRecord; ++k, ++record) {
+      const unsigned char* bytes = &chunk[k * kRecord];
+      const std::uint64_t offset = static_cast<std::uint64_t>(record) * kRecord;
+      if (const int label = bytes[0]; label >= kClasses) {
+        throw UserError(fmt::format(
+            "{}: record {} (byte {} of the uncompressed stream) has label {}; CIFAR-10 labels "
+            "are 0..9",
+            in.file(), record, offset, label));
+      }
+      const std::int64_t rows = out.count + 1;
+      if (rows > out.images.rows()) {
+        RequireWithin(memory, static_cast<double>(rows) * kRecordBytes,
+                      fmt::format("{}: record {} (byte {} of the uncompressed stream)", in.file(),
+                                  record, offset),
+                      fmt::format("{} records x ({} pixel bytes + a 4-byte label)", rows, kPixels));
+        const std::int64_t most = std::max(rows, RowsWithin(memory, 0, kRecordBytes));
+        ReserveRows(out.images, rows, most);
+        ReserveRows(out.labels, rows, most);
+      }
+      out.labels[out.count] = bytes[0];
+      std::copy(bytes + 1, bytes + kRecord, out.images.row(out.count).data());
+      ++out.count;
     }
+    if (got == chunk.size()) continue;
+    if (in.cut_off()) in.FailCutOff();
+    if (in.offset() == 0) {
+      throw UserError(fmt::format(
+          "{}: empty file, expected CIFAR-10 records of {} bytes (1 label byte + {} pixel bytes)",
+          in.file(), kRecord, kPixels));
+    }
+    if (got % kRecord != 0) {
+      in.FailTruncated(fmt::format(
+          "the incomplete record {} starts at byte {} (CIFAR-10 records are {} bytes: 1 label "
+          "byte + {} pixel bytes)",
+          record, static_cast<std::uint64_t>(record) * kRecord, kRecord, kPixels));
+    }
+    return;
   }
-  return bytes;
 }
 
 }  // namespace
 
-Samples ReadCifar10(const std::vector<std::filesystem::path>& files) {
+Samples ReadCifar10(const std::vector<std::filesystem::path>& files, const MemoryLimit& memory) {
   if (files.empty()) throw UserError("CIFAR-10: no files to read");
-  std::vector<std::vector<unsigned char>> contents;
-  std::int64_t records = 0;
-  for (const std::filesystem::path& file : files) {
-    contents.push_back(ReadRecords(file));
-    records += static_cast<std::int64_t>(contents.back().size() / kRecord);
-  }
-  std::vector<std::string> names;
-  for (const std::filesystem::path& file : files) names.push_back(file.string());
-  CheckDenseSize(fmt::format("{}", fmt::join(names, ", ")), records, kPixels);
-
+  Records records;
+  for (const std::filesystem::path& file : files) ReadRecords(file, records, memory);
+  // Shrinking gives the unused capacity back in place.
+  records.images.conservativeResize(records.count, Eigen::NoChange);
+  records.labels.conservativeResize(records.count);
   Samples samples;
-  ByteMatrix images(records, static_cast<Eigen::Index>(kPixels));
-  samples.labels.resize(records);
-  std::int64_t row = 0;
-  for (std::vector<unsigned char>& bytes : contents) {
-    for (std::size_t r = 0; r < bytes.size() / kRecord; ++r, ++row) {
-      const unsigned char* record = &bytes[r * kRecord];
-      samples.labels[row] = record[0];
-      std::copy(record + 1, record + kRecord, images.row(row).data());
-    }
-    bytes = {};  // the file's records go as soon as they are copied
-  }
-  samples.bytes = std::make_shared<const ByteMatrix>(std::move(images));
+  samples.labels = std::move(records.labels);
+  samples.bytes = std::make_shared<const ByteMatrix>(std::move(records.images));
   return samples;
 }
 
@@ -127,10 +144,11 @@ Dataset LoadCifar10(OptionTable& options, const DataContext& context) {
   }
   Dataset data;
   data.classes = kClasses;
-  data.train = ReadCifar10(train);
+  data.train = ReadCifar10(train, context.memory);
   data.description = fmt::format("{}: {} train", name, data.train.size());
   if (!test.empty()) {
-    data.test = ReadCifar10(test);
+    const double train_bytes = static_cast<double>(data.train.size()) * (kPixels + 4);
+    data.test = ReadCifar10(test, Remaining(context.memory, train_bytes, "the training set"));
     data.description += fmt::format(" + {} test", data.test->size());
   }
   data.description += " images 32x32x3";

@@ -1,8 +1,9 @@
 // CSV reader: zlib reads the file (plain or gzip, transparently), libcsv tokenizes it
-// (RFC 4180 quoting), and each field must parse completely as a finite number.
+// (RFC 4180 quoting), and each field must parse completely as a finite number. Fields are
+// converted as libcsv delivers them, straight into the matrix the samples keep, which grows with
+// the rows that arrive: the reader holds one field of text, the header's names and the numbers.
 #include <csv.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,80 +26,173 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// State shared with libcsv's C callbacks. Callbacks cannot throw through C frames, so the first
-// error is recorded here and the parse loop stops on it.
 constexpr double kMaxLabel = 1 << 20;
 
+// A row (the header included) is at most 1 MiB, or 128 bytes per column in a wider table. A
+// header of 1 MiB names over 60 000 columns of 15-character names, about as many as the widest
+// real tables have (gene expression: one column per gene); 128 bytes is five times the longest
+// text of a double (24 characters). The bound stops a binary file, a runaway quote or a hostile
+// header at its first byte past it, and with it what libcsv buffers (one field of the row).
+constexpr std::size_t kMaxRowBytes = std::size_t{1} << 20;
+constexpr std::size_t kRowBytesPerColumn = 128;
+
+// State shared with libcsv's C callbacks. Callbacks cannot throw through C frames, so the first
+// error is recorded here and the parse loop stops on it.
 struct CsvState {
   std::string file;
   std::string label_name;  // requested label column; empty: the last column
-  std::size_t label = 0;   // its index, once the header is read
-  std::int64_t line = 0;   // line the parser is in (1-based)
-  std::vector<std::string> header;
-  std::vector<std::string> fields;
-  std::vector<double> values;  // row-major data rows
-  std::int64_t rows = 0;
+  const MemoryLimit* memory = nullptr;
+  std::int64_t line = 1;  // line the parser is in (1-based)
   std::string error;
+
+  // The header's names, one after another, and where each ends: a few bytes per column where a
+  // std::string would take 32.
+  bool have_header = false;
+  std::string names;
+  std::vector<std::uint32_t> name_ends;
+  std::size_t label = 0;  // the label's column, once the header is read
+
+  std::size_t field = 0;      // fields of the current row so far
+  std::size_t row_bytes = 0;  // bytes of the current row fed to libcsv so far
+  std::size_t max_row_bytes = kMaxRowBytes;
+  RowMatrix<double> features;  // rows() is the capacity; the first `rows` are data
+  Eigen::VectorXi labels;
+  std::int64_t rows = 0;  // complete data rows
+
+  std::size_t columns() const { return name_ends.size(); }
+  std::string_view Name(std::size_t c) const {
+    const std::uint32_t begin = c == 0 ? 0 : name_ends[c - 1];
+    return std::string_view(names).substr(begin, name_ends[c] - begin);
+  }
+  // "a, b, y", or the first ten names and how many there are.
+  std::string NameList() const {
+    std::string list;
+    for (std::size_t c = 0; c < std::min<std::size_t>(columns(), 10); ++c) {
+      list += fmt::format("{}{}", c > 0 ? ", " : "", Name(c));
+    }
+    if (columns() > 10) list += fmt::format(", ... ({} columns)", columns());
+    return list;
+  }
 };
+
+// The header is read: checks it and sizes the data rows that follow.
+void EndHeader(CsvState& state) {
+  if (state.columns() < 2) {
+    state.error = fmt::format("{}:{}: need at least one feature column and a label column",
+                              state.file, state.line);
+    return;
+  }
+  state.label = state.columns() - 1;
+  if (!state.label_name.empty()) {
+    std::size_t c = 0;
+    while (c < state.columns() && state.Name(c) != state.label_name) ++c;
+    if (c == state.columns()) {
+      state.error = fmt::format("{}:{}: no column named '{}' for the label (columns: {})",
+                                state.file, state.line, state.label_name, state.NameList());
+      return;
+    }
+    state.label = c;
+  }
+  const auto features = static_cast<Eigen::Index>(state.columns() - 1);
+  state.max_row_bytes = std::max(kMaxRowBytes, kRowBytesPerColumn * state.columns());
+  state.features.resize(0, features);
+  state.have_header = true;
+}
+
+// The first field of a data row: room for one more row, if the memory limit allows it. The
+// storage grows no further than the limit allows, so the check runs only when it grows.
+void StartRow(CsvState& state) {
+  const std::int64_t rows = state.rows + 1;
+  if (rows <= state.features.rows()) return;
+  const auto features = static_cast<std::int64_t>(state.columns() - 1);
+  const double row_bytes = 8.0 * static_cast<double>(features) + 4;
+  try {
+    RequireWithin(
+        *state.memory, static_cast<double>(rows) * row_bytes,
+        fmt::format("{}:{}: data row {}", state.file, state.line, rows),
+        fmt::format("{} rows x ({} features x 8 bytes + a 4-byte label)", rows, features));
+  } catch (const UserError& e) {
+    state.error = e.what();
+    return;
+  }
+  const std::int64_t most = std::max(rows, RowsWithin(*state.memory, 0, row_bytes));
+  ReserveRows(state.features, rows, most);
+  ReserveRows(state.labels, rows, most);
+}
 
 void OnField(void* text, std::size_t length, void* data) {
   auto* state = static_cast<CsvState*>(data);
-  state->fields.emplace_back(static_cast<const char*>(text), length);
+  if (!state->error.empty()) return;
+  const std::string_view field(static_cast<const char*>(text), length);
+  if (!state->have_header) {
+    state->names += Trim(field);
+    state->name_ends.push_back(static_cast<std::uint32_t>(state->names.size()));
+    return;
+  }
+  // Fields past the header's count are only counted: the row's end says how many there were.
+  const std::size_t c = state->field++;
+  if (c >= state->columns()) return;
+  if (c == 0) {
+    StartRow(*state);
+    if (!state->error.empty()) return;
+  }
+  const std::optional<double> value = ParseFiniteNumber(Trim(field));
+  if (!value) {
+    state->error = fmt::format("{}:{}: field {} ('{}'): {} is not a finite number", state->file,
+                               state->line, c + 1, state->Name(c), Excerpt(field));
+    return;
+  }
+  if (c == state->label) {
+    if (!(*value >= 0 && *value <= kMaxLabel && *value == std::floor(*value))) {
+      state->error = fmt::format(
+          "{}:{}: label column '{}' must hold class indices 0, 1, ... (at most {}), got {}",
+          state->file, state->line, state->Name(c), kMaxLabel,
+          field.size() <= 40 ? std::string(field) : Excerpt(field));
+      return;
+    }
+    state->labels[state->rows] = static_cast<int>(*value);
+  } else {
+    state->features(state->rows, static_cast<Eigen::Index>(c < state->label ? c : c - 1)) = *value;
+  }
 }
 
 void OnRow(int /*terminator*/, void* data) {
   auto* state = static_cast<CsvState*>(data);
-  std::vector<std::string> fields = std::move(state->fields);
-  state->fields.clear();
+  state->row_bytes = 0;
   if (!state->error.empty()) return;
-  if (state->header.empty()) {
-    for (std::string& f : fields) f = std::string(Trim(f));
-    state->header = std::move(fields);
-    if (state->header.size() < 2) {
-      state->error = fmt::format("{}:{}: need at least one feature column and a label column",
-                                 state->file, state->line);
-      return;
-    }
-    state->label = state->header.size() - 1;
-    if (!state->label_name.empty()) {
-      const auto it = std::find(state->header.begin(), state->header.end(), state->label_name);
-      if (it == state->header.end()) {
-        state->error =
-            fmt::format("{}:{}: no column named '{}' for the label (columns: {})", state->file,
-                        state->line, state->label_name, fmt::join(state->header, ", "));
-        return;
-      }
-      state->label = static_cast<std::size_t>(it - state->header.begin());
-    }
+  if (!state->have_header) {
+    EndHeader(*state);
     return;
   }
-  if (fields.size() != state->header.size()) {
+  if (state->field != state->columns()) {
     state->error = fmt::format("{}:{}: expected {} fields as in the header, found {}", state->file,
-                               state->line, state->header.size(), fields.size());
+                               state->line, state->columns(), state->field);
     return;
   }
-  for (std::size_t c = 0; c < fields.size(); ++c) {
-    const std::optional<double> value = ParseFiniteNumber(Trim(fields[c]));
-    if (!value) {
-      state->error = fmt::format("{}:{}: field {} ('{}'): '{}' is not a finite number", state->file,
-                                 state->line, c + 1, state->header[c], fields[c]);
-      return;
-    }
-    if (c == state->label &&
-        !(*value >= 0 && *value <= kMaxLabel && *value == std::floor(*value))) {
-      state->error = fmt::format(
-          "{}:{}: label column '{}' must hold class indices 0, 1, ... (at most {}), got {}",
-          state->file, state->line, state->header[c], kMaxLabel, fields[c]);
-      return;
-    }
-    state->values.push_back(*value);
-  }
+  state->field = 0;
   ++state->rows;
+}
+
+// Where the current row may end: the error for a row that runs past state.max_row_bytes at
+// uncompressed offset `offset`.
+std::string RowTooLong(const CsvState& state, std::uint64_t offset) {
+  if (!state.have_header) {
+    return fmt::format(
+        "{}:{}: the header row runs past {} at byte {} of the uncompressed stream; a header "
+        "that long would name more columns than any real table has (is this a CSV file?)",
+        state.file, state.line, FormatBytes(static_cast<double>(state.max_row_bytes)), offset);
+  }
+  return fmt::format(
+      "{}:{}: the row runs past {} at byte {} of the uncompressed stream; the header's {} "
+      "columns allow {} bytes per column or 1 MiB, far more than numbers take",
+      state.file, state.line, FormatBytes(static_cast<double>(state.max_row_bytes)), offset,
+      state.columns(), kRowBytesPerColumn);
 }
 
 }  // namespace
 
-CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_column) {
+CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_column,
+                 const MemoryLimit& memory) {
   const std::string file = path.string();
   GzipReader in(path);
 
@@ -109,26 +203,34 @@ CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_colum
   CsvState state;
   state.file = file;
   state.label_name = label_column;
+  state.memory = &memory;
 
-  // Each newline-terminated piece goes to libcsv on its own, so the line number is exact when
-  // a row callback fires. NUL bytes mean a binary file, not a table with a strange field.
+  // Each piece up to a line end (\n or \r) goes to libcsv on its own, so the line number is exact
+  // when a row callback fires and the length of the row so far is known before libcsv buffers
+  // it. NUL bytes mean a binary file, not a table with a strange field.
   std::vector<char> buffer(1 << 16);
-  state.line = 1;
   std::size_t got;
   while (state.error.empty() && (got = in.Read(buffer.data(), buffer.size())) > 0) {
     const char* p = buffer.data();
     const char* const end = p + got;
     while (p < end && state.error.empty()) {
-      const auto* newline = static_cast<const char*>(std::memchr(p, '\n', end - p));
-      const char* const stop = newline != nullptr ? newline + 1 : end;
+      const char* const line_end =
+          std::find_if(p, end, [](char c) { return c == '\n' || c == '\r'; });
+      const char* const stop = line_end != end ? line_end + 1 : end;
       const auto length = static_cast<std::size_t>(stop - p);
-      if (std::memchr(p, '\0', length) != nullptr) {
+      if (state.row_bytes + length > state.max_row_bytes) {
+        const std::uint64_t here = in.offset() - static_cast<std::uint64_t>(end - p);
+        state.error = RowTooLong(state, here + (state.max_row_bytes - state.row_bytes));
+      } else if (std::memchr(p, '\0', length) != nullptr) {
         state.error = fmt::format("{}:{}: NUL byte: not a text CSV file", file, state.line);
-      } else if (csv_parse(&parser, p, length, OnField, OnRow, &state) != length) {
-        state.error = fmt::format("{}:{}: malformed CSV: {}", file, state.line,
-                                  csv_strerror(csv_error(&parser)));
+      } else {
+        state.row_bytes += length;
+        if (csv_parse(&parser, p, length, OnField, OnRow, &state) != length) {
+          state.error = fmt::format("{}:{}: malformed CSV: {}", file, state.line,
+                                    csv_strerror(csv_error(&parser)));
+        }
       }
-      if (newline != nullptr) ++state.line;
+      if (line_end != end && *line_end == '\n') ++state.line;
       p = stop;
     }
   }
@@ -141,20 +243,20 @@ CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_colum
                               csv_strerror(csv_error(&parser)));
   }
   if (!state.error.empty()) throw UserError(state.error);
-  if (state.header.empty()) throw UserError(fmt::format("{}: empty file, expected a header", file));
+  if (!state.have_header) {
+    throw UserError(fmt::format("{}: empty file, expected a header", file));
+  }
   if (state.rows == 0) throw UserError(fmt::format("{}: no data rows after the header", file));
-  const auto columns = static_cast<std::int64_t>(state.header.size());
-  const auto label = static_cast<std::int64_t>(state.label);
 
-  const Eigen::Map<const RowMatrix<double>> table(state.values.data(), state.rows, columns);
   CsvTable result;
   Samples& samples = result.samples;
-  samples.features.resize(state.rows, columns - 1);
-  samples.labels = table.col(label).cast<int>();
-  for (std::int64_t c = 0, f = 0; c < columns; ++c) {
-    if (c == label) continue;
-    samples.features.col(f++) = table.col(c);
-    result.feature_names.push_back(state.header[static_cast<std::size_t>(c)]);
+  // Shrinking gives the unused capacity back in place.
+  state.features.conservativeResize(state.rows, Eigen::NoChange);
+  state.labels.conservativeResize(state.rows);
+  samples.features = std::move(state.features);
+  samples.labels = std::move(state.labels);
+  for (std::size_t c = 0; c < state.columns(); ++c) {
+    if (c != state.label) result.feature_names.emplace_back(state.Name(c));
   }
   return result;
 }

@@ -69,21 +69,6 @@ void GzipReader::FailRead(int error, const char* message) const {
       file_, gzoffset(in_), reason, offset_));
 }
 
-std::vector<unsigned char> GzipReader::ReadToEnd() {
-  std::vector<unsigned char> bytes;
-  std::size_t size = 0;
-  for (;;) {
-    if (size == bytes.size()) bytes.resize(std::max<std::size_t>(1 << 20, 2 * size));
-    const std::size_t want = bytes.size() - size;
-    const std::size_t got = Read(bytes.data() + size, want);
-    size += got;
-    if (got < want) break;
-  }
-  if (cut_off_) FailCutOff();
-  bytes.resize(size);
-  return bytes;
-}
-
 std::uint64_t GzipReader::SkipRest() {
   const std::uint64_t start = offset_;
   std::vector<unsigned char> scratch(1 << 16);
@@ -106,16 +91,22 @@ void GzipReader::FailCutOff() const {
       file_, offset_));
 }
 
-void CheckDenseSize(std::string_view what, std::int64_t samples, std::int64_t features) {
-  LEMMALAB_CHECK(samples >= 0 && features >= 0, "{}: {} samples x {} features", what, samples,
-                 features);
-  const double bytes = static_cast<double>(samples) * static_cast<double>(features) * 8;
-  if (bytes > kMaxDenseBytes) {
-    throw UserError(fmt::format(
-        "{}: {} samples x {} features would take {:.1f} GiB as dense doubles, more than the "
-        "{:.0f} GiB lemmalab allows",
-        what, samples, features, bytes / (1 << 30), kMaxDenseBytes / (1 << 30)));
-  }
+MemoryLimit Remaining(const MemoryLimit& limit, double held, std::string_view holder) {
+  return {std::max(0.0, limit.bytes - held),
+          fmt::format("{}, less the {} {} holds", limit.source, FormatBytes(held), holder)};
+}
+
+std::int64_t RowsWithin(const MemoryLimit& limit, double held, double row_bytes) {
+  LEMMALAB_CHECK(row_bytes > 0, "rows of {} bytes", row_bytes);
+  const double rows = std::floor((limit.bytes - held) / row_bytes);
+  // An infinite limit (no known memory) still bounds the rows by what an index can count.
+  return rows <= 0 ? 0 : static_cast<std::int64_t>(std::min(rows, 0x1p62));
+}
+
+std::string Excerpt(std::string_view text) {
+  constexpr std::size_t kShown = 40;
+  if (text.size() <= kShown) return fmt::format("'{}'", text);
+  return fmt::format("'{}...' ({} bytes)", text.substr(0, kShown), text.size());
 }
 
 std::optional<double> ParseFiniteNumber(std::string_view text) {

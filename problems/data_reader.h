@@ -1,17 +1,24 @@
 // Building blocks the data readers share: a zlib input stream that counts offsets in the
-// uncompressed data, the limit on dense feature matrices, and number parsing.
+// uncompressed data, storage that grows with the data that arrive (never with what a header
+// claims) inside the memory limit, and number parsing.
 // Not part of the data interface (problems/dataset.h).
 #pragma once
 
 #include <zlib.h>
 
+#include <Eigen/Core>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/error.h"
+#include "core/resources.h"
 
 namespace lemmalab {
 
@@ -35,9 +42,6 @@ class GzipReader {
   // Whether a Read stopped because the compressed input ended inside a gzip stream.
   bool cut_off() const { return cut_off_; }
 
-  // Everything left in the stream. A gzip stream cut off anywhere is an error here.
-  std::vector<unsigned char> ReadToEnd();
-
   // Reads past the end of the expected data and returns how many bytes were left (0 for a file
   // that ends where it should). A gzip stream cut off anywhere is an error here.
   std::uint64_t SkipRest();
@@ -45,12 +49,14 @@ class GzipReader {
   // Throws "<file>: truncated: the data ends at byte <offset> of the uncompressed stream
   // [(gzip stream cut off)]; <detail>" after a short Read.
   [[noreturn]] void FailTruncated(std::string_view detail) const;
+  // Throws "<file>: truncated: the gzip stream is cut off after byte <offset> of the uncompressed
+  // stream (unexpected end of file)", for a cut_off() stream whose data end where they may.
+  [[noreturn]] void FailCutOff() const;
 
  private:
   // Throws the UserError for a failed gzread: a system error, a checksum that does not match, or
   // corrupt compressed data, each said so.
   [[noreturn]] void FailRead(int error, const char* message) const;
-  [[noreturn]] void FailCutOff() const;
 
   std::string file_;
   gzFile in_ = nullptr;
@@ -58,13 +64,42 @@ class GzipReader {
   bool cut_off_ = false;  // zlib saw the compressed input end inside a gzip stream
 };
 
-// Features are stored densely as doubles (byte features become doubles when standardised, and
-// a problem may convert them whole); more than this is refused rather than attempted.
-inline constexpr double kMaxDenseBytes = 4.0 * (1 << 30);
+// What is left of `limit` while `held` bytes are taken by `holder` ("the training set"): the
+// test set of a data source is read with the training set in memory.
+MemoryLimit Remaining(const MemoryLimit& limit, double held, std::string_view holder);
 
-// Throws UserError naming `what` (a file), the shape and its size in GiB when samples x features
-// doubles exceed kMaxDenseBytes.
-void CheckDenseSize(std::string_view what, std::int64_t samples, std::int64_t features);
+// The most rows of `row_bytes` bytes each that fit in `limit` next to `held` other bytes (0 when
+// none does). The readers grow their storage no further, so the first row past the limit is
+// refused when it arrives.
+std::int64_t RowsWithin(const MemoryLimit& limit, double held, double row_bytes);
+
+// Makes row-major `m` hold at least `rows` rows (at most `most`), keeping its rows: storage that
+// grows as the data arrive rather than from a count a header claims. Growth is geometric, so
+// reading n rows costs O(n), and it goes through realloc (Eigen's conservativeResize of a
+// row-major matrix or of a vector of plain scalars), which glibc does for large blocks by remapping
+// their pages: the old and the new block are never held at once, as they would be in a
+// std::vector's growth.
+template <typename Matrix>
+void ReserveRows(Matrix& m, Eigen::Index rows,
+                 Eigen::Index most = std::numeric_limits<Eigen::Index>::max()) {
+  static_assert(Matrix::IsRowMajor || Matrix::ColsAtCompileTime == 1,
+                "rows are appended in place only in row-major storage");
+  if (rows <= m.rows()) return;
+  LEMMALAB_CHECK(rows <= most, "{} rows asked for, at most {} allowed", rows, most);
+  const Eigen::Index twice = m.rows() < most / 2 ? 2 * m.rows() : most;
+  const Eigen::Index grown = std::min(most, std::max(rows, twice));
+  // Only these two overloads reallocate; a column vector's (rows, NoChange) would copy.
+  if constexpr (Matrix::IsVectorAtCompileTime) {
+    m.conservativeResize(grown);
+  } else {
+    m.conservativeResize(grown, Eigen::NoChange);
+  }
+}
+
+// `text` quoted for a message: whole when short, else its start and its length
+// ("'aaaa...' (1048576 bytes)"), so that a hostile field or token cannot make a message as large
+// as itself.
+std::string Excerpt(std::string_view text);
 
 // The number `text` spells completely (std::from_chars, plus an optional leading '+'), if it is
 // finite.

@@ -191,13 +191,16 @@ int CountClasses(OptionTable& options, const Samples& train, const Samples* test
 Dataset LoadCsv(OptionTable& options, const DataContext& context) {
   const std::filesystem::path path = ResolveDataFile(options, "path", context);
   const std::string label = options.GetString("label", "");
-  CsvTable train = ReadCsv(path, label);
+  CsvTable train = ReadCsv(path, label, context.memory);
   Dataset data;
   data.train = std::move(train.samples);
   data.feature_names = std::move(train.feature_names);
   if (options.Has("test_path")) {
     const std::filesystem::path test_path = ResolveDataFile(options, "test_path", context);
-    CsvTable test = ReadCsv(test_path, label);
+    const double train_bytes =
+        static_cast<double>(data.train.size()) * (8 * static_cast<double>(data.num_features()) + 4);
+    CsvTable test =
+        ReadCsv(test_path, label, Remaining(context.memory, train_bytes, "the training set"));
     if (test.feature_names != data.feature_names) {
       options.Fail("test_path", fmt::format("'{}' has other feature columns than '{}'",
                                             test_path.string(), path.string()));
@@ -216,7 +219,10 @@ Dataset LoadSyntheticLogistic(OptionTable& options, const DataContext& context) 
   const std::int64_t samples = options.GetInt("samples", 1000, 1, std::int64_t{1} << 31);
   const std::int64_t features = options.GetInt("features", 20, 1, 1 << 24);
   const double signal = options.GetDouble("signal", 4.0, Interval::NonNegative());
-  CheckDenseSize("synthetic-logistic", samples, features);
+  RequireWithin(
+      context.memory, static_cast<double>(samples) * (8 * static_cast<double>(features) + 4),
+      fmt::format("synthetic-logistic with samples = {} and features = {}", samples, features),
+      fmt::format("{} samples x ({} features x 8 bytes + a 4-byte label)", samples, features));
   return MakeSyntheticLogistic(samples, features, signal, context.seed);
 }
 
@@ -264,7 +270,22 @@ Dataset LoadData(OptionTable& options, const DataContext& context) {
     if (data.test) keep(*data.test);
     data.description += fmt::format(" (first {} samples)", data.train.size());
   }
-  if (normalize == "standardize") StandardizeFeatures(data);
+  if (normalize == "standardize") {
+    // Byte features become dense doubles, eight times their size, while the bytes are held.
+    double bytes = 0;
+    for (const Samples* set : {&data.train, data.test ? &*data.test : nullptr}) {
+      if (set != nullptr && set->holds_bytes()) {
+        bytes += static_cast<double>(set->size()) * static_cast<double>(set->num_features());
+      }
+    }
+    try {
+      RequireWithin(context.memory, 9 * bytes, "standardizing the byte features",
+                    fmt::format("{:.0f} bytes, and as many 8-byte doubles", bytes));
+    } catch (const UserError& e) {
+      options.Fail("normalize", e.what());
+    }
+    StandardizeFeatures(data);
+  }
   if (normalize == "pixels") ScalePixels(data);
   return data;
 }

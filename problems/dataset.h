@@ -23,6 +23,7 @@
 
 #include "core/options.h"
 #include "core/registry.h"
+#include "core/resources.h"
 #include "core/types.h"
 
 namespace lemmalab {
@@ -86,6 +87,9 @@ void ScalePixels(Dataset& data);
 struct DataContext {
   std::uint64_t seed = 0;
   std::filesystem::path base_dir;  // relative paths resolve against this folder
+  // What the data may take in memory, training and test set together: the readers refuse, at
+  // the first byte that proves it, data that would need more.
+  MemoryLimit memory = MemoryLimit::Machine();
 };
 
 struct DataSourceInfo {
@@ -107,7 +111,9 @@ std::filesystem::path ResolveDataFile(OptionTable& options, std::string_view key
                                       const DataContext& context);
 
 // Readers behind the registered sources, also usable directly. All throw UserError naming the
-// file and where in it the problem is.
+// file and where in it the problem is. Each streams its files and holds only what has arrived:
+// storage grows with the data, never with a count a header claims, and data that would take
+// more than `memory` are refused when the first byte that proves it arrives.
 
 // A CSV file with a header row, plain or gzip-compressed; every field numeric; the label column
 // (the last one when `label_column` is empty) holds class indices 0, 1, ...
@@ -116,23 +122,26 @@ struct CsvTable {
   Samples samples;
   std::vector<std::string> feature_names;
 };
-CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_column);
+CsvTable ReadCsv(const std::filesystem::path& path, std::string_view label_column,
+                 const MemoryLimit& memory = MemoryLimit::Machine());
 
 // IDX images and labels (MNIST, Fashion-MNIST), each plain or gzip-compressed: unsigned bytes,
 // images n x rows x cols (one row-major image per sample), labels n values below `classes`
 // (2..256). Offsets in messages count bytes of the uncompressed stream. The samples hold bytes.
 Samples ReadIdx(const std::filesystem::path& images, const std::filesystem::path& labels,
-                int classes);
+                int classes, const MemoryLimit& memory = MemoryLimit::Machine());
 
 // CIFAR-10 binary batches, each plain or gzip-compressed, concatenated in order: 3072 features
 // per image, the red, green and blue 32x32 planes one after another (row-major), labels 0..9.
 // The samples hold bytes.
-Samples ReadCifar10(const std::vector<std::filesystem::path>& files);
+Samples ReadCifar10(const std::vector<std::filesystem::path>& files,
+                    const MemoryLimit& memory = MemoryLimit::Machine());
 
 // A LIBSVM / SVMlight text file for binary classification, plain or gzip-compressed. Labels are
 // all -1/+1 or all 0/1 (class 0 and class 1). `features` fixes the number of columns (indices
 // above it are errors); 0 takes the largest index in the file.
-Samples ReadLibsvm(const std::filesystem::path& path, std::int64_t features);
+Samples ReadLibsvm(const std::filesystem::path& path, std::int64_t features,
+                   const MemoryLimit& memory = MemoryLimit::Machine());
 
 // n samples with d standard normal features and labels y ~ Bernoulli(sigmoid(a·w*)), where
 // w* ~ N(0, (signal² / d) I), so the logits have standard deviation about `signal`.

@@ -104,13 +104,19 @@ struct IdxImages {
 };
 
 IdxImages ReadImagesAndLabels(const std::filesystem::path& images,
-                              const std::filesystem::path& labels, int classes) {
+                              const std::filesystem::path& labels, int classes,
+                              const MemoryLimit& memory) {
   LEMMALAB_CHECK(classes >= 2 && classes <= 256, "classes = {} outside [2, 256]", classes);
   GzipReader image_in(images);
   GzipReader label_in(labels);
+  // Both headers are judged before either body is read.
   const std::vector<std::uint32_t> image_sizes = ReadIdxHeader(image_in, 3, "images");
   const std::vector<std::uint32_t> label_sizes = ReadIdxHeader(label_in, 1, "labels");
   const std::int64_t n = image_sizes[0];
+  if (label_sizes[0] != n) {
+    throw UserError(fmt::format("{} holds {} images but {} holds {} labels", image_in.file(), n,
+                                label_in.file(), label_sizes[0]));
+  }
   // Two 32-bit sizes can multiply past int64: judge a corrupt header before forming the product.
   if (static_cast<double>(image_sizes[1]) * static_cast<double>(image_sizes[2]) > kMaxImagePixels) {
     throw UserError(fmt::format(
@@ -119,39 +125,54 @@ IdxImages ReadImagesAndLabels(const std::filesystem::path& images,
         image_in.file(), image_sizes[1], image_sizes[2], kMaxImagePixels));
   }
   const std::int64_t pixels = std::int64_t{image_sizes[1]} * image_sizes[2];
-  if (label_sizes[0] != n) {
-    throw UserError(fmt::format("{} holds {} images but {} holds {} labels", image_in.file(), n,
-                                label_in.file(), label_sizes[0]));
-  }
-  CheckDenseSize(image_in.file(), n, pixels);
+  // What the samples will hold: a byte per pixel and an int per label. A header that claims
+  // more than the limit allows is refused now; one that claims less than the file holds is
+  // caught by the reads below, which allocate only as the data arrive.
+  const double sample_bytes = static_cast<double>(pixels) + 4;
+  RequireWithin(memory, static_cast<double>(n) * sample_bytes,
+                fmt::format("{}: the IDX header (bytes 4..15) declares {} images of {}x{}",
+                            image_in.file(), n, image_sizes[1], image_sizes[2]),
+                fmt::format("{} images x ({} pixel bytes + a 4-byte label)", n, pixels));
 
   IdxImages result{{}, image_sizes[1], image_sizes[2]};
   Samples& samples = result.samples;
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(n));
-  if (label_in.Read(bytes.data(), bytes.size()) < bytes.size()) {
-    label_in.FailTruncated(
-        fmt::format("the header promises {} bytes ({} labels after an 8-byte header)", 8 + n, n));
-  }
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (bytes[i] >= classes) {
-      throw UserError(
-          fmt::format("{}: label {} of sample {} (byte {} of the uncompressed stream) is not below "
-                      "classes = {}",
-                      label_in.file(), bytes[i], i, 8 + i, classes));
+  // Labels in chunks, each checked as it arrives.
+  std::vector<unsigned char> chunk(1 << 16);
+  for (std::int64_t i = 0; i < n;) {
+    const auto want = static_cast<std::size_t>(std::min<std::int64_t>(n - i, chunk.size()));
+    const std::size_t got = label_in.Read(chunk.data(), want);
+    ReserveRows(samples.labels, i + static_cast<std::int64_t>(got), n);
+    for (std::size_t k = 0; k < got; ++k, ++i) {
+      if (chunk[k] >= classes) {
+        throw UserError(fmt::format(
+            "{}: label {} of sample {} (byte {} of the uncompressed stream) is not below "
+            "classes = {}",
+            label_in.file(), chunk[k], i, 8 + i, classes));
+      }
+      samples.labels[i] = chunk[k];
+    }
+    if (got < want) {
+      label_in.FailTruncated(
+          fmt::format("the header promises {} bytes ({} labels after an 8-byte header)", 8 + n, n));
     }
   }
   ExpectEnd(label_in, "labels");
-  samples.labels =
-      Eigen::Map<const Eigen::Matrix<unsigned char, Eigen::Dynamic, 1>>(bytes.data(), n)
-          .cast<int>();
 
-  // One read: zlib inflates straight into the matrix the samples keep.
-  ByteMatrix pixel_bytes(n, pixels);
-  const std::uint64_t total = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(pixels);
-  if (image_in.Read(pixel_bytes.data(), total) < total) {
-    image_in.FailTruncated(
-        fmt::format("the header promises {} bytes ({} images of {}x{} after a 16-byte header)",
-                    16 + total, n, image_sizes[1], image_sizes[2]));
+  // Images straight into the matrix the samples keep, which grows (to twice the images read at
+  // most) as they arrive: a header's claim alone allocates nothing.
+  const std::int64_t chunk_images = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / pixels);
+  ByteMatrix pixel_bytes(0, pixels);
+  for (std::int64_t i = 0; i < n;) {
+    ReserveRows(pixel_bytes, std::min(n, i + chunk_images), n);
+    const auto want = static_cast<std::size_t>((pixel_bytes.rows() - i) * pixels);
+    if (image_in.Read(pixel_bytes.row(i).data(), want) < want) {
+      const std::uint64_t total =
+          static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(pixels);
+      image_in.FailTruncated(
+          fmt::format("the header promises {} bytes ({} images of {}x{} after a 16-byte header)",
+                      16 + total, n, image_sizes[1], image_sizes[2]));
+    }
+    i = pixel_bytes.rows();
   }
   ExpectEnd(image_in, "images");
   samples.bytes = std::make_shared<const ByteMatrix>(std::move(pixel_bytes));
@@ -161,8 +182,8 @@ IdxImages ReadImagesAndLabels(const std::filesystem::path& images,
 }  // namespace
 
 Samples ReadIdx(const std::filesystem::path& images, const std::filesystem::path& labels,
-                int classes) {
-  return ReadImagesAndLabels(images, labels, classes).samples;
+                int classes, const MemoryLimit& memory) {
+  return ReadImagesAndLabels(images, labels, classes, memory).samples;
 }
 
 Dataset LoadIdx(OptionTable& options, const DataContext& context) {
@@ -218,13 +239,16 @@ Dataset LoadIdx(OptionTable& options, const DataContext& context) {
     name = files[0]->filename().string();
   }
 
-  IdxImages train = ReadImagesAndLabels(*files[0], *files[1], classes);
+  IdxImages train = ReadImagesAndLabels(*files[0], *files[1], classes, context.memory);
   Dataset data;
   data.classes = classes;
   data.train = std::move(train.samples);
   data.description = fmt::format("{}: {} train", name, data.train.size());
   if (files[2]) {
-    IdxImages test = ReadImagesAndLabels(*files[2], *files[3], classes);
+    const double train_bytes = static_cast<double>(data.train.size()) *
+                               (static_cast<double>(data.train.num_features()) + 4);
+    IdxImages test = ReadImagesAndLabels(
+        *files[2], *files[3], classes, Remaining(context.memory, train_bytes, "the training set"));
     if (test.rows != train.rows || test.cols != train.cols) {
       options.Fail(test_key, fmt::format("the test images are {}x{}, the train images {}x{}",
                                          test.rows, test.cols, train.rows, train.cols));

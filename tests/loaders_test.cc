@@ -1,18 +1,34 @@
 // The IDX, CIFAR-10 and LIBSVM readers and their sources: round trips through files the tests
 // write in the exact formats (plain and gzip), every rejection naming the file and where in it,
-// and the real Fashion-MNIST that scripts/install-deps installs.
+// the real Fashion-MNIST that scripts/install-deps installs, and the hostile files of issue 21
+// (every reader, CSV included), each refused within a few MiB of memory.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <functional>
 #include <initializer_list>
+#include <new>
 #include <utility>
 
 #include "core/error.h"
 #include "core/options.h"
+#include "core/resources.h"
 #include "problems/dataset.h"
 #include "tests/test_util.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define LEMMALAB_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LEMMALAB_ADDRESS_SANITIZER 1
+#endif
+#endif
 
 namespace lemmalab {
 namespace {
@@ -24,6 +40,72 @@ using testing::TempDir;
 using testing::UserErrorOf;
 using testing::WriteFile;
 using testing::WriteGzipFile;
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+// The address space this process has mapped (VmSize), in bytes.
+std::size_t MappedBytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// What UserErrorOf(f) says, with f run in a child process that may map at most `budget` bytes
+// more than it starts with; "out of memory" when f tried to allocate beyond that. This is how a
+// test shows that a hostile file is refused before the allocation it asks for rather than after
+// (RLIMIT_AS counts what is allocated, touched or not). Under AddressSanitizer, whose shadow
+// memory reserves terabytes of address space, f runs here without the bound.
+std::string UserErrorWithin(std::size_t budget, const std::function<void()>& f) {
+#ifdef LEMMALAB_ADDRESS_SANITIZER
+  (void)budget;
+  return UserErrorOf(f);
+#else
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    close(fds[0]);
+    const rlim_t most = MappedBytes() + budget;
+    const rlimit bound{most, most};
+    std::string message = "(setrlimit failed)";
+    if (setrlimit(RLIMIT_AS, &bound) == 0) {
+      try {
+        f();
+        message = "(no error)";
+      } catch (const UserError& e) {
+        message = e.what();
+      } catch (const std::bad_alloc&) {
+        message = "out of memory";
+      } catch (const std::exception& e) {
+        message = std::string("unexpected exception: ") + e.what();
+      }
+    }
+    for (std::size_t done = 0; done < message.size();) {
+      const ssize_t wrote = write(fds[1], message.data() + done, message.size() - done);
+      if (wrote <= 0) break;
+      done += static_cast<std::size_t>(wrote);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string message;
+  char buffer[4096];
+  for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;) message.append(buffer, got);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status)) return fmt::format("(child ended by signal {})", WTERMSIG(status));
+  return message;
+#endif
+}
+
+MemoryLimit Limit(double bytes) { return MemoryLimit::Given(bytes, "--max-memory"); }
+
+std::string CsvErrorWithin(const std::filesystem::path& path, const MemoryLimit& memory) {
+  return UserErrorOf([&] { ReadCsv(path, "", memory); });
+}
 
 std::string BigEndian32(std::uint32_t v) {
   return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
@@ -498,8 +580,9 @@ TEST(Cifar10Source, ReadsConsecutiveBatchesFromAFolderOrListedFiles) {
 // ---------------------------------------------------------------------------------------------
 // LIBSVM
 
-std::string LibsvmError(const std::filesystem::path& path, std::int64_t features = 0) {
-  return UserErrorOf([&] { ReadLibsvm(path, features); });
+std::string LibsvmError(const std::filesystem::path& path, std::int64_t features = 0,
+                        const MemoryLimit& memory = MemoryLimit::Machine()) {
+  return UserErrorOf([&] { ReadLibsvm(path, features, memory); });
 }
 
 TEST(Libsvm, ReadsSparseLinesDenselyPlainOrGzip) {
@@ -587,13 +670,6 @@ TEST(Libsvm, EmptyTruncatedAndTooLargeFilesAreErrors) {
             HasSubstr(" of the uncompressed stream (gzip stream cut off); lines after "
                       "line ")));
   EXPECT_EQ(ReadLibsvm(dir / "long.svm.gz", 0).size(), 4000);
-
-  // 1 x 600 million doubles is 4.5 GiB: refused before any allocation.
-  WriteFile(dir / "wide.svm", "+1 600000000:1\n");
-  EXPECT_EQ(LibsvmError(dir / "wide.svm"),
-            (dir / "wide.svm").string() +
-                ": 1 samples x 600000000 features would take 4.5 GiB as dense doubles, more than "
-                "the 4 GiB lemmalab allows");
 }
 
 TEST(LibsvmSource, BothSetsGetTheWiderWidthUnlessFeaturesIsGiven) {
@@ -632,6 +708,238 @@ TEST(LibsvmSource, BothSetsGetTheWiderWidthUnlessFeaturesIsGiven) {
                                    {"features", {std::int64_t{0}, ""}}}),
                         dir.path()),
               HasSubstr("s.toml:4:1: [data]: features must be in [1, "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile files (issue 21): each is refused at the first byte that proves it, with a message
+// naming the file, where, the value and the rule, and within a few MiB of memory.
+
+TEST(Loaders, TheMemoryBoundOfTheseTestsCatchesALargeAllocation) {
+#ifdef LEMMALAB_ADDRESS_SANITIZER
+  GTEST_SKIP() << "no address-space bound under AddressSanitizer";
+#endif
+  EXPECT_EQ(UserErrorWithin(16 * kMiB, [] { std::vector<char> big(256 * kMiB, 1); }),
+            "out of memory");
+  EXPECT_EQ(UserErrorWithin(16 * kMiB, [] { throw UserError("refused"); }), "refused");
+}
+
+TEST(Libsvm, OneHugeIndexIsRefusedOnItsLineBeforeTheDenseMatrixIsMade) {
+  // Finding 1: 23 bytes asking for 2 x 50 000 000 doubles (763 MiB) once took 1.5-3 GB.
+  TempDir dir;
+  WriteFile(dir / "huge.svm", "-1 1:0.5\n+1 50000000:1\n");
+  EXPECT_EQ(
+      UserErrorWithin(16 * kMiB, [&] { ReadLibsvm(dir / "huge.svm", 0, Limit(256.0 * kMiB)); }),
+      (dir / "huge.svm").string() +
+          ":2: index 50000000 needs 763 MiB (2 samples x 50000000 features x 8 bytes as "
+          "dense doubles, and 56 B for the 2 index:value pairs and 2 labels held until the "
+          "width is known), more than --max-memory 256 MiB allows");
+  // The same as gzip, and with the index on the first line of a long file: refused there.
+  std::string text = "+1 50000000:1\n";
+  for (int i = 0; i < 1000; ++i) text += "-1 1:1\n";
+  WriteGzipFile(dir / "first.svm.gz", text);
+  EXPECT_EQ(
+      UserErrorWithin(16 * kMiB, [&] { ReadLibsvm(dir / "first.svm.gz", 0, Limit(64.0 * kMiB)); }),
+      (dir / "first.svm.gz").string() +
+          ":1: index 50000000 needs 381 MiB (1 samples x 50000000 features x 8 bytes as "
+          "dense doubles, and 28 B for the 1 index:value pairs and 1 labels held until the "
+          "width is known), more than --max-memory 64.0 MiB allows");
+}
+
+TEST(Libsvm, SamplesArePassedAgainstTheLimitAsTheyArrive) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "+1 10:1\n";
+  WriteFile(dir / "rows.svm", text);
+  // Sample k needs 10 k doubles, its label and end (12 bytes) and the pairs before it (16 bytes
+  // each): the 10th is the first past 1000 bytes.
+  EXPECT_EQ(LibsvmError(dir / "rows.svm", 0, Limit(1000)),
+            (dir / "rows.svm").string() +
+                ":10: sample 10 needs 1.04 KiB (10 samples x 10 features x 8 bytes as dense "
+                "doubles, and 264 B for the 9 index:value pairs and 10 labels held until the width "
+                "is known), more than --max-memory 1000 B allows");
+  EXPECT_EQ(ReadLibsvm(dir / "rows.svm", 0, Limit(3000)).size(), 20);
+  // A fixed width counts from the first sample.
+  EXPECT_THAT(LibsvmError(dir / "rows.svm", std::int64_t{1} << 40),
+              HasSubstr(":1: sample 1 needs 8.00 TiB (1 samples x 1099511627776 features"));
+}
+
+TEST(Libsvm, TheTestSetIsCountedWithTheTrainingSet) {
+  TempDir dir;
+  WriteFile(dir / "train.svm", "+1 1:1 3:3\n-1 2:2\n");
+  WriteFile(dir / "test.svm", "-1 5000000:1\n");
+  OptionTable options = DataTable(
+      {{"source", Text("libsvm")}, {"path", Text("train.svm")}, {"test_path", Text("test.svm")}});
+  EXPECT_EQ(UserErrorWithin(16 * kMiB,
+                            [&] {
+                              LoadData(options, {0, dir.path(), Limit(kMiB)});
+                            }),
+            (dir / "test.svm").string() +
+                ":1: index 5000000 needs 114 MiB (3 samples (1 here, 2 in " +
+                (dir / "train.svm").string() +
+                ") x 5000000 features x 8 bytes as dense doubles, and 100 B for the 4 "
+                "index:value pairs and 3 labels held until the width is known), more than "
+                "--max-memory 1.00 MiB allows");
+}
+
+TEST(Libsvm, ARunawayTokenIsRefusedPastOneKibibyte) {
+  TempDir dir;
+  WriteFile(dir / "long.svm", "+1 1:" + std::string(2000, '1') + "\n");
+  EXPECT_EQ(LibsvmError(dir / "long.svm"),
+            (dir / "long.svm").string() +
+                ":1: token '1:11111111111111111111111111111111111111...' runs past 1024 bytes; "
+                "labels and index:value pairs are a few dozen characters (is this a LIBSVM text "
+                "file?)");
+  // 16 MiB of digits in a gzip file of a few KiB: refused after 1 KiB, not after inflating.
+  WriteGzipFile(dir / "bomb.svm.gz", "-1 " + std::string(16 * kMiB, '7'));
+  EXPECT_THAT(UserErrorWithin(8 * kMiB, [&] { ReadLibsvm(dir / "bomb.svm.gz", 0); }),
+              HasSubstr("bomb.svm.gz:1: token '7777777777777777777777777777777777777777...' runs "
+                        "past 1024 bytes"));
+}
+
+TEST(Idx, HeaderCountsAreComparedBeforeAnyBodyIsRead) {
+  // Finding 2: a labels header claiming 5 x 10^8 labels allocated 500 MB before failing.
+  SmallIdx idx;
+  WriteFile(idx.dir / "claims", BigEndian32(0x801) + BigEndian32(500000000) + Bytes({1, 2, 0}));
+  EXPECT_EQ(UserErrorWithin(16 * kMiB, [&] { ReadIdx(idx.dir / "images", idx.dir / "claims", 3); }),
+            (idx.dir / "images").string() + " holds 3 images but " + (idx.dir / "claims").string() +
+                " holds 500000000 labels");
+}
+
+TEST(Idx, AHeaderClaimBeyondTheLimitIsRefusedAndOneWithinItAllocatesOnlyWhatArrives) {
+  TempDir dir;
+  WriteFile(dir / "images", IdxImages(500000000, 1, 1, Bytes({1, 2, 3})));
+  WriteFile(dir / "labels", BigEndian32(0x801) + BigEndian32(500000000) + Bytes({1, 2, 0}));
+  EXPECT_EQ(
+      UserErrorWithin(16 * kMiB,
+                      [&] { ReadIdx(dir / "images", dir / "labels", 3, Limit(1.0 * (1 << 30))); }),
+      (dir / "images").string() +
+          ": the IDX header (bytes 4..15) declares 500000000 images of 1x1 needs 2.33 GiB "
+          "(500000000 images x (1 pixel bytes + a 4-byte label)), more than --max-memory "
+          "1.00 GiB allows");
+  // Within a limit the claim passes, and the truncated labels fail with what arrived held.
+  EXPECT_EQ(
+      UserErrorWithin(16 * kMiB, [&] { ReadIdx(dir / "images", dir / "labels", 3, Limit(1e13)); }),
+      (dir / "labels").string() +
+          ": truncated: the data ends at byte 11 of the uncompressed stream; the header "
+          "promises 500000008 bytes (500000000 labels after an 8-byte header)");
+  // 200 000 images of 28x28 (157 MB) promised, 1000 bytes given, plain and gzip.
+  WriteFile(dir / "many-labels", IdxLabels(std::string(200000, '\1')));
+  const std::string images = IdxImages(200000, 28, 28, NoiseBytes(1000, 3));
+  WriteFile(dir / "few-images", images);
+  WriteGzipFile(dir / "few-images.gz", images);
+  for (const char* file : {"few-images", "few-images.gz"}) {
+    EXPECT_EQ(UserErrorWithin(16 * kMiB,
+                              [&] { ReadIdx(dir / file, dir / "many-labels", 3, Limit(1e13)); }),
+              (dir / file).string() +
+                  ": truncated: the data ends at byte 1016 of the uncompressed stream; the header "
+                  "promises 156800016 bytes (200000 images of 28x28 after a 16-byte header)");
+  }
+}
+
+TEST(IdxSource, TheTestSetIsCountedWithTheTrainingSet) {
+  SmallIdx idx;
+  // 3 training images of 6 pixels take 30 bytes with their labels: 39 bytes leave 9 for the
+  // test set, less than its one image needs (10).
+  WriteFile(idx.dir / "test-images", IdxImages(1, 2, 3, Bytes({0, 0, 0, 0, 0, 51})));
+  WriteFile(idx.dir / "test-labels", IdxLabels(Bytes({1})));
+  OptionTable options = DataTable({{"source", Text("idx")},
+                                   {"train_images", Text("images")},
+                                   {"train_labels", Text("labels")},
+                                   {"test_images", Text("test-images")},
+                                   {"test_labels", Text("test-labels")}});
+  EXPECT_EQ(UserErrorOf([&] {
+              LoadData(options, {0, idx.dir.path(), Limit(39)});
+            }),
+            (idx.dir / "test-images").string() +
+                ": the IDX header (bytes 4..15) declares 1 images of 2x3 needs 10 B (1 images x "
+                "(6 pixel bytes + a 4-byte label)), more than --max-memory 39 B, less the 30 B the "
+                "training set holds allows");
+}
+
+TEST(Cifar10, ADecompressionBombIsRefusedAtTheFirstRecordPastTheLimit) {
+  // Finding 3: a small .bin.gz inflating far beyond its size was inflated whole before any
+  // check. 16 MiB of zeros are 5459 valid records (and a cut one); 1 MB holds 325 of them.
+  TempDir dir;
+  WriteGzipFile(dir / "bomb.bin.gz", std::string(16 * kMiB, '\0'));
+  EXPECT_LT(ReadFile(dir / "bomb.bin.gz").size(), 100000);
+  EXPECT_EQ(UserErrorWithin(8 * kMiB, [&] { ReadCifar10({dir / "bomb.bin.gz"}, Limit(1e6)); }),
+            (dir / "bomb.bin.gz").string() +
+                ": record 325 (byte 998725 of the uncompressed stream) needs 979 KiB (326 records "
+                "x (3072 pixel bytes + a 4-byte label)), more than --max-memory 977 KiB allows");
+  // Every file of a set counts: the second file's first record is the one refused.
+  WriteFile(dir / "one.bin", CifarRecord(1));
+  EXPECT_EQ(UserErrorOf([&] {
+              ReadCifar10({dir / "one.bin", dir / "one.bin"}, Limit(6000));
+            }),
+            (dir / "one.bin").string() +
+                ": record 0 (byte 0 of the uncompressed stream) needs 6.01 KiB (2 records x (3072 "
+                "pixel bytes + a 4-byte label)), more than --max-memory 5.86 KiB allows");
+  EXPECT_EQ(ReadCifar10({dir / "one.bin", dir / "one.bin"}, Limit(7000)).size(), 2);
+}
+
+TEST(Csv, AHeaderRowPastOneMebibyteIsRefusedThere) {
+  // Finding 4: a 100 MB header line peaked at 2.1 GB. 1 MiB is refused at its first byte past.
+  TempDir dir;
+  std::string header;
+  for (int i = 0; i < 1 << 20; ++i) header += "a,";
+  WriteFile(dir / "wide.csv", header + "y\n1,0\n");
+  WriteGzipFile(dir / "wide.csv.gz", header + header + header + header + "y\n");
+  for (const char* file : {"wide.csv", "wide.csv.gz"}) {
+    EXPECT_EQ(UserErrorWithin(16 * kMiB, [&] { ReadCsv(dir / file, ""); }),
+              (dir / file).string() +
+                  ":1: the header row runs past 1.00 MiB at byte 1048576 of the uncompressed "
+                  "stream; a header that long would name more columns than any real table has "
+                  "(is this a CSV file?)");
+  }
+  // A quote that never closes makes one field of the rest of the file, lines and all.
+  std::string runaway = "a,\"b\n";
+  for (int i = 0; i < 1 << 20; ++i) runaway += "x\n";
+  WriteFile(dir / "quote.csv", runaway);
+  EXPECT_EQ(UserErrorWithin(16 * kMiB, [&] { ReadCsv(dir / "quote.csv", ""); }),
+            (dir / "quote.csv").string() +
+                ":524287: the header row runs past 1.00 MiB at byte 1048576 of the uncompressed "
+                "stream; a header that long would name more columns than any real table has (is "
+                "this a CSV file?)");
+}
+
+TEST(Csv, ADataRowIsBoundedByItsColumnsAndTheRowsByTheLimit) {
+  TempDir dir;
+  WriteFile(dir / "long.csv", "a,y\n" + std::string(2 * kMiB, '1') + ",0\n");
+  EXPECT_EQ(UserErrorWithin(16 * kMiB, [&] { ReadCsv(dir / "long.csv", ""); }),
+            (dir / "long.csv").string() +
+                ":2: the row runs past 1.00 MiB at byte 1048580 of the uncompressed stream; the "
+                "header's 2 columns allow 128 bytes per column or 1 MiB, far more than numbers "
+                "take");
+  std::string text = "a,b,y\n";
+  for (int i = 0; i < 10; ++i) text += "1,2,0\n";
+  WriteFile(dir / "rows.csv", text);
+  // A row holds 2 doubles and a label: 20 bytes, 5 rows in 100 bytes.
+  EXPECT_EQ(CsvErrorWithin(dir / "rows.csv", Limit(100)),
+            (dir / "rows.csv").string() +
+                ":7: data row 6 needs 120 B (6 rows x (2 features x 8 bytes + a 4-byte label)), "
+                "more than --max-memory 100 B allows");
+  EXPECT_EQ(ReadCsv(dir / "rows.csv", "", Limit(200)).samples.size(), 10);
+}
+
+TEST(Csv, TheMemoryOfAWideTableIsItsNumbers) {
+  // 100 000 columns x 10 rows: 8 MB of doubles from 2.6 MB of text. The reader once held each
+  // row's fields as strings and every number twice.
+  TempDir dir;
+  std::string header, row;
+  for (int c = 0; c < 100000; ++c) {
+    header += fmt::format("c{},", c);
+    row += "1,";
+  }
+  std::string text = header + "y\n";
+  for (int r = 0; r < 10; ++r) text += row + "0\n";
+  WriteGzipFile(dir / "wide.csv.gz", text);
+  EXPECT_EQ(UserErrorWithin(32 * kMiB,
+                            [&] {
+                              const CsvTable table = ReadCsv(dir / "wide.csv.gz", "");
+                              if (table.samples.features.cols() != 100000)
+                                throw UserError("wrong width");
+                            }),
+            "(no error)");
 }
 
 }  // namespace
