@@ -164,9 +164,10 @@ int RunCommand(const RunSpec& spec, std::string out_dir, bool resume, int thread
       fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, runs.csv, params.npy)\n",
                  FormatReport(report), out_dir);
     }
-  } catch (const Interrupted&) {
-    // Under mpirun every rank stops after the same step (cli/experiment.h): one message.
-    const int signal = g_signal.load();
+  } catch (const Interrupted& e) {
+    // Under mpirun every rank stops after the same step (cli/experiment.h): one message, and
+    // every rank's exit code is the signalled rank's.
+    const int signal = e.signal() != 0 ? e.signal() : g_signal.load();
     if (reporting) {
       fmt::print(stderr, "\ninterrupted ({}): {}\n", strsignal(signal),
                  AfterInterrupt(spec, out_dir));

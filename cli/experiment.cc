@@ -308,12 +308,22 @@ int ProcessRank(const ExperimentOptions& options) {
   return 0;
 }
 
-// Whether any process was asked to stop: a collective OR, so that every rank stops after the
-// same step.
-bool StopRequested(const ExperimentOptions& options) {
-  std::int64_t stop = options.stop != nullptr && options.stop->load() ? 1 : 0;
-  if (options.transport != nullptr) options.transport->Sum(std::span(&stop, 1));
-  return stop != 0;
+// Throws Interrupted when any process was asked to stop: decided together, so that every rank
+// stops after the same step, with the signal of the lowest rank that received one.
+void StopIfRequested(const ExperimentOptions& options) {
+  const bool stop = options.stop != nullptr && options.stop->load();
+  const int signal = stop && options.stop_signal != nullptr ? options.stop_signal->load() : 0;
+  if (options.transport == nullptr) {
+    if (stop) throw Interrupted(signal);
+    return;
+  }
+  // Per rank: 0, or 1 + its signal.
+  std::vector<std::int64_t> ranks(static_cast<std::size_t>(options.transport->workers()), 0);
+  ranks[static_cast<std::size_t>(ProcessRank(options))] = stop ? 1 + signal : 0;
+  options.transport->Sum(ranks);
+  for (const std::int64_t r : ranks) {
+    if (r != 0) throw Interrupted(static_cast<int>(r - 1));
+  }
 }
 
 std::string DescribeLink(const std::string& name, const LinkCost& cost) {
@@ -421,7 +431,7 @@ RunReport Execute(const RunSpec& spec, std::int64_t run_index, PreparedRun<T>& r
   const std::int64_t metrics_every = std::max<std::int64_t>(1, spec.metrics_every);
   const std::int64_t probe_every = std::max<std::int64_t>(1, spec.probe_every);
   for (; t <= steps; ++t) {
-    if (StopRequested(options)) throw Interrupted();
+    StopIfRequested(options);
     const StepContext ctx{t, run.schedule->Rate(t), spec.seed, options.trace};
     const auto step_start = std::chrono::steady_clock::now();
     const StepResult& result = cluster.Step(ctx, x);
@@ -599,6 +609,23 @@ MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, co
                               int threads) {
   const auto d = static_cast<double>(problem.dimension());
   const double t = sizeof(T);
+  // What sets d: the problem and its size options, and the data's features.
+  std::string size = fmt::format("d = {} parameters of problem '{}'", problem.dimension(),
+                                 spec.problem->GetString("name", ""));
+  for (const char* key : {"hidden", "dimension"}) {
+    const auto it = spec.problem->entries().find(key);
+    if (it == spec.problem->entries().end()) continue;
+    const auto* list = std::get_if<OptionValue::Array>(&it->second.data);
+    if (list == nullptr) {
+      size += fmt::format(" with {} = {}", key, it->second.Show());
+      continue;
+    }
+    std::vector<std::string> shown;  // the first few widths of a long list, and its length
+    for (std::size_t i = 0; i < list->size() && i < 4; ++i) shown.push_back((*list)[i].Show());
+    if (list->size() > 4) shown.push_back(fmt::format("... ({} values)", list->size()));
+    size += fmt::format(" with {} = [{}]", key, JoinNames(shown));
+  }
+  if (data != nullptr) size += fmt::format(" on {} features", data->num_features());
   MemoryEstimate estimate;
   if (data != nullptr) {
     double bytes = 0;
@@ -619,13 +646,12 @@ MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, co
   const auto optimizers = static_cast<double>(footprints.size());
   worker += 3 * optimizers;  // the gradient, the message and its parts, of each run's workers
   estimate.Add("the parameters and the optimizers' state kept once", process * d * t,
-               fmt::format("d = {} x {:.3g} vectors over {} optimizers x {} bytes",
-                           problem.dimension(), process, footprints.size(), t));
+               fmt::format("{} x {:.3g} vectors over {} optimizers x {} bytes", size, process,
+                           footprints.size(), t));
   estimate.Add("every worker's optimizer state, gradient and message",
                local_workers * worker * d * t,
-               fmt::format("workers = {} x d = {} x {:.3g} vectors over {} optimizers x {} bytes",
-                           local_workers, problem.dimension(), worker, footprints.size(), t));
-  (void)spec;
+               fmt::format("workers = {} x {} x {:.3g} vectors over {} optimizers x {} bytes",
+                           local_workers, size, worker, footprints.size(), t));
   return estimate;
 }
 
@@ -752,6 +778,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
   Hyperparameters setting;
   const bool reporting = options.transport == nullptr || options.transport->reports();
   std::optional<ResultsWriter> writer;
+  const MemoryLimit memory = options.max_memory.value_or(MemoryLimit::Machine());
   Agreed(options, [&] {
     // Every option that does not depend on the data, checked before they load (real data sets
     // take seconds and hundreds of MB): the problem's, the schedules' and the optimizers', the
@@ -763,7 +790,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
       footprints.push_back(MeasureFootprint<T>(o));
     }
     if (spec.data) {
-      const DataContext context{spec.seed, spec.path.parent_path()};
+      const DataContext context{spec.seed, spec.path.parent_path(), memory};
       if (options.data_cache != nullptr) {
         data = options.data_cache->Get(*spec.data, context);
       } else {
@@ -771,14 +798,14 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
         data.resolved = spec.data->Resolved();
       }
     }
-    problem = MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
+    problem =
+        MakeProblem<T>(*spec.problem, {spec.workers, spec.seed, data.data.get(), false, memory});
     problem->set_threads(options.threads);
     constants = problem->Constants();
     const int local_workers = options.transport == nullptr ? spec.workers : 1;
     const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
     RequireWithin(
-        options.max_memory.value_or(MemoryLimit::Machine()),
-        EstimateMemory(spec, *problem, data.data.get(), footprints, local_workers, threads),
+        memory, EstimateMemory(spec, *problem, data.data.get(), footprints, local_workers, threads),
         spec.path.string(), "memory");
     OptimizerContext optimizer_context{problem->dimension(), spec.workers, problem->Layers(),
                                        LayoutFor(spec.comm, problem->dimension())};

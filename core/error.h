@@ -26,7 +26,13 @@ class InternalError : public std::logic_error {
 
 class Interrupted : public std::runtime_error {
  public:
-  Interrupted() : std::runtime_error("interrupted") {}
+  // `signal`: the signal that asked for the stop when the work knows it (an MPI rank that was
+  // not signalled itself learns it from the rank that was), 0 otherwise.
+  explicit Interrupted(int signal = 0) : std::runtime_error("interrupted"), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
 };
 
 // The error for a write to `file` that failed (after a stream's flush or close), with the

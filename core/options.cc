@@ -318,7 +318,13 @@ std::shared_ptr<OptionTable> OptionTable::GetTable(std::string_view key) {
 std::vector<std::shared_ptr<OptionTable>> OptionTable::GetTableArray(std::string_view key) {
   const OptionValue* value = Lookup(key);
   if (value == nullptr) return {};
-  if (const auto* table = std::get_if<OptionValue::Table>(&value->data)) return {*table};
+  // A single table where an array of them is meant ([optimizer] for [[optimizer]]) is refused
+  // rather than read as an array of one: the same spelling could be meant as either.
+  if (std::holds_alternative<OptionValue::Table>(value->data)) {
+    Fail(key, fmt::format("[{0}] is a single table, but {0} is an array of tables: write "
+                          "[[{0}]] (with two brackets), once per entry",
+                          key));
+  }
   std::vector<std::shared_ptr<OptionTable>> out;
   for (const OptionValue& item : Expect<OptionValue::Array>(key, *value, "an array of tables")) {
     const auto* t = std::get_if<OptionValue::Table>(&item.data);

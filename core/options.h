@@ -111,7 +111,8 @@ class OptionTable {
                                        std::int64_t min, std::int64_t max);
   // A sub-table (nullptr when absent).
   std::shared_ptr<OptionTable> GetTable(std::string_view key);
-  // An array of tables, as TOML's [[key]] (empty when absent).
+  // An array of tables, as TOML's [[key]] (empty when absent); a single table ([key]) is an
+  // error.
   std::vector<std::shared_ptr<OptionTable>> GetTableArray(std::string_view key);
   // A named component given either as a string (`compressor = "identity"`) or as a table with a
   // `name` key (`compressor = { name = "identity", ... }`). The result always has `name` set;

@@ -120,6 +120,9 @@ struct ProblemContext {
   // Read and check every option, build nothing (the factory returns null): what a run does
   // before it loads the data, so that a wrong option is reported before a long load.
   bool options_only = false;
+  // What building the problem may take in memory: a factory refuses, before allocating, a
+  // problem whose construction would need more (core/resources.h).
+  MemoryLimit memory = MemoryLimit::Machine();
 };
 
 template <typename T>

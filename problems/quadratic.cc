@@ -39,6 +39,22 @@ double DoubleWellMinimizer(double lambda, double nu) {
   return y;
 }
 
+MemoryEstimate QuadraticMemory(const QuadraticOptions& options, int workers, int scalar_bytes) {
+  const auto d = static_cast<double>(options.spectrum.dimension);
+  const double each = 8.0 + scalar_bytes;  // the model's double and the problem's T
+  MemoryEstimate estimate;
+  if (options.spectrum.rotate) {
+    estimate.Add(
+        "the rotation", 2 * d * d * each,
+        fmt::format("dimension = {} squared, the rotation and its QR", options.spectrum.dimension));
+  }
+  if (options.heterogeneity > 0) {
+    estimate.Add("the workers' shifts", d * workers * each,
+                 fmt::format("dimension = {} x workers = {}", options.spectrum.dimension, workers));
+  }
+  return estimate;
+}
+
 QuadraticModel BuildQuadraticModel(const QuadraticOptions& options, int workers,
                                    std::uint64_t seed) {
   const std::int64_t d = options.spectrum.dimension;

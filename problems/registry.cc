@@ -136,6 +136,8 @@ std::unique_ptr<Problem<T>> QuadraticFromOptions(OptionTable& options,
                                                  const ProblemContext& context) {
   const QuadraticOptions o = ReadQuadraticOptions(options, context);
   if (context.options_only) return nullptr;
+  RequireWithin(context.memory, QuadraticMemory(o, context.workers, sizeof(T)), options.where(),
+                "memory of problem 'quadratic'");
   return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
 }
 
@@ -151,6 +153,8 @@ std::unique_ptr<Problem<T>> NonconvexQuadraticFromOptions(OptionTable& options,
                  "f unbounded below");
   }
   if (context.options_only) return nullptr;
+  RequireWithin(context.memory, QuadraticMemory(o, context.workers, sizeof(T)), options.where(),
+                "memory of problem 'nonconvex-quadratic'");
   return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
 }
 

@@ -164,6 +164,12 @@ TEST_P(CliBadInput, ClearErrorExitCodeTwoAndNoResults) {
 INSTANTIATE_TEST_SUITE_P(
     Spec, CliBadInput,
     ::testing::Values(
+        // Issue 21, finding 8: [optimizer] was read as an array of one table.
+        BadInput{"SingleOptimizerTable",
+                 "[[optimizer]]\nname = \"birder\"\nbeta = 0.9\n\n[[optimizer]]\nname = \"sgd\"",
+                 "[optimizer]\nname = \"sgd\"",
+                 "[optimizer] is a single table, but optimizer is an array of tables: write "
+                 "[[optimizer]] (with two brackets), once per entry"},
         BadInput{"UnknownKeySuggestsClosest", "beta = 0.9", "bta = 0.9",
                  "spec.toml:20:1: optimizer 'birder': unknown key 'bta' (did you mean 'beta'?)"},
         BadInput{"UnknownTopLevelKey", "steps = 5", "steps = 5\nstpes = 4",
@@ -250,6 +256,140 @@ TEST(Cli, StopSignalsEndTheRunWithNoResults) {
                 HasSubstr(fmt::format("interrupted ({}): no results written", name)));
     EXPECT_FALSE(std::filesystem::exists(c.dir / "out")) << name;  // not even an empty folder
   }
+}
+
+// Issue 21, finding 7: an option error in [problem] or [[optimizer]] surfaced only after the data
+// loaded. Checked now before the data load: with a data file that cannot be read, the option's
+// error is the one reported.
+TEST(Cli, OptionErrorsAreReportedBeforeTheDataLoad) {
+  for (const auto& [from, to, message] :
+       {std::tuple{"beta = 0.9", "bta = 0.9",
+                   "spec.toml:20:1: optimizer 'birder': unknown key 'bta' (did you mean 'beta'?)"},
+        std::tuple{"beta = 0.9", "beta = 1.5", "optimizer 'birder': beta must be in [0, 1)"},
+        std::tuple{"batch_size = 2", "batch_size = 2\nl3 = 0.1",
+                   "problem 'logreg': unknown key 'l3' (did you mean 'l2'?)"},
+        std::tuple{"batch_size = 2", "batch_size = 2\nshards = { name = 'dirichlet' }",
+                   "missing required key 'alpha'"}}) {
+    Case c(from, to);
+    WriteFile(c.dir / "table.csv", "a,b,y\n1,2,1\n-1,garbled\n");
+    const CommandResult r = c.Run();
+    EXPECT_EQ(r.exit_code, 2) << to;
+    EXPECT_THAT(r.err, HasSubstr(message)) << to;
+    EXPECT_THAT(r.err, Not(HasSubstr("table.csv"))) << to;
+    EXPECT_TRUE(c.WroteNothing());
+  }
+}
+
+// Issue 21, finding 6: specs that exhausted memory or disk with no estimate up front are refused
+// before step 1, with the parts of the estimate and the options that drive them. The limits are
+// given (--max-memory, --max-results), so the verdicts do not depend on the machine.
+TEST(Cli, EstimatesBeforeTheFirstStepRefuseWhatCannotFit) {
+  TempDir dir;
+  const auto run = [&](const std::string& spec, const std::vector<std::string>& extra) {
+    WriteFile(dir / "spec.toml", spec);
+    std::vector<std::string> arguments = {"run", (dir / "spec.toml").string(), "--out",
+                                          (dir / "out").string()};
+    arguments.insert(arguments.end(), extra.begin(), extra.end());
+    return RunLemmalab(arguments);
+  };
+  const std::string mlp = R"toml(seed = 1
+steps = 10
+workers = 8
+[data]
+source = "synthetic-logistic"
+samples = 256
+features = 784
+[problem]
+name = "mlp"
+hidden = {hidden}
+[[optimizer]]
+name = "adam"
+schedule = { name = "constant", lr = 0.01 }
+)toml";
+  const auto with_hidden = [&](const std::string& hidden) {
+    std::string text = mlp;
+    return text.replace(text.find("{hidden}"), 8, hidden);
+  };
+  std::string forty = "[4096";
+  for (int l = 1; l < 40; ++l) forty += ", 4096";
+  forty += "]";
+  std::string many_workers = with_hidden("[4096]");
+  many_workers.replace(many_workers.find("workers = 8"), 11, "workers = 256");
+  for (const auto& [spec, message] :
+       {std::pair{with_hidden("[65536]"), "problem 'mlp' with hidden = [65536] on 784 features"},
+        std::pair{with_hidden(forty),
+                  "problem 'mlp' with hidden = [4096, 4096, 4096, 4096, ... (40 values)]"},
+        std::pair{many_workers, "workers = 256 x d = 3223554 parameters of problem 'mlp'"}}) {
+    const CommandResult r = run(spec, {"--max-memory", "4GiB"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("the estimated memory"));
+    EXPECT_THAT(r.err, HasSubstr("is more than --max-memory"));
+    EXPECT_THAT(r.err, HasSubstr(message));
+    EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+  }
+  // A minibatch of 2^24 samples per worker.
+  std::string batch = with_hidden("[16]");
+  batch.replace(batch.find("[problem]"), 9, "[problem]\nbatch_size = 16777216");
+  CommandResult r = run(batch, {"--max-memory", "4GiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("the minibatches 392 GiB (8 workers x batch_size = 16777216 x "
+                               "784 features x 4 bytes)"));
+  // A million workers on a quadratic whose workers each shift its minimiser: refused while the
+  // problem is built, before the shifts are allocated.
+  r = run(R"toml(seed = 1
+steps = 10
+workers = 1048576
+[problem]
+name = "quadratic"
+dimension = 1000
+heterogeneity = 0.5
+[[optimizer]]
+name = "sgd"
+schedule = { name = "constant", lr = 0.01 }
+)toml",
+          {"--max-memory", "4GiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("the estimated memory of problem 'quadratic' 11.7 GiB is more than "
+                               "--max-memory 4.00 GiB allows; the largest parts: the workers' "
+                               "shifts 11.7 GiB (dimension = 1000 x workers = 1048576)"));
+  // steps = 2^32 - 1, every step recorded: refused for the results' size, naming the recording
+  // periods; recorded rarely, the same steps pass the estimate.
+  const std::string endless = R"toml(seed = 1
+steps = 4294967295
+workers = 2
+probes = ["ef-norm"]
+[problem]
+name = "quadratic"
+dimension = 8
+[[optimizer]]
+name = "birder"
+schedule = { name = "constant", lr = 0.01 }
+)toml";
+  r = run(endless, {"--max-results", "1TiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("the estimated results size"));
+  EXPECT_THAT(r.err, HasSubstr("is more than --max-results 1.00 TiB allows"));
+  EXPECT_THAT(r.err, HasSubstr("steps = 4294967295 / metrics_every = 1 x 8 metrics x 1 runs"));
+  EXPECT_THAT(r.err, HasSubstr("steps = 4294967295 / probe_every = 1 x 1 probes x 3 senders"));
+  // A small run fits the default limits and a generous given one, not a tiny one.
+  const std::string small = R"toml(seed = 1
+steps = 20
+workers = 2
+[problem]
+name = "quadratic"
+dimension = 8
+[[optimizer]]
+name = "sgd"
+schedule = { name = "constant", lr = 0.01 }
+)toml";
+  EXPECT_EQ(run(small, {}).exit_code, 0);
+  EXPECT_EQ(run(small, {"--max-memory", "64MiB", "--max-results", "10MiB"}).exit_code, 0);
+  r = run(small, {"--max-results", "1KiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("is more than --max-results 1.00 KiB allows"));
+  r = run(small, {"--max-memory", "not-a-size"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--max-memory"));
 }
 
 // A hostile spec is refused with exit 2 before it can exhaust the stack or memory: dotted keys
