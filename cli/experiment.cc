@@ -760,10 +760,12 @@ void RequireSameRun(const RunSpec& spec, ResultsWriter& writer, const std::files
 template <typename T>
 ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
                           bool validate_only) {
-  if (spec.checkpoint_every > 0 && !options.checkpoints) {
+  // A run that writes nothing (a trace) has nothing to checkpoint and ignores the key.
+  if (!validate_only && spec.checkpoint_every > 0 && !options.checkpoints &&
+      !options.discard_results) {
     throw UserError(fmt::format(
         "{}: checkpoint_every = {}: only lemmalab run saves checkpoints (and lemmalab run "
-        "--resume continues them); remove it for check, sweep, trace and Python runs",
+        "--resume continues them); remove it for check, sweep and Python runs",
         spec.path.string(), spec.checkpoint_every));
   }
   // Everything before the first step, on every process alike (under MPI its failures are

@@ -86,7 +86,8 @@ struct ExperimentOptions {
   // Write nothing (`lemmalab trace`, the Python bindings' trace-only runs).
   bool discard_results = false;
   // Whether the spec's checkpoint_every is honoured (`lemmalab run`); elsewhere a spec that asks
-  // for checkpoints is refused, since nothing could resume them.
+  // for checkpoints is refused, since nothing could resume them (ignored where nothing is
+  // written: a trace).
   bool checkpoints = false;
   // Continue the checkpoint in out_dir (`lemmalab run --resume`; cli/checkpoint.h).
   bool resume = false;

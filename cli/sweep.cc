@@ -93,6 +93,12 @@ class Sweep {
           "lemmalab run runs a spec without one)",
           path_.string()));
     }
+    if (base.checkpoint_every > 0) {
+      throw UserError(fmt::format(
+          "{}: checkpoint_every = {}: a sweep resumes point by point (run the same command "
+          "again); only lemmalab run saves checkpoints within a run",
+          path_.string(), base.checkpoint_every));
+    }
     if (!base.asserts.empty() || base.check) {
       throw UserError(fmt::format(
           "{}: lemmalab sweep does not judge [[assert]] claims or read [check]: for verdicts "

@@ -305,6 +305,13 @@ TEST(SweepCommand, EveryPointIsValidatedBeforeAnyRuns) {
   const auto run = RunLemmalab({"run", (dir / "ok.toml").string(), "--out", (dir / "r").string()});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.err, HasSubstr("run it with lemmalab sweep"));
+
+  // A sweep resumes point by point; checkpoints within a point are lemmalab run's.
+  WriteFile(dir / "checkpointed.toml", "checkpoint_every = 10\n" + SweepSpec("seed = [1, 2]"));
+  const auto checkpointed =
+      RunLemmalab({"sweep", (dir / "checkpointed.toml").string(), "--out", (dir / "c").string()});
+  EXPECT_EQ(checkpointed.exit_code, 2);
+  EXPECT_THAT(checkpointed.err, HasSubstr("checkpoint_every = 10: a sweep resumes point by point"));
 }
 
 TEST(SweepCommand, ASecondSweepIntoTheSameFolderIsRefused) {
