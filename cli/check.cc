@@ -9,7 +9,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <ranges>
 #include <utility>
 
 #include "cli/directory_lock.h"
@@ -226,6 +225,10 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
   }
   std::map<int, std::vector<const Experiment*>> by_workers;
   for (const Experiment& e : experiments) by_workers[e.workers].push_back(&e);
+  // The worker counts, by hand rather than std::views::keys(by_workers): Clang 14, which builds
+  // the ThreadSanitizer preset, cannot compile libstdc++ 12's views over a std::map.
+  std::vector<int> worker_counts;
+  for (const auto& [n, group] : by_workers) worker_counts.push_back(n);
   const bool seeds = by_workers.begin()->second.size() > 1, sweep_n = by_workers.size() > 1;
   for (const std::string& label : labels) {
     const auto find = [&](const Experiment& e) -> const RunEvidence& {
@@ -254,7 +257,7 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
       case AssertionScope::kAcrossWorkers: {
         std::vector<RunEvidence> runs;
         for (const Experiment& e : experiments) runs.push_back(find(e));
-        row(fmt::format("{} over n = {}", label, fmt::join(std::views::keys(by_workers), ", ")),
+        row(fmt::format("{} over n = {}", label, fmt::join(worker_counts, ", ")),
             runs, experiments.front().runs);
         break;
       }

@@ -86,7 +86,16 @@ class RunProbeSink final : public ProbeSink {
   std::int64_t step_ = 0;
   std::string_view probe_;
   bool recorded_ = true;
-  std::set<std::tuple<std::string, std::string, int>, std::less<>> seen_;
+  // (probe, series, worker): held as strings, looked up as string_views, compared as views.
+  // std::less<> between the two tuple types compiles with GCC but not with Clang 14 against
+  // libstdc++ 12, and Clang builds the ThreadSanitizer preset.
+  struct SeriesLess {
+    using is_transparent = void;
+    using View = std::tuple<std::string_view, std::string_view, int>;
+    static View Of(const auto& k) { return {std::get<0>(k), std::get<1>(k), std::get<2>(k)}; }
+    bool operator()(const auto& a, const auto& b) const { return Of(a) < Of(b); }
+  };
+  std::set<std::tuple<std::string, std::string, int>, SeriesLess> seen_;
 };
 
 // The per-step metrics between two records (metrics_every): sums of the counters, the mean loss

@@ -21,11 +21,12 @@ using ::testing::HasSubstr;
 constexpr std::uint64_t kSeed = 2026;
 
 // A noisy quadratic of dimension d over `workers` workers, an optimizer from TOML text, and the
-// scheme from a [communication] table's text, with the optimizer built for the scheme's layout.
+// scheme from a [communication] table's text, with the optimizer built for the scheme's layout;
+// the workers run on `threads` threads (0: the cluster chooses, one for these sizes).
 template <typename T = float>
 struct Scenario {
-  Scenario(std::int64_t d, int workers, const std::string& optimizer,
-           const std::string& comm_text) {
+  Scenario(std::int64_t d, int workers, const std::string& optimizer, const std::string& comm_text,
+           int threads = 0) {
     auto problem_table = ParseOptionTable(
         fmt::format("name = \"quadratic\"\ndimension = {}\nsigma = 0.5\nrotate = false", d),
         "[problem]");
@@ -37,7 +38,7 @@ struct Scenario {
     options->GetString("name", "");
     algorithm = MakeOptimizer<T>(
         *options, {d, workers, problem->Layers(), LayoutFor(comm, problem->dimension())});
-    cluster = std::make_unique<Cluster<T>>(*problem, *algorithm, comm);
+    cluster = std::make_unique<Cluster<T>>(*problem, *algorithm, comm, threads);
     x = problem->InitialPoint();
   }
 
@@ -228,16 +229,19 @@ TEST(CompressedAllreduce, EachChunkServerRecompressesWithItsOwnScale) {
   EXPECT_GT(std::abs(scales[0] - scales[1]), 1e-6 * scales[0]);  // two scales, not one
 }
 
+// The [communication] tables of the four schemes (the parameter server is the default).
+const std::vector<std::string> kEveryScheme = {"", "scheme = \"allgather\"",
+                                               "scheme = \"allreduce\"",
+                                               "scheme = \"hierarchical\"\nnodes = 2"};
+
 // Every registered optimizer, with its defaults, under every scheme: it runs (deterministically,
 // to finite parameters) or is refused by name; the all-gather, which runs the server phase on
 // the same messages in the same order on every worker, equals the parameter server bit for bit.
 TEST(SchemeContract, EveryOptimizerRunsOrIsRefusedUnderEveryScheme) {
-  const std::vector<std::string> schemes = {"", "scheme = \"allgather\"", "scheme = \"allreduce\"",
-                                            "scheme = \"hierarchical\"\nnodes = 2"};
   for (const OptimizerInfo& info : Optimizers().entries()) {
     const std::string optimizer = fmt::format("name = \"{}\"", info.name);
     std::vector<Vector<float>> results;
-    for (const std::string& scheme : schemes) {
+    for (const std::string& scheme : kEveryScheme) {
       std::vector<Vector<float>> twice;
       for (int repeat = 0; repeat < 2; ++repeat) {
         try {
@@ -247,7 +251,7 @@ TEST(SchemeContract, EveryOptimizerRunsOrIsRefusedUnderEveryScheme) {
         } catch (const UserError& e) {
           EXPECT_THAT(e.what(), HasSubstr("cannot run under")) << info.name << " " << scheme;
           EXPECT_NE(scheme, "") << info.name << ": the parameter server runs everything";
-          EXPECT_NE(scheme, schemes[1]) << info.name << ": the all-gather runs everything";
+          EXPECT_NE(scheme, kEveryScheme[1]) << info.name << ": the all-gather runs everything";
         }
       }
       if (twice.empty()) continue;
@@ -258,6 +262,32 @@ TEST(SchemeContract, EveryOptimizerRunsOrIsRefusedUnderEveryScheme) {
     }
     ASSERT_GE(results.size(), 2u) << info.name;
     EXPECT_EQ(results[0], results[1]) << info.name << ": all-gather differs from the server";
+  }
+}
+
+// A step's workers run on OpenMP threads, each on its own state and streams, so every optimizer
+// gives the same bits on one thread as on three (4 workers: one thread takes two of them), under
+// every scheme it runs under. Under ThreadSanitizer (scripts/sanitize) this is the test that
+// catches a worker phase writing state another worker's thread reads.
+TEST(SchemeContract, EveryOptimizerGivesTheSameBitsOnOneAndOnThreeThreads) {
+  for (const OptimizerInfo& info : Optimizers().entries()) {
+    const std::string optimizer = fmt::format("name = \"{}\"", info.name);
+    for (const std::string& scheme : kEveryScheme) {
+      std::vector<Vector<float>> x;
+      for (const int threads : {1, 3}) {
+        try {
+          Scenario s(1000, 4, optimizer, scheme, threads);
+          s.Run(6);
+          EXPECT_EQ(s.cluster->largest_team(), threads) << info.name << " " << scheme;
+          x.push_back(s.x);
+        } catch (const UserError&) {
+          // Refused under this scheme, on any number of threads (the test above says why).
+        }
+      }
+      if (x.empty()) continue;
+      ASSERT_EQ(x.size(), 2u) << info.name << " " << scheme;
+      EXPECT_EQ(x[0], x[1]) << info.name << " " << scheme;
+    }
   }
 }
 
