@@ -22,11 +22,13 @@
 #include "problems/dataset.h"
 #include "tests/test_util.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define LEMMALAB_ADDRESS_SANITIZER 1
+// AddressSanitizer and ThreadSanitizer reserve their heap and shadow memory up front, so a bound
+// on the address space (RLIMIT_AS) neither holds their allocations back nor leaves them room.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LEMMALAB_SANITIZER_HEAP 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LEMMALAB_ADDRESS_SANITIZER 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define LEMMALAB_SANITIZER_HEAP 1
 #endif
 #endif
 
@@ -54,10 +56,10 @@ std::size_t MappedBytes() {
 // What UserErrorOf(f) says, with f run in a child process that may map at most `budget` bytes
 // more than it starts with; "out of memory" when f tried to allocate beyond that. This is how a
 // test shows that a hostile file is refused before the allocation it asks for rather than after
-// (RLIMIT_AS counts what is allocated, touched or not). Under AddressSanitizer, whose shadow
-// memory reserves terabytes of address space, f runs here without the bound.
+// (RLIMIT_AS counts what is allocated, touched or not). Under a sanitizer that reserves its heap
+// (above), f runs here without the bound.
 std::string UserErrorWithin(std::size_t budget, const std::function<void()>& f) {
-#ifdef LEMMALAB_ADDRESS_SANITIZER
+#ifdef LEMMALAB_SANITIZER_HEAP
   (void)budget;
   return UserErrorOf(f);
 #else
@@ -715,8 +717,8 @@ TEST(LibsvmSource, BothSetsGetTheWiderWidthUnlessFeaturesIsGiven) {
 // naming the file, where, the value and the rule, and within a few MiB of memory.
 
 TEST(Loaders, TheMemoryBoundOfTheseTestsCatchesALargeAllocation) {
-#ifdef LEMMALAB_ADDRESS_SANITIZER
-  GTEST_SKIP() << "no address-space bound under AddressSanitizer";
+#ifdef LEMMALAB_SANITIZER_HEAP
+  GTEST_SKIP() << "no address-space bound under AddressSanitizer or ThreadSanitizer";
 #endif
   EXPECT_EQ(UserErrorWithin(16 * kMiB, [] { std::vector<char> big(256 * kMiB, 1); }),
             "out of memory");
