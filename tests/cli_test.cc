@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -226,6 +227,46 @@ INSTANTIATE_TEST_SUITE_P(
                  "problem 'logreg' is binary, but the data has 3 classes; use multinomial-logreg "
                  "or mlp"}),
     [](const auto& test) { return std::string(test.param.what); });
+
+// Issue 21, finding 3: two runs into one --out both "succeeded" with a mix of each other's files,
+// and the second, starting, deleted the first's staged results. The second is now refused at the
+// folder's lock before it touches anything there; the first keeps its staged files.
+TEST(Cli, ASecondRunIntoAFolderInUseIsRefusedAndTouchesNothingThere) {
+  Case first("steps = 5",
+             "steps = 4000000000\nmetrics_every = 1000000000\neval_every = 1000000000\n"
+             "probe_every = 1000000000");
+  const int pid = testing::SpawnLemmalab(first.Arguments(), first.dir / "stdout",
+                                         first.dir / "stderr");
+  const std::filesystem::path staged = first.dir / "out/.results/next/results.sqlite";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(staged) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(std::filesystem::exists(staged));
+  struct stat before {};
+  ASSERT_EQ(stat(staged.c_str(), &before), 0);
+
+  Case second("seed = 3", "seed = 4");
+  std::vector<std::string> arguments = second.Arguments();
+  arguments.back() = (first.dir / "out").string();  // the same --out
+  const CommandResult refused = RunLemmalab(arguments);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err,
+              HasSubstr(fmt::format("--out {}: another lemmalab process (lemmalab run, pid {}) "
+                                    "is writing its results there",
+                                    (first.dir / "out").string(), pid)));
+  struct stat after {};
+  ASSERT_EQ(stat(staged.c_str(), &after), 0) << "the refused run removed the first one's results";
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_FALSE(std::filesystem::exists(first.dir / "out/results.sqlite"));
+
+  // The first run is still running and stops cleanly; then the folder is free for the second.
+  ASSERT_EQ(kill(pid, 0), 0) << "the first run ended: " << testing::ReadFile(first.dir / "stderr");
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::WaitForExit(pid), 130);
+  const CommandResult later = RunLemmalab(arguments);
+  ASSERT_EQ(later.exit_code, 0) << later.err;
+}
 
 TEST(Cli, MalformedCsvLineNamesFileAndLine) {
   Case c;
