@@ -478,21 +478,31 @@ int Main(int argc, char** argv) {
     if (mpi) return RunUnderMpi(*mpi, spec_path, settings, out_dir, resume, threads, limits);
 #endif
     return RunCommand(LoadSpec(spec_path, settings), out_dir, resume, threads, limits, nullptr);
+  } catch (...) {
+    const Failure failure = CurrentFailure(g_signal.load());
+    fmt::print(stderr, "{}\n", failure.message);
+    return failure.exit_code;
+  }
+}
+
+Failure CurrentFailure(int signal) {
+  try {
+    throw;
   } catch (const UserError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return kExitUserError;
+    return {fmt::format("error: {}", e.what()), kExitUserError};
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr,
-               "error: out of memory: the spec asks for more than this machine has "
-               "(data size, batch_size, workers)\n");
-    return kExitUserError;
-  } catch (const Interrupted&) {
-    const int signal = g_signal.load();
-    fmt::print(stderr, "\ninterrupted ({}): no results written\n", strsignal(signal));
-    return 128 + signal;
+    return {"error: out of memory: the spec asks for more than this machine has (data size, "
+            "batch_size, workers)",
+            kExitUserError};
+  } catch (const Interrupted& e) {
+    if (e.signal() != 0) signal = e.signal();
+    // A newline first: the progress line may be unfinished.
+    return {fmt::format("\ninterrupted ({}): no results written", strsignal(signal)),
+            128 + signal};
   } catch (const std::exception& e) {
-    fmt::print(stderr, "internal error (please report): {}\n", e.what());
-    return kExitInternalError;
+    return {fmt::format("internal error (please report): {}", e.what()), kExitInternalError};
+  } catch (...) {
+    return {"internal error (please report): an exception of unknown type", kExitInternalError};
   }
 }
 

@@ -282,29 +282,16 @@ class Checkpoints {
   std::optional<RestoringArchive> restoring_;
 };
 
-// A CRC-32 (zlib) of a data set's samples: features (bytes or doubles), labels, test set.
+// A CRC-32 (zlib) of a data set's samples: features, labels, test set.
 std::uint32_t DataChecksum(const Dataset& data) {
   uLong crc = crc32(0L, Z_NULL, 0);
-  const auto add = [&](const void* bytes, std::size_t size) {
-    const auto* p = static_cast<const Bytef*>(bytes);
-    while (size > 0) {  // crc32 takes an unsigned int length
-      const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
-      crc = crc32(crc, p, chunk);
-      p += chunk;
-      size -= chunk;
+  for (std::span<const std::byte> buffer : data.Buffers()) {
+    while (!buffer.empty()) {  // crc32 takes an unsigned int length
+      const std::size_t chunk = std::min<std::size_t>(buffer.size(), 1u << 30);
+      crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), static_cast<uInt>(chunk));
+      buffer = buffer.subspan(chunk);
     }
-  };
-  const auto add_samples = [&](const Samples& s) {
-    if (s.holds_bytes()) {
-      add(s.bytes->data(), static_cast<std::size_t>(s.bytes->size()));
-      add(s.byte_values.data(), sizeof(s.byte_values));
-    } else {
-      add(s.features.data(), sizeof(double) * static_cast<std::size_t>(s.features.size()));
-    }
-    add(s.labels.data(), sizeof(int) * static_cast<std::size_t>(s.labels.size()));
-  };
-  add_samples(data.train);
-  if (data.test) add_samples(*data.test);
+  }
   return static_cast<std::uint32_t>(crc);
 }
 
@@ -638,12 +625,7 @@ MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, co
   MemoryEstimate estimate;
   if (data != nullptr) {
     double bytes = 0;
-    for (const Samples* s : {&data->train, data->test ? &*data->test : nullptr}) {
-      if (s == nullptr) continue;
-      bytes += s->holds_bytes() ? static_cast<double>(s->bytes->size())
-                                : 8.0 * static_cast<double>(s->features.size());
-      bytes += 4.0 * static_cast<double>(s->labels.size());
-    }
+    for (const auto& buffer : data->Buffers()) bytes += static_cast<double>(buffer.size());
     estimate.Add("the data", bytes, "[data]");
   }
   problem.AddWorkingMemory(local_workers, threads, estimate);
@@ -709,31 +691,20 @@ void Agreed(const ExperimentOptions& options, F&& f) {
     f();
     return;
   }
-  std::string message;
-  int code = kExitOk;
+  Failure failure{"", kExitOk};
   try {
     f();
-  } catch (const UserError& e) {
-    message = fmt::format("error: {}", e.what());
-    code = kExitUserError;
-  } catch (const std::bad_alloc&) {
-    message = "error: out of memory: the spec asks for more than this machine has";
-    code = kExitUserError;
-  } catch (const Interrupted&) {
-    message = "interrupted: no results written";
-    code = 128 + (options.stop_signal != nullptr ? options.stop_signal->load() : SIGINT);
-  } catch (const std::exception& e) {
-    message = fmt::format("internal error (please report): {}", e.what());
-    code = kExitInternalError;
+  } catch (...) {
+    failure = CurrentFailure(options.stop_signal != nullptr ? options.stop_signal->load() : SIGINT);
   }
   // One entry per rank (which runs one worker): its code, zeros elsewhere.
   std::vector<std::int64_t> codes(static_cast<std::size_t>(transport->workers()), 0);
   const int rank = ProcessRank(options);
-  codes[static_cast<std::size_t>(rank)] = code;
+  codes[static_cast<std::size_t>(rank)] = failure.exit_code;
   transport->Sum(codes);
   for (std::size_t w = 0; w < codes.size(); ++w) {
     if (codes[w] == 0) continue;
-    throw SharedFailure(static_cast<int>(w) == rank ? message : std::string(),
+    throw SharedFailure(static_cast<int>(w) == rank ? failure.message : std::string(),
                         static_cast<int>(codes[w]));
   }
 }
@@ -949,7 +920,8 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
               ReferenceConstants(*problem, spec.seed, spec.reference_iterations, options.stop);
         } else {
           const std::unique_ptr<Problem<double>> exact =
-              MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data.data.get()});
+              MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data.data.get(),
+                                                   false, memory});
           constants =
               ReferenceConstants(*exact, spec.seed, spec.reference_iterations, options.stop);
         }

@@ -93,7 +93,7 @@ struct ExperimentOptions {
   bool resume = false;
   // The most memory the run may take (--max-memory; default: what the machine has) and the most
   // disk space its results may take (--max-results; default: the free space where they go).
-  // Both are checked against estimates before the first step (EstimateRun).
+  // Both are checked against estimates before the first step (cli/experiment.cc).
   std::optional<MemoryLimit> max_memory;
   std::optional<MemoryLimit> max_results;
 };

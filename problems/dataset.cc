@@ -56,6 +56,29 @@ void Samples::GatherAs(std::span<const std::int64_t> rows, T* out) const {
   }
 }
 
+std::vector<std::span<const std::byte>> Samples::Buffers() const {
+  const auto of = [](const auto* data, std::int64_t count) {
+    return std::as_bytes(std::span(data, static_cast<std::size_t>(count)));
+  };
+  std::vector<std::span<const std::byte>> buffers;
+  if (holds_bytes()) {
+    buffers.push_back(of(bytes->data(), bytes->size()));
+    buffers.push_back(std::as_bytes(std::span(byte_values)));
+  } else {
+    buffers.push_back(of(features.data(), features.size()));
+  }
+  buffers.push_back(of(labels.data(), labels.size()));
+  return buffers;
+}
+
+std::vector<std::span<const std::byte>> Dataset::Buffers() const {
+  std::vector<std::span<const std::byte>> buffers = train.Buffers();
+  if (test) {
+    for (const auto& buffer : test->Buffers()) buffers.push_back(buffer);
+  }
+  return buffers;
+}
+
 template void Samples::RowsAs(std::int64_t, std::int64_t, float*) const;
 template void Samples::RowsAs(std::int64_t, std::int64_t, double*) const;
 template void Samples::GatherAs(std::span<const std::int64_t>, float*) const;

@@ -64,6 +64,11 @@ struct Samples {
 
   // All features as dense doubles.
   RowMatrix<double> Dense() const;
+
+  // The memory the samples hold, buffer by buffer: the features (bytes and the values they
+  // stand for, or doubles) and the labels. What a checksum of the data reads and what a memory
+  // estimate counts.
+  std::vector<std::span<const std::byte>> Buffers() const;
 };
 
 struct Dataset {
@@ -74,6 +79,8 @@ struct Dataset {
   std::string description;                 // for reports: where the data came from and its shape
 
   std::int64_t num_features() const { return train.num_features(); }
+  // The training set's buffers, then the test set's (Samples::Buffers).
+  std::vector<std::span<const std::byte>> Buffers() const;
 };
 
 // Per-feature standardisation to zero mean and unit variance (population variance), with the
