@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   files.Write(input);
   OptionTable table = DataTable("cifar10");
   std::vector<std::string> train = {files.first.path()};
-  if (input.two_files()) {
+  if (input.two_files) {
     if (input.option(2)) {
       const std::vector<std::string> test = {files.second.path()};
       SetStrings(table, "test", test);
@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (input.option(3)) SetString(table, "normalize", "pixels");
   if (input.option(4)) SetString(table, "normalize", "standardize");
   if (input.option(5)) SetInt(table, "samples", 1 + input.parameter % 8);
-  Load(table, LimitFor(input));
+  Load(table, input);
   return 0;
 }
 

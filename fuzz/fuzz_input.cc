@@ -72,8 +72,8 @@ FuzzInput SplitInput(const std::uint8_t* data, std::size_t size, bool two_files)
   };
   if (const auto b = take(1); !b.empty()) input.flags = b[0];
   if (const auto b = take(1); !b.empty()) input.parameter = b[0];
-  input.two = two_files || input.option(7);
-  if (input.two) {
+  input.two_files = two_files || input.option(7);
+  if (input.two_files) {
     const auto b = take(2);
     const std::size_t length = b.size() == 2 ? b[0] | (std::size_t{b[1]} << 8) : 0;
     input.first = take(length);
@@ -86,7 +86,7 @@ FuzzInput SplitInput(const std::uint8_t* data, std::size_t size, bool two_files)
 
 void FuzzFiles::Write(const FuzzInput& input) {
   first.Write(input.first, input.option(0));
-  if (input.two_files()) second.Write(input.second, input.option(1));
+  if (input.two_files) second.Write(input.second, input.option(1));
 }
 
 OptionTable DataTable(std::string_view source) {
@@ -109,12 +109,12 @@ void SetStrings(OptionTable& table, std::string_view key, std::span<const std::s
   table.Set(std::string(key), {std::move(array), "fuzz.toml:2:1"});
 }
 
-const MemoryLimit& FuzzLimit() {
-  static const MemoryLimit limit = MemoryLimit::Given(64 << 20, "the fuzzer's limit");
-  return limit;
-}
-
 namespace {
+
+MemoryLimit LimitFor(const FuzzInput& input) {
+  if (!input.option(6)) return MemoryLimit::Given(64 << 20, "the fuzzer's limit");
+  return MemoryLimit::Given(256 + 64.0 * input.parameter, "the fuzzer's small limit");
+}
 
 // A finding that is not a crash: printed, then abort() so that libFuzzer keeps the input.
 [[noreturn]] void Finding(std::string_view what) {
@@ -131,8 +131,8 @@ void CheckDataset(const Dataset& data) {
     if (set->labels.size() != set->size()) {
       Finding(fmt::format("{} labels for {} samples", set->labels.size(), set->size()));
     }
-    if (!set->holds_bytes() && set->features.rows() != set->size()) {
-      Finding("features and samples disagree");
+    if (set->holds_bytes() && set->features.size() != 0) {
+      Finding("samples that hold bytes and dense features both");
     }
     if (set->num_features() != data.num_features()) {
       Finding(fmt::format("a test set of {} features for {} training features", set->num_features(),
@@ -148,14 +148,9 @@ void CheckDataset(const Dataset& data) {
 
 }  // namespace
 
-MemoryLimit LimitFor(const FuzzInput& input) {
-  if (!input.option(6)) return FuzzLimit();
-  return MemoryLimit::Given(256 + 64.0 * input.parameter, "the fuzzer's small limit");
-}
-
-void Load(OptionTable& table, const MemoryLimit& memory) {
+void Load(OptionTable& table, const FuzzInput& input) {
   try {
-    CheckDataset(LoadData(table, {0, "/", memory}));
+    CheckDataset(LoadData(table, {0, "/", LimitFor(input)}));
   } catch (const UserError& e) {
     // Every refusal names where: a file (the memory files are /proc/self/fd/N) or an option.
     const std::string_view message = e.what();

@@ -45,8 +45,7 @@ struct FuzzInput {
   std::uint8_t flags = 0;
   std::uint8_t parameter = 0;
   std::span<const std::uint8_t> first, second;  // second is empty with one file
-  bool two = false;
-  bool two_files() const { return two; }
+  bool two_files = false;
   bool option(int bit) const { return (flags >> bit & 1) != 0; }
 };
 
@@ -67,17 +66,12 @@ void SetString(OptionTable& table, std::string_view key, std::string value);
 void SetInt(OptionTable& table, std::string_view key, std::int64_t value);
 void SetStrings(OptionTable& table, std::string_view key, std::span<const std::string> values);
 
-// 64 MiB: a reader must refuse what needs more, and libFuzzer (-malloc_limit_mb and
-// -rss_limit_mb of 1024 in scripts/fuzz) reports one that allocates far past it instead.
-const MemoryLimit& FuzzLimit();
-
-// The limit an input is read under: FuzzLimit(), or with flag bit 6 a small one from the
-// parameter byte (256 bytes to 16 KiB), which small inputs can exceed.
-MemoryLimit LimitFor(const FuzzInput& input);
-
-// LoadData(table) under `memory`. A UserError that names a file or an option is the expected
-// answer to a bad file; anything else (another exception, a crash, a sanitizer report, a message
-// that names neither, a loaded data set whose labels or shapes disagree) is a finding.
-void Load(OptionTable& table, const MemoryLimit& memory);
+// LoadData(table) under the input's memory limit: 64 MiB, which a reader must refuse to exceed
+// (libFuzzer's -malloc_limit_mb of 256 in scripts/fuzz reports one that allocates far past it),
+// or with flag bit 6 a small one from the parameter byte (256 bytes to 16 KiB), which small
+// inputs can exceed. A UserError that names a file or an option is the expected answer to a bad
+// file; anything else (another exception, a crash, a sanitizer report, a message that names
+// neither, a loaded data set whose labels or shapes disagree) is a finding.
+void Load(OptionTable& table, const FuzzInput& input);
 
 }  // namespace lemmalab::fuzz

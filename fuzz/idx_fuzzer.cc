@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (input.option(3)) SetString(table, "normalize", "pixels");
   if (input.option(4)) SetString(table, "normalize", "standardize");
   if (input.option(5)) SetInt(table, "samples", 1 + input.parameter % 8);
-  Load(table, LimitFor(input));
+  Load(table, input);
   return 0;
 }
 

@@ -13,11 +13,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   files.Write(input);
   OptionTable table = DataTable("libsvm");
   SetString(table, "path", files.first.path());
-  if (input.two_files()) SetString(table, "test_path", files.second.path());
+  if (input.two_files) SetString(table, "test_path", files.second.path());
   if (input.option(2)) SetInt(table, "features", 1 + input.parameter);
   if (input.option(3)) SetString(table, "normalize", "standardize");
   if (input.option(4)) SetInt(table, "samples", 1 + input.parameter % 8);
-  Load(table, LimitFor(input));
+  Load(table, input);
   return 0;
 }
 

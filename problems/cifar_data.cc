@@ -48,15 +48,13 @@ void ReadRecords(const std::filesystem::path& path, Records& out, const MemoryLi
             in.file(), record, offset, label));
       }
       const std::int64_t rows = out.count + 1;
-      if (rows > out.images.rows()) {
-        RequireWithin(memory, static_cast<double>(rows) * kRecordBytes,
-                      fmt::format("{}: record {} (byte {} of the uncompressed stream)", in.file(),
-                                  record, offset),
-                      fmt::format("{} records x ({} pixel bytes + a 4-byte label)", rows, kPixels));
-        const std::int64_t most = std::max(rows, RowsWithin(memory, 0, kRecordBytes));
-        ReserveRows(out.images, rows, most);
-        ReserveRows(out.labels, rows, most);
-      }
+      ReserveSamples(
+          out.images, out.labels, rows, kRecordBytes, memory,
+          [&] {
+            return fmt::format("{}: record {} (byte {} of the uncompressed stream)", in.file(),
+                               record, offset);
+          },
+          [&] { return fmt::format("{} records x ({} pixel bytes + a 4-byte label)", rows, kPixels); });
       out.labels[out.count] = bytes[0];
       std::copy(bytes + 1, bytes + kRecord, out.images.row(out.count).data());
       ++out.count;
@@ -147,8 +145,7 @@ Dataset LoadCifar10(OptionTable& options, const DataContext& context) {
   data.train = ReadCifar10(train, context.memory);
   data.description = fmt::format("{}: {} train", name, data.train.size());
   if (!test.empty()) {
-    const double train_bytes = static_cast<double>(data.train.size()) * (kPixels + 4);
-    data.test = ReadCifar10(test, Remaining(context.memory, train_bytes, "the training set"));
+    data.test = ReadCifar10(test, TestSetLimit(context.memory, data.train));
     data.description += fmt::format(" + {} test", data.test->size());
   }
   data.description += " images 32x32x3";

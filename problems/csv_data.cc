@@ -99,25 +99,21 @@ void EndHeader(CsvState& state) {
   state.have_header = true;
 }
 
-// The first field of a data row: room for one more row, if the memory limit allows it. The
-// storage grows no further than the limit allows, so the check runs only when it grows.
+// The first field of a data row: room for one more row, if the memory limit allows it (libcsv's
+// callbacks cannot throw: the error waits in the state).
 void StartRow(CsvState& state) {
   const std::int64_t rows = state.rows + 1;
-  if (rows <= state.features.rows()) return;
   const auto features = static_cast<std::int64_t>(state.columns() - 1);
-  const double row_bytes = 8.0 * static_cast<double>(features) + 4;
   try {
-    RequireWithin(
-        *state.memory, static_cast<double>(rows) * row_bytes,
-        fmt::format("{}:{}: data row {}", state.file, state.line, rows),
-        fmt::format("{} rows x ({} features x 8 bytes + a 4-byte label)", rows, features));
+    ReserveSamples(
+        state.features, state.labels, rows, 8.0 * static_cast<double>(features) + 4,
+        *state.memory, [&] { return fmt::format("{}:{}: data row {}", state.file, state.line, rows); },
+        [&] {
+          return fmt::format("{} rows x ({} features x 8 bytes + a 4-byte label)", rows, features);
+        });
   } catch (const UserError& e) {
     state.error = e.what();
-    return;
   }
-  const std::int64_t most = std::max(rows, RowsWithin(*state.memory, 0, row_bytes));
-  ReserveRows(state.features, rows, most);
-  ReserveRows(state.labels, rows, most);
 }
 
 void OnField(void* text, std::size_t length, void* data) {
@@ -147,7 +143,7 @@ void OnField(void* text, std::size_t length, void* data) {
       state->error = fmt::format(
           "{}:{}: label column '{}' must hold class indices 0, 1, ... (at most {}), got {}",
           state->file, state->line, state->Name(c), kMaxLabel,
-          field.size() <= 40 ? std::string(field) : Excerpt(field));
+          field.size() <= kExcerptChars ? std::string(field) : Excerpt(field));
       return;
     }
     state->labels[state->rows] = static_cast<int>(*value);

@@ -91,22 +91,16 @@ void GzipReader::FailCutOff() const {
       file_, offset_));
 }
 
-MemoryLimit Remaining(const MemoryLimit& limit, double held, std::string_view holder) {
-  return {std::max(0.0, limit.bytes - held),
-          fmt::format("{}, less the {} {} holds", limit.source, FormatBytes(held), holder)};
-}
-
-std::int64_t RowsWithin(const MemoryLimit& limit, double held, double row_bytes) {
+std::int64_t RowsWithin(const MemoryLimit& limit, double row_bytes) {
   LEMMALAB_CHECK(row_bytes > 0, "rows of {} bytes", row_bytes);
-  const double rows = std::floor((limit.bytes - held) / row_bytes);
+  const double rows = std::floor(limit.bytes / row_bytes);
   // An infinite limit (no known memory) still bounds the rows by what an index can count.
   return rows <= 0 ? 0 : static_cast<std::int64_t>(std::min(rows, 0x1p62));
 }
 
 std::string Excerpt(std::string_view text) {
-  constexpr std::size_t kShown = 40;
-  if (text.size() <= kShown) return fmt::format("'{}'", text);
-  return fmt::format("'{}...' ({} bytes)", text.substr(0, kShown), text.size());
+  if (text.size() <= kExcerptChars) return fmt::format("'{}'", text);
+  return fmt::format("'{}...' ({} bytes)", text.substr(0, kExcerptChars), text.size());
 }
 
 std::optional<double> ParseFiniteNumber(std::string_view text) {

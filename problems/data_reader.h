@@ -64,14 +64,9 @@ class GzipReader {
   bool cut_off_ = false;  // zlib saw the compressed input end inside a gzip stream
 };
 
-// What is left of `limit` while `held` bytes are taken by `holder` ("the training set"): the
-// test set of a data source is read with the training set in memory.
-MemoryLimit Remaining(const MemoryLimit& limit, double held, std::string_view holder);
-
-// The most rows of `row_bytes` bytes each that fit in `limit` next to `held` other bytes (0 when
-// none does). The readers grow their storage no further, so the first row past the limit is
-// refused when it arrives.
-std::int64_t RowsWithin(const MemoryLimit& limit, double held, double row_bytes);
+// The most rows of `row_bytes` bytes each that fit in `limit` (0 when none does). The readers
+// grow their storage no further, so the first row past the limit is refused when it arrives.
+std::int64_t RowsWithin(const MemoryLimit& limit, double row_bytes);
 
 // Makes row-major `m` hold at least `rows` rows (at most `most`), keeping its rows: storage that
 // grows as the data arrive rather than from a count a header claims. Growth is geometric, so
@@ -96,10 +91,26 @@ void ReserveRows(Matrix& m, Eigen::Index rows,
   }
 }
 
+// Room for `rows` samples of `sample_bytes` each (features and label) in `features` and
+// `labels`, grown no further than `limit` allows; RequireWithin's UserError, with where() and
+// how() for its message, when `rows` samples do not fit. Does nothing until the storage must
+// grow, so a reader calls it for every sample it adds.
+template <typename Features, typename Where, typename How>
+void ReserveSamples(Features& features, Eigen::VectorXi& labels, std::int64_t rows,
+                    double sample_bytes, const MemoryLimit& limit, Where&& where, How&& how) {
+  if (rows <= features.rows()) return;
+  RequireWithin(limit, static_cast<double>(rows) * sample_bytes, where(), how());
+  const std::int64_t most = std::max(rows, RowsWithin(limit, sample_bytes));
+  ReserveRows(features, rows, most);
+  ReserveRows(labels, rows, most);
+}
+
 // `text` quoted for a message: whole when short, else its start and its length
 // ("'aaaa...' (1048576 bytes)"), so that a hostile field or token cannot make a message as large
 // as itself.
 std::string Excerpt(std::string_view text);
+// How much of a long text Excerpt shows.
+inline constexpr std::size_t kExcerptChars = 40;
 
 // The number `text` spells completely (std::from_chars, plus an optional leading '+'), if it is
 // finite.

@@ -17,6 +17,10 @@ Dataset LoadIdx(OptionTable& options, const DataContext& context);
 Dataset LoadCifar10(OptionTable& options, const DataContext& context);
 Dataset LoadLibsvm(OptionTable& options, const DataContext& context);
 
+// What is left of `limit` while the training set `train` is held: a source's test set is read
+// with its training set in memory.
+MemoryLimit TestSetLimit(const MemoryLimit& limit, const Samples& train);
+
 // `given` (the value of option `key`, or one entry of it) resolved as ResolveDataFile does.
 std::filesystem::path ResolveDataPath(OptionTable& options, std::string_view key,
                                       const std::string& given, const DataContext& context);

@@ -79,6 +79,15 @@ std::vector<std::span<const std::byte>> Dataset::Buffers() const {
   return buffers;
 }
 
+MemoryLimit TestSetLimit(const MemoryLimit& limit, const Samples& train) {
+  // A byte or a double per feature, a 4-byte label per sample.
+  const double feature_bytes = train.holds_bytes() ? 1 : 8;
+  const double held = static_cast<double>(train.size()) *
+                      (feature_bytes * static_cast<double>(train.num_features()) + 4);
+  return {std::max(0.0, limit.bytes - held),
+          fmt::format("{}, less the {} the training set holds", limit.source, FormatBytes(held))};
+}
+
 template void Samples::RowsAs(std::int64_t, std::int64_t, float*) const;
 template void Samples::RowsAs(std::int64_t, std::int64_t, double*) const;
 template void Samples::GatherAs(std::span<const std::int64_t>, float*) const;
@@ -220,10 +229,7 @@ Dataset LoadCsv(OptionTable& options, const DataContext& context) {
   data.feature_names = std::move(train.feature_names);
   if (options.Has("test_path")) {
     const std::filesystem::path test_path = ResolveDataFile(options, "test_path", context);
-    const double train_bytes =
-        static_cast<double>(data.train.size()) * (8 * static_cast<double>(data.num_features()) + 4);
-    CsvTable test =
-        ReadCsv(test_path, label, Remaining(context.memory, train_bytes, "the training set"));
+    CsvTable test = ReadCsv(test_path, label, TestSetLimit(context.memory, data.train));
     if (test.feature_names != data.feature_names) {
       options.Fail("test_path", fmt::format("'{}' has other feature columns than '{}'",
                                             test_path.string(), path.string()));

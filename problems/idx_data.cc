@@ -245,10 +245,8 @@ Dataset LoadIdx(OptionTable& options, const DataContext& context) {
   data.train = std::move(train.samples);
   data.description = fmt::format("{}: {} train", name, data.train.size());
   if (files[2]) {
-    const double train_bytes = static_cast<double>(data.train.size()) *
-                               (static_cast<double>(data.train.num_features()) + 4);
-    IdxImages test = ReadImagesAndLabels(
-        *files[2], *files[3], classes, Remaining(context.memory, train_bytes, "the training set"));
+    IdxImages test = ReadImagesAndLabels(*files[2], *files[3], classes,
+                                         TestSetLimit(context.memory, data.train));
     if (test.rows != train.rows || test.cols != train.cols) {
       options.Fail(test_key, fmt::format("the test images are {}x{}, the train images {}x{}",
                                          test.rows, test.cols, train.rows, train.cols));

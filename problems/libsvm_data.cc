@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 #include <optional>
 
 #include "core/error.h"
@@ -53,7 +52,7 @@ class LibsvmParser {
           token_start = i;
         }
         if (partial_.size() + (i - token_start) >= kMaxTokenBytes) {
-          FailLongToken(partial_ + std::string(chunk.substr(token_start, 40)));
+          FailLongToken(partial_ + std::string(chunk.substr(token_start, kExcerptChars)));
         }
         continue;
       }
@@ -78,8 +77,6 @@ class LibsvmParser {
 
   // Lines read to their newline so far.
   std::int64_t lines() const { return line_ - 1; }
-  std::int64_t largest() const { return largest_; }
-  std::int64_t samples() const { return samples_; }
 
   // The width the dense matrices take: `features`, or the largest index of this file and the
   // other.
@@ -88,11 +85,33 @@ class LibsvmParser {
     return std::max(largest_, other_ != nullptr ? other_->largest_ : 0);
   }
 
+  // The samples as a dense matrix of `width` >= Width() columns. Every sample and pair was
+  // checked against the memory limit at the width of both files as it arrived (RequireFits), so
+  // the matrices fit.
+  Samples Finish(std::int64_t width) const {
+    if (samples_ == 0) {
+      throw UserError(fmt::format("{}: no samples (only blank or comment lines)", file_));
+    }
+    if (width == 0) {
+      throw UserError(fmt::format("{}: no features: no line has an index:value pair", file_));
+    }
+    LEMMALAB_CHECK(width >= largest_, "width {} < largest index {}", width, largest_);
+    Samples samples;
+    samples.features = RowMatrix<double>::Zero(samples_, width);
+    samples.labels = labels_.head(samples_);
+    for (std::int64_t i = 0, k = 0; i < samples_; ++i) {
+      for (; k < ends_[i]; ++k) samples.features(i, indices_[k] - 1) = values_[k];
+    }
+    return samples;
+  }
+
+ private:
   // Fails unless the samples of this file and the other fit the memory limit as dense matrices
-  // of `width` columns, next to the pairs they hold until then; what() names the cause (called
+  // of Width() columns, next to the pairs they hold until then; what() names the cause (called
   // only then: this runs for every pair).
   template <typename What>
-  void RequireFits(std::int64_t width, What&& what) const {
+  void RequireFits(What&& what) const {
+    const std::int64_t width = Width();
     const std::int64_t other_samples = other_ != nullptr ? other_->samples_ : 0;
     const std::int64_t other_pairs = other_ != nullptr ? other_->pairs_ : 0;
     const double samples = static_cast<double>(samples_ + other_samples);
@@ -111,28 +130,6 @@ class LibsvmParser {
                               samples_ + other_samples));
   }
 
-  // The samples as a dense matrix of `width` >= largest() columns.
-  Samples Finish(std::int64_t width) const {
-    if (samples_ == 0) {
-      throw UserError(fmt::format("{}: no samples (only blank or comment lines)", file_));
-    }
-    if (width == 0) {
-      throw UserError(fmt::format("{}: no features: no line has an index:value pair", file_));
-    }
-    LEMMALAB_CHECK(width >= largest_, "width {} < largest index {}", width, largest_);
-    RequireFits(width, [&] {
-      return fmt::format("{}: {} samples of {} features", file_, samples_, width);
-    });
-    Samples samples;
-    samples.features = RowMatrix<double>::Zero(samples_, width);
-    samples.labels = labels_.head(samples_);
-    for (std::int64_t i = 0, k = 0; i < samples_; ++i) {
-      for (; k < ends_[i]; ++k) samples.features(i, indices_[k] - 1) = values_[k];
-    }
-    return samples;
-  }
-
- private:
   // Until the width is known: each pair's index and value (8 + 8 bytes), and each sample's label
   // and the end of its pairs (4 + 8 bytes).
   double HeldBytes() const {
@@ -148,7 +145,7 @@ class LibsvmParser {
     Fail(
         fmt::format("token '{}...' runs past {} bytes; labels and index:value pairs are a few "
                     "dozen characters (is this a LIBSVM text file?)",
-                    start.substr(0, 40), kMaxTokenBytes));
+                    start.substr(0, kExcerptChars), kMaxTokenBytes));
   }
 
   // A whole token: `tail` completes the part held from earlier chunks.
@@ -196,7 +193,7 @@ class LibsvmParser {
     }
     // One more sample: every dense matrix gains a row of the width known so far.
     ++samples_;
-    RequireFits(Width(), [&] { return fmt::format("{}:{}: sample {}", file_, line_, samples_); });
+    RequireFits([&] { return fmt::format("{}:{}: sample {}", file_, line_, samples_); });
     ReserveRows(labels_, samples_);
     labels_[samples_ - 1] = *value == 1 ? 1 : 0;
   }
@@ -235,7 +232,7 @@ class LibsvmParser {
     // before anything is stored.
     largest_ = std::max(largest_, index);
     ++pairs_;
-    RequireFits(Width(), [&] { return fmt::format("{}:{}: index {}", file_, line_, index); });
+    RequireFits([&] { return fmt::format("{}:{}: index {}", file_, line_, index); });
     ReserveRows(indices_, pairs_);
     ReserveRows(values_, pairs_);
     indices_[pairs_ - 1] = index;
@@ -289,7 +286,7 @@ Samples ReadLibsvm(const std::filesystem::path& path, std::int64_t features,
   LEMMALAB_CHECK(features >= 0, "features = {} < 0", features);
   LibsvmParser parser(path.string(), features, memory, nullptr);
   Parse(path, parser);
-  return parser.Finish(features > 0 ? features : parser.largest());
+  return parser.Finish(parser.Width());
 }
 
 Dataset LoadLibsvm(OptionTable& options, const DataContext& context) {
@@ -305,16 +302,9 @@ Dataset LoadLibsvm(OptionTable& options, const DataContext& context) {
     test.emplace(test_path->string(), features, context.memory, &train);
     Parse(*test_path, *test);
   }
-  // Without `features`, the wider file sets the width of both, so that a model fits either.
-  const std::int64_t width =
-      features > 0 ? features : std::max(train.largest(), test ? test->largest() : 0);
-  // Both dense matrices, before the first is made.
-  if (test) {
-    test->RequireFits(width, [&] {
-      return fmt::format("{} and {}: samples of {} features", path.string(), test_path->string(),
-                         width);
-    });
-  }
+  // Without `features`, the wider file sets the width of both, so that a model fits either; the
+  // test set's parser checked both files' samples at that width.
+  const std::int64_t width = test ? test->Width() : train.Width();
   Dataset data;
   data.classes = 2;
   data.train = train.Finish(width);

@@ -131,14 +131,22 @@ QuadraticOptions ReadQuadraticOptions(OptionTable& options, const ProblemContext
   return o;
 }
 
+// Problem `name` from its read options: none when only the options are checked, and refused
+// before anything is allocated when its rotation and workers' shifts exceed the memory limit.
+template <typename T>
+std::unique_ptr<Problem<T>> BuildQuadratic(const QuadraticOptions& o, std::string_view name,
+                                           const OptionTable& options,
+                                           const ProblemContext& context) {
+  if (context.options_only) return nullptr;
+  RequireWithin(context.memory, QuadraticMemory(o, context.workers, sizeof(T)), options.where(),
+                fmt::format("memory of problem '{}'", name));
+  return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
+}
+
 template <typename T>
 std::unique_ptr<Problem<T>> QuadraticFromOptions(OptionTable& options,
                                                  const ProblemContext& context) {
-  const QuadraticOptions o = ReadQuadraticOptions(options, context);
-  if (context.options_only) return nullptr;
-  RequireWithin(context.memory, QuadraticMemory(o, context.workers, sizeof(T)), options.where(),
-                "memory of problem 'quadratic'");
-  return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
+  return BuildQuadratic<T>(ReadQuadraticOptions(options, context), "quadratic", options, context);
 }
 
 template <typename T>
@@ -152,10 +160,7 @@ std::unique_ptr<Problem<T>> NonconvexQuadraticFromOptions(OptionTable& options,
                  "nonconvex-quadratic needs mu > 0: along an eigenvalue 0, -nu log cosh(y) makes "
                  "f unbounded below");
   }
-  if (context.options_only) return nullptr;
-  RequireWithin(context.memory, QuadraticMemory(o, context.workers, sizeof(T)), options.where(),
-                "memory of problem 'nonconvex-quadratic'");
-  return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
+  return BuildQuadratic<T>(o, "nonconvex-quadratic", options, context);
 }
 
 template <typename T>
