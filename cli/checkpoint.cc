@@ -1,27 +1,15 @@
 #include "cli/checkpoint.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <optional>
 
 #include "core/error.h"
 
 namespace lemmalab {
 namespace {
-
-// The kind StateKindName calls `name`, if any.
-std::optional<StateKind> KindNamed(std::string_view name) {
-  for (int k = 0; k <= static_cast<int>(StateKind::kText); ++k) {
-    if (StateKindName(static_cast<StateKind>(k)) == name) return static_cast<StateKind>(k);
-  }
-  return std::nullopt;
-}
 
 // A SQLite handle closed on every path.
 struct Database {
@@ -44,12 +32,11 @@ void WriteStateFile(const std::filesystem::path& path, const StateSnapshot& snap
     Database file;
     if (sqlite3_open(partial.c_str(), &file.db) != SQLITE_OK)
       Fail(partial, "cannot create", file.db);
-    const char* schema =
-        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN;"
-        "CREATE TABLE state(path TEXT PRIMARY KEY, kind TEXT NOT NULL, bytes BLOB NOT NULL);";
-    if (sqlite3_exec(file.db, schema, nullptr, nullptr, nullptr) != SQLITE_OK) {
-      Fail(partial, "cannot write", file.db);
-    }
+    const std::string cannot_write = fmt::format("{}: cannot write", partial.string());
+    ExecSql(file.db,
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN;"
+            "CREATE TABLE state(path TEXT PRIMARY KEY, kind TEXT NOT NULL, bytes BLOB NOT NULL);",
+            cannot_write);
     sqlite3_stmt* insert = nullptr;
     if (sqlite3_prepare_v2(file.db, "INSERT INTO state VALUES (?, ?, ?)", -1, &insert, nullptr) !=
         SQLITE_OK) {
@@ -70,25 +57,16 @@ void WriteStateFile(const std::filesystem::path& path, const StateSnapshot& snap
       }
     }
     sqlite3_finalize(insert);
-    if (sqlite3_exec(file.db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      Fail(partial, "cannot write", file.db);
-    }
+    ExecSql(file.db, "COMMIT", cannot_write);
     if (sqlite3_close(file.db) != SQLITE_OK) Fail(partial, "cannot close", file.db);
     file.db = nullptr;
   }
   // The bytes reach the disk before the name does: a machine that crashes after the rename
   // finds the whole file.
-  const int fd = open(partial.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || fsync(fd) != 0) {
-    const int error = errno;
-    if (fd >= 0) close(fd);
-    throw UserError(fmt::format("{}: cannot write: {}", partial.string(), strerror(error)));
-  }
-  close(fd);
+  SyncToDisk(partial);
   std::error_code ec;
   std::filesystem::rename(partial, path, ec);
-  if (ec)
-    throw UserError(fmt::format("{}: cannot move into place: {}", path.string(), ec.message()));
+  CheckFileOperation(ec, "move into place", path);
 }
 
 StateSnapshot ReadStateFile(const std::filesystem::path& path) {
@@ -111,7 +89,7 @@ StateSnapshot ReadStateFile(const std::filesystem::path& path) {
   while ((rc = sqlite3_step(query)) == SQLITE_ROW) {
     const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(query, 0));
     const std::string_view kind = reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
-    const std::optional<StateKind> known = KindNamed(kind);
+    const std::optional<StateKind> known = StateKindNamed(kind);
     if (!known) {
       sqlite3_finalize(query);
       throw UserError(

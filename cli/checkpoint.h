@@ -25,7 +25,6 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 
 #include "cli/results.h"
 #include "comm/transport.h"

@@ -67,16 +67,11 @@ class RunProbeSink final : public ProbeSink {
   // The series seen so far (a resumed run keeps only what probe_every keeps of them).
   void Persist(StateArchive& archive) {
     std::vector<std::tuple<std::string, std::string, int>> seen(seen_.begin(), seen_.end());
-    std::uint64_t count = seen.size();
-    archive("seen", count);
-    seen.resize(count);
-    for (std::size_t i = 0; i < seen.size(); ++i) {
-      archive.Scope(fmt::format("seen {}", i), [&] {
-        archive("probe", std::get<0>(seen[i]));
-        archive("series", std::get<1>(seen[i]));
-        archive("worker", std::get<2>(seen[i]));
-      });
-    }
+    archive.List("seen", seen, [&](auto& series) {
+      archive("probe", std::get<0>(series));
+      archive("series", std::get<1>(series));
+      archive("worker", std::get<2>(series));
+    });
     seen_ = {seen.begin(), seen.end()};
   }
 
@@ -182,32 +177,22 @@ void PersistRecord(StateArchive& archive, RunRecord& r) {
 void PersistReport(StateArchive& archive, RunReport& report) {
   archive.Scope("record", [&] { PersistRecord(archive, report.record); });
   archive("dimension", report.dimension);
-  std::uint64_t lines = report.probe_lines.size();
-  archive("probe_lines", lines);
-  report.probe_lines.resize(lines);
-  for (std::size_t i = 0; i < report.probe_lines.size(); ++i) {
-    archive(fmt::format("probe_line {}", i), report.probe_lines[i]);
-  }
+  archive.List("probe_lines", report.probe_lines,
+               [&](std::string& line) { archive("text", line); });
   archive("threads", report.threads);
   archive("observed_g", report.observed_g);
   archive("final_params", report.final_params);
 }
 
 void PersistConstants(StateArchive& archive, std::vector<Constant>& constants) {
-  std::uint64_t count = constants.size();
-  archive("count", count);
-  constants.resize(count);
-  for (std::size_t i = 0; i < constants.size(); ++i) {
-    archive.Scope(fmt::format("{}", i), [&] {
-      Constant& c = constants[i];
-      auto certainty = static_cast<std::int32_t>(c.certainty);
-      archive("name", c.name);
-      archive("value", c.value);
-      archive("certainty", certainty);
-      archive("basis", c.basis);
-      c.certainty = static_cast<Certainty>(certainty);
-    });
-  }
+  archive.List("constants", constants, [&](Constant& c) {
+    auto certainty = static_cast<std::int32_t>(c.certainty);
+    archive("name", c.name);
+    archive("value", c.value);
+    archive("certainty", certainty);
+    archive("basis", c.basis);
+    c.certainty = static_cast<Certainty>(certainty);
+  });
 }
 
 // The experiment's side of checkpoints (cli/checkpoint.h): what a checkpoint holds besides the
@@ -264,13 +249,8 @@ class Checkpoints {
   void PersistExperiment(StateArchive& archive) {
     archive.Scope("initial", [&] { PersistEvaluation(archive, identity_.initial); });
     archive("data_checksum", identity_.data_checksum);
-    archive.Scope("constants", [&] { PersistConstants(archive, constants_); });
-    std::uint64_t count = finished_.size();
-    archive("finished", count);
-    finished_.resize(count);
-    for (std::size_t i = 0; i < finished_.size(); ++i) {
-      archive.Scope(fmt::format("finished {}", i), [&] { PersistReport(archive, finished_[i]); });
-    }
+    PersistConstants(archive, constants_);
+    archive.List("finished", finished_, [&](RunReport& report) { PersistReport(archive, report); });
   }
 
   Checkpointer& checkpointer_;

@@ -18,25 +18,6 @@ namespace {
 constexpr std::string_view kCurrent = "current";
 constexpr std::string_view kGenerationPrefix = "gen-";
 
-// fsync(2) of a file or folder, so that a rename that follows is not ordered before the data
-// on a crash of the machine; a failure is the file system's to report.
-void Sync(const std::filesystem::path& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw UserError(fmt::format("{}: cannot open: {}", path.string(), strerror(errno)));
-  const int rc = fsync(fd);
-  const int error = errno;
-  close(fd);
-  // Some file systems cannot sync a folder (EINVAL); the data files are synced regardless.
-  if (rc != 0 && error != EINVAL) {
-    throw UserError(fmt::format("{}: cannot write: {}", path.string(), strerror(error)));
-  }
-}
-
-// std::filesystem's operation `what` failed with `ec`: UserError naming the paths.
-void Check(const std::error_code& ec, std::string_view what, const std::filesystem::path& path) {
-  if (ec) throw UserError(fmt::format("{}: cannot {}: {}", path.string(), what, ec.message()));
-}
-
 // The n of a "gen-<n>" entry, or -1.
 long long GenerationNumber(const std::string& name) {
   if (!name.starts_with(kGenerationPrefix)) return -1;
@@ -48,6 +29,23 @@ long long GenerationNumber(const std::string& name) {
 
 }  // namespace
 
+void SyncToDisk(const std::filesystem::path& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UserError(fmt::format("{}: cannot open: {}", path.string(), strerror(errno)));
+  const int rc = fsync(fd);
+  const int error = errno;
+  close(fd);
+  // Some file systems cannot sync a folder (EINVAL); the data files are synced regardless.
+  if (rc != 0 && error != EINVAL) {
+    throw UserError(fmt::format("{}: cannot write: {}", path.string(), strerror(error)));
+  }
+}
+
+void CheckFileOperation(const std::error_code& ec, std::string_view what,
+                        const std::filesystem::path& path) {
+  if (ec) throw UserError(fmt::format("{}: cannot {}: {}", path.string(), what, ec.message()));
+}
+
 ResultFolder::ResultFolder(std::filesystem::path dir) : dir_(std::move(dir)) {}
 
 std::filesystem::path ResultFolder::staging() const { return Store() / "next"; }
@@ -55,9 +53,9 @@ std::filesystem::path ResultFolder::staging() const { return Store() / "next"; }
 void ResultFolder::ResetStaging() {
   std::error_code ec;
   std::filesystem::remove_all(staging(), ec);
-  Check(ec, "remove", staging());
+  CheckFileOperation(ec, "remove", staging());
   std::filesystem::create_directories(staging(), ec);
-  Check(ec, "create", staging());
+  CheckFileOperation(ec, "create", staging());
 }
 
 void ResultFolder::RemoveStaging() noexcept {
@@ -83,9 +81,9 @@ void ResultFolder::Switch(const std::string& generation) {
   std::error_code ec;
   std::filesystem::remove(fresh, ec);
   std::filesystem::create_symlink(generation, fresh, ec);
-  Check(ec, "create", fresh);
+  CheckFileOperation(ec, "create", fresh);
   std::filesystem::rename(fresh, link, ec);  // the commit point
-  Check(ec, "replace", link);
+  CheckFileOperation(ec, "replace", link);
 }
 
 void ResultFolder::LinkIntoPlace(std::string_view name) {
@@ -99,9 +97,9 @@ void ResultFolder::LinkIntoPlace(std::string_view name) {
   fresh += ".link";
   std::filesystem::remove(fresh, ec);
   std::filesystem::create_symlink(target, fresh, ec);
-  Check(ec, "create", fresh);
+  CheckFileOperation(ec, "create", fresh);
   std::filesystem::rename(fresh, path, ec);
-  Check(ec, "replace", path);
+  CheckFileOperation(ec, "replace", path);
 }
 
 void ResultFolder::AdoptPlainFiles(std::span<const std::string_view> names) {
@@ -116,15 +114,15 @@ void ResultFolder::AdoptPlainFiles(std::span<const std::string_view> names) {
   const std::filesystem::path adopted = Store() / generation;
   std::error_code ec;
   std::filesystem::create_directories(adopted, ec);
-  Check(ec, "create", adopted);
+  CheckFileOperation(ec, "create", adopted);
   try {
     for (const std::string_view name : names) {
       const std::filesystem::path shown = dir_ / name;
       if (!std::filesystem::exists(shown)) continue;
       std::filesystem::create_hard_link(std::filesystem::canonical(shown, ec), adopted / name, ec);
-      Check(ec, "link", shown);
+      CheckFileOperation(ec, "link", shown);
     }
-    Sync(adopted);
+    SyncToDisk(adopted);
   } catch (const UserError&) {
     std::filesystem::remove_all(adopted, ec);  // nothing was switched: the folder is as it was
     throw;
@@ -140,19 +138,19 @@ void ResultFolder::Publish(std::span<const std::string_view> names) {
     const std::string name = entry.path().filename().string();
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       std::filesystem::remove_all(entry.path(), ec);
-      Check(ec, "remove", entry.path());
+      CheckFileOperation(ec, "remove", entry.path());
     }
   }
-  for (const std::string_view name : names) Sync(staging() / name);
+  for (const std::string_view name : names) SyncToDisk(staging() / name);
   AdoptPlainFiles(names);
   const std::string generation = NextGeneration();
   std::filesystem::rename(staging(), Store() / generation, ec);
-  Check(ec, "move into place", Store() / generation);
-  Sync(Store());
+  CheckFileOperation(ec, "move into place", Store() / generation);
+  SyncToDisk(Store());
   Switch(generation);
   for (const std::string_view name : names) LinkIntoPlace(name);
-  Sync(Store());
-  Sync(dir_);
+  SyncToDisk(Store());
+  SyncToDisk(dir_);
   // Earlier generations: a reader that still holds one of their files keeps reading it.
   for (const auto& entry : std::filesystem::directory_iterator(Store(), ec)) {
     const std::string name = entry.path().filename().string();

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace lemmalab {
 
@@ -29,7 +30,6 @@ class ResultFolder {
 
   static constexpr std::string_view kStore = ".results";
 
-  const std::filesystem::path& dir() const { return dir_; }
   // DIR/.results/next: where the files of the set being written go.
   std::filesystem::path staging() const;
 
@@ -56,5 +56,15 @@ class ResultFolder {
 
   std::filesystem::path dir_;
 };
+
+// fsync(2) of a file or folder, so that a rename that follows is not ordered before the data
+// on a crash of the machine; UserError when the file system reports a failure (a folder it
+// cannot sync, EINVAL, is not one: the files in it are synced regardless).
+void SyncToDisk(const std::filesystem::path& path);
+
+// Throws, when std::filesystem's operation `what` ("create", "move into place") on `path` failed
+// with `ec`, the UserError "<path>: cannot <what>: <reason>".
+void CheckFileOperation(const std::error_code& ec, std::string_view what,
+                        const std::filesystem::path& path);
 
 }  // namespace lemmalab

@@ -89,16 +89,6 @@ void Bind(sqlite3_stmt* s, int i, const std::optional<V>& v) {
   }
 }
 
-// Runs `sql` (statements without parameters); UserError "<where>: <SQLite's message>" otherwise.
-void ExecSql(sqlite3* db, const char* sql, std::string_view where) {
-  char* error = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    throw UserError(fmt::format("{}: {}", where, message));
-  }
-}
-
 // The tables: runs from kRunColumns, a sweep's point and label naming one run at most.
 std::string Schema() {
   std::string runs = "CREATE TABLE runs(";
@@ -230,6 +220,15 @@ void WriteRunsCsv(sqlite3* db, const std::filesystem::path& partial) {
   if (!out.flush()) throw WriteFailed(partial.string());
 }
 
+void ExecSql(sqlite3* db, const char* sql, std::string_view where) {
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw UserError(fmt::format("{}: {}", where, message));
+  }
+}
+
 std::filesystem::path ResultsWriter::Partial(std::string_view name) const {
   return folder_.staging() / name;
 }
@@ -311,7 +310,7 @@ void ResultsWriter::Open(const std::string& db_path) {
     db_ = nullptr;
     throw UserError(fmt::format("{}: cannot open: {}", db_path, message));
   }
-  if (mode_ == Mode::kFresh || discarding_) {
+  if (mode_ == Mode::kFresh) {
     // One transaction, published whole or removed: nothing to recover, so no journal.
     Exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;");
   } else {
@@ -335,9 +334,7 @@ ResultsWriter::~ResultsWriter() {
   sqlite3_finalize(insert_metric_);
   sqlite3_finalize(insert_probe_);
   if (db_ != nullptr) sqlite3_close(db_);  // rolls back what the last checkpoint did not commit
-  if (!committed_ && !discarding_ && !dir_.empty() && !checkpoint_committed_) {
-    folder_.RemoveStaging();
-  }
+  if (!committed_ && !discarding_ && !checkpoint_committed_) folder_.RemoveStaging();
 }
 
 void ResultsWriter::Exec(const char* sql) { ExecSql(db_, sql, Partial(kDatabase).string()); }
@@ -494,7 +491,7 @@ std::string ResultsWriter::Meta(std::string_view key) {
 }
 
 void ResultsWriter::Commit(const std::vector<Eigen::VectorXd>& params, Precision precision) {
-  if (mode_ != Mode::kFresh && !discarding_) Exec("DROP TABLE checkpoint");
+  if (mode_ != Mode::kFresh) Exec("DROP TABLE checkpoint");
   Exec("COMMIT");
   if (discarding_) {
     committed_ = true;

@@ -132,6 +132,8 @@ void WriteTextFile(const std::filesystem::path& path, std::string_view text);
 std::string CsvText(std::string_view text);
 // A column name as SQL text: "compressor.name" with its quotes.
 std::string QuoteColumn(std::string_view name);
+// Runs `sql` (statements without parameters); UserError "<where>: <SQLite's message>" otherwise.
+void ExecSql(sqlite3* db, const char* sql, std::string_view where);
 // The columns of `schema`.`table`, in order.
 std::vector<std::string> TableColumns(sqlite3* db, std::string_view schema, std::string_view table);
 // Writes the runs table of `db` (every column, hyperparameters included) to `path` as CSV.
@@ -192,8 +194,6 @@ class ResultsWriter {
   const CheckpointMark& resumed() const { return resumed_; }
   // A value of the meta table ("" when absent).
   std::string Meta(std::string_view key);
-  // The folder a set is staged in (state files of checkpoints go there too).
-  std::filesystem::path staging() const { return folder_.staging(); }
   // The checkpoint recorded in the staged database of `dir`, if any.
   static std::optional<CheckpointMark> StagedCheckpoint(const std::filesystem::path& dir);
 
@@ -215,7 +215,7 @@ class ResultsWriter {
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_metric_ = nullptr;
   sqlite3_stmt* insert_probe_ = nullptr;
-  Mode mode_ = Mode::kFresh;
+  Mode mode_ = Mode::kFresh;  // a discarding writer's too
   CheckpointMark resumed_;
   bool checkpoint_committed_ = false;  // the staged set holds a checkpoint: kept on failure
   bool committed_ = false;

@@ -30,6 +30,13 @@ std::string_view StateKindName(StateKind kind) {
   return "unknown";
 }
 
+std::optional<StateKind> StateKindNamed(std::string_view name) {
+  for (int k = 0; k <= static_cast<int>(StateKind::kText); ++k) {
+    if (StateKindName(static_cast<StateKind>(k)) == name) return static_cast<StateKind>(k);
+  }
+  return std::nullopt;
+}
+
 void StateArchive::operator()(std::string_view name, std::string& text) {
   if (!restoring()) {
     Save(name, StateKind::kText, std::as_bytes(std::span<const char>(text.data(), text.size())));
@@ -67,7 +74,7 @@ std::span<const std::byte> RestoringArchive::Load(std::string_view name, StateKi
     Fail(name, fmt::format("kind {}, but it holds {}", StateKindName(kind),
                            StateKindName(it->second.kind)));
   }
-  if (!read_.emplace(path, true).second) Fail(name, "to be read once, but it was read twice");
+  if (!read_.insert(path).second) Fail(name, "to be read once, but it was read twice");
   return it->second.bytes;
 }
 

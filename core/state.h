@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,6 +34,8 @@ namespace lemmalab {
 enum class StateKind : std::uint8_t { kF32, kF64, kI64, kU64, kI32, kU32, kU8, kBool, kText };
 
 std::string_view StateKindName(StateKind kind);
+// The kind StateKindName calls `name`, if any.
+std::optional<StateKind> StateKindNamed(std::string_view name);
 
 // One saved item: its kind and its elements' bytes (native byte order).
 struct StateItem {
@@ -123,6 +126,21 @@ class StateArchive {
     f();
     prefix_.resize(size);
   }
+  // What f(item) visits for each of `items` (one per worker, say), under name/0, name/1, ...
+  template <typename V, typename F>
+  void Each(std::string_view name, V& items, F&& f) {
+    Scope(name, [&] {
+      for (std::size_t i = 0; i < items.size(); ++i) Scope(std::to_string(i), [&] { f(items[i]); });
+    });
+  }
+  // The same for a vector whose length is state too: saved as name/count, restored first.
+  template <typename V, typename F>
+  void List(std::string_view name, V& items, F&& f) {
+    std::uint64_t count = items.size();
+    (*this)(std::string(name) + "/count", count);
+    items.resize(count);
+    Each(name, items, std::forward<F>(f));
+  }
 
  protected:
   // The path of `name` in the current scope.
@@ -198,7 +216,7 @@ class RestoringArchive final : public StateArchive {
   [[noreturn]] void Fail(std::string_view name, std::string_view what) const override;
   const StateSnapshot& snapshot_;
   std::string origin_;
-  std::map<std::string, bool, std::less<>> read_;
+  std::set<std::string, std::less<>> read_;
 };
 
 // The state `stateful` persists, as a snapshot; and the inverse, which requires the snapshot to

@@ -1,7 +1,5 @@
 #include "optimizers/birder.h"
 
-#include <fmt/format.h>
-
 #include <vector>
 
 #include "optimizers/full_precision_wire.h"
@@ -97,13 +95,11 @@ class Birder final : public ExchangingOptimizer<T> {
   }
 
   void Persist(StateArchive& archive) override {
-    for (std::size_t i = 0; i < workers_.size(); ++i) {
-      archive.Scope(fmt::format("worker {}", i), [&] {
-        archive("m", workers_[i].m);
-        archive("b_hat", workers_[i].b_hat);
-        archive("b", workers_[i].b);
-      });
-    }
+    archive.Each("worker", workers_, [&](Worker& w) {
+      archive("m", w.m);
+      archive("b_hat", w.b_hat);
+      archive("b", w.b);
+    });
     archive.Nested("exchange", exchange_);
   }
 

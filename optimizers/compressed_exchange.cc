@@ -227,12 +227,8 @@ void CompressedExchange<T>::Receive(std::span<const Message> reply, Vector<T>& o
 
 template <typename T>
 void CompressedExchange<T>::Persist(StateArchive& archive) {
-  for (std::size_t i = 0; i < workers_.size(); ++i) {
-    archive.Nested(fmt::format("sender {}", i), workers_[i]);
-  }
-  for (std::size_t c = 0; c < servers_.size(); ++c) {
-    archive.Nested(fmt::format("server chunk {}", c), servers_[c]);
-  }
+  archive.Each("sender", workers_, [&](auto& sender) { sender.Persist(archive); });
+  archive.Each("server chunk", servers_, [&](auto& server) { server.Persist(archive); });
 }
 
 template <typename T>

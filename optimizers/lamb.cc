@@ -371,9 +371,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
   void Persist(StateArchive& archive) override {
     archive.Nested("lamb", lamb_);
     archive.Nested("exchange", exchange_);
-    for (std::size_t i = 0; i < workers_.size(); ++i) {
-      archive(fmt::format("worker {}/m", i), workers_[i].m);
-    }
+    archive.Each("worker", workers_, [&](Worker& w) { archive("m", w.m); });
     archive("v_frozen", v_frozen_);
     archive("frozen_denominator", frozen_denominator_);
     archive("c_avg", c_avg_);

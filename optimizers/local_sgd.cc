@@ -1,7 +1,5 @@
 #include "optimizers/local_sgd.h"
 
-#include <fmt/format.h>
-
 #include <vector>
 
 #include "core/error.h"
@@ -77,12 +75,10 @@ class LocalSgd final : public DistributedOptimizer<T> {
   }
 
   void Persist(StateArchive& archive) override {
-    for (std::size_t i = 0; i < workers_.size(); ++i) {
-      archive.Scope(fmt::format("worker {}", i), [&] {
-        archive("x", workers_[i].x);
-        archive("m", workers_[i].m);
-      });
-    }
+    archive.Each("worker", workers_, [&](Worker& w) {
+      archive("x", w.x);
+      archive("m", w.m);
+    });
   }
 
   const Vector<T>* LocalParameters(int worker) const override {

@@ -1,7 +1,5 @@
 #include "optimizers/onebit_adam.h"
 
-#include <fmt/format.h>
-
 #include <string>
 #include <vector>
 
@@ -175,9 +173,7 @@ class OnebitAdam final : public DistributedOptimizer<T> {
     archive.Nested("preconditioner", preconditioner_);
     archive.Nested("warmup", warmup_);
     archive.Nested("exchange", exchange_);
-    for (std::size_t i = 0; i < workers_.size(); ++i) {
-      archive(fmt::format("worker {}/m", i), workers_[i].m);
-    }
+    archive.Each("worker", workers_, [&](Worker& w) { archive("m", w.m); });
     archive("m", m_);
     archive("v", v_);
     archive("t", t_);
