@@ -96,10 +96,10 @@ class Problem {
   // Threads for full-batch passes (Objective, Evaluate): 0 lets the problem choose by the size
   // of the pass. Results never depend on it; problems whose passes are cheap ignore it.
   virtual void set_threads(int threads) { (void)threads; }
-  // Adds to `estimate` the memory the problem's steps and full-batch passes take beyond its data
-  // and the parameters, with `local_workers` workers stepped in this process on up to `threads`
-  // threads, each part with the options that drive it: what a run checks before it starts
-  // (cli/experiment.cc). Nothing where it is negligible.
+  // Adds to `estimate` the memory the problem holds (a quadratic's rotation) and its steps and
+  // full-batch passes take, beyond its data and the parameters, with `local_workers` workers
+  // stepped in this process on up to `threads` threads, each part with the options that drive
+  // it: what a run checks before it starts (cli/experiment.cc). Nothing where it is negligible.
   virtual void AddWorkingMemory(int local_workers, int threads, MemoryEstimate& estimate) const {
     (void)local_workers;
     (void)threads;

@@ -48,10 +48,9 @@ MemoryEstimate QuadraticMemory(const QuadraticOptions& options, int workers, int
         "the rotation", 2 * d * d * each,
         fmt::format("dimension = {} squared, the rotation and its QR", options.spectrum.dimension));
   }
-  if (options.heterogeneity > 0) {
-    estimate.Add("the workers' shifts", d * workers * each,
-                 fmt::format("dimension = {} x workers = {}", options.spectrum.dimension, workers));
-  }
+  // Held whatever the heterogeneity (zero shifts without it).
+  estimate.Add("the workers' shifts", d * workers * each,
+               fmt::format("dimension = {} x workers = {}", options.spectrum.dimension, workers));
   return estimate;
 }
 
@@ -117,6 +116,19 @@ class RotatedSeparable final : public Problem<T> {
   std::int64_t dimension() const override { return d_; }
   int num_workers() const override { return workers_; }
   Vector<T> InitialPoint() const override { return Vector<T>::Zero(d_); }
+  // What the problem holds beside the run's vectors: the rotation and the workers' shifts in T.
+  void AddWorkingMemory(int /*local_workers*/, int /*threads*/,
+                        MemoryEstimate& estimate) const override {
+    const auto t = static_cast<double>(sizeof(T));
+    if (q_.size() > 0) {
+      estimate.Add("the rotation", t * static_cast<double>(q_.size()),
+                   fmt::format("dimension = {} squared x {} bytes", d_, sizeof(T)));
+    }
+    if (delta_.size() > 0) {
+      estimate.Add("the workers' shifts", t * static_cast<double>(delta_.size()),
+                   fmt::format("dimension = {} x workers = {} x {} bytes", d_, workers_, sizeof(T)));
+    }
+  }
 
   // g = grad f_i(x) + xi; returns f_i(x), without noise.
   double StochasticGradient(int worker, ConstVectorRef<T> x, PhiloxStream& stream,

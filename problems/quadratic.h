@@ -62,7 +62,7 @@ QuadraticModel BuildQuadraticModel(const QuadraticOptions& options, int workers,
 
 // What building the model and a problem on it in scalar type T takes: the rotation and its QR
 // (d x d, twice), and the d x n shifts of the workers' minimisers, each in double and in T.
-// `dimension` and `heterogeneity`/`workers` drive it.
+// `dimension` and `workers` drive it.
 MemoryEstimate QuadraticMemory(const QuadraticOptions& options, int workers, int scalar_bytes);
 
 template <typename T>

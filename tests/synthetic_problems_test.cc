@@ -337,6 +337,34 @@ double BruteForceDoubleWellMinimum(double lambda, double nu) {
   return phi(0.5 * (a + b));
 }
 
+// What a quadratic holds (its rotation and the workers' shifts, in T) counts in a run's memory
+// estimate, and what building it takes is known before it is built, heterogeneity or not (the
+// shifts are held as zeros without it).
+TEST(Quadratic, ItsMemoryIsKnownBeforeAndCountedAfterItIsBuilt) {
+  for (const double zeta : {0.0, 0.5}) {
+    QuadraticOptions o;
+    o.spectrum.dimension = 30;
+    o.heterogeneity = zeta;
+    const MemoryEstimate building = QuadraticMemory(o, 3, sizeof(float));
+    EXPECT_EQ(building.total(), 2 * 30 * 30 * 12 + 30 * 3 * 12) << zeta;
+    const auto problem = MakeQuadratic<float>(BuildQuadraticModel(o, 3, 1));
+    MemoryEstimate held;
+    problem->AddWorkingMemory(3, 1, held);
+    ASSERT_EQ(held.parts.size(), 2u);
+    EXPECT_EQ(held.parts[0].what, "the rotation");
+    EXPECT_EQ(held.parts[0].bytes, 30 * 30 * 4);
+    EXPECT_EQ(held.parts[1].what, "the workers' shifts");
+    EXPECT_EQ(held.parts[1].bytes, 30 * 3 * 4);
+  }
+  QuadraticOptions diagonal;
+  diagonal.spectrum.dimension = 30;
+  diagonal.spectrum.rotate = false;
+  MemoryEstimate held;
+  MakeQuadratic<double>(BuildQuadraticModel(diagonal, 2, 1))->AddWorkingMemory(2, 1, held);
+  ASSERT_EQ(held.parts.size(), 1u);
+  EXPECT_EQ(held.parts[0].bytes, 30 * 2 * 8);
+}
+
 TEST(NonconvexQuadratic, FStarIsTheSumOfBruteForceMinima) {
   for (const double nu : {0.3, 1.0, 5.0}) {
     SCOPED_TRACE(::testing::Message() << "nu " << nu);
