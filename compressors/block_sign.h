@@ -2,7 +2,8 @@
 //   C(x) = [sign(x_B1) ||x_B1||_1 / d_1, ..., sign(x_BM) ||x_BM||_1 / d_M],
 // q-deviate with q^2 = 1 - min_i 1/d_i (by Cauchy-Schwarz; zero is sent as +1, which leaves
 // <sign(x_B), x_B> = ||x_B||_1 and so the bound unchanged). The declared q adds 2^-23 for the
-// float32 rounding of the scales on the wire.
+// float32 rounding of the scales on the wire; EF21's alpha = 1 - q^2 follows from it.
+// Deterministic: draws nothing.
 // Options: blocks = "layers" (default: the problem's layers, as SPAMS uses for networks) or
 // "fixed" with block_size = n (the last block shorter). Wire format: one float32 scale per block,
 // then the packed sign bits.

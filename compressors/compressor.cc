@@ -34,7 +34,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> CompressorShape::LayerRanges(
 CompressorShape CompressorShape::Restrict(std::int64_t begin, std::int64_t end) const {
   LEMMALAB_CHECK(0 <= begin && begin < end && end <= dimension,
                  "range [{}, {}) is not inside [0, {})", begin, end, dimension);
-  CompressorShape piece{end - begin, {}};
+  CompressorShape piece{end - begin, {}, sender, senders};
   for (const Layer& layer : layers.empty() ? SingleLayer(dimension) : layers) {
     const std::int64_t lo = std::max(begin, layer.offset);
     const std::int64_t hi = std::min(end, layer.offset + layer.size());

@@ -57,9 +57,21 @@ struct EncodeStats {
 struct CompressorShape {
   std::int64_t dimension = 0;
   std::vector<Layer> layers;
+  // Which of `senders` workers compresses with the instance: compressors whose senders share one
+  // draw and split the work between them (PermK's blocks of one permutation) read it; for the
+  // others every sender is alike. One sender by default (a server, a node, a probe's draws).
+  int sender = 0;
+  int senders = 1;
 
   static CompressorShape Flat(std::int64_t dimension) {
     return {dimension, SingleLayer(dimension)};
+  }
+  // This shape for worker `sender` of `senders`.
+  CompressorShape ForSender(int sender_index, int sender_count) const {
+    CompressorShape shape = *this;
+    shape.sender = sender_index;
+    shape.senders = sender_count;
+    return shape;
   }
 
   // [begin, end) of each layer (one range when there are no layers); checks that the layers
@@ -87,6 +99,25 @@ class Compressor {
   // q of spams.txt Assumption 1 for this shape: ||C(x) - x|| <= q ||x|| for every x, with
   // q < 1; nullopt when the compressor has no such bound (stochastic ones, sign, scaled sign).
   virtual std::optional<double> q() const { return std::nullopt; }
+  // The constants of the compressed-optimisation literature for this shape, each a proven bound
+  // over the compressor's own draws for every x, or nullopt when it has none:
+  //   omega: E||C(x) - x||^2 <= omega ||x||^2 for an unbiased C (DIANA, MARINA: "C in U(omega)");
+  //   alpha: E||C(x) - x||^2 <= (1 - alpha) ||x||^2, alpha in (0, 1] (EF21: "C in C(alpha)").
+  // A deterministic q (above) gives alpha = 1 - q^2, the default; stochastic contractive
+  // compressors (unscaled random-k, lazy sending) declare theirs.
+  virtual std::optional<double> omega() const { return std::nullopt; }
+  virtual std::optional<double> alpha() const {
+    const std::optional<double> deviation = q();
+    if (!deviation) return std::nullopt;
+    return 1 - *deviation * *deviation;
+  }
+  // Whether Encode ignores its stream: then the message is a function of x alone (a bound
+  // over the draws holds for every call).
+  virtual bool deterministic() const { return false; }
+  // Whether the senders of a step share their draws (PermK's one permutation): their errors are
+  // then correlated, which proofs that add independent errors (the variance of DIANA's and
+  // MARINA's mean message) do not cover.
+  virtual bool correlated_senders() const { return false; }
   // Whether the encoding depends on the layer boundaries of the shape.
   virtual bool uses_layers() const { return false; }
   // Whether element j's stochastic decision is made by word j of the stream from where Encode

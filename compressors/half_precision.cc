@@ -47,6 +47,8 @@ class HalfPrecision final : public ElementwiseDecoded<T, HalfPrecision<T, H>> {
       return std::is_same_v<T, float> ? u : u + std::ldexp(1.0, -23);
     }
   }
+  // A cast: the stream is never read. (bf16's alpha = 1 - q^2 follows from q; fp16 has none.)
+  bool deterministic() const override { return true; }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& /*stream*/, Message& out) override {
     CheckDimension(x.size());

@@ -30,7 +30,7 @@
 //     it too (1 - bf16 max / FLT_MAX < 2^-8).
 //
 // Wire format: d little-endian uint16 words, the raw binary16 / bfloat16 bits of the elements in
-// order. Size: 16 d bits. No draws: the stream is not touched.
+// order. Size: 16 d bits. No draws: the stream is not touched (deterministic() is true).
 // Split (chunked collectives): part k is the words of its range, a byte slice of the message.
 #pragma once
 

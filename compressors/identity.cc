@@ -15,6 +15,9 @@ class Identity final : public Compressor<T> {
   std::string_view name() const override { return "identity"; }
   bool unbiased() const override { return true; }
   std::optional<double> q() const override { return 0.0; }
+  // C(x) = x exactly: in U(0) and (by q = 0) in C(1).
+  std::optional<double> omega() const override { return 0.0; }
+  bool deterministic() const override { return true; }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& /*stream*/, Message& out) override {
     Store(x, out);

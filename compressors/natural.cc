@@ -41,6 +41,8 @@ class Natural final : public ElementwiseDecoded<T, Natural<T>> {
 
   std::string_view name() const override { return "natural"; }
   bool unbiased() const override { return true; }
+  // Horvath et al., Theorem 3 (natural.h).
+  std::optional<double> omega() const override { return 0.125; }
   bool draws_word_per_element() const override { return true; }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {

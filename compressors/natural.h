@@ -18,7 +18,9 @@
 //     2^128 does not fit (and is infinite in float32), so the element is sent as
 //     sign(x_j) 2^127, biased, and counted in EncodeStats.out_of_domain.
 // So unbiasedness holds for every |x_j| <= 2^127 and the omega = 1/8 bound for the elements that
-// are 0 or in [2^-126, 2^127]: exactly the inputs with out_of_domain = 0.
+// are 0 or in [2^-126, 2^127]: exactly the inputs with out_of_domain = 0. omega() declares the
+// paper's 1/8 (Theorem 3: C_nat in B(1/8)), for those inputs, and like unbiasedness without the
+// 2^-32 draw granularity (which adds at most 2^-32 ||x||^2; the decoded powers of two are exact).
 // Non-finite elements are counted in EncodeStats.non_finite and sent as 0.
 //
 // Draws: element j uses word j of the stream from where Encode starts (rounding up iff

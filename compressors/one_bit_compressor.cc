@@ -37,6 +37,8 @@ class OneBitCompressor final : public Compressor<T> {
   bool draws_word_per_element() const override {
     return format_.draw == OneBitFormat::Draw::kStochastic;
   }
+  // Sign draws (sign, scaled-sign, block-sign) read no word of the stream.
+  bool deterministic() const override { return format_.draw == OneBitFormat::Draw::kSign; }
   std::vector<double> MessageScales(const Message& in) const override {
     Bits(in, dimension_);  // checks the size
     std::vector<double> scales;

@@ -7,18 +7,18 @@
 #include <type_traits>
 #include <vector>
 
+#include "compressors/low_rank.h"
 #include "core/error.h"
 
 namespace lemmalab {
 namespace {
 
 using Eigen::MatrixXd;
+using low_rank::IsMatrix;
 
 // Below this fraction of a column's length, its part orthogonal to the earlier columns is
 // rounding error rather than a direction (products in double are accurate to ~1e-16 relative).
 constexpr double kDependent = 1e-10;
-
-bool IsMatrix(const Layer& layer) { return layer.rows > 1 && layer.cols > 1; }
 
 // Removes from v its components along columns 0..k-1 of `basis` (orthonormal), one column at a
 // time (modified Gram-Schmidt), twice: the second pass removes what rounding left of the first.
@@ -67,27 +67,6 @@ void DrawStandardNormal(PhiloxStream& stream, MatrixXd& q) {
     const double u2 = words[2 * j + 1] * 0x1p-32;
     q.data()[j] = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
   }
-}
-
-// Writes a's entries in storage (column) order as T and returns the position after them.
-template <typename T>
-std::uint8_t* Put(const MatrixXd& a, std::uint8_t* cursor) {
-  for (Eigen::Index j = 0; j < a.size(); ++j) {
-    const T v = static_cast<T>(a.data()[j]);
-    std::memcpy(cursor + j * sizeof(T), &v, sizeof(T));
-  }
-  return cursor + a.size() * sizeof(T);
-}
-
-// Reads a's entries (of a's size) as Put wrote them.
-template <typename T>
-const std::uint8_t* Get(const std::uint8_t* cursor, MatrixXd& a) {
-  for (Eigen::Index j = 0; j < a.size(); ++j) {
-    T v;
-    std::memcpy(&v, cursor + j * sizeof(T), sizeof(T));
-    a.data()[j] = v;
-  }
-  return cursor + a.size() * sizeof(T);
 }
 
 template <typename T>
@@ -146,8 +125,8 @@ class PowerSgd final : public Compressor<T> {
       q.noalias() = m.transpose() * p;
       // The next call starts from the Q the receiver got.
       q = q.template cast<T>().template cast<double>();
-      cursor = Put<T>(p, cursor);
-      cursor = Put<T>(q, cursor);
+      cursor = low_rank::Put<T>(p, cursor);
+      cursor = low_rank::Put<T>(q, cursor);
     }
     started_ = true;
     return stats;
@@ -166,11 +145,7 @@ class PowerSgd final : public Compressor<T> {
         cursor += layer.size() * sizeof(T);
         continue;
       }
-      MatrixXd p(layer.rows, ranks_[l]), q(layer.cols, ranks_[l]);
-      cursor = Get<T>(cursor, p);
-      cursor = Get<T>(cursor, q);
-      Eigen::Map<RowMatrix<T>>(values, layer.rows, layer.cols) =
-          (p * q.transpose()).template cast<T>();
+      cursor = low_rank::DecodeFactors<T>(cursor, layer, ranks_[l], values);
     }
   }
 

@@ -8,7 +8,13 @@
 // swapped (r/s with probability t_j - r), which would make E[l_j] = 2r_j + 1 - t_j, a biased
 // quantizer; this is the paper's unbiased QSGD. Per coordinate E[(Q_s(x)_j - x_j)^2] =
 // (N/s)^2 p_j (1 - p_j) with p_j = t_j - r_j, and for the 2-norm Alistarh et al.'s Lemma 3.1
-// bounds the total: E||Q_s(x) - x||^2 <= min(d/s^2, sqrt(d)/s) ||x||^2.
+// bounds the total: E||Q_s(x) - x||^2 <= min(d/s^2, sqrt(d)/s) ||x||^2, declared as omega()
+// (DIANA's and MARINA's class U(omega)). The lemma's argument holds for any N with
+// max |x_j| <= N <= ||x||_2, so for the inf-norm too: p_j (1 - p_j) <= 1/4 gives at most
+// d N^2 / (4 s^2) <= (d/s^2) ||x||^2, and p_j (1 - p_j) <= p_j <= t_j gives at most
+// (N/s)^2 sum_j t_j = (N/s) ||x||_1 <= (sqrt(d)/s) ||x||^2. Like unbiasedness, the constant is
+// that of the exact quantizer: the float32 N_f (rounded up, up to a relative 2^-23 above N),
+// the 2^-32 draw granularity and the rounding of the decoded values to T are not included.
 //
 // Options: levels = s (integer in [1, 65535], default 4: 3 level bits + 1 sign bit per element);
 // norm = "2" (default, the paper's) or "inf" (N = max |x_j|, the footnote's p-norm with p = inf;
@@ -44,18 +50,79 @@
 // that instance would encode from the segment (its norm would be the segment's).
 #pragma once
 
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "compressors/compressor.h"
+#include "compressors/quantization.h"
+#include "core/error.h"
 
 namespace lemmalab {
 
 enum class QsgdNorm { kTwo, kInf };
 
+// Option `norm`: "2" (default) or "inf".
+QsgdNorm QsgdNormFromOptions(OptionTable& options);
+
 inline constexpr int kMaxQsgdLevels = 65535;
 
 // w = ceil(log2(s + 1)), the bits of a level field.
 int QsgdLevelBits(int levels);
+
+// The wire format above, which natural dithering (compressors/natural_dithering.h) shares with
+// codes of its own: N_f as float32, then one (w + 1)-bit field per element, a code in [0, s] in
+// bits 0..w-1 and the sign in bit w. It sizes, checks, splits and reads messages; what a code is
+// worth is the compressor's.
+class QsgdFormat {
+ public:
+  // `compressor` names the compressor in the messages of failed checks.
+  QsgdFormat(std::string_view compressor, int levels, std::int64_t dimension);
+
+  std::string_view compressor() const { return compressor_; }
+  int levels() const { return levels_; }
+  std::int64_t dimension() const { return dimension_; }
+  int width() const { return width_; }  // w
+  std::size_t MessageBytes() const;
+  // Checks that a vector to encode or decode into has the format's dimension.
+  void CheckDimension(Eigen::Index d) const;
+
+  // Compressor::Split: part k is N_f, repeated, then the fields of its range, so that an
+  // instance for the range decodes them with the same N_f as the whole message.
+  bool Split(const Message& whole, std::span<const std::int64_t> bounds,
+             std::vector<Message>& parts) const;
+
+  // Checks a message and calls f(j, value of element j) for every element: magnitude(n, c) for
+  // its code c (n being N_f as a double), negated when the sign bit is set.
+  template <typename Magnitude, typename F>
+  void ForEachValue(const Message& in, Eigen::Index d, Magnitude magnitude, F f) const {
+    CheckDimension(d);
+    CheckMessageSize(compressor_, in, MessageBytes());
+    float scale;
+    std::memcpy(&scale, in.bytes.data(), sizeof(float));
+    const auto n = static_cast<double>(scale);
+    const std::uint32_t code_mask = (1u << width_) - 1;
+    quantization::BitReader reader(in.bytes.data() + sizeof(float));
+    for (std::int64_t j = 0; j < dimension_; ++j) {
+      const std::uint32_t field = reader.Get(width_ + 1);
+      const std::uint32_t code = field & code_mask;
+      LEMMALAB_CHECK(code <= static_cast<std::uint32_t>(levels_),
+                     "{} message holds level {} at {}, above s = {}", compressor_, code, j,
+                     levels_);
+      const auto v = magnitude(n, code);
+      f(j, (field >> width_) != 0 ? -v : v);
+    }
+  }
+
+ private:
+  std::string compressor_;
+  int levels_;
+  std::int64_t dimension_;
+  int width_;
+};
 
 // `name` lets TernGrad (QSGD with N = max |x_j| and s = 1) report its own name.
 template <typename T>

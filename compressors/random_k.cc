@@ -4,48 +4,37 @@
 #include <bit>
 #include <vector>
 
-#include "compressors/multibit.h"
 #include "compressors/sparse.h"
 
 namespace lemmalab {
 namespace {
 
 template <typename T>
-class RandomK final : public SparseCompressor<T> {
+class RandomK final : public SampledSparseCompressor<T> {
  public:
   RandomK(std::int64_t dimension, std::int64_t k, bool scaled)
-      : SparseCompressor<T>("random-k", dimension, k, RandomKScale<T>(dimension, k, scaled)),
+      : SampledSparseCompressor<T>("random-k", dimension, k, RandomKScale<T>(dimension, k, scaled)),
         scaled_(scaled),
         choice_(dimension, k) {}
 
   bool unbiased() const override { return scaled_; }
-
-  EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
-    this->CheckDimension(x.size());
-    EncodeStats stats;
-    stats.elements = x.size();
-    stats.non_finite = multibit::Norms<T>({x.data()}, x.size(), false, nullptr).non_finite;
-    this->Write(choice_.Choose(stream), x, out);
-    return stats;
+  // Each coordinate is kept with probability k/d (compressors/random_k.h), so E||C(x) - x||^2 is
+  // exactly (d/k - 1)||x||^2 scaled (U(d/k - 1), as DIANA's rand-k) and (1 - k/d)||x||^2
+  // unscaled (C(k/d), as EF21's rand-k).
+  std::optional<double> omega() const override {
+    if (!scaled_) return std::nullopt;
+    return this->ScaledOmega();
   }
-
-  // The choice does not depend on u, so one pass stores u = x + a e in e, and only the k kept
-  // coordinates need u - C(u): what the default's full decoding pass leaves, bit for bit.
-  EncodeStats EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e, PhiloxStream& stream,
-                                 Message& out) override {
-    this->CheckDimension(x.size());
-    this->CheckDimension(e.size());
-    EncodeStats stats;
-    stats.elements = x.size();
-    stats.non_finite =
-        multibit::Norms<T>({x.data(), e.data(), a}, x.size(), false, e.data()).non_finite;
-    const std::span<const std::uint32_t> kept = choice_.Choose(stream);
-    this->Write(kept, e, out);
-    this->SubtractKept(kept, e);
-    return stats;
+  std::optional<double> alpha() const override {
+    if (scaled_) return std::nullopt;
+    return static_cast<double>(this->k()) / static_cast<double>(this->dimension());
   }
 
  private:
+  std::span<const std::uint32_t> Choose(PhiloxStream& stream) override {
+    return choice_.Choose(stream);
+  }
+
   bool scaled_;
   RandomKChoice choice_;
 };

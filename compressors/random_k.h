@@ -4,7 +4,10 @@
 // Each coordinate is kept with probability k/d, so
 //   scaled = true  (default): C(x) = (d/k) x_S, unbiased, E||C(x) - x||^2 = (d/k - 1) ||x||^2;
 //   scaled = false:           C(x) = x_S, biased, E||C(x) - x||^2 = (1 - k/d) ||x||^2.
-// Neither has a deterministic q (the error depends on the draw), so q() is nullopt.
+// Neither has a deterministic q (the error depends on the draw), so q() is nullopt; the
+// expectations are the literature's constants, declared as omega() = d/k - 1 (scaled: DIANA's
+// and MARINA's U(omega)) and alpha() = k/d (unscaled: EF21's C(alpha)), both attained with
+// equality for every x.
 //
 // Options: k (a count, >= 1) or fraction (in (0, 1], k = max(1, ceil(fraction * d))), exactly
 // one of them, as for top-k; scaled (bool, default true).
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "compressors/sparse.h"
 
 namespace lemmalab {
 
@@ -54,7 +58,7 @@ class RandomKChoice {
 // The factor every received value is multiplied by: d / k when scaled (unbiased), else 1.
 template <typename T>
 T RandomKScale(std::int64_t dimension, std::int64_t k, bool scaled) {
-  return scaled ? static_cast<T>(static_cast<double>(dimension) / static_cast<double>(k)) : T(1);
+  return scaled ? SparseScale<T>(dimension, k) : T(1);
 }
 
 template <typename T>

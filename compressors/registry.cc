@@ -1,14 +1,18 @@
 // The compressor registry: adding a compressor is one file and one line in the table below.
 #include <fmt/format.h>
 
+#include "compressors/bernoulli.h"
 #include "compressors/block_sign.h"
 #include "compressors/compressor.h"
 #include "compressors/half_precision.h"
 #include "compressors/identity.h"
 #include "compressors/natural.h"
+#include "compressors/natural_dithering.h"
+#include "compressors/permk.h"
 #include "compressors/powersgd.h"
 #include "compressors/qsgd.h"
 #include "compressors/random_k.h"
+#include "compressors/rank_k.h"
 #include "compressors/scaled_sign.h"
 #include "compressors/sign.h"
 #include "compressors/stochastic_binary.h"
@@ -48,6 +52,16 @@ const Registry<CompressorInfo>& Compressors() {
            &TopKFromOptions<float>, &TopKFromOptions<double>},
           {"random-k", "k uniformly random coordinates, scaled by d/k (unbiased) or not",
            &RandomKFromOptions<float>, &RandomKFromOptions<double>},
+          {"permk",
+           "PermK: the senders split one shared random permutation, each scaled to be unbiased",
+           &PermKFromOptions<float>, &PermKFromOptions<double>},
+          {"natural-dithering",
+           "natural dithering: unbiased levels 0, 2^(1-s), ..., 1/2, 1 of x/||x||_p",
+           &NaturalDitheringFromOptions<float>, &NaturalDitheringFromOptions<double>},
+          {"bernoulli", "lazy sending: x (scaled by 1/p, or not) with probability p, else nothing",
+           &BernoulliFromOptions<float>, &BernoulliFromOptions<double>},
+          {"rank-k", "best rank-k approximation of each matrix layer by SVD; vectors raw",
+           &RankKFromOptions<float>, &RankKFromOptions<double>},
       });
   return registry;
 }

@@ -3,8 +3,9 @@
 // per chunk of the vector, with zero sent as +1 so ||sign(x_c)|| = sqrt(d_c) (docs/conventions.md
 // §5). Option `chunk` (elements per scale; 0, the default, means one scale for the
 // whole vector, as the worker's C in the algorithm box). Wire format: one float32 scale per
-// chunk, then the packed sign bits: 8 ceil(d/8) + 32 * chunks bits. Deterministic and biased,
-// with no q < 1 in general (x = e_1 gives ||C(x) - x||^2 = (2 - 2/sqrt(d)) ||x||^2).
+// chunk, then the packed sign bits: 8 ceil(d/8) + 32 * chunks bits. Deterministic (draws
+// nothing) and biased, with no q < 1 and so no alpha in general (x = e_1 gives
+// ||C(x) - x||^2 = (2 - 2/sqrt(d)) ||x||^2).
 // Split (the chunked compressed allreduce: a worker's whole-vector message cut into the servers'
 // chunks): part k is the scale of every chunk its range overlaps, repeated in each part, then the
 // bits of its range (compressors/one_bit_compressor.h). Always exact with one scale (chunk = 0);

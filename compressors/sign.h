@@ -1,6 +1,7 @@
 // Sign (signSGD, Bernstein et al. 2018): C(x) = sign(x), one bit per element and nothing else.
-// A bit has two states, so zero is sent as +1 (docs/conventions.md §5). Biased and without a
-// q < 1; used with error feedback it is EF-signSGD.
+// A bit has two states, so zero is sent as +1 (docs/conventions.md §5). Biased, with no q < 1
+// and no alpha (||C(x)|| = sqrt(d) whatever ||x||, so ||C(x) - x|| > ||x|| for small x);
+// used with error feedback it is EF-signSGD. Deterministic: draws nothing.
 // Split (chunked collectives): part k is the bits of its range, a byte slice; always exact.
 #pragma once
 

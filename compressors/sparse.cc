@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compressors/multibit.h"
 #include "compressors/sparse_element.h"
 #include "core/error.h"
 
@@ -30,14 +31,16 @@ SparseCount SparseCount::FromOptions(OptionTable& options) {
                      std::move(context));
 }
 
-std::int64_t SparseCount::For(std::int64_t dimension) const {
-  constexpr std::int64_t kMaxDimension = std::int64_t{1} << 32;
-  if (dimension > kMaxDimension) {
+void CheckSparseDimension(std::string_view context, std::int64_t dimension) {
+  if (dimension > kMaxSparseDimension) {
     throw UserError(
-        fmt::format("{}: sparse messages carry 32-bit indices, so d must be <= 2^32, "
-                    "got d = {}",
-                    context_, dimension));
+        fmt::format("{}: sparse messages carry 32-bit indices, so d must be <= 2^32, got d = {}",
+                    context, dimension));
   }
+}
+
+std::int64_t SparseCount::For(std::int64_t dimension) const {
+  CheckSparseDimension(context_, dimension);
   std::int64_t k = k_;
   if (fraction_ > 0) {
     double product = fraction_ * static_cast<double>(dimension);
@@ -69,8 +72,16 @@ SparseCompressor<T>::SparseCompressor(std::string_view name, std::int64_t dimens
       k_(k),
       scale_(scale),
       index_bytes_(IndexBytes(dimension)) {
-  LEMMALAB_CHECK(k >= 0 && k <= dimension && dimension <= (std::int64_t{1} << 32),
+  LEMMALAB_CHECK(k >= 0 && k <= dimension && dimension <= kMaxSparseDimension,
                  "{}: k = {} for d = {}", name, k, dimension);
+}
+
+template <typename T>
+SparseCompressor<T>::SparseCompressor(std::string_view name, std::int64_t dimension, std::int64_t k,
+                                      ScaleByCount)
+    : SparseCompressor(name, dimension, k, SparseScale<T>(dimension, k)) {
+  LEMMALAB_CHECK(k >= 1, "{}: k = {} for d = {}", name, k, dimension);
+  scale_by_count_ = true;
 }
 
 template <typename T>
@@ -97,7 +108,7 @@ void SparseCompressor<T>::Write(std::span<const std::uint32_t> indices, ConstVec
     for (int b = 0; b < index_bytes_; ++b) *p++ = static_cast<std::uint8_t>(j >> (8 * b));
   }
   for (const std::uint32_t j : indices) {
-    const T v = WireNaN(x[j]);  // a computed NaN's bits depend on the hardware
+    const T v = WireNaN(x[j]);      // a computed NaN's bits depend on the hardware
     std::memcpy(p, &v, sizeof(T));  // the host is little-endian, as the wire
     p += sizeof(T);
   }
@@ -107,8 +118,18 @@ template <typename T>
 template <typename F>
 void SparseCompressor<T>::ForEach(const Message& in, std::int64_t size, F&& f) const {
   CheckDimension(size);
-  const std::size_t k = static_cast<std::size_t>(k_);
-  CheckMessageSize(name_, in, k * (static_cast<std::size_t>(index_bytes_) + sizeof(T)));
+  const std::size_t entry = static_cast<std::size_t>(index_bytes_) + sizeof(T);
+  std::size_t k = static_cast<std::size_t>(k_);
+  T scale = scale_;
+  if (scale_by_count_) {
+    k = in.bytes.size() / entry;
+    LEMMALAB_CHECK(
+        in.bytes.size() % entry == 0 && k >= 1 && k <= static_cast<std::size_t>(dimension_),
+        "{} message of {} bytes is not 1 to {} entries of {} bytes", name_, in.bytes.size(),
+        dimension_, entry);
+    scale = SparseScale<T>(dimension_, static_cast<std::int64_t>(k));
+  }
+  CheckMessageSize(name_, in, k * entry);
   const std::uint8_t* index = in.bytes.data();
   const std::uint8_t* value = index + k * static_cast<std::size_t>(index_bytes_);
   std::int64_t previous = -1;
@@ -122,7 +143,7 @@ void SparseCompressor<T>::ForEach(const Message& in, std::int64_t size, F&& f) c
     T v;
     std::memcpy(&v, value, sizeof(T));
     value += sizeof(T);
-    f(j, scale_ * v);
+    f(j, scale * v);
   }
 }
 
@@ -137,7 +158,32 @@ void SparseCompressor<T>::DecodeAdd(const Message& in, T weight, VectorRef<T> ac
   ForEach(in, acc.size(), [&](std::int64_t j, T y) { acc[j] += weight * y; });
 }
 
+template <typename T>
+EncodeStats SampledSparseCompressor<T>::Encode(ConstVectorRef<T> x, PhiloxStream& stream,
+                                               Message& out) {
+  this->CheckDimension(x.size());
+  const std::int64_t non_finite =
+      multibit::Norms<T>({x.data()}, x.size(), false, nullptr).non_finite;
+  this->Write(Choose(stream), x, out);
+  return {.elements = x.size(), .non_finite = non_finite};
+}
+
+template <typename T>
+EncodeStats SampledSparseCompressor<T>::EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e,
+                                                           PhiloxStream& stream, Message& out) {
+  this->CheckDimension(x.size());
+  this->CheckDimension(e.size());
+  const std::int64_t non_finite =
+      multibit::Norms<T>({x.data(), e.data(), a}, x.size(), false, e.data()).non_finite;
+  const std::span<const std::uint32_t> kept = Choose(stream);
+  this->Write(kept, e, out);
+  this->SubtractKept(kept, e);
+  return {.elements = x.size(), .non_finite = non_finite};
+}
+
 template class SparseCompressor<float>;
 template class SparseCompressor<double>;
+template class SampledSparseCompressor<float>;
+template class SampledSparseCompressor<double>;
 
 }  // namespace lemmalab

@@ -1,5 +1,6 @@
-// What the sparse compressors (top-k, random-k) share: the count of kept coordinates, read from
-// the options, and the wire format of a sparse message with its decoder.
+// What the sparse compressors (top-k, random-k, PermK) share: the count of kept coordinates, read
+// from the options, the wire format of a sparse message with its decoder, and the encoder of the
+// compressors that draw their coordinates (SampledSparseCompressor).
 //
 // Wire format: k indices in ascending order, each in the narrowest unsigned little-endian integer
 // that holds d - 1 (1 byte if d <= 256, 2 if d <= 65536, else 4), followed by the k values in the
@@ -10,7 +11,9 @@
 // Values travel in T rather than float32 because a sparse message is meant to carry the kept
 // coordinates exactly (Top-k's q of spams.txt Remark 1 then needs no rounding slack). Decoding
 // zero-fills and scatters value * scale, scale being fixed per instance (d/k for scaled
-// random-k, 1 otherwise).
+// random-k, 1 otherwise), or, for a format whose senders keep different counts (PermK's blocks),
+// read from the message: k' = bytes / (IndexBytes(d) + sizeof(T)) kept coordinates, each scaled
+// by d/k' (SparseScale), so that any instance of the configuration decodes any sender's message.
 //
 // Split (chunked collectives) is not supported (Compressor::Split returns false): an instance
 // for a range [lo, hi) expects exactly its own k' = k(hi - lo) entries (and, for scaled random-k,
@@ -21,6 +24,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "compressors/compressor.h"
@@ -48,8 +52,22 @@ class SparseCount {
   std::string context_;  // "<where>: compressor 'top-k'", for shape-dependent errors
 };
 
-// Bytes of one index for vectors of `dimension` elements (at most 2^32).
+// The largest d a sparse message can index (its indices have 32 bits).
+inline constexpr std::int64_t kMaxSparseDimension = std::int64_t{1} << 32;
+
+// Throws UserError when d exceeds kMaxSparseDimension; `context` names the compressor
+// ("<where>: compressor 'top-k'").
+void CheckSparseDimension(std::string_view context, std::int64_t dimension);
+
+// Bytes of one index for vectors of `dimension` elements (at most kMaxSparseDimension).
 int IndexBytes(std::int64_t dimension);
+
+// The factor d/k of a message keeping k of d coordinates uniformly at random, rounded to T: what
+// makes it unbiased.
+template <typename T>
+T SparseScale(std::int64_t dimension, std::int64_t k) {
+  return static_cast<T>(static_cast<double>(dimension) / static_cast<double>(k));
+}
 
 // The common part of the sparse compressors: the message layout and its decoding.
 template <typename T>
@@ -63,6 +81,10 @@ class SparseCompressor : public Compressor<T> {
  protected:
   // `scale` multiplies every received value (1 for an unscaled message).
   SparseCompressor(std::string_view name, std::int64_t dimension, std::int64_t k, T scale);
+  // Messages of any count k' in [1, d], each value multiplied by SparseScale(d, k'); this
+  // instance encodes k.
+  struct ScaleByCount {};
+  SparseCompressor(std::string_view name, std::int64_t dimension, std::int64_t k, ScaleByCount);
 
   std::int64_t dimension() const { return dimension_; }
   std::int64_t k() const { return k_; }
@@ -87,8 +109,36 @@ class SparseCompressor : public Compressor<T> {
   std::string_view name_;
   std::int64_t dimension_;
   std::int64_t k_;
-  T scale_;
+  T scale_;  // of this instance's own messages
+  bool scale_by_count_ = false;
   int index_bytes_;
+};
+
+// A sparse compressor whose k kept coordinates are drawn from the stream, each k-subset equally
+// likely, whatever x holds (random-k; each sender of PermK): the derived class supplies the draw,
+// Choose, documented in its own header, and the encoding is this one. Non-finite inputs are
+// counted over all d coordinates, kept or not.
+template <typename T>
+class SampledSparseCompressor : public SparseCompressor<T> {
+ public:
+  EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) final;
+  // The choice does not depend on u, so one pass stores u = x + a e in e, and only the kept
+  // coordinates need u - C(u) (SubtractKept): what the default's full decoding pass leaves, bit
+  // for bit.
+  EncodeStats EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e, PhiloxStream& stream,
+                                 Message& out) final;
+
+ protected:
+  using SparseCompressor<T>::SparseCompressor;
+
+  // The k kept coordinates, ascending, valid until the next call.
+  virtual std::span<const std::uint32_t> Choose(PhiloxStream& stream) = 0;
+
+  // omega of the message scaled by d/k: each coordinate is kept with probability k/d, so
+  // E||C(x) - x||^2 = (d/k - 1) ||x||^2 for every x.
+  double ScaledOmega() const {
+    return static_cast<double>(this->dimension()) / static_cast<double>(this->k()) - 1;
+  }
 };
 
 // Exactly uniform integer in [0, range), 1 <= range <= 2^32, by Lemire's multiply-and-reject

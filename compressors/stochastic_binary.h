@@ -21,6 +21,9 @@
 //                       the receiver decodes s * (+-1). Unbiased for every finite input, at the
 //                       cost of 32 bits per message. (u / s is evaluated as u * (1 / s).)
 // Non-finite inputs are counted (never silently quantized as if valid) and sent as -1.
+// Neither policy has an omega or alpha (compressors/compressor.h): under "rescale",
+// E||C(u) - u||^2 = d s^2 - ||u||^2, unbounded relative to ||u||^2 as u -> 0 (s stays >= 1);
+// "clip" is biased and sends +-1 for u = 0.
 //
 // Split (Birder's hierarchical all-reduce, birder.txt Sec. 4): part k is the bits of its range (a
 // byte slice), preceded under "rescale" by the whole vector's scale s, repeated in every part;

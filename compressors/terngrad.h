@@ -4,7 +4,9 @@
 //
 // so E[C(x)] = x (unbiased) and E[(C(x)_j - x_j)^2] = s_max |x_j| - x_j^2 per coordinate. This is
 // exactly QSGD with the max-norm and s = 1 level (compressors/qsgd.h), and is built from that
-// quantizer: the same draws, the same message bytes, the same handling of edge cases. The paper's
+// quantizer: the same draws, the same message bytes, the same handling of edge cases, and QSGD's
+// omega = min(d, sqrt(d)) = sqrt(d) (E||C(x) - x||^2 = s_max ||x||_1 - ||x||^2 <= sqrt(d) ||x||^2
+// by Cauchy-Schwarz, since s_max <= ||x||_2). The paper's
 // refinements for training (layer-wise ternarizing, gradient clipping) are not part of this
 // compressor.
 //

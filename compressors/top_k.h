@@ -17,7 +17,8 @@
 // Wire format (compressors/sparse.h): the k kept indices ascending (uint8 if d <= 256, uint16 if
 // d <= 65536, else uint32; little-endian), then their values in T:
 //   bits = k * (8 * IndexBytes(d) + 8 * sizeof(T)).
-// Deterministic: draws no words from the stream.
+// Deterministic (deterministic() is true): draws no words from the stream. EF21's contraction
+// constant (class C(alpha)) follows from q: alpha = 1 - q^2 = k/d.
 // Split: not supported, as for every sparse message (compressors/sparse.h).
 #pragma once
 

@@ -4,7 +4,7 @@
 
 namespace lemmalab {
 
-PhiloxStream::PhiloxStream(const StreamKey& key) {
+PhiloxStream::PhiloxStream(const StreamKey& key) : stream_key_(key) {
   LEMMALAB_CHECK(key.step <= 0xFFFFFFFFull, "step {} does not fit in the stream key", key.step);
   key_ = {{static_cast<std::uint32_t>(key.seed), static_cast<std::uint32_t>(key.seed >> 32)}};
   counter_ = {{0u, static_cast<std::uint32_t>(key.step), key.worker,

@@ -28,6 +28,8 @@ enum class Purpose : std::uint32_t {
   kServerCompression = 5,  // stochastic compressors at the aggregation point
   kInitialization = 6,     // random initial parameters (neural networks)
   kProbe = 7,              // probes' own draws (repeated quantizations of a recorded input)
+  kSharedCompression = 8,  // draws all senders of a step share: PermK's permutation (worker field
+                           // kGlobalStream), MARINA's coin (kGlobalStream - 1: independent of it)
 };
 
 // Worker field of streams that belong to no worker.
@@ -69,10 +71,14 @@ class PhiloxStream {
   const Cipher::ctr_type& counter() const { return counter_; }
   // Index of the word the next draw returns.
   std::uint64_t position() const { return 4 * std::uint64_t{counter_[0]} - (4 - index_); }
+  // The key this stream was made from: a compressor whose senders share draws (PermK) makes the
+  // step's shared stream from its seed and step.
+  const StreamKey& stream_key() const { return stream_key_; }
 
  private:
   void NextBlock();
 
+  StreamKey stream_key_;
   Cipher::key_type key_;
   Cipher::ctr_type counter_;  // counter_[0] is the index of the *next* block to generate
   std::array<result_type, 4> block_{};

@@ -34,10 +34,10 @@ using Bounds = std::vector<std::int64_t>;
 
 // The compressors whose messages split (exactly, for the bounds their headers name), and those
 // whose format cannot be split: the classification documented in each compressor's header.
-const std::set<std::string> kSplitting = {
-    "identity", "sign",     "scaled-sign", "block-sign", "stochastic-binary",
-    "qsgd",     "terngrad", "natural",     "fp16",       "bf16"};
-const std::set<std::string> kNotSplitting = {"top-k", "random-k", "powersgd"};
+const std::set<std::string> kSplitting = {"identity",          "sign", "scaled-sign", "block-sign",
+                                          "stochastic-binary", "qsgd", "terngrad",    "natural",
+                                          "natural-dithering", "fp16", "bf16",        "bernoulli"};
+const std::set<std::string> kNotSplitting = {"top-k", "random-k", "powersgd", "permk", "rank-k"};
 
 // Whether the ranges of `bounds` fit fixed blocks of n, which an instance for a range restarts at
 // the range's start: each range starts on a block boundary or lies inside one block.
@@ -95,6 +95,14 @@ std::vector<Config> Configs() {
       {"RandomKUnscaled", "name = \"random-k\"\nfraction = 0.5\nscaled = false", Never},
       {"PowerSgdRank1", "name = \"powersgd\"\nrank = 1", Never},
       {"PowerSgdRank3", "name = \"powersgd\"\nrank = 3", Never},
+      {"PermK", R"(name = "permk")", Never},
+      {"NaturalDithering", R"(name = "natural-dithering")", Always},  // 5-bit fields
+      {"NaturalDitheringInfNorm", "name = \"natural-dithering\"\nlevels = 3\nnorm = \"inf\"",
+       Always},
+      // Seeds 1 to 3 with p = 1/2 give sent and unsent messages both.
+      {"BernoulliScaled", R"(name = "bernoulli")", Always},
+      {"BernoulliUnscaled", "name = \"bernoulli\"\np = 0.5\nscaled = false", Always},
+      {"RankK", "name = \"rank-k\"\nrank = 2", Never},
   };
 }
 
