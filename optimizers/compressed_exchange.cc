@@ -124,7 +124,7 @@ CompressedExchange<T>::CompressedExchange(const ExchangeConfig<T>& config,
     workers_.reserve(static_cast<std::size_t>(context.workers));
     for (int i = 0; i < context.workers; ++i) {
       workers_.emplace_back(ErrorFeedback<T>(config.worker_feedback, context.LocalDimension(i)),
-                            config.worker_compressor(shape));
+                            config.worker_compressor(shape.ForSender(i, context.workers)));
     }
     return;
   }

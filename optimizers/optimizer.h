@@ -79,6 +79,9 @@ enum class Quantity {
   kLayerScale,      // per layer: LAMB's c_t^(l) (Eq. 1; 1-bit LAMB line 20)
   kLayerTarget,     // per layer: 1-bit LAMB's line-17 ratio of frozen to fresh variance, before
                     // the clips of lines 18-19 (what r_t^(l) follows)
+  kShift,           // the worker's running estimate of its gradient that its compressed
+                    // messages correct: EF21's g_i^t, DIANA's h_i (kServer: their mean, as the
+                    // replicas keep it)
 };
 
 // One sender's last compression, kept for the probes that test the compressor itself (repeated

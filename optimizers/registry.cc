@@ -3,9 +3,12 @@
 
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
+#include "optimizers/diana.h"
+#include "optimizers/ef21.h"
 #include "optimizers/ef_sgd.h"
 #include "optimizers/lamb.h"
 #include "optimizers/local_sgd.h"
+#include "optimizers/marina.h"
 #include "optimizers/onebit_adam.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
@@ -34,6 +37,9 @@ const Registry<OptimizerInfo>& Optimizers() {
           {"birder", "Birder: 1-bit Q(m/b) with worker and server EF",
            "birder.txt Algorithm 1 (lines 1-17), Eq. 4-5, footnote 5", &BirderFromOptions<float>,
            &BirderFromOptions<double>},
+          {"diana", "DIANA: C(g - h_i) with learned shifts h_i += a C(...); fp mean back",
+           "Mishchenko, Gorbunov, Takac & Richtarik 2019, Algorithm 1 (no prox, beta = 0)",
+           &DianaFromOptions<float>, &DianaFromOptions<double>},
           {"dist-spams",
            "distributed SPAMS: workers send C(g + e) with EF, the server runs AMSGrad",
            "spams.txt Algorithm 2 (lines 1-17); docs/conventions.md §6",
@@ -50,6 +56,12 @@ const Registry<OptimizerInfo>& Optimizers() {
           {"ef-signsgd", "EF-signSGD: block-sign ||p_B||_1/d_B sign(p_B)",
            "Karimireddy et al., ICML 2019, Algorithm EF-SIGNSGD", &EfSignSgdFromOptions<float>,
            &EfSignSgdFromOptions<double>},
+          {"ef21", "EF21: C(g - g_i), g_i += C(...); replicas g += mean, x -= lr g",
+           "Richtarik, Sokolov & Fatkhullin, NeurIPS 2021, Algorithm 1", &Ef21FromOptions<float>,
+           &Ef21FromOptions<double>},
+          {"ef21-sgdm", "EF21-SGDM: EF21 on each worker's momentum v_i = (1-eta) v_i + eta g",
+           "Fatkhullin, Tyurin & Richtarik, NeurIPS 2023, Algorithm 1 (EF21-SGDM)",
+           &Ef21SgdmFromOptions<float>, &Ef21SgdmFromOptions<double>},
           {"lamb", "LAMB: m/(sqrt(v) + eta) scaled per layer by a clipped ||x||/||u||",
            "onebit-lamb.txt Eq. (1), footnote 3; You et al., ICLR 2020", &LambFromOptions<float>,
            &LambFromOptions<double>},
@@ -59,6 +71,9 @@ const Registry<OptimizerInfo>& Optimizers() {
           {"local-sgdm", "local SGD with momentum: x^(i) and m^(i) averaged every tau steps",
            "Lin et al., ICLR 2020; onebit-adam-icml App. 10 item 5", &LocalSgdmFromOptions<float>,
            &LocalSgdmFromOptions<double>},
+          {"marina", "MARINA: shared coin; full g (fp) w.p. p, else C(g - g_prev) and g += mean",
+           "Gorbunov, Burlachenko, Li & Richtarik, ICML 2021, Algorithm 1",
+           &MarinaFromOptions<float>, &MarinaFromOptions<double>},
           {"onebit-adam", "1-bit Adam: Adam warmup, then frozen v and compressed momentum with EF",
            "onebit-adam.txt Algorithm 1 (lines 1-15), Sec. 4.3; ICML version Alg. 1",
            &OnebitAdamFromOptions<float>, &OnebitAdamFromOptions<double>},

@@ -154,7 +154,7 @@ std::vector<double> Visible(const DistributedOptimizer<T>& optimizer, const Vect
   std::vector<double> out(x.data(), x.data() + x.size());
   const Observable<T>& view = optimizer.observable();
   for (int w = kServer; w < kWorkers; ++w) {
-    for (int q = 0; q <= static_cast<int>(Quantity::kLayerTarget); ++q) {
+    for (int q = 0; q <= static_cast<int>(Quantity::kShift); ++q) {
       if (const Vector<T>* v = view.Observe(static_cast<Quantity>(q), w)) {
         out.insert(out.end(), v->data(), v->data() + v->size());
       }
@@ -200,6 +200,10 @@ std::vector<std::string> Configurations(std::string_view name) {
     add("warmup_steps = 3\nlocal_momentum = 'own'\nmomentum_scaling = false");
   }
   if (name == "local-sgd" || name == "local-sgdm") add("tau = 3");
+  // EF21 from full gradients, EF21-SGDM from a compressed start; MARINA with rare full rounds.
+  if (name == "ef21") add("init = 'full'");
+  if (name == "ef21-sgdm") add("init = 'compressed'");
+  if (name == "marina") add("p = 0.1");
   if (name == "ef-sgd") {
     for (const CompressorInfo& c : Compressors().entries()) {
       add(fmt::format("compressor = {}\nserver_compressor = {}\nserver_feedback = 'classic'",

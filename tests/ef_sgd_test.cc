@@ -22,17 +22,7 @@ using testing::Str;
 using testing::Traffic;
 using testing::Vec;
 
-// Gaussian gradients for n workers and `steps` steps, d = 5.
-std::vector<std::vector<Eigen::VectorXd>> GaussianGradients(int n, int steps) {
-  std::vector<std::vector<Eigen::VectorXd>> g(static_cast<std::size_t>(steps));
-  for (int s = 0; s < steps; ++s) {
-    for (int i = 0; i < n; ++i) {
-      g[static_cast<std::size_t>(s)].push_back(
-          testing::GaussianVector(5, static_cast<std::uint64_t>(100 * s + i)));
-    }
-  }
-  return g;
-}
+using testing::GaussianGradients;
 
 // With C = identity the worker error stays 0 and ef-sgd is SGD, with the same operations in the
 // same order (the mean of the n messages, then x -= lr mean): equal bit for bit.

@@ -57,6 +57,14 @@ Traffic Step(DistributedOptimizer<T>& opt, std::int64_t t, double lr,
 // A vector literal: Vec({1, -2, 0.5}).
 Eigen::VectorXd Vec(std::initializer_list<double> values);
 
+// Fixed gradients for `steps` steps of `workers` workers, d coordinates each (g[s][i]):
+// Gaussian (GaussianVector with seed 1000 s + i), or dyadic: multiples of 1/8 in [-8, 8], so that
+// with a power-of-two worker count and rate every sum, difference, mean and update is exact in
+// fp64, and an algorithm that is gradient descent in exact arithmetic equals it bit for bit.
+using StepGradients = std::vector<std::vector<Eigen::VectorXd>>;
+StepGradients GaussianGradients(int workers, int steps, Eigen::Index d = 5);
+StepGradients DyadicGradients(int workers, int steps, Eigen::Index d = 5);
+
 // Option values as a spec would give them, for MakeNamed's pairs.
 OptionValue Str(std::string_view s);
 OptionValue Int(std::int64_t i);

@@ -1,0 +1,265 @@
+#include "optimizers/ef21.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compressors/identity.h"
+
+namespace lemmalab {
+
+template <typename T>
+ExchangeConfig<T> CorrectionExchangeFromOptions(OptionTable& options, std::string_view method,
+                                                const DefaultCompressor& fallback) {
+  // Looked up without reading them (entries() marks nothing as known), so they are not listed as
+  // options of the method, and a spec that gives one hears why rather than "unknown key".
+  for (const std::string_view key : {"worker_feedback", "server_feedback", "server_compressor"}) {
+    if (options.entries().contains(key)) {
+      options.Fail(
+          key,
+          fmt::format("{} has no {}: each worker's kept estimate of its gradient is what "
+                      "corrects its compression (no error is added back into the next "
+                      "message), and the server sends the mean of the corrections back as "
+                      "it is; remove '{}'",
+                      method,
+                      key == "server_compressor" ? "server compression" : "classic error feedback",
+                      key));
+    }
+  }
+  const bool given = options.entries().contains("compressor");
+  std::shared_ptr<OptionTable> table = options.GetComponent("compressor", fallback.name);
+  if (!given) {
+    for (const auto& [key, value] : fallback.options) table->Set(key, value);
+  }
+  options.Describe(
+      "compressor",
+      fmt::format("a component (a name or a table with a name); default {}", fallback.description));
+  ExchangeConfig<T> config;
+  config.worker_compressor = MakeCompressorMaker<T>(*table);
+  config.worker_feedback = FeedbackKind::kNone;
+  config.server_compressor = [](const CompressorShape&) { return MakeIdentity<T>(); };
+  config.server_feedback = FeedbackKind::kNone;
+  return config;
+}
+
+namespace {
+
+constexpr TraceSymbol kShiftSymbol = {"g_i", "EF21 Algorithm 1 (ef21.h)",
+                                      "g_i <- g_i + c_i, the worker's estimate after the step"};
+constexpr TraceSymbol kMeanShiftSymbol = {"g", "EF21 Algorithm 1 (ef21.h)",
+                                          "g <- g + (1/n) sum_i c_i, the replicas' estimate"};
+constexpr TraceSymbol kMomentumSymbol = {
+    "v_i", "EF21-SGDM Algorithm 1 (ef21.h)",
+    "v_i <- (1 - eta) v_i + eta g_i(stochastic); v_i = the first gradient at step 1"};
+const ExchangeSymbols kEf21Exchange = {
+    .worker = {{"y-g_i", "EF21 Algorithm 1 (ef21.h)",
+                "the gradient (EF21-SGDM: v_i) minus the worker's estimate g_i"},
+               {"r", "the compressor's draw rule", kWorkerWords},
+               {"c_i", "EF21 Algorithm 1 (ef21.h)", "c_i = C(y - g_i), as the server decodes it"},
+               {"s", "the compressor's format", "the scales of the worker's message"},
+               {}},
+    .mean = {"mean c", "EF21 Algorithm 1 (ef21.h)", "(1/n) sum_i c_i"},
+    .server = {},
+};
+
+template <typename T>
+class Ef21 final : public ExchangingOptimizer<T> {
+ public:
+  Ef21(const Ef21Options& options, const ExchangeConfig<T>& exchange,
+       const OptimizerContext& context)
+      : ExchangingOptimizer<T>(exchange, context),
+        options_(options),
+        wire_(context),
+        g_(Vector<T>::Zero(context.dimension)),
+        reply_(Vector<T>::Zero(context.dimension)),
+        full_stats_(static_cast<std::size_t>(context.workers)) {
+    const CompressorShape shape = context.shape();
+    for (int i = 0; i < context.workers; ++i) {
+      workers_.push_back({Vector<T>::Zero(context.LocalDimension(i)),
+                          Vector<T>::Zero(options.eta ? context.LocalDimension(i) : 0),
+                          Vector<T>(context.LocalDimension(i)),
+                          exchange.worker_compressor(shape.ForSender(i, context.workers))});
+    }
+    exchange_.set_symbols(kEf21Exchange);
+  }
+
+  StepSymbols step_symbols() const override {
+    return {.gradient = {"grad f_i", "EF21 Algorithm 1 (ef21.h)",
+                         "the worker's gradient at x^k, k = t - 1"},
+            .parameters = {"x", "EF21 Algorithm 1 (ef21.h)", "x^{k+1} = x^k - gamma g^k"}};
+  }
+
+  // The step whose messages are full precision: init = "full"'s first step.
+  bool FullStep(std::int64_t t) const { return options_.init == Ef21Init::kFull && t == 1; }
+
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
+                  Message& out) override {
+    Worker& w = workers_[static_cast<std::size_t>(worker)];
+    const TraceScope trace = ctx.Trace(worker);
+    if (options_.eta) {
+      if (ctx.t == 1) {
+        w.v = g;  // v_i^0 = g_i(stochastic) at x^0
+      } else {
+        const T eta = static_cast<T>(*options_.eta);
+        w.v = (T(1) - eta) * w.v + eta * g;
+      }
+      if (trace) trace.Vector<T>(kMomentumSymbol, w.v);
+    }
+    // y: what EF21 tracks, the gradient or (EF21-SGDM) the worker's momentum v_i.
+    const ConstVectorRef<T> y = options_.eta ? ConstVectorRef<T>(w.v) : g;
+    if (FullStep(ctx.t)) {
+      w.g = y;  // g_i^0 = y, sent uncompressed
+      full_stats_[static_cast<std::size_t>(worker)] = wire_.Send(y, out);
+    } else {
+      w.difference = y - w.g;
+      exchange_.Send(ctx, worker, w.difference, out);  // c_i = C(y - g_i)
+      w.decoder->DecodeAdd(out, T(1), w.g);            // g_i <- g_i + c_i
+    }
+    if (trace) trace.Vector<T>(kShiftSymbol, w.g);
+  }
+
+  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
+                  Message& out) override {
+    if (FullStep(ctx.t)) {
+      wire_.Reduce(chunk, received, out);  // g^0 = (1/n) sum_i g_i^0
+    } else {
+      exchange_.Reduce(ctx, chunk, received, out);  // (1/n) sum_i c_i, full precision back
+    }
+  }
+
+  void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
+    t_ = ctx.t;
+    if (FullStep(ctx.t)) {
+      wire_.Receive(reply, g_);
+    } else {
+      exchange_.Receive(reply, reply_);
+      g_ += reply_;  // g^{k+1} = g^k + (1/n) sum_i c_i
+    }
+    if (const TraceScope trace = ctx.Trace(kServer)) trace.Vector<T>(kMeanShiftSymbol, g_);
+    x -= static_cast<T>(ctx.lr) * g_;
+  }
+
+  // Hierarchical layouts compress at the nodes, where no worker's own correction exists.
+  bool SupportsHierarchy() const override { return false; }
+  void Split(const StepContext& ctx, int /*worker*/, const Message& whole,
+             std::vector<Message>& parts) override {
+    if (FullStep(ctx.t)) {
+      wire_.Split(whole, parts);
+    } else {
+      exchange_.Split(whole, parts);
+    }
+  }
+
+  void Persist(StateArchive& archive) override {
+    archive.Each("worker", workers_, [&](Worker& w) {
+      archive("g", w.g);
+      archive("v", w.v);
+    });
+    archive("g", g_);
+    archive("t", t_);
+    archive.Nested("exchange", exchange_);
+  }
+
+  const Vector<T>* Observe(Quantity quantity, int worker) const override {
+    if (quantity == Quantity::kShift) {
+      return worker == kServer ? &g_ : &workers_[static_cast<std::size_t>(worker)].g;
+    }
+    if (quantity == Quantity::kMomentum && options_.eta && worker != kServer) {
+      return &workers_[static_cast<std::size_t>(worker)].v;
+    }
+    return exchange_.Observe(quantity, worker);
+  }
+
+  const EncodeStats* LastEncode(int worker) const override {
+    if (!FullStep(t_)) return exchange_.LastEncode(worker);
+    return worker == kServer ? &wire_.server_stats()
+                             : &full_stats_[static_cast<std::size_t>(worker)];
+  }
+
+  // The full-precision first step compresses nothing.
+  const CompressionRecord<T>* LastCompression(int worker) const override {
+    return FullStep(t_) ? nullptr : exchange_.LastCompression(worker);
+  }
+
+ private:
+  struct Worker {
+    Vector<T> g;                             // g_i
+    Vector<T> v;                             // v_i (ef21-sgdm only; empty otherwise)
+    Vector<T> difference;                    // scratch: y - g_i
+    std::unique_ptr<Compressor<T>> decoder;  // decodes the worker's own message
+  };
+
+  Ef21Options options_;
+  FullPrecisionWire<T> wire_;  // init = "full"'s first step
+  std::vector<Worker> workers_;
+  Vector<T> g_;      // g = (1/n) sum_i g_i, as every replica keeps it
+  Vector<T> reply_;  // scratch: the decoded mean correction
+  std::vector<EncodeStats> full_stats_;
+  std::int64_t t_ = 0;  // the last step applied
+  using ExchangingOptimizer<T>::exchange_;
+};
+
+template <typename T>
+ExchangeConfig<T> Ef21Exchange(OptionTable& options, std::string_view method) {
+  return CorrectionExchangeFromOptions<T>(
+      options, method,
+      {"top-k",
+       {{"k", {std::int64_t{1}, ""}}},
+       "{ name = 'top-k', k = 1 } (EF21's logistic-regression experiments)"});
+}
+
+Ef21Init InitFromOptions(OptionTable& options, Ef21Init fallback) {
+  static const std::vector<std::string> kChoices = {"compressed", "full"};
+  const std::string init =
+      options.GetChoice("init", fallback == Ef21Init::kFull ? "full" : "compressed", kChoices);
+  options.Describe("init",
+                   fmt::format("'compressed' (g_i^0 = C(grad f_i(x^0))) or 'full' (step 1 sends "
+                               "grad f_i(x^0) in full precision); default '{}'",
+                               fallback == Ef21Init::kFull ? "full" : "compressed"));
+  return init == "full" ? Ef21Init::kFull : Ef21Init::kCompressed;
+}
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> MakeEf21(const Ef21Options& options,
+                                                  const ExchangeConfig<T>& exchange,
+                                                  const OptimizerContext& context) {
+  return std::make_unique<Ef21<T>>(options, exchange, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> Ef21FromOptions(OptionTable& options,
+                                                         const OptimizerContext& context) {
+  Ef21Options o;
+  const ExchangeConfig<T> exchange = Ef21Exchange<T>(options, "ef21");
+  o.init = InitFromOptions(options, Ef21Init::kCompressed);
+  return MakeEf21<T>(o, exchange, context);
+}
+
+template <typename T>
+std::unique_ptr<DistributedOptimizer<T>> Ef21SgdmFromOptions(OptionTable& options,
+                                                             const OptimizerContext& context) {
+  Ef21Options o;
+  const ExchangeConfig<T> exchange = Ef21Exchange<T>(options, "ef21-sgdm");
+  o.eta = options.GetDouble("eta", 0.1, Interval{0, 1, true, false});
+  o.init = InitFromOptions(options, Ef21Init::kFull);
+  return MakeEf21<T>(o, exchange, context);
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                               \
+  template ExchangeConfig<T> CorrectionExchangeFromOptions<T>(OptionTable&, std::string_view, \
+                                                              const DefaultCompressor&);      \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeEf21(                                 \
+      const Ef21Options&, const ExchangeConfig<T>&, const OptimizerContext&);                 \
+  template std::unique_ptr<DistributedOptimizer<T>> Ef21FromOptions(OptionTable&,             \
+                                                                    const OptimizerContext&); \
+  template std::unique_ptr<DistributedOptimizer<T>> Ef21SgdmFromOptions(OptionTable&,         \
+                                                                        const OptimizerContext&);
+LEMMALAB_INSTANTIATE(float)
+LEMMALAB_INSTANTIATE(double)
+#undef LEMMALAB_INSTANTIATE
+
+}  // namespace lemmalab
