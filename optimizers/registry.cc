@@ -15,6 +15,7 @@
 #include "optimizers/sign_sgd.h"
 #include "optimizers/spams.h"
 #include "optimizers/weight_decay.h"
+#include "optimizers/zero_one_adam.h"
 
 namespace lemmalab {
 
@@ -101,6 +102,10 @@ const Registry<OptimizerInfo>& Optimizers() {
           {"spams", "single-machine SPAMS: EF compression of the (averaged) gradient, then AMSGrad",
            "spams.txt Algorithm 3 (lines 1-11); n workers: on the averaged gradient",
            &SpamsFromOptions<float>, &SpamsFromOptions<double>},
+          {"zero-one-adam",
+           "0/1 Adam: v updated on T_v (fp), 1-bit sync of u on T_u, local steps in between",
+           "Lu et al., ICLR 2023 (arXiv 2202.06009) Algorithm 1; DeepSpeed zoadam.py policies",
+           &ZeroOneAdamFromOptions<float>, &ZeroOneAdamFromOptions<double>},
       });
   return registry;
 }

@@ -200,6 +200,12 @@ std::vector<std::string> Configurations(std::string_view name) {
     add("warmup_steps = 3\nlocal_momentum = 'own'\nmomentum_scaling = false");
   }
   if (name == "local-sgd" || name == "local-sgdm") add("tau = 3");
+  // Local steps between synchronisations from step 3 on, and the literal variance steps.
+  if (name == "zero-one-adam") {
+    add("var_freeze_step = 3\nlocal_step_scaler = 1\nlocal_step_clipper = 4");
+    add("var_freeze_step = 3\nlocal_step_scaler = 1\nlocal_step_clipper = 4\n"
+        "variance_sync = 'one-bit'");
+  }
   // EF21 from full gradients, EF21-SGDM from a compressed start; MARINA with rare full rounds.
   if (name == "ef21") add("init = 'full'");
   if (name == "ef21-sgdm") add("init = 'compressed'");

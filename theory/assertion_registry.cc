@@ -180,6 +180,15 @@ const Registry<AssertionInfo>& Assertions() {
            {"spams-ef", "q-deviate"},
            AssertionScope::kRun,
            &MakeSpamsTheorem1Check},
+          {"zero-one-adam-volume",
+           "the bits a 0/1 Adam run sends and receives equal its schedule's count (raw gradient on "
+           "T_v, 1-bit u on T_u, nothing on local steps) and are <= fraction x 1-bit Adam's on "
+           "the same steps",
+           "0/1 Adam (Lu et al., ICLR 2023) abstract (up to 87% less data volume than 1-bit Adam); "
+           "its T_v, T_u policies (DeepSpeed tutorial)",
+           {},
+           AssertionScope::kRun,
+           &MakeZeroOneAdamVolumeCheck},
       });
   return registry;
 }

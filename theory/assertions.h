@@ -43,6 +43,9 @@ Judgement MakeOnebitAdamTheorem1Check(OptionTable& options, const AssertionConte
 Judgement MakeOnebitLambTheorem1Check(OptionTable& options, const AssertionContext& context);
 Judgement MakeRatioAdaptsCheck(OptionTable& options, const AssertionContext& context);
 
+// 0/1 Adam's communication volume (theory/zero_one_adam_assertions.cc)
+Judgement MakeZeroOneAdamVolumeCheck(OptionTable& options, const AssertionContext& context);
+
 // One judgement by name, as a check makes it from an [[assert]] table: for tests and tools.
 Verdict JudgeAssertion(std::string_view assertion, OptionTable& options,
                        const AssertionInput& input);
