@@ -174,6 +174,31 @@ const Registry<AssertionInfo>& Assertions() {
            {"spams-d"},
            AssertionScope::kRun,
            &MakeSpamsLemma5Check},
+          {"ef21-theorem1",
+           "(1/T) sum_{t<T} ||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T) + G^0 / (theta T) "
+           "for C in C(alpha) and gamma <= 1 / (L + L~ sqrt(beta / theta)), full gradients "
+           "(deterministic with a deterministic compressor, else Markov)",
+           "Richtárik, Sokolov & Fatkhullin, NeurIPS 2021, EF21 Theorem 1",
+           {"shift-error", "q-deviate"},
+           AssertionScope::kRun,
+           &MakeEf21Theorem1Check},
+          {"marina-theorem21",
+           "(1/T) sum_{t<T} ||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T) for independent C_i "
+           "in U(omega) and gamma <= 1 / (L (1 + sqrt((1 - p) omega / (p n)))), full gradients "
+           "(Markov)",
+           "Gorbunov, Burlachenko, Li & Richtárik, ICML 2021, MARINA Theorem 2.1",
+           {"q-deviate"},
+           AssertionScope::kRun,
+           &MakeMarinaTheorem21Check},
+          {"diana-nonconvex",
+           "(1/T) sum_{t<T} ||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T) + 4 L gamma omega "
+           "H^0 / (n a T) for independent C_i in U(omega), a <= 1/(omega + 1) and gamma <= "
+           "min(1/(2L), (a/L) sqrt(n / (4 omega (a + 2)))), full gradients (Markov)",
+           "DIANA (Mishchenko, Gorbunov, Takáč & Richtárik 2019, Algorithm 1); the bound is "
+           "re-derived in docs/ef21-diana-marina.md §3",
+           {"shift-error", "q-deviate"},
+           AssertionScope::kRun,
+           &MakeDianaNonconvexCheck},
           {"spams-theorem1",
            "(1/T) sum_t ||grad f(theta_t)||^2 <= Theorem 1's bound (Markov at the confidence)",
            "spams.txt Theorem 1 (lines 221-222; proof lines 552-590)",

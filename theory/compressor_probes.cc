@@ -123,11 +123,26 @@ class DeviationProbe final : public CompressionProbe<T> {
   void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     for (const int sender : Senders(optimizer, this->workers_)) {
       const CompressionRecord<T>& record = *optimizer.LastCompression(sender);
-      if (step.t == 1) {
-        if (const std::optional<double> q = record.compressor->q()) {
+      // What the compressor declares, at the sender's first compression (step 1, or later for
+      // an algorithm whose first round sends full precision, as MARINA's does).
+      if (std::find(declared_senders_.begin(), declared_senders_.end(), sender) ==
+          declared_senders_.end()) {
+        declared_senders_.push_back(sender);
+        const Compressor<T>& compressor = *record.compressor;
+        if (const std::optional<double> q = compressor.q()) {
           sink.Record("declared_q", sender, *q);
           declared_ = std::max(declared_, *q);
         }
+        // What the bounds on E||C(u) - u||^2 read (EF21's alpha, DIANA's and MARINA's omega),
+        // and whether one call or only the calls' mean can contradict them.
+        if (const std::optional<double> alpha = compressor.alpha()) {
+          sink.Record("declared_alpha", sender, *alpha);
+        }
+        if (const std::optional<double> omega = compressor.omega()) {
+          sink.Record("declared_omega", sender, *omega);
+        }
+        sink.Record("deterministic", sender, compressor.deterministic() ? 1 : 0);
+        sink.Record("correlated_senders", sender, compressor.correlated_senders() ? 1 : 0);
       }
       const double norm = record.input.template cast<double>().norm();
       if (norm == 0) continue;
@@ -148,6 +163,7 @@ class DeviationProbe final : public CompressionProbe<T> {
     archive("worst_step", worst_step_);
     archive("worst_sender", worst_sender_);
     archive("declared", declared_);
+    archive("declared_senders", declared_senders_);
   }
 
   std::vector<std::string> Summary() const override {
@@ -164,6 +180,7 @@ class DeviationProbe final : public CompressionProbe<T> {
   std::int64_t worst_step_ = 0;
   int worst_sender_ = 0;
   double declared_ = -1;
+  std::vector<int> declared_senders_;  // the senders whose declarations are recorded
 };
 
 }  // namespace

@@ -17,8 +17,11 @@
 //               sum_j (1 - u_j^2) (Lemma 1 Eq. 18: Var Q(u)_j = 1 - u_j^2 for Birder's
 //               quantizer; recorded only for senders whose compressor is stochastic-binary).
 //   q-deviate   ||C(u) - u|| / ||u|| for every call (spams.txt Assumption 1: <= q < 1), from the
-//               run's own compression, and the compressor's declared q (`declared_q`, recorded
-//               at the first step; absent when the compressor declares none).
+//               run's own compression, and what the compressor declares at each sender's first
+//               compression: q (`declared_q`), alpha and omega (`declared_alpha`,
+//               `declared_omega`; each absent when it declares none), and whether it ignores its
+//               stream (`deterministic`) or shares draws across senders (`correlated_senders`),
+//               which the EF21, DIANA and MARINA checks read (theory/estimator_assertions.cc).
 // Both need the optimizer's compression records (Observable::KeepCompressionRecords).
 #pragma once
 

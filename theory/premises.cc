@@ -151,6 +151,93 @@ Premise CompressorWithinQ(const RunEvidence& run, std::optional<double> workers_
       name, fmt::format("largest ||C(u) - u|| / ||u|| {:.6g} over {} calls", largest, checked));
 }
 
+namespace {
+
+// A per-sender flag probe q-deviate records at step 1 (1 or 0) for the workers; nullopt when the
+// run has none.
+std::optional<bool> WorkersFlag(const RunEvidence& run, std::string_view series) {
+  const Series* flags = run.Probe("q-deviate", series);
+  if (flags == nullptr) return std::nullopt;
+  std::optional<bool> all;
+  for (const Series::Point& p : flags->points) {
+    if (p.worker == kServer) continue;
+    all = all.value_or(true) && p.value != 0;
+  }
+  return all;
+}
+
+}  // namespace
+
+Premise CompressorErrorWithin(const RunEvidence& run, double limit, std::string_view assumption,
+                              std::string_view source, double rtol, double confidence) {
+  const std::string name =
+      fmt::format("{}: E||C(u) - u||^2 <= {:.6g} ||u||^2 ({})", assumption, limit, source);
+  const Series* ratio = run.Probe("q-deviate", "ratio");
+  std::vector<double> squares;
+  if (ratio != nullptr) {
+    for (const Series::Point& p : ratio->points) {
+      if (p.worker != kServer) squares.push_back(p.value * p.value);
+    }
+  }
+  if (squares.empty()) {
+    return Premise::Failed(name,
+                           "the run recorded no worker's ||C(u) - u|| / ||u|| (probe "
+                           "q-deviate)");
+  }
+  if (WorkersFlag(run, "deterministic").value_or(false)) {
+    for (const Series::Point& p : ratio->points) {
+      if (p.worker == kServer || p.value * p.value <= limit * (1 + rtol)) continue;
+      return Premise::Failed(
+          name,
+          fmt::format("||C(u) - u||^2 / ||u||^2 = {:.6g} at step {} ({}) for a deterministic "
+                      "compressor: the run contradicts the constant",
+                      p.value * p.value, p.step, SenderName(p.worker)),
+          p.step, p.worker);
+    }
+    return Premise::Met(
+        name, fmt::format("deterministic compressor: largest ||C(u) - u||^2 / "
+                          "||u||^2 {:.6g} over {} calls",
+                          *std::max_element(squares.begin(), squares.end()), squares.size()));
+  }
+  const MeanEstimate mean = IndependentMean(squares);
+  const double lower = mean.mean - NormalQuantile(confidence) * mean.standard_error;
+  const std::string estimate =
+      fmt::format("mean ||C(u) - u||^2 / ||u||^2 = {:.6g} +- {:.3g} (standard error) over {} calls",
+                  mean.mean, mean.standard_error, mean.samples);
+  if (lower > limit * (1 + rtol)) {
+    return Premise::Failed(name, fmt::format("{}: its lower {} bound {:.6g} exceeds {:.6g}, so the "
+                                             "run contradicts the constant",
+                                             estimate, confidence, lower, limit));
+  }
+  return Premise::Met(name, fmt::format("{}, consistent with it", estimate));
+}
+
+Premise IndependentCompressors(const RunEvidence& run, std::string_view why) {
+  const std::string name = fmt::format("the workers compress independently ({})", why);
+  const std::optional<bool> correlated = WorkersFlag(run, "correlated_senders");
+  if (!correlated) {
+    return Premise::Failed(name, "the run recorded no compressor (probe q-deviate)");
+  }
+  if (*correlated) {
+    return Premise::Failed(name,
+                           fmt::format("compressor '{}' shares its draws across the workers",
+                                       run.hyperparameters.Text("compressor.name").value_or("?")));
+  }
+  return Premise::Met(name, "each worker draws from its own stream");
+}
+
+Premise FullGradients(const RunEvidence& run, std::string_view statement) {
+  const std::string name = fmt::format("full gradients, sigma = 0 ({})", statement);
+  const Constant* sigma = run.FindConstant("sigma");
+  if (sigma == nullptr) {
+    return Premise::Failed(name, "the problem's gradient noise sigma is unknown");
+  }
+  if (sigma->value != 0 || sigma->certainty == Certainty::kEstimate) {
+    return Premise::Failed(name, DescribeConstant(*sigma));
+  }
+  return Premise::Met(name, DescribeConstant(*sigma));
+}
+
 Premise OptionWithin(const RunEvidence& run, std::string_view key, const Interval& rule,
                      std::string_view why) {
   const std::string name = fmt::format("{} {} ({})", key, rule.ToString(), why);

@@ -52,6 +52,27 @@ Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::stri
 Premise CompressorWithinQ(const RunEvidence& run, std::optional<double> workers_q,
                           std::optional<double> server_q, std::string_view q_source, double rtol);
 
+// E||C(u) - u||^2 <= limit ||u||^2 for the workers' compressor, with `limit` the constant a bound
+// uses (EF21's 1 - alpha, DIANA's and MARINA's omega; `assumption` names it, `source` says where
+// the constant comes from), on the run's own calls (probe q-deviate, series ratio). A deterministic
+// compressor must keep it on every call (up to the relative slack rtol). For a stochastic one only
+// the calls' mean estimates the expectation: failed when the mean's lower confidence bound (at
+// `confidence`) exceeds the limit, so the run contradicts the constant; met otherwise, with the
+// estimate (the constant is the compressor's proven one, or the check's claim, not contradicted).
+Premise CompressorErrorWithin(const RunEvidence& run, double limit, std::string_view assumption,
+                              std::string_view source, double rtol, double confidence);
+
+// The workers' compressors draw independently of each other (the proofs that add the workers'
+// errors as independent, zero-mean terms: DIANA's and MARINA's variance of the mean message);
+// failed for compressors whose senders share draws (PermK), from probe q-deviate's record.
+Premise IndependentCompressors(const RunEvidence& run, std::string_view why);
+
+// Full gradients: every worker's gradient is exact, sigma = 0 (EF21's, DIANA's and MARINA's
+// theorems for the deterministic setting). Met when the problem's sigma is exactly 0; failed
+// when it is positive or unknown (a data problem's minibatch noise), since the theorem then
+// makes no claim.
+Premise FullGradients(const RunEvidence& run, std::string_view statement);
+
 // A hyperparameter of the run within `rule` ("beta1 < 1" for a proof that divides by 1 - beta1).
 Premise OptionWithin(const RunEvidence& run, std::string_view key, const Interval& rule,
                      std::string_view why);

@@ -77,9 +77,29 @@ constexpr SeriesInfo kSeries[] = {
     {"q-deviate", "declared_q",
      "q the sender's compressor declares (spams Assumption 1: ||C(u) - u|| <= q ||u||); once, at "
      "step 1; absent if none; worker = i or -1"},
+    {"q-deviate", "declared_alpha",
+     "alpha the sender's compressor declares (EF21's class C(alpha): E||C(u) - u||^2 <= (1 - "
+     "alpha) ||u||^2); once, at the sender's first compression; absent if none; worker = i or -1"},
+    {"q-deviate", "declared_omega",
+     "omega the sender's unbiased compressor declares (DIANA's, MARINA's U(omega): E||C(u) - "
+     "u||^2 <= omega ||u||^2); once, at the sender's first compression; absent if none"},
+    {"q-deviate", "deterministic",
+     "1 when the sender's compressor ignores its stream (the message is a function of u), else 0; "
+     "once, at the sender's first compression; worker = i or -1"},
+    {"q-deviate", "correlated_senders",
+     "1 when the senders of a step share their compressors' draws (PermK), else 0; once, at the "
+     "sender's first compression; worker = i or -1"},
     {"q-deviate", "ratio",
      "||C(u) - u|| / ||u|| of the run's own compression of the sender's input u (spams Assumption "
      "1: <= q < 1); skipped if u = 0; worker = i or -1"},
+    // shift_probes.cc
+    {"shift-error", "sq_error",
+     "||s_i - g_i||^2, worker i's gradient estimate after step t (EF21's g_i^t, DIANA's h_i) "
+     "against the gradient the step consumed; with full gradients at step 1, EF21 Theorem 1's "
+     "G^0 term; worker = i; not per d"},
+    {"shift-error", "gradient_sq",
+     "||g_i||^2, the gradient worker i's step consumed (at step 1: DIANA's H^0 term with h_i^0 = "
+     "0); worker = i; not per d"},
     // onebit_probes.cc
     {"onebit-error", "worker_norm",
      "||delta_t^(i)||, worker i's compression error after step t, not squared (onebit-adam "

@@ -3,6 +3,7 @@
 #include "theory/compressor_probes.h"
 #include "theory/onebit_probes.h"
 #include "theory/probe.h"
+#include "theory/shift_probes.h"
 #include "theory/spams_probes.h"
 
 namespace lemmalab {
@@ -35,6 +36,10 @@ const Registry<ProbeInfo>& Probes() {
            &MakeLambRatiosProbe<float>, &MakeLambRatiosProbe<double>},
           {"onebit-error", "||delta_t^(i)|| and ||delta_bar_t|| (onebit-adam ICML Assumption 1.3)",
            &MakeOnebitErrorProbe<float>, &MakeOnebitErrorProbe<double>},
+          {"shift-error",
+           "||s_i - g_i||^2 of the workers' gradient estimates (EF21's g_i, DIANA's h_i) against "
+           "their gradients, and ||g_i||^2 (EF21 Theorem 1's G^0; DIANA's H^0)",
+           &MakeShiftErrorProbe<float>, &MakeShiftErrorProbe<double>},
           {"spams-d",
            "||D_t||_1 and ||D_t||^2, D_t = 1/sqrt(v_hat_{t-1}+eps) - 1/sqrt(v_hat_t+eps) (spams "
            "Lemma 5)",

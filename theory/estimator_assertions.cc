@@ -1,0 +1,400 @@
+// The theorems of the methods whose workers correct a running gradient estimate with compressed
+// messages, all for full gradients on a nonconvex f bounded below (docs/ef21-diana-marina.md):
+//
+//   ef21-theorem1     EF21 (Richtárik, Sokolov, Fatkhullin, NeurIPS 2021, Theorem 1): with C in
+//                     C(alpha), theta = 1 - sqrt(1 - alpha), beta = (1 - alpha) / (1 - sqrt(1 -
+//                     alpha)) and gamma <= 1 / (L + L~ sqrt(beta / theta)),
+//                       (1/T) sum_{t<T} E||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T)
+//                                                            + E G^0 / (theta T),
+//                     G^0 = (1/n) sum_i ||g_i^0 - grad f_i(x^0)||^2.
+//   marina-theorem21  MARINA (Gorbunov, Burlachenko, Li, Richtárik, ICML 2021, Theorem 2.1): with
+//                     independent C_i in U(omega), g^0 = grad f(x^0) and gamma <= 1 / (L (1 +
+//                     sqrt((1 - p) omega / (p n)))),
+//                       (1/T) sum_{t<T} E||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T).
+//   diana-nonconvex   DIANA (Mishchenko, Gorbunov, Takáč, Richtárik 2019, Algorithm 1 without
+//                     prox) with full gradients, by the Lyapunov argument written out in
+//                     docs/ef21-diana-marina.md §3 (the paper's own nonconvex theorem is for
+//                     stochastic gradients and bounded dissimilarity): with independent C_i in
+//                     U(omega), a <= 1/(omega + 1), gamma <= 1/(2L) and gamma <= (a / L~)
+//                     sqrt(n / (4 omega (a + 2))),
+//                       (1/T) sum_{t<T} E||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T)
+//                                                  + 4 L gamma omega H^0 / (n a T),
+//                     H^0 = (1/n) sum_i ||grad f_i(x^0) - h_i^0||^2 (h_i^0 = 0 here).
+//
+// Every bound is K / T with the left side T times a running sum S(T) = sum_{t<T} ||grad
+// f(x^t)||^2 that never decreases, so it is tightest at the last step and is judged there. A
+// run whose every step is a function of x alone (full gradients, a deterministic compressor, no
+// coin) makes the left side deterministic: above the bound is violated. Otherwise the left side
+// is one draw of the expectation: Markov (theory/verdicts.h ExpectationForm). The lemmalab
+// problems know one L that bounds every f_i's smoothness, so L~ = sqrt((1/n) sum_i L_i^2) <= L
+// and f's own constant <= L: the step-size rules with L are stricter than the theorems', so a
+// premise met with L is met with the true constants, and the bounds do not involve L otherwise
+// (DIANA's H^0 term takes the larger L, which only loosens the bound).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <array>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "theory/assertions.h"
+#include "theory/premises.h"
+#include "theory/verdicts.h"
+
+namespace lemmalab {
+namespace {
+
+// What every one of these checks reads from its [[assert]] table.
+struct EstimatorClaimOptions {
+  // The compressor's constant the bound and the step-size rule use, when the check claims one
+  // (else the compressor's declared constant); a claim the run contradicts fails its premise.
+  std::optional<double> constant;
+  std::optional<double> rtol;  // rounding slack of deterministic comparisons
+};
+
+EstimatorClaimOptions ReadClaimOptions(OptionTable& options, std::string_view constant_key,
+                                       const Interval& constant_rule) {
+  EstimatorClaimOptions o;
+  o.constant = options.GetOptionalDouble(constant_key, constant_rule);
+  o.rtol = options.GetOptionalDouble("rtol", Interval::NonNegative());
+  return o;
+}
+
+// The compressor constant a bound uses: the check's claim, else the workers' declared one
+// (probe q-deviate's `declared_<name>`, the largest omega or the smallest alpha over workers).
+struct UsedCompressorConstant {
+  double value = 0;
+  std::string source;
+};
+std::optional<UsedCompressorConstant> FindCompressorConstant(const RunEvidence& run,
+                                                             std::string_view name,
+                                                             std::optional<double> claimed) {
+  if (claimed) {
+    return UsedCompressorConstant{*claimed,
+                                  fmt::format("{} = {:.6g} (the check's claim)", name, *claimed)};
+  }
+  const Series* declared = run.Probe("q-deviate", fmt::format("declared_{}", name));
+  if (declared == nullptr) return std::nullopt;
+  std::optional<double> value;
+  for (const Series::Point& p : declared->points) {
+    if (p.worker == kServer) continue;
+    value = !value            ? p.value
+            : name == "omega" ? std::max(*value, p.value)
+                              : std::min(*value, p.value);
+  }
+  if (!value) return std::nullopt;
+  return UsedCompressorConstant{
+      *value, fmt::format("{} = {:.6g} (declared by compressor '{}')", name, *value,
+                          run.hyperparameters.Text("compressor.name").value_or("?"))};
+}
+
+// The mean over the workers of `probe/series` at `step`, or nullopt when a worker is missing.
+std::optional<double> WorkersMeanAt(const RunEvidence& run, std::string_view probe,
+                                    std::string_view series, std::int64_t step) {
+  const Series* s = run.Probe(probe, series);
+  if (s == nullptr) return std::nullopt;
+  double sum = 0;
+  int count = 0;
+  for (const Series::Point& p : s->points) {
+    if (p.step == step && p.worker != kServer) {
+      sum += p.value;
+      ++count;
+    }
+  }
+  if (count != run.workers) return std::nullopt;
+  return sum / count;
+}
+
+// What the three checks share: the run's trajectory, constants and common premises.
+struct Trajectory {
+  std::int64_t steps = 0;          // T
+  double sum = 0;                  // S(T) = sum_{t<T} ||grad f(x^t)||^2
+  double first = 0;                // ||grad f(x^0)||^2
+  double f_gap = 0;                // f(x^0) - f*
+  double gamma = 0;                // the constant step size
+  double lipschitz = 0;            // L
+  std::vector<std::string> notes;  // the constants used, for the detail
+};
+
+// Fills `t` from the run, with the premises every one of these theorems uses; returns the reason
+// the check cannot go on, or "".
+std::string ReadTrajectory(const RunEvidence& run, std::span<const std::string_view> algorithm,
+                           std::string_view statement, Verdict& verdict, Trajectory& t) {
+  verdict.premises.push_back(RunCompleted(run));
+  verdict.premises.push_back(AlgorithmIs(run, algorithm, statement));
+  verdict.premises.push_back(FullGradients(run, statement));
+  verdict.premises.push_back(ConstantStepSize(run));
+  verdict.premises.push_back(NoWeightDecay(run));
+  t.steps = run.steps_done;
+  if (t.steps < 1) return "the run took no step";
+  const Constant* L = run.FindConstant("L");
+  const Constant* f_star = run.FindConstant("f_star");
+  if (L == nullptr || f_star == nullptr) {
+    return "unknown constants: the theorem needs L and f* (a problem that knows them, or "
+           "reference = true)";
+  }
+  t.lipschitz = L->value;
+  t.notes.push_back(DescribeConstant(*L) + "; every f_i's, so L~ <= L");
+  t.notes.push_back(DescribeConstant(*f_star));
+  const Series* lr = run.Metric("lr");
+  const Series* grad = run.Metric("grad_sq_norm");
+  const Series* loss = run.Metric("train_loss");
+  if (lr == nullptr || lr->empty() || grad == nullptr || loss == nullptr) {
+    return "the run has no lr, grad_sq_norm or train_loss metric";
+  }
+  t.gamma = lr->points.front().value;
+  std::vector<double> by_step(static_cast<std::size_t>(t.steps), NAN);
+  for (const Series::Point& p : grad->points) {
+    if (p.step >= 0 && p.step < t.steps) by_step[static_cast<std::size_t>(p.step)] = p.value;
+  }
+  std::optional<double> f0;
+  for (const Series::Point& p : loss->points) {
+    if (p.step == 0) f0 = p.value;
+  }
+  const auto gaps =
+      std::count_if(by_step.begin(), by_step.end(), [](double v) { return std::isnan(v); });
+  if (gaps > 0 || !f0) {
+    return fmt::format(
+        "grad_sq_norm is missing at {} of the steps 0..{} (the theorem averages over every "
+        "iterate: run with eval_every = 1)",
+        gaps, t.steps - 1);
+  }
+  for (const double v : by_step) t.sum += v;
+  t.first = by_step.front();
+  t.f_gap = std::max(0.0, *f0 - f_star->value);
+  t.notes.push_back(fmt::format("f(x^0) - f* = {:.6g}", t.f_gap));
+  return "";
+}
+
+// The premise "gamma <= rule" of a theorem's step-size condition `rule_text`.
+Premise StepSizeRule(double gamma, double rule, std::string_view rule_text) {
+  const std::string name = fmt::format("gamma <= {}", rule_text);
+  if (gamma <= rule)
+    return Premise::Met(name, fmt::format("gamma = {:.6g} <= {:.6g}", gamma, rule));
+  return Premise::Failed(
+      name, fmt::format("gamma = {:.6g} > {:.6g}: the theorem makes no claim at this step size",
+                        gamma, rule));
+}
+
+// Judges S(T) / T against numerator / T at the last step, deterministically or by Markov.
+void JudgeAtLastStep(const AssertionInput& input, const Trajectory& t, double numerator,
+                     std::string_view bound_text, bool deterministic, double rtol,
+                     Verdict& verdict) {
+  const auto T = static_cast<double>(t.steps);
+  const double measured = t.sum / T;
+  const double bound = numerator / T;
+  verdict.measured_value = measured;
+  verdict.bound_value = bound;
+  verdict.worst_step = t.steps - 1;
+  verdict.measured = fmt::format(
+      "(1/T) sum_{{t<T}} ||grad f(x^t)||^2 = {:.6g} over T = {} iterates", measured, t.steps);
+  const std::string trivial_text =
+      fmt::format("||grad f(x^0)||^2 = {:.4g}, what a run that never moved shows", t.first);
+  std::string how;
+  if (deterministic) {
+    verdict.bound = fmt::format("<= {:.6g} ({}; deterministic run)", bound, bound_text);
+    if (!(measured <= bound * (1 + rtol))) {
+      verdict.kind = VerdictKind::kViolated;
+    } else {
+      verdict.kind = bound >= t.first ? VerdictKind::kVacuous : VerdictKind::kHolds;
+    }
+    how = fmt::format(
+        "full gradients and a deterministic compressor make the left side a function of x^0 "
+        "alone, so it is judged as a deterministic bound (relative slack {:.1g}); the running sum "
+        "only grows and the bound is K / T, so the last step is the tightest",
+        rtol);
+    if (verdict.kind == VerdictKind::kVacuous) {
+      how += fmt::format("; vacuous: the bound is not below {}", trivial_text);
+    }
+  } else {
+    const BoundForm form =
+        ExpectationForm("the theorem", fmt::format("<= {:.6g} (E[.], {})", bound, bound_text),
+                        measured, bound, t.first, trivial_text, input.confidence);
+    verdict.kind = form.kind;
+    verdict.bound = form.bound;
+    how = fmt::format(
+        "{}one run against an expectation bound: holds at or below the bound, violated above "
+        "bound / {:.3g} (Markov at confidence {}), inconclusive between; the running sum only "
+        "grows and the bound is K / T, so the last step is the tightest",
+        form.detail.empty() ? "" : form.detail + "; ", 1 - input.confidence, input.confidence);
+  }
+  verdict.detail = fmt::format("{}; {}", how, fmt::join(t.notes, "; "));
+}
+
+// Whether nothing in the run draws: full gradients (checked by a premise), a deterministic
+// compressor (probe q-deviate) and, for `coin`, no random rounds.
+bool DeterministicRun(const RunEvidence& run) {
+  const Series* flags = run.Probe("q-deviate", "deterministic");
+  if (flags == nullptr || flags->empty()) return false;
+  for (const Series::Point& p : flags->points) {
+    if (p.value == 0) return false;
+  }
+  return true;
+}
+
+constexpr std::array<std::string_view, 1> kEf21 = {"ef21"};
+constexpr std::array<std::string_view, 1> kMarina = {"marina"};
+constexpr std::array<std::string_view, 1> kDiana = {"diana"};
+
+Verdict CheckEf21Theorem1(const AssertionInput& input, const EstimatorClaimOptions& o) {
+  const RunEvidence& run = input.runs.front();
+  Verdict verdict;
+  Trajectory t;
+  if (std::string why = ReadTrajectory(run, kEf21, "EF21 Theorem 1", verdict, t); !why.empty()) {
+    verdict.detail = why;
+    return verdict;
+  }
+  const std::optional<UsedCompressorConstant> alpha =
+      FindCompressorConstant(run, "alpha", o.constant);
+  if (!alpha) {
+    verdict.detail =
+        "the compressor declares no alpha (it is not in C(alpha)) and the check "
+        "claims none: give `alpha`";
+    return verdict;
+  }
+  const double rtol = RoundingSlack(run, o.rtol);
+  verdict.premises.push_back(CompressorErrorWithin(run, 1 - alpha->value,
+                                                   "C in C(alpha) (EF21 Definition 1)",
+                                                   alpha->source, rtol, input.confidence));
+  const std::optional<double> g0 = WorkersMeanAt(run, "shift-error", "sq_error", 1);
+  if (!g0) {
+    verdict.detail = "the run has no G^0 (probe shift-error at step 1, every worker)";
+    return verdict;
+  }
+  const double a = alpha->value;
+  const double root = std::sqrt(1 - a);
+  const double theta = 1 - root;
+  const double beta = a == 1 ? 0.0 : (1 - a) / (1 - root);
+  const double rule = 1 / (t.lipschitz * (1 + std::sqrt(beta / theta)));
+  verdict.premises.push_back(
+      StepSizeRule(t.gamma, rule, "1 / (L + L~ sqrt(beta / theta)) (EF21 Theorem 1)"));
+  t.notes.push_back(alpha->source);
+  t.notes.push_back(fmt::format("theta = {:.6g}, beta = {:.6g}", theta, beta));
+  t.notes.push_back(fmt::format("G^0 = {:.6g} (probe shift-error, step 1)", *g0));
+  const double numerator = 2 * t.f_gap / t.gamma + *g0 / theta;
+  JudgeAtLastStep(input, t, numerator, "2 (f(x^0) - f*) / (gamma T) + G^0 / (theta T)",
+                  DeterministicRun(run), rtol, verdict);
+  return verdict;
+}
+
+// The omega of the workers' compressor as a premise of DIANA's and MARINA's proofs: unbiased,
+// within omega on the run, independent across workers.
+std::optional<UsedCompressorConstant> OmegaPremises(const AssertionInput& input,
+                                                    const RunEvidence& run,
+                                                    const EstimatorClaimOptions& o,
+                                                    std::string_view statement, Verdict& verdict) {
+  const std::optional<UsedCompressorConstant> omega =
+      FindCompressorConstant(run, "omega", o.constant);
+  if (!omega) return std::nullopt;
+  verdict.premises.push_back(
+      CompressorErrorWithin(run, omega->value, fmt::format("C in U(omega) ({})", statement),
+                            omega->source, RoundingSlack(run, o.rtol), input.confidence));
+  verdict.premises.push_back(
+      IndependentCompressors(run, "the variance of the mean message is the mean of theirs"));
+  return omega;
+}
+
+Verdict CheckMarinaTheorem21(const AssertionInput& input, const EstimatorClaimOptions& o) {
+  const RunEvidence& run = input.runs.front();
+  Verdict verdict;
+  Trajectory t;
+  if (std::string why = ReadTrajectory(run, kMarina, "MARINA Theorem 2.1", verdict, t);
+      !why.empty()) {
+    verdict.detail = why;
+    return verdict;
+  }
+  const std::optional<double> p = run.hyperparameters.Number("p");
+  if (!p) {
+    verdict.detail = "the run's optimizer has no p";
+    return verdict;
+  }
+  // With p = 1 every round sends full gradients: no compressor is used and omega drops out.
+  std::optional<UsedCompressorConstant> omega = UsedCompressorConstant{0, "p = 1: no compression"};
+  if (*p < 1) {
+    omega = OmegaPremises(input, run, o, "MARINA Assumption 1.3", verdict);
+    if (!omega) {
+      verdict.detail = "the compressor declares no omega and the check claims none: give `omega`";
+      return verdict;
+    }
+  }
+  const double n = run.workers;
+  const double rule = 1 / (t.lipschitz * (1 + std::sqrt((1 - *p) * omega->value / (*p * n))));
+  verdict.premises.push_back(StepSizeRule(
+      t.gamma, rule, "1 / (L (1 + sqrt((1 - p) omega / (p n)))) (MARINA Theorem 2.1)"));
+  t.notes.push_back(omega->source);
+  t.notes.push_back(fmt::format("p = {:.6g}, n = {}", *p, run.workers));
+  // With p = 1 every round sends full gradients: nothing draws.
+  JudgeAtLastStep(input, t, 2 * t.f_gap / t.gamma, "2 (f(x^0) - f*) / (gamma T)", *p == 1,
+                  RoundingSlack(run, o.rtol), verdict);
+  return verdict;
+}
+
+Verdict CheckDianaNonconvex(const AssertionInput& input, const EstimatorClaimOptions& o) {
+  const RunEvidence& run = input.runs.front();
+  Verdict verdict;
+  Trajectory t;
+  if (std::string why =
+          ReadTrajectory(run, kDiana, "DIANA, docs/ef21-diana-marina.md §3", verdict, t);
+      !why.empty()) {
+    verdict.detail = why;
+    return verdict;
+  }
+  const std::optional<UsedCompressorConstant> omega =
+      OmegaPremises(input, run, o, "DIANA's compressor class", verdict);
+  const std::optional<double> a = run.hyperparameters.Number("a");
+  if (!omega || !a) {
+    verdict.detail = !omega ? "the compressor declares no omega and the check claims none: give "
+                              "`omega`"
+                            : "the run's optimizer has no a";
+    return verdict;
+  }
+  const std::optional<double> h0 = WorkersMeanAt(run, "shift-error", "gradient_sq", 1);
+  if (!h0) {
+    verdict.detail = "the run has no H^0 (probe shift-error's gradient_sq at step 1, every worker)";
+    return verdict;
+  }
+  const double w = omega->value;
+  const double n = run.workers;
+  const double L = t.lipschitz;
+  const double a_rule = 1 / (w + 1);
+  verdict.premises.push_back(
+      *a <= a_rule
+          ? Premise::Met("a <= 1 / (omega + 1)", fmt::format("a = {:.6g} <= {:.6g}", *a, a_rule))
+          : Premise::Failed(
+                "a <= 1 / (omega + 1)",
+                fmt::format("a = {:.6g} > {:.6g}: the shifts' contraction fails", *a, a_rule)));
+  const double rule =
+      w == 0 ? 1 / (2 * L) : std::min(1 / (2 * L), *a / L * std::sqrt(n / (4 * w * (*a + 2))));
+  verdict.premises.push_back(
+      StepSizeRule(t.gamma, rule, "min(1 / (2L), (a / L~) sqrt(n / (4 omega (a + 2))))"));
+  t.notes.push_back(omega->source);
+  t.notes.push_back(fmt::format("a = {:.6g}, n = {}", *a, run.workers));
+  t.notes.push_back(
+      fmt::format("H^0 = {:.6g} (probe shift-error's gradient_sq at step 1: h_i^0 = 0)", *h0));
+  const double numerator = 2 * t.f_gap / t.gamma + 4 * L * t.gamma * w * *h0 / (n * *a);
+  JudgeAtLastStep(input, t, numerator,
+                  "2 (f(x^0) - f*) / (gamma T) + 4 L gamma omega H^0 / (n a T)",
+                  DeterministicRun(run), RoundingSlack(run, o.rtol), verdict);
+  return verdict;
+}
+
+}  // namespace
+
+Judgement MakeEf21Theorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
+  const EstimatorClaimOptions o = ReadClaimOptions(options, "alpha", Interval{0, 1, true, false});
+  return [o](const AssertionInput& input) { return CheckEf21Theorem1(input, o); };
+}
+
+Judgement MakeMarinaTheorem21Check(OptionTable& options, const AssertionContext& /*context*/) {
+  const EstimatorClaimOptions o = ReadClaimOptions(options, "omega", Interval::NonNegative());
+  return [o](const AssertionInput& input) { return CheckMarinaTheorem21(input, o); };
+}
+
+Judgement MakeDianaNonconvexCheck(OptionTable& options, const AssertionContext& /*context*/) {
+  const EstimatorClaimOptions o = ReadClaimOptions(options, "omega", Interval::NonNegative());
+  return [o](const AssertionInput& input) { return CheckDianaNonconvex(input, o); };
+}
+
+}  // namespace lemmalab
