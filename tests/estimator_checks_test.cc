@@ -115,6 +115,26 @@ TEST(Ef21Theorem1, PlantedFaultsAreInconclusive) {
   EXPECT_EQ(Judge("ef21-theorem1", other).kind, VerdictKind::kInconclusive);
 }
 
+TEST(Ef21SgdmFullGradient, BoundAndStepRuleByHand) {
+  // alpha = 0.36 (theta = 0.2, beta = 3.2) and eta = 0.5: K = 2 / 0.25 + 4 * 3.2 * 1.25 / 0.2 = 88,
+  // rule gamma <= 1 / (1 + sqrt(88)) = 0.096332. At gamma = 0.09 the bound is
+  // 2 * 1.5 / (0.09 * 10) + 2 * 2.5 / (0.2 * 10) = 3.333 + 2.5 < 8: evidence.
+  RunEvidence run = HandRun("ef21-sgdm", 0.09, 0.5, true);
+  run.metrics["train_loss"].points.front().value = 1.5;
+  run.hyperparameters.Set("eta", 0.5);
+  for (int i = 0; i < 4; ++i) run.probes["q-deviate/declared_alpha"].points.push_back({1, i, 0.36});
+  const Verdict v = Judge("ef21-sgdm-full-gradient", run);
+  EXPECT_NEAR(v.bound_value, 2 * 1.5 / (0.09 * 10) + 2 * 2.5 / (0.2 * 10), 1e-12);
+  EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
+  // Planted faults: gamma = 0.1 above the rule; EF21's Theorem 1 does not cover EF21-SGDM.
+  RunEvidence fast = run;
+  for (auto& p : fast.metrics["lr"].points) p.value = 0.1;
+  const Verdict over = Judge("ef21-sgdm-full-gradient", fast);
+  EXPECT_EQ(over.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(Premises(over), HasSubstr("0.0963"));
+  EXPECT_EQ(Judge("ef21-theorem1", run).kind, VerdictKind::kInconclusive);
+}
+
 TEST(MarinaTheorem21, BoundStepRuleAndMarkov) {
   // omega = 3, p = 0.25, n = 4: sqrt((1 - p) omega / (p n)) = sqrt(2.25 / 1) = 1.5, rule
   // gamma <= 1 / 2.5 = 0.4. Bound 2 * 1.5 / (0.4 * 10) = 0.75 < 1.25: one draw above the bound

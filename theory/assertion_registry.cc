@@ -182,6 +182,16 @@ const Registry<AssertionInfo>& Assertions() {
            {"shift-error", "q-deviate"},
            AssertionScope::kRun,
            &MakeEf21Theorem1Check},
+          {"ef21-sgdm-full-gradient",
+           "(1/T) sum_{t<T} ||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T) + 2 G^0 / (theta T) "
+           "for C in C(alpha), v_i^0 = grad f_i(x^0) and gamma <= 1 / (L + L~ sqrt(2 / eta^2 + "
+           "4 beta (1 + eta^2) / theta)), full gradients (deterministic with a deterministic "
+           "compressor, else Markov)",
+           "EF21-SGDM (Fatkhullin, Tyurin & Richtárik, NeurIPS 2023); the full-gradient bound is "
+           "proved in docs/ef21-diana-marina.md §4",
+           {"shift-error", "q-deviate"},
+           AssertionScope::kRun,
+           &MakeEf21SgdmFullGradientCheck},
           {"marina-theorem21",
            "(1/T) sum_{t<T} ||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T) for independent C_i "
            "in U(omega) and gamma <= 1 / (L (1 + sqrt((1 - p) omega / (p n)))), full gradients "

@@ -43,8 +43,9 @@ Judgement MakeOnebitAdamTheorem1Check(OptionTable& options, const AssertionConte
 Judgement MakeOnebitLambTheorem1Check(OptionTable& options, const AssertionContext& context);
 Judgement MakeRatioAdaptsCheck(OptionTable& options, const AssertionContext& context);
 
-// EF21, MARINA and DIANA with full gradients (theory/estimator_assertions.cc)
+// EF21, EF21-SGDM, MARINA and DIANA with full gradients (theory/estimator_assertions.cc)
 Judgement MakeEf21Theorem1Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeEf21SgdmFullGradientCheck(OptionTable& options, const AssertionContext& context);
 Judgement MakeMarinaTheorem21Check(OptionTable& options, const AssertionContext& context);
 Judgement MakeDianaNonconvexCheck(OptionTable& options, const AssertionContext& context);
 // 0/1 Adam's communication volume (theory/zero_one_adam_assertions.cc)

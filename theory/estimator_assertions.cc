@@ -7,6 +7,13 @@
 //                       (1/T) sum_{t<T} E||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T)
 //                                                            + E G^0 / (theta T),
 //                     G^0 = (1/n) sum_i ||g_i^0 - grad f_i(x^0)||^2.
+//   ef21-sgdm-full-gradient  EF21-SGDM (Fatkhullin, Tyurin, Richtárik, NeurIPS 2023) with full
+//                     gradients, by the Lyapunov argument of docs/ef21-diana-marina.md §4 (the
+//                     paper's theorem is for stochastic gradients and its statement was not
+//                     available here): with v_i^0 = grad f_i(x^0), C in C(alpha) and
+//                     gamma <= 1 / (L + L~ sqrt(2 / eta^2 + 4 beta (1 + eta^2) / theta)),
+//                       (1/T) sum_{t<T} E||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T)
+//                                                            + 2 G^0 / (theta T).
 //   marina-theorem21  MARINA (Gorbunov, Burlachenko, Li, Richtárik, ICML 2021, Theorem 2.1): with
 //                     independent C_i in U(omega), g^0 = grad f(x^0) and gamma <= 1 / (L (1 +
 //                     sqrt((1 - p) omega / (p n)))),
@@ -235,8 +242,44 @@ bool DeterministicRun(const RunEvidence& run) {
 }
 
 constexpr std::array<std::string_view, 1> kEf21 = {"ef21"};
+constexpr std::array<std::string_view, 1> kEf21Sgdm = {"ef21-sgdm"};
 constexpr std::array<std::string_view, 1> kMarina = {"marina"};
 constexpr std::array<std::string_view, 1> kDiana = {"diana"};
+
+// EF21's contraction constants from the compressor's alpha: theta = 1 - sqrt(1 - alpha) and
+// beta = (1 - alpha) / (1 - sqrt(1 - alpha)), with the alpha premise checked on the run and G^0
+// (probe shift-error at step 1) read; nullopt with verdict.detail set when the check cannot go on.
+struct Contraction {
+  double theta = 0, beta = 0, g0 = 0;
+};
+std::optional<Contraction> ReadContraction(const AssertionInput& input, const RunEvidence& run,
+                                           const EstimatorClaimOptions& o, Trajectory& t,
+                                           Verdict& verdict) {
+  const std::optional<UsedCompressorConstant> alpha =
+      FindCompressorConstant(run, "alpha", o.constant);
+  if (!alpha) {
+    verdict.detail =
+        "the compressor declares no alpha (it is not in C(alpha)) and the check claims none: "
+        "give `alpha`";
+    return std::nullopt;
+  }
+  verdict.premises.push_back(CompressorErrorWithin(run, 1 - alpha->value,
+                                                   "C in C(alpha) (EF21 Definition 1)",
+                                                   alpha->source, RoundingSlack(run, o.rtol),
+                                                   input.confidence));
+  const std::optional<double> g0 = WorkersMeanAt(run, "shift-error", "sq_error", 1);
+  if (!g0) {
+    verdict.detail = "the run has no G^0 (probe shift-error at step 1, every worker)";
+    return std::nullopt;
+  }
+  const double a = alpha->value;
+  const double root = std::sqrt(1 - a);
+  Contraction c{1 - root, a == 1 ? 0.0 : (1 - a) / (1 - root), *g0};
+  t.notes.push_back(alpha->source);
+  t.notes.push_back(fmt::format("theta = {:.6g}, beta = {:.6g}", c.theta, c.beta));
+  t.notes.push_back(fmt::format("G^0 = {:.6g} (probe shift-error, step 1)", c.g0));
+  return c;
+}
 
 Verdict CheckEf21Theorem1(const AssertionInput& input, const EstimatorClaimOptions& o) {
   const RunEvidence& run = input.runs.front();
@@ -246,36 +289,49 @@ Verdict CheckEf21Theorem1(const AssertionInput& input, const EstimatorClaimOptio
     verdict.detail = why;
     return verdict;
   }
-  const std::optional<UsedCompressorConstant> alpha =
-      FindCompressorConstant(run, "alpha", o.constant);
-  if (!alpha) {
-    verdict.detail =
-        "the compressor declares no alpha (it is not in C(alpha)) and the check "
-        "claims none: give `alpha`";
-    return verdict;
-  }
-  const double rtol = RoundingSlack(run, o.rtol);
-  verdict.premises.push_back(CompressorErrorWithin(run, 1 - alpha->value,
-                                                   "C in C(alpha) (EF21 Definition 1)",
-                                                   alpha->source, rtol, input.confidence));
-  const std::optional<double> g0 = WorkersMeanAt(run, "shift-error", "sq_error", 1);
-  if (!g0) {
-    verdict.detail = "the run has no G^0 (probe shift-error at step 1, every worker)";
-    return verdict;
-  }
-  const double a = alpha->value;
-  const double root = std::sqrt(1 - a);
-  const double theta = 1 - root;
-  const double beta = a == 1 ? 0.0 : (1 - a) / (1 - root);
-  const double rule = 1 / (t.lipschitz * (1 + std::sqrt(beta / theta)));
+  const std::optional<Contraction> c = ReadContraction(input, run, o, t, verdict);
+  if (!c) return verdict;
+  const double rule = 1 / (t.lipschitz * (1 + std::sqrt(c->beta / c->theta)));
   verdict.premises.push_back(
       StepSizeRule(t.gamma, rule, "1 / (L + L~ sqrt(beta / theta)) (EF21 Theorem 1)"));
-  t.notes.push_back(alpha->source);
-  t.notes.push_back(fmt::format("theta = {:.6g}, beta = {:.6g}", theta, beta));
-  t.notes.push_back(fmt::format("G^0 = {:.6g} (probe shift-error, step 1)", *g0));
-  const double numerator = 2 * t.f_gap / t.gamma + *g0 / theta;
+  const double numerator = 2 * t.f_gap / t.gamma + c->g0 / c->theta;
   JudgeAtLastStep(input, t, numerator, "2 (f(x^0) - f*) / (gamma T) + G^0 / (theta T)",
-                  DeterministicRun(run), rtol, verdict);
+                  DeterministicRun(run), RoundingSlack(run, o.rtol), verdict);
+  return verdict;
+}
+
+// EF21-SGDM with full gradients (docs/ef21-diana-marina.md §4): v_i^0 is the first gradient, so
+// the momentum error P^0 is 0 and the bound is 2 (f(x^0) - f*) / (gamma T) + 2 G^0 / (theta T) for
+// gamma <= 1 / (L + L~ sqrt(K)), K = 2 / eta^2 + 4 beta (1 + eta^2) / theta.
+Verdict CheckEf21SgdmFullGradient(const AssertionInput& input, const EstimatorClaimOptions& o) {
+  const RunEvidence& run = input.runs.front();
+  Verdict verdict;
+  Trajectory t;
+  if (std::string why = ReadTrajectory(run, kEf21Sgdm, "EF21-SGDM, docs/ef21-diana-marina.md §4",
+                                       verdict, t);
+      !why.empty()) {
+    verdict.detail = why;
+    return verdict;
+  }
+  const std::optional<double> eta = run.hyperparameters.Number("eta");
+  if (!eta) {
+    verdict.detail = "the run's optimizer has no eta";
+    return verdict;
+  }
+  const std::optional<Contraction> c = ReadContraction(input, run, o, t, verdict);
+  if (!c) return verdict;
+  verdict.premises.push_back(Premise::Met(
+      "v_i^0 = grad f_i(x^0), so P^0 = 0",
+      "ef21-sgdm starts each worker's momentum at its first gradient (optimizers/ef21.h), which "
+      "full gradients make exact"));
+  const double k = 2 / (*eta * *eta) + 4 * c->beta * (1 + *eta * *eta) / c->theta;
+  const double rule = 1 / (t.lipschitz * (1 + std::sqrt(k)));
+  verdict.premises.push_back(StepSizeRule(
+      t.gamma, rule, "1 / (L + L~ sqrt(2 / eta^2 + 4 beta (1 + eta^2) / theta))"));
+  t.notes.push_back(fmt::format("eta = {:.6g}", *eta));
+  const double numerator = 2 * t.f_gap / t.gamma + 2 * c->g0 / c->theta;
+  JudgeAtLastStep(input, t, numerator, "2 (f(x^0) - f*) / (gamma T) + 2 G^0 / (theta T)",
+                  DeterministicRun(run), RoundingSlack(run, o.rtol), verdict);
   return verdict;
 }
 
@@ -385,6 +441,12 @@ Verdict CheckDianaNonconvex(const AssertionInput& input, const EstimatorClaimOpt
 Judgement MakeEf21Theorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
   const EstimatorClaimOptions o = ReadClaimOptions(options, "alpha", Interval{0, 1, true, false});
   return [o](const AssertionInput& input) { return CheckEf21Theorem1(input, o); };
+}
+
+Judgement MakeEf21SgdmFullGradientCheck(OptionTable& options,
+                                        const AssertionContext& /*context*/) {
+  const EstimatorClaimOptions o = ReadClaimOptions(options, "alpha", Interval{0, 1, true, false});
+  return [o](const AssertionInput& input) { return CheckEf21SgdmFullGradient(input, o); };
 }
 
 Judgement MakeMarinaTheorem21Check(OptionTable& options, const AssertionContext& /*context*/) {
