@@ -34,8 +34,6 @@ class PermK final : public SampledSparseCompressor<T> {
       return;
     }
     block_ = {first, first + this->k()};
-    permutation_.resize(static_cast<std::size_t>(d));
-    words_.resize(static_cast<std::size_t>(d - 1));
   }
 
   bool unbiased() const override { return true; }
@@ -51,17 +49,25 @@ class PermK final : public SampledSparseCompressor<T> {
   bool correlated_senders() const override { return !whole_; }
 
  private:
-  // pi(B_i) ascending, from the step's shared permutation (permk.h's draw rule): the given
-  // stream only names the step, and is not read.
+  // pi(B_i) ascending, from the step's shared permutation (permk.h's draw rule): a worker's
+  // stream only names the step, and is not read. Any other stream (a probe's repeated draws on
+  // one input, Purpose::kProbe) is one draw of its own: the permutation comes from it, so that
+  // repeated draws see PermK's distribution for this sender rather than one permutation.
   std::span<const std::uint32_t> Choose(PhiloxStream& stream) override {
     if (whole_) return kept_;
     const StreamKey& key = stream.stream_key();
+    const bool shared_draw = key.purpose == Purpose::kWorkerCompression;
     PhiloxStream shared({key.seed, Purpose::kSharedCompression, kGlobalStream, key.step});
-    shared.Fill(words_);
+    PhiloxStream& draws = shared_draw ? shared : stream;
+    // Sized at the first draw, not when made: every process builds an instance per worker (and
+    // the aggregation point's decoder is one too), and only the senders that encode need d words.
+    permutation_.resize(static_cast<std::size_t>(this->dimension()));
+    words_.resize(permutation_.size() - 1);
+    draws.Fill(words_);
     std::iota(permutation_.begin(), permutation_.end(), 0u);
     for (std::size_t t = 0; t < words_.size(); ++t) {
       const std::size_t p = permutation_.size() - 1 - t;
-      const std::uint32_t r = UniformBelow(p + 1, words_[t], [&] { return shared(); });
+      const std::uint32_t r = UniformBelow(p + 1, words_[t], [&] { return draws(); });
       std::swap(permutation_[p], permutation_[r]);
     }
     kept_.assign(permutation_.begin() + block_.first, permutation_.begin() + block_.second);

@@ -26,9 +26,12 @@
 //
 // The shared draw: the permutation comes from PhiloxStream({seed, Purpose::kSharedCompression,
 // kGlobalStream, step}), seed and step being those of the stream Encode is given
-// (PhiloxStream::stream_key()); the given stream itself is not read, and not advanced. So every
+// (PhiloxStream::stream_key()) when that is a worker's compression stream (Purpose::
+// kWorkerCompression); the given stream itself is then not read, and not advanced. So every
 // sender of a step draws the same pi (correlated_senders() is true, except where a sender sends
 // everything and draws nothing), and an encode depends on (seed, step) and not on the worker.
+// Given any other stream (a probe's repeated draws on one input), pi is drawn from that stream,
+// by the same rule: each call is then one independent draw of this sender's C_i.
 // Fisher-Yates (Durstenfeld): pi starts as the identity; for t = 0, ..., d - 2 the
 // position p = d - 1 - t is swapped with the position r drawn uniformly in [0, p] by
 // UniformBelow(p + 1, ...) of compressors/sparse.h (Lemire's multiply-and-reject, exact). Draw t

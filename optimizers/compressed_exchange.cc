@@ -279,7 +279,11 @@ void CompressingSender<T>::KeepRecords(const CompressorMaker<T>& maker,
 template <typename T>
 bool CompressedExchange<T>::KeepCompressionRecords() {
   if (!CanKeepCompressionRecords()) return false;
-  for (Sender& w : workers_) w.KeepRecords(config_.worker_compressor, shape_);
+  const int senders = static_cast<int>(workers_.size());
+  for (int i = 0; i < senders; ++i) {
+    workers_[static_cast<std::size_t>(i)].KeepRecords(config_.worker_compressor,
+                                                      shape_.ForSender(i, senders));
+  }
   for (int c = 0; c < layout_.chunks(); ++c) {
     const auto [begin, end] = Chunk(c);
     servers_[static_cast<std::size_t>(c)].KeepRecords(config_.server_compressor,

@@ -40,6 +40,11 @@ RunEvidence HandRun(std::string optimizer, double lr, double ratio_sq, bool dete
     for (std::int64_t s = 1; s <= 10; ++s) {
       run.probes["q-deviate/ratio"].points.push_back({s, i, std::sqrt(ratio_sq)});
     }
+    // The running totals at the last step: 10 calls, each with ratio^2 = ratio_sq.
+    run.probes["q-deviate/max_ratio"].points.push_back({10, i, std::sqrt(ratio_sq)});
+    run.probes["q-deviate/calls"].points.push_back({10, i, 10.0});
+    run.probes["q-deviate/sq_ratio_sum"].points.push_back({10, i, 10 * ratio_sq});
+    run.probes["q-deviate/sq_ratio_sq_sum"].points.push_back({10, i, 10 * ratio_sq * ratio_sq});
     run.probes["q-deviate/deterministic"].points.push_back({1, i, deterministic ? 1.0 : 0.0});
     run.probes["q-deviate/correlated_senders"].points.push_back({1, i, 0.0});
     // G^0 = mean_i ||g_i^0 - grad f_i(x^0)||^2 = (1 + 2 + 3 + 4) / 4 = 2.5; H^0 = mean ||g_i||^2
@@ -84,10 +89,37 @@ TEST(Ef21Theorem1, BoundAndStepRuleByHand) {
   const Verdict violated = Judge("ef21-theorem1", run);
   EXPECT_NEAR(violated.bound_value, 2 * 0.1 / (0.19 * 10), 1e-12);
   EXPECT_EQ(violated.kind, VerdictKind::kViolated);
-  // The same numbers from a stochastic compressor are one draw below bound / (1 - 0.99):
-  // inconclusive.
+  // From a stochastic compressor the step-1 G^0 is one draw; the bound takes its expectation's
+  // bound (1 - alpha) (1/n) sum ||grad f_i(x^0)||^2 = 0.64 * 6 (init = compressed) ...
   for (auto& p : run.probes["q-deviate/deterministic"].points) p.value = 0;
-  EXPECT_EQ(Judge("ef21-theorem1", run).kind, VerdictKind::kInconclusive);
+  const Verdict stochastic = Judge("ef21-theorem1", run);
+  EXPECT_NEAR(stochastic.bound_value, 2 * 0.1 / (0.19 * 10) + 0.64 * 6 / (0.2 * 10), 1e-12);
+  EXPECT_EQ(stochastic.kind, VerdictKind::kHolds);
+  // ... or 0 when the first round sends full precision: then 1.25 is one draw above the bound
+  // but below bound / (1 - 0.99): inconclusive.
+  run.hyperparameters.Set("init", std::string("full"));
+  const Verdict full = Judge("ef21-theorem1", run);
+  EXPECT_NEAR(full.bound_value, 2 * 0.1 / (0.19 * 10), 1e-12);
+  EXPECT_EQ(full.kind, VerdictKind::kInconclusive);
+}
+
+// A constant the compressor declares is proven for it; one the check claims must be shown by the
+// run's calls: here their mean is 3 with standard error 0.32 (40 calls), so omega = 3.2 is not
+// contradicted (the lower bound is 2.25) but not shown either (the upper bound is 3.75).
+TEST(CompressorErrorWithin, AClaimMustBeShownADeclarationNeedOnlyNotBeContradicted) {
+  RunEvidence run = HandRun("marina", 0.2, 3.0, false);
+  run.hyperparameters.Set("p", 0.25);
+  for (auto& p : run.probes["q-deviate/sq_ratio_sq_sum"].points) p.value = 10 * (9 + 4);
+  for (int i = 0; i < 4; ++i) run.probes["q-deviate/declared_omega"].points.push_back({1, i, 3.2});
+  const Verdict declared = Judge("marina-theorem21", run);
+  EXPECT_THAT(Premises(declared), HasSubstr("consistent with it"));
+  const Verdict claimed = Judge("marina-theorem21", run, "omega = 3.2");
+  EXPECT_EQ(claimed.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(Premises(claimed), HasSubstr("does not show the claim"));
+  // An estimated L (a power iteration's, of f) is not every f_i's: the rule cannot be judged.
+  RunEvidence estimated = run;
+  estimated.constants[0].certainty = Certainty::kEstimate;
+  EXPECT_EQ(Judge("marina-theorem21", estimated).kind, VerdictKind::kInconclusive);
 }
 
 TEST(Ef21Theorem1, PlantedFaultsAreInconclusive) {

@@ -154,13 +154,22 @@ TEST(PermK, TheSendersOfAStepShareOneDraw) {
   auto c = MakePermK<float>(Shape::Flat(50).ForSender(1, 5));
   Message a, b, other;
   PhiloxStream s1 = Stream(9, 1);
-  PhiloxStream s2({17, Purpose::kServerCompression, kServerStream, 9});
+  PhiloxStream s2 = Stream(9, 3);  // another worker's stream of the same step
   PhiloxStream s3 = Stream(10, 1);
   c->Encode(x, s1, a);
   c->Encode(x, s2, b);
   c->Encode(x, s3, other);
   EXPECT_EQ(a.bytes, b.bytes);
   EXPECT_NE(a.bytes, other.bytes);
+  // A stream that is not a worker's (a probe's repeated draws on one input) is a draw of its own:
+  // two probe streams of the same step give two permutations, and the stream is read.
+  Message p1, p2;
+  PhiloxStream probe1({17, Purpose::kProbe, 1, 9}), probe2({18, Purpose::kProbe, 1, 9});
+  c->Encode(x, probe1, p1);
+  c->Encode(x, probe2, p2);
+  EXPECT_NE(p1.bytes, p2.bytes);
+  EXPECT_NE(p1.bytes, a.bytes);
+  EXPECT_GT(probe1.position(), 0u);
   EXPECT_FALSE(c->deterministic());
   EXPECT_TRUE(c->correlated_senders());
   EXPECT_FALSE(MakePermK<float>(Shape::Flat(50))->correlated_senders())

@@ -155,6 +155,18 @@ class DeviationProbe final : public CompressionProbe<T> {
         worst_step_ = step.t;
         worst_sender_ = sender;
       }
+      // Every call, whether or not probe_every keeps this step's values: the running largest
+      // ratio and the sums of ratio^2 and ratio^4, so the values kept at the last step speak for
+      // all the sender's calls (a deterministic bound needs every call, a mean all of them).
+      Totals& totals = totals_[Slot(sender)];
+      totals.max_ratio = std::max(totals.max_ratio, ratio);
+      totals.calls += 1;
+      totals.sq_sum += ratio * ratio;
+      totals.sq_sq_sum += ratio * ratio * ratio * ratio;
+      sink.Record("max_ratio", sender, totals.max_ratio);
+      sink.Record("calls", sender, totals.calls);
+      sink.Record("sq_ratio_sum", sender, totals.sq_sum);
+      sink.Record("sq_ratio_sq_sum", sender, totals.sq_sq_sum);
     }
   }
 
@@ -164,6 +176,13 @@ class DeviationProbe final : public CompressionProbe<T> {
     archive("worst_sender", worst_sender_);
     archive("declared", declared_);
     archive("declared_senders", declared_senders_);
+    std::vector<double> flat;
+    for (const Totals& t : totals_)
+      flat.insert(flat.end(), {t.max_ratio, t.calls, t.sq_sum, t.sq_sq_sum});
+    archive("totals", flat);
+    for (std::size_t i = 0; i < totals_.size() && 4 * i + 3 < flat.size(); ++i) {
+      totals_[i] = {flat[4 * i], flat[4 * i + 1], flat[4 * i + 2], flat[4 * i + 3]};
+    }
   }
 
   std::vector<std::string> Summary() const override {
@@ -181,6 +200,15 @@ class DeviationProbe final : public CompressionProbe<T> {
   int worst_sender_ = 0;
   double declared_ = -1;
   std::vector<int> declared_senders_;  // the senders whose declarations are recorded
+  // Per sender (workers, then the server): the running totals of its calls.
+  struct Totals {
+    double max_ratio = 0, calls = 0, sq_sum = 0, sq_sq_sum = 0;
+  };
+  std::vector<Totals> totals_ = std::vector<Totals>(static_cast<std::size_t>(this->workers_) + 1);
+  std::size_t Slot(int sender) const {
+    return sender == kServer ? static_cast<std::size_t>(this->workers_)
+                             : static_cast<std::size_t>(sender);
+  }
 };
 
 }  // namespace

@@ -74,13 +74,14 @@ EstimatorClaimOptions ReadClaimOptions(OptionTable& options, std::string_view co
 struct UsedCompressorConstant {
   double value = 0;
   std::string source;
+  bool claimed = false;  // the check's claim, which the run must show, not the compressor's
 };
 std::optional<UsedCompressorConstant> FindCompressorConstant(const RunEvidence& run,
                                                              std::string_view name,
                                                              std::optional<double> claimed) {
   if (claimed) {
-    return UsedCompressorConstant{*claimed,
-                                  fmt::format("{} = {:.6g} (the check's claim)", name, *claimed)};
+    return UsedCompressorConstant{
+        *claimed, fmt::format("{} = {:.6g} (the check's claim)", name, *claimed), true};
   }
   const Series* declared = run.Probe("q-deviate", fmt::format("declared_{}", name));
   if (declared == nullptr) return std::nullopt;
@@ -142,6 +143,16 @@ std::string ReadTrajectory(const RunEvidence& run, std::span<const std::string_v
     return "unknown constants: the theorem needs L and f* (a problem that knows them, or "
            "reference = true)";
   }
+  // The rules need the smoothness of every f_i and the bounds a true f*: an estimate (the power
+  // iteration's L of f, L-BFGS's f* of a nonconvex f, a local minimum) is neither.
+  const auto proven = [&](const Constant& c, std::string_view what) {
+    const std::string name = fmt::format("{} known, not estimated ({})", c.name, what);
+    verdict.premises.push_back(c.certainty == Certainty::kEstimate
+                                   ? Premise::Failed(name, DescribeConstant(c))
+                                   : Premise::Met(name, DescribeConstant(c)));
+  };
+  proven(*L, "the step-size rule takes it for every f_i's smoothness");
+  proven(*f_star, "the bound's f(x^0) - f*");
   t.lipschitz = L->value;
   t.notes.push_back(DescribeConstant(*L) + "; every f_i's, so L~ <= L");
   t.notes.push_back(DescribeConstant(*f_star));
@@ -263,21 +274,41 @@ std::optional<Contraction> ReadContraction(const AssertionInput& input, const Ru
         "give `alpha`";
     return std::nullopt;
   }
-  verdict.premises.push_back(CompressorErrorWithin(run, 1 - alpha->value,
-                                                   "C in C(alpha) (EF21 Definition 1)",
-                                                   alpha->source, RoundingSlack(run, o.rtol),
-                                                   input.confidence));
-  const std::optional<double> g0 = WorkersMeanAt(run, "shift-error", "sq_error", 1);
-  if (!g0) {
-    verdict.detail = "the run has no G^0 (probe shift-error at step 1, every worker)";
-    return std::nullopt;
-  }
+  verdict.premises.push_back(CompressorErrorWithin(
+      run, 1 - alpha->value, "C in C(alpha) (EF21 Definition 1)", alpha->source, alpha->claimed,
+      RoundingSlack(run, o.rtol), input.confidence));
   const double a = alpha->value;
   const double root = std::sqrt(1 - a);
-  Contraction c{1 - root, a == 1 ? 0.0 : (1 - a) / (1 - root), *g0};
+  Contraction c{1 - root, a == 1 ? 0.0 : (1 - a) / (1 - root), 0};
   t.notes.push_back(alpha->source);
   t.notes.push_back(fmt::format("theta = {:.6g}, beta = {:.6g}", c.theta, c.beta));
-  t.notes.push_back(fmt::format("G^0 = {:.6g} (probe shift-error, step 1)", c.g0));
+  // The bound has E G^0. A deterministic run's G^0 is that expectation, measured (probe
+  // shift-error at step 1). Otherwise the step-1 value is one draw, which would move the bound
+  // with the draw; a bound on its expectation is used instead: 0 when the first round sends full
+  // precision, else (1 - alpha) (1/n) sum_i ||y_i^0||^2, since g_i starts at 0 and the first
+  // message is C(y_i^0), y_i^0 the first gradient (EF21-SGDM: the first momentum, the same).
+  if (DeterministicRun(run)) {
+    const std::optional<double> g0 = WorkersMeanAt(run, "shift-error", "sq_error", 1);
+    if (!g0) {
+      verdict.detail = "the run has no G^0 (probe shift-error at step 1, every worker)";
+      return std::nullopt;
+    }
+    c.g0 = *g0;
+    t.notes.push_back(fmt::format("G^0 = {:.6g} (probe shift-error, step 1)", c.g0));
+  } else if (run.hyperparameters.Text("init") == "full") {
+    t.notes.push_back("E G^0 = 0 (init = full: the first round sends the gradients themselves)");
+  } else {
+    const std::optional<double> y0 = WorkersMeanAt(run, "shift-error", "gradient_sq", 1);
+    if (!y0) {
+      verdict.detail = "the run has no first gradients (probe shift-error's gradient_sq at step 1)";
+      return std::nullopt;
+    }
+    c.g0 = (1 - a) * *y0;
+    t.notes.push_back(fmt::format(
+        "E G^0 <= (1 - alpha) (1/n) sum_i ||y_i^0||^2 = {:.6g} (a bound: the run's draws are "
+        "random; init = compressed)",
+        c.g0));
+  }
   return c;
 }
 
@@ -307,8 +338,8 @@ Verdict CheckEf21SgdmFullGradient(const AssertionInput& input, const EstimatorCl
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   Trajectory t;
-  if (std::string why = ReadTrajectory(run, kEf21Sgdm, "EF21-SGDM, docs/ef21-diana-marina.md §4",
-                                       verdict, t);
+  if (std::string why =
+          ReadTrajectory(run, kEf21Sgdm, "EF21-SGDM, docs/ef21-diana-marina.md §4", verdict, t);
       !why.empty()) {
     verdict.detail = why;
     return verdict;
@@ -326,8 +357,8 @@ Verdict CheckEf21SgdmFullGradient(const AssertionInput& input, const EstimatorCl
       "full gradients make exact"));
   const double k = 2 / (*eta * *eta) + 4 * c->beta * (1 + *eta * *eta) / c->theta;
   const double rule = 1 / (t.lipschitz * (1 + std::sqrt(k)));
-  verdict.premises.push_back(StepSizeRule(
-      t.gamma, rule, "1 / (L + L~ sqrt(2 / eta^2 + 4 beta (1 + eta^2) / theta))"));
+  verdict.premises.push_back(
+      StepSizeRule(t.gamma, rule, "1 / (L + L~ sqrt(2 / eta^2 + 4 beta (1 + eta^2) / theta))"));
   t.notes.push_back(fmt::format("eta = {:.6g}", *eta));
   const double numerator = 2 * t.f_gap / t.gamma + 2 * c->g0 / c->theta;
   JudgeAtLastStep(input, t, numerator, "2 (f(x^0) - f*) / (gamma T) + 2 G^0 / (theta T)",
@@ -344,9 +375,9 @@ std::optional<UsedCompressorConstant> OmegaPremises(const AssertionInput& input,
   const std::optional<UsedCompressorConstant> omega =
       FindCompressorConstant(run, "omega", o.constant);
   if (!omega) return std::nullopt;
-  verdict.premises.push_back(
-      CompressorErrorWithin(run, omega->value, fmt::format("C in U(omega) ({})", statement),
-                            omega->source, RoundingSlack(run, o.rtol), input.confidence));
+  verdict.premises.push_back(CompressorErrorWithin(
+      run, omega->value, fmt::format("C in U(omega) ({})", statement), omega->source,
+      omega->claimed, RoundingSlack(run, o.rtol), input.confidence));
   verdict.premises.push_back(
       IndependentCompressors(run, "the variance of the mean message is the mean of theirs"));
   return omega;
@@ -443,8 +474,7 @@ Judgement MakeEf21Theorem1Check(OptionTable& options, const AssertionContext& /*
   return [o](const AssertionInput& input) { return CheckEf21Theorem1(input, o); };
 }
 
-Judgement MakeEf21SgdmFullGradientCheck(OptionTable& options,
-                                        const AssertionContext& /*context*/) {
+Judgement MakeEf21SgdmFullGradientCheck(OptionTable& options, const AssertionContext& /*context*/) {
   const EstimatorClaimOptions o = ReadClaimOptions(options, "alpha", Interval{0, 1, true, false});
   return [o](const AssertionInput& input) { return CheckEf21SgdmFullGradient(input, o); };
 }

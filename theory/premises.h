@@ -54,13 +54,16 @@ Premise CompressorWithinQ(const RunEvidence& run, std::optional<double> workers_
 
 // E||C(u) - u||^2 <= limit ||u||^2 for the workers' compressor, with `limit` the constant a bound
 // uses (EF21's 1 - alpha, DIANA's and MARINA's omega; `assumption` names it, `source` says where
-// the constant comes from), on the run's own calls (probe q-deviate, series ratio). A deterministic
-// compressor must keep it on every call (up to the relative slack rtol). For a stochastic one only
-// the calls' mean estimates the expectation: failed when the mean's lower confidence bound (at
-// `confidence`) exceeds the limit, so the run contradicts the constant; met otherwise, with the
-// estimate (the constant is the compressor's proven one, or the check's claim, not contradicted).
+// the constant comes from), on all the run's calls (probe q-deviate's running totals, kept
+// whatever probe_every keeps). A deterministic compressor must keep it on every call (up to the
+// relative slack rtol). For a stochastic one only the calls' mean estimates the expectation:
+// failed when the mean's lower confidence bound (at `confidence`) exceeds the limit, so the run
+// contradicts the constant. A constant the compressor declares is proven for it, so the premise is
+// then met; a constant the check `claimed` must also be shown: failed unless the upper confidence
+// bound is within it.
 Premise CompressorErrorWithin(const RunEvidence& run, double limit, std::string_view assumption,
-                              std::string_view source, double rtol, double confidence);
+                              std::string_view source, bool claimed, double rtol,
+                              double confidence);
 
 // The workers' compressors draw independently of each other (the proofs that add the workers'
 // errors as independent, zero-mean terms: DIANA's and MARINA's variance of the mean message);

@@ -76,7 +76,20 @@ constexpr SeriesInfo kSeries[] = {
      "only; worker = sender; not per d"},
     {"q-deviate", "declared_q",
      "q the sender's compressor declares (spams Assumption 1: ||C(u) - u|| <= q ||u||); once, at "
-     "step 1; absent if none; worker = i or -1"},
+     "the sender's first compression; absent if none; worker = i or -1"},
+    {"q-deviate", "max_ratio",
+     "the largest ||C(u) - u|| / ||u|| of the sender's calls up to step t, every call counted "
+     "whatever probe_every keeps (its last value covers the whole run); worker = i or -1"},
+    {"q-deviate", "calls",
+     "the number of the sender's calls with u != 0 up to step t, every call counted; worker = i "
+     "or -1"},
+    {"q-deviate", "sq_ratio_sum",
+     "sum of (||C(u) - u|| / ||u||)^2 over the sender's calls up to step t, every call counted "
+     "(the mean E||C(u) - u||^2 / ||u||^2 the omega and alpha premises estimate); worker = i or "
+     "-1"},
+    {"q-deviate", "sq_ratio_sq_sum",
+     "sum of (||C(u) - u|| / ||u||)^4 over the sender's calls up to step t (for the mean's "
+     "standard error); worker = i or -1"},
     {"q-deviate", "declared_alpha",
      "alpha the sender's compressor declares (EF21's class C(alpha): E||C(u) - u||^2 <= (1 - "
      "alpha) ||u||^2); once, at the sender's first compression; absent if none; worker = i or -1"},
