@@ -19,6 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::MakeNamed;
 using testing::Step;
+using testing::StepChunked;
 using testing::Str;
 using testing::Traffic;
 using testing::Vec;
@@ -198,27 +199,6 @@ TEST(Ef21Sgdm, MomentumThreeStepsByHand) {
   EXPECT_EQ(*opt->Observe(Quantity::kShift, 0), Vec({2.5, 1}));
   EXPECT_EQ(*opt->Observe(Quantity::kShift, kServer), Vec({2.5, 1}));
   EXPECT_EQ(x, Vec({-3.25, -0.5}));
-}
-
-// One synchronous step under a flat chunked layout: every worker's message split by chunk, each
-// chunk's server on its parts, Apply on the replies in chunk order.
-void StepChunked(DistributedOptimizer<double>& opt, int chunks, std::int64_t t, double lr,
-                 const std::vector<Eigen::VectorXd>& g, Eigen::VectorXd& x) {
-  const StepContext ctx{t, lr, testing::kStepSeed};
-  std::vector<std::vector<Message>> parts(g.size());
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    Message whole;
-    opt.WorkerStep(ctx, static_cast<int>(i), x, g[i], whole);
-    opt.Split(ctx, static_cast<int>(i), whole, parts[i]);
-    ASSERT_EQ(parts[i].size(), static_cast<std::size_t>(chunks));
-  }
-  std::vector<Message> replies(static_cast<std::size_t>(chunks));
-  for (int c = 0; c < chunks; ++c) {
-    std::vector<Message> received;
-    for (const auto& p : parts) received.push_back(p[static_cast<std::size_t>(c)]);
-    opt.ServerStep(ctx, c, received, replies[static_cast<std::size_t>(c)]);
-  }
-  opt.Apply(ctx, replies, x);
 }
 
 // Every phase is per coordinate, so a chunked run equals the one-chunk run bit for bit, the

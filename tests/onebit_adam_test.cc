@@ -30,24 +30,10 @@ using testing::Vec;
 // Step's seed, which the streams below replay.
 constexpr std::uint64_t kSeed = testing::kStepSeed;
 
-// Worker i's gradient at step t: smooth, of mixed signs, different on every worker.
-std::vector<Eigen::VectorXd> Gradients(std::int64_t t, int n, Eigen::Index d) {
-  std::vector<Eigen::VectorXd> g;
-  for (int i = 0; i < n; ++i) {
-    Eigen::VectorXd gi(d);
-    for (Eigen::Index j = 0; j < d; ++j) {
-      gi[j] = (1.0 + 0.5 * i) * std::sin(1.0 + 0.7 * static_cast<double>(t) + 1.3 * i + 0.9 * j);
-    }
-    g.push_back(gi);
-  }
-  return g;
-}
+using testing::RelativeDistance;
+using testing::SmoothGradients;
 
 double Rate(std::int64_t t) { return 0.01 / std::sqrt(static_cast<double>(t)); }
-
-double RelativeDistance(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
-  return (a - b).norm() / b.norm();
-}
 
 // Line 2: while t <= T_w, 1-bit Adam is Adam without bias correction (Eq. 1), the same
 // arithmetic in the same order, so the trajectories are equal bit for bit.
@@ -61,8 +47,8 @@ TEST(OnebitAdam, WarmupIsAdamWithoutBiasCorrection) {
         "adam", {{"bias_correction", {false, ""}}, {"eps_placement", Str(placement)}}, {d, n});
     Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 1), y = x;
     for (std::int64_t t = 1; t <= 8; ++t) {
-      Step(*onebit, t, Rate(t), Gradients(t, n, d), x);
-      Step(*adam, t, Rate(t), Gradients(t, n, d), y);
+      Step(*onebit, t, Rate(t), SmoothGradients(t, n, d), x);
+      Step(*adam, t, Rate(t), SmoothGradients(t, n, d), y);
       EXPECT_EQ(x, y) << placement << " t = " << t;
       EXPECT_EQ(*onebit->Observe(Quantity::kMomentum, kServer),
                 *adam->Observe(Quantity::kMomentum, kServer));
@@ -92,8 +78,8 @@ TEST(OnebitAdam, IdentityCompressionIsOnebitAdamFp32) {
     auto fp32 = MakeNamed("onebit-adam-fp32", {{"warmup_steps", Int(warmup)}}, {d, n});
     Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, 1, 3), y = x;
     for (std::int64_t t = 1; t <= 12; ++t) {
-      Step(*onebit, t, Rate(t), Gradients(t, n, d), x);
-      Step(*fp32, t, Rate(t), Gradients(t, n, d), y);
+      Step(*onebit, t, Rate(t), SmoothGradients(t, n, d), x);
+      Step(*fp32, t, Rate(t), SmoothGradients(t, n, d), y);
       if (t <= warmup) {
         EXPECT_EQ(x, y) << local << " t = " << t;
       } else {
@@ -130,7 +116,7 @@ TEST(OnebitAdam, LocalMomentumOwnAndSyncAgreeOnlyWithoutCompression) {
                             {"local_momentum", Str(local)}},
                            {d, n});
       Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 2);
-      for (std::int64_t t = 1; t <= 8; ++t) Step(*opt, t, Rate(t), Gradients(t, n, d), x);
+      for (std::int64_t t = 1; t <= 8; ++t) Step(*opt, t, Rate(t), SmoothGradients(t, n, d), x);
       result.push_back(x);
       worker_m.push_back(*opt->Observe(Quantity::kMomentum, 1));
     }
@@ -154,7 +140,7 @@ TEST(OnebitAdam, VarianceIsFrozenAfterWarmup) {
     Eigen::VectorXd v_previous = Eigen::VectorXd::Zero(d), v_tw;
     EXPECT_EQ(opt->Observe(Quantity::kFrozenVariance, kServer), nullptr) << name;
     for (std::int64_t t = 1; t <= 7; ++t) {
-      Step(*opt, t, Rate(t), Gradients(t, n, d), x);
+      Step(*opt, t, Rate(t), SmoothGradients(t, n, d), x);
       const Eigen::VectorXd v = *opt->Observe(Quantity::kVariance, kServer);
       const Vector<double>* frozen = opt->Observe(Quantity::kFrozenVariance, kServer);
       if (t <= warmup) {
@@ -190,7 +176,7 @@ void CheckWireSizes() {
   Vector<T> x = Vector<T>::Zero(d);
   for (std::int64_t t = 1; t <= 5; ++t) {
     std::vector<Vector<T>> g;
-    for (const Eigen::VectorXd& gi : Gradients(t, n, d)) g.push_back(gi.cast<T>());
+    for (const Eigen::VectorXd& gi : SmoothGradients(t, n, d)) g.push_back(gi.cast<T>());
     std::vector<Message> up;
     Message down;
     Step<T>(*opt, t, Rate(t), g, x, kSeed, &up, &down);
@@ -219,8 +205,8 @@ TEST(OnebitAdam, CompressedStepsFollowAlgorithm1) {
   PhiloxStream unused({kSeed, Purpose::kWorkerCompression, 0, 1});
 
   Eigen::VectorXd x = Vec({0.5, -0.25, 1, 0}), expected_x = x;
-  Step(*opt, 1, 0.1, Gradients(1, n, d), x);
-  const Eigen::VectorXd g1 = (Gradients(1, n, d)[0] + Gradients(1, n, d)[1]) / 2;
+  Step(*opt, 1, 0.1, SmoothGradients(1, n, d), x);
+  const Eigen::VectorXd g1 = (SmoothGradients(1, n, d)[0] + SmoothGradients(1, n, d)[1]) / 2;
   Eigen::VectorXd m = (1 - 0.9) * g1;  // Eq. 1 from m = v = 0
   const Eigen::VectorXd v = (1 - 0.999) * g1.cwiseAbs2();
   expected_x.array() -= 0.1 * (m.array() / (v.array().sqrt() + 1e-8));
@@ -230,7 +216,7 @@ TEST(OnebitAdam, CompressedStepsFollowAlgorithm1) {
   Eigen::VectorXd delta_bar = Eigen::VectorXd::Zero(d), decoded(d);
   Message message;
   for (std::int64_t t = 2; t <= 4; ++t) {
-    const std::vector<Eigen::VectorXd> g = Gradients(t, n, d);
+    const std::vector<Eigen::VectorXd> g = SmoothGradients(t, n, d);
     Step(*opt, t, 0.1, g, x);
     Eigen::VectorXd sum = Eigen::VectorXd::Zero(d);
     for (int i = 0; i < n; ++i) {
@@ -292,8 +278,8 @@ TEST(AdamOnebitNaive, IdentityCompressionIsAdam) {
     auto adam = MakeNamed("adam", {{"bias_correction", {bias_correction, ""}}}, {d, n});
     Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 1), y = x;
     for (std::int64_t t = 1; t <= 6; ++t) {
-      Step(*naive, t, Rate(t), Gradients(t, n, d), x);
-      Step(*adam, t, Rate(t), Gradients(t, n, d), y);
+      Step(*naive, t, Rate(t), SmoothGradients(t, n, d), x);
+      Step(*adam, t, Rate(t), SmoothGradients(t, n, d), y);
       EXPECT_EQ(x, y) << "bias_correction " << bias_correction << " t = " << t;
     }
   }

@@ -1,6 +1,9 @@
 #include "tests/optimizer_test_util.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cmath>
 
 #include "cli/spec.h"
 #include "tests/test_util.h"
@@ -28,6 +31,41 @@ Hyperparameters MakeFromTomlHyperparameters(const std::string& toml, std::int64_
   auto table = ParseOptionTable(toml, "optimizer", "test.toml");
   MakeOptimizer<double>(*table, OptimizerContext{dimension, workers});
   return table->Resolved();
+}
+
+void StepChunked(DistributedOptimizer<double>& opt, int chunks, std::int64_t t, double lr,
+                 const std::vector<Eigen::VectorXd>& g, Eigen::VectorXd& x) {
+  const StepContext ctx{t, lr, kStepSeed};
+  std::vector<std::vector<Message>> parts(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    Message whole;
+    opt.WorkerStep(ctx, static_cast<int>(i), x, g[i], whole);
+    opt.Split(ctx, static_cast<int>(i), whole, parts[i]);
+    ASSERT_EQ(parts[i].size(), static_cast<std::size_t>(chunks));
+  }
+  std::vector<Message> replies(static_cast<std::size_t>(chunks));
+  for (int c = 0; c < chunks; ++c) {
+    std::vector<Message> received;
+    for (const auto& p : parts) received.push_back(p[static_cast<std::size_t>(c)]);
+    opt.ServerStep(ctx, c, received, replies[static_cast<std::size_t>(c)]);
+  }
+  opt.Apply(ctx, replies, x);
+}
+
+std::vector<Eigen::VectorXd> SmoothGradients(std::int64_t t, int workers, Eigen::Index d) {
+  std::vector<Eigen::VectorXd> g;
+  for (int i = 0; i < workers; ++i) {
+    Eigen::VectorXd gi(d);
+    for (Eigen::Index j = 0; j < d; ++j) {
+      gi[j] = (1.0 + 0.5 * i) * std::sin(1.0 + 0.7 * static_cast<double>(t) + 1.3 * i + 0.9 * j);
+    }
+    g.push_back(gi);
+  }
+  return g;
+}
+
+double RelativeDistance(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  return (a - b).norm() / b.norm();
 }
 
 StepGradients GaussianGradients(int workers, int steps, Eigen::Index d) {

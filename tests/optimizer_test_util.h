@@ -57,6 +57,19 @@ Traffic Step(DistributedOptimizer<T>& opt, std::int64_t t, double lr,
 // A vector literal: Vec({1, -2, 0.5}).
 Eigen::VectorXd Vec(std::initializer_list<double> values);
 
+// One synchronous step under a flat chunked layout of `chunks` server chunks (optimizers/
+// optimizer.h): every worker's message split by chunk, each chunk's server on its parts in worker
+// order, Apply on the replies in chunk order.
+void StepChunked(DistributedOptimizer<double>& opt, int chunks, std::int64_t t, double lr,
+                 const std::vector<Eigen::VectorXd>& g, Eigen::VectorXd& x);
+
+// Worker i's gradient at step t: smooth in t, of mixed signs, different on every worker,
+// (1 + i/2) sin(1 + 0.7 t + 1.3 i + 0.9 j).
+std::vector<Eigen::VectorXd> SmoothGradients(std::int64_t t, int workers, Eigen::Index d);
+
+// ||a - b|| / ||b||.
+double RelativeDistance(const Eigen::VectorXd& a, const Eigen::VectorXd& b);
+
 // Fixed gradients for `steps` steps of `workers` workers, d coordinates each (g[s][i]):
 // Gaussian (GaussianVector with seed 1000 s + i), or dyadic: multiples of 1/8 in [-8, 8], so that
 // with a power-of-two worker count and rate every sum, difference, mean and update is exact in

@@ -34,24 +34,10 @@ using testing::Vec;
 
 OptionValue Real(double x) { return {x, ""}; }
 
-// Worker i's gradient at step t: smooth, of mixed signs, different on every worker.
-std::vector<Eigen::VectorXd> Gradients(std::int64_t t, int n, Eigen::Index d) {
-  std::vector<Eigen::VectorXd> g;
-  for (int i = 0; i < n; ++i) {
-    Eigen::VectorXd gi(d);
-    for (Eigen::Index j = 0; j < d; ++j) {
-      gi[j] = (1.0 + 0.5 * i) * std::sin(1.0 + 0.7 * static_cast<double>(t) + 1.3 * i + 0.9 * j);
-    }
-    g.push_back(gi);
-  }
-  return g;
-}
+using testing::RelativeDistance;
+using testing::SmoothGradients;
 
 double Rate(std::int64_t t) { return 0.01 / std::sqrt(static_cast<double>(t)); }
-
-double RelativeDistance(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
-  return (a - b).norm() / b.norm();
-}
 
 // The steps of [1, last] in a schedule.
 std::vector<std::int64_t> Steps(bool (*in)(const ZeroOneAdamOptions&, std::int64_t),
@@ -331,8 +317,8 @@ TEST(ZeroOneAdam, EveryStepInTvAndTuWithoutCompressionIsAdam) {
           "adam", {{"bias_correction", {false, ""}}, {"eps_placement", Str(placement)}}, {d, n});
       Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 1), y = x;
       for (std::int64_t t = 1; t <= 10; ++t) {
-        Step(*zoa, t, Rate(t), Gradients(t, n, d), x);
-        Step(*adam, t, Rate(t), Gradients(t, n, d), y);
+        Step(*zoa, t, Rate(t), SmoothGradients(t, n, d), x);
+        Step(*adam, t, Rate(t), SmoothGradients(t, n, d), y);
         EXPECT_EQ(*zoa->Observe(Quantity::kVariance, kServer),
                   *adam->Observe(Quantity::kVariance, kServer));
         if (std::string(sync) == "full-precision") {
@@ -376,8 +362,9 @@ TEST(ZeroOneAdam, IsOnebitAdamWithTvTheWarmupAndEveryStepSynced) {
   for (std::int64_t t = 1; t <= 12; ++t) {
     std::vector<Message> up_zoa, up_onebit;
     Message down_zoa, down_onebit;
-    Step<double>(*zoa, t, gamma, Gradients(t, n, d), x, testing::kStepSeed, &up_zoa, &down_zoa);
-    Step<double>(*onebit, t, gamma, Gradients(t, n, d), y, testing::kStepSeed, &up_onebit,
+    Step<double>(*zoa, t, gamma, SmoothGradients(t, n, d), x, testing::kStepSeed, &up_zoa,
+                 &down_zoa);
+    Step<double>(*onebit, t, gamma, SmoothGradients(t, n, d), y, testing::kStepSeed, &up_onebit,
                  &down_onebit);
     EXPECT_EQ(x, y) << "t = " << t;
     EXPECT_EQ(*zoa->Observe(Quantity::kMomentum, kServer),
@@ -412,8 +399,8 @@ TEST(ZeroOneAdam, IsOnebitAdamWithTvTheWarmupAndEveryStepSynced) {
   auto fp32 = MakeNamed("onebit-adam-fp32", {{"warmup_steps", Int(warmup)}}, {d, n});
   x = y = Eigen::VectorXd::LinSpaced(d, 1, 3);
   for (std::int64_t t = 1; t <= 12; ++t) {
-    Step(*literal, t, Rate(t), Gradients(t, n, d), x);
-    Step(*fp32, t, Rate(t), Gradients(t, n, d), y);
+    Step(*literal, t, Rate(t), SmoothGradients(t, n, d), x);
+    Step(*fp32, t, Rate(t), SmoothGradients(t, n, d), y);
     EXPECT_LT(RelativeDistance(x, y), 1e-14) << "t = " << t;
     EXPECT_EQ(*literal->Observe(Quantity::kVariance, kServer),
               *fp32->Observe(Quantity::kVariance, kServer));
@@ -443,9 +430,9 @@ TEST(ZeroOneAdam, ClassicFeedbackOnUIsOnebitAdamsScaledFeedback) {
   auto classic = MakeNamed("onebit-adam", {{"warmup_steps", Int(2)}}, {d, n});
   Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 2), y = x, z = x;
   for (std::int64_t t = 1; t <= 15; ++t) {
-    Step(*zoa, t, Rate(t), Gradients(t, n, d), x);
-    Step(*onebit, t, Rate(t), Gradients(t, n, d), y);
-    Step(*classic, t, Rate(t), Gradients(t, n, d), z);
+    Step(*zoa, t, Rate(t), SmoothGradients(t, n, d), x);
+    Step(*onebit, t, Rate(t), SmoothGradients(t, n, d), y);
+    Step(*classic, t, Rate(t), SmoothGradients(t, n, d), z);
     EXPECT_LT(RelativeDistance(x, y), 1e-7) << "t = " << t;
   }
   EXPECT_GT(RelativeDistance(x, z), 1e-5) << RelativeDistance(x, y);  // the kind matters here
