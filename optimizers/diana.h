@@ -23,9 +23,9 @@
 //               compressor. The paper's experiments quantize instead (its p-norm dithering with
 //               p = infinity is terngrad on one block); the fraction of its runs was not verified.
 //
-// What could be verified here: the update rule is the lead's statement of Algorithm 1, checked
-// against the paper's well-known statement; the algorithm box itself (its line numbers) was not
-// reachable from this session and is not quoted.
+// Source: the update rule as docs/ef21-diana-marina.md §3 states it (the paper's Algorithm 1
+// without prox or momentum); the algorithm box itself (its line numbers) was not reachable here
+// and is not quoted.
 //
 // Layouts: flat chunked schemes run (per-coordinate state; each worker decodes its own whole
 // message); hierarchical ones do not (the node compresses, so no worker knows its Delta_hat_i).

@@ -16,8 +16,8 @@
 //         compressor configuration, so g_i is exactly what the server added to g (up to the order
 //         of the additions). Start (option `init`):
 //           "compressed" (default): g_i = 0 before step 1, so step 1 sends C(grad f_i(x^0)) and
-//                        g_i^0 = C(grad f_i(x^0)), the initialisation the lead checked against the
-//                        paper's statement; then x^1 = x^0 - gamma g^0.
+//                        g_i^0 = C(grad f_i(x^0)), the initialisation of docs/ef21-diana-marina.md
+//                        §1; then x^1 = x^0 - gamma g^0.
 //           "full":      step 1 sends grad f_i(x^0) itself in full precision (raw T, whose bytes
 //                        count: optimizers/full_precision_wire.h), so g_i^0 = grad f_i(x^0) and
 //                        G^0 = 0. The authors' experiment code starts so (IgorSokoloff/
@@ -41,8 +41,8 @@
 // published experiment code (above); the algorithm boxes of both papers themselves (Algorithm 1's
 // line numbers, the name of EF21-SGDM's momentum parameter, whether its box starts v_i^0 = g_i^0
 // at an uncompressed initial minibatch gradient, its experiments' eta) were not reachable from
-// here: the statements above are the lead's, checked against the papers' well-known statements,
-// and ef21-sgdm's default init ("full": v_i^0 = g_i^0 = the step-1 gradient, uncompressed) and
+// here: the statements above are those of docs/ef21-diana-marina.md §1 and §4, and ef21-sgdm's
+// default init ("full": v_i^0 = g_i^0 = the step-1 gradient, uncompressed) and
 // eta = 0.1 are lemmalab's reading and choice, not quoted text.
 //
 // Layouts: flat chunked schemes run (each worker compresses its whole vector and decodes its own

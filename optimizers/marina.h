@@ -35,9 +35,8 @@
 //               Default random-k, fraction = 0.1, scaled by d/k (RandK, the compressor of the
 //               paper's experiments; the paper's K was not verified here).
 //
-// What could be verified here: the algorithm is the lead's statement of Algorithm 1, checked
-// against the paper's well-known statement; the algorithm box itself was not reachable from this
-// session and is not quoted.
+// Source: the algorithm as docs/ef21-diana-marina.md §2 states it (the paper's Algorithm 1); the
+// algorithm box itself was not reachable here and is not quoted.
 //
 // Layouts: flat chunked schemes run (every phase is per coordinate, and a round's messages are
 // all of one kind); hierarchical ones do not (the node would compress the node's mean). Probes:
