@@ -59,26 +59,13 @@ class Bernoulli final : public Compressor<T> {
   }
 
   void Decode(const Message& in, VectorRef<T> out) const override {
-    if (!Sent(in, out.size())) {
+    if (!ForEachSentValue(in, out.size(), [&](std::int64_t j, T v) { out[j] = v; })) {
       out.setZero();
-      return;
-    }
-    const std::uint8_t* p = in.bytes.data() + 1;
-    for (std::int64_t j = 0; j < dimension_; ++j) {
-      T v;
-      std::memcpy(&v, p + j * sizeof(T), sizeof(T));
-      out[j] = scale_ * v;
     }
   }
 
   void DecodeAdd(const Message& in, T weight, VectorRef<T> acc) const override {
-    if (!Sent(in, acc.size())) return;
-    const std::uint8_t* p = in.bytes.data() + 1;
-    for (std::int64_t j = 0; j < dimension_; ++j) {
-      T v;
-      std::memcpy(&v, p + j * sizeof(T), sizeof(T));
-      acc[j] += weight * (scale_ * v);
-    }
+    ForEachSentValue(in, acc.size(), [&](std::int64_t j, T v) { acc[j] += weight * v; });
   }
 
   // Part k is the flag, then the values of its range when sent.
@@ -111,6 +98,20 @@ class Bernoulli final : public Compressor<T> {
     const bool sent = in.bytes[0] == kSent;
     CheckMessageSize("bernoulli", in, sent ? SentBytes() : 1);
     return sent;
+  }
+
+  // Calls f(j, decoded value of element j) for every element when the message carries the
+  // values; returns whether it does.
+  template <typename F>
+  bool ForEachSentValue(const Message& in, Eigen::Index d, F f) const {
+    if (!Sent(in, d)) return false;
+    const std::uint8_t* p = in.bytes.data() + 1;
+    for (std::int64_t j = 0; j < dimension_; ++j) {
+      T v;
+      std::memcpy(&v, p + j * sizeof(T), sizeof(T));
+      f(j, scale_ * v);
+    }
+    return true;
   }
 
   std::int64_t dimension_;

@@ -11,6 +11,7 @@
 #include <Eigen/Dense>
 #include <cstdint>
 #include <cstring>
+#include <span>
 
 #include "core/layers.h"
 #include "core/types.h"
@@ -50,6 +51,35 @@ const std::uint8_t* DecodeFactors(const std::uint8_t* cursor, const Layer& layer
   cursor = Get<T>(cursor, q);
   Eigen::Map<RowMatrix<T>>(values, layer.rows, layer.cols) = (p * q.transpose()).template cast<T>();
   return cursor;
+}
+
+// The message of layers sent per layer as the factors of rank ranks[l] of a matrix layer, or as
+// its raw elements where ranks[l] is 0: its size in bytes, and its decoding into the d elements
+// `out`.
+template <typename T>
+std::size_t MessageBytes(std::span<const Layer> layers, std::span<const std::int64_t> ranks) {
+  std::size_t bytes = 0;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const Layer& layer = layers[l];
+    bytes += sizeof(T) * static_cast<std::size_t>(ranks[l] == 0 ? layer.size()
+                                                               : ranks[l] * (layer.rows + layer.cols));
+  }
+  return bytes;
+}
+
+template <typename T>
+void DecodeLayers(const std::uint8_t* cursor, std::span<const Layer> layers,
+                  std::span<const std::int64_t> ranks, T* out) {
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const Layer& layer = layers[l];
+    T* values = out + layer.offset;
+    if (ranks[l] == 0) {
+      std::memcpy(values, cursor, static_cast<std::size_t>(layer.size()) * sizeof(T));
+      cursor += layer.size() * sizeof(T);
+    } else {
+      cursor = DecodeFactors<T>(cursor, layer, ranks[l], values);
+    }
+  }
 }
 
 }  // namespace lemmalab::low_rank

@@ -60,13 +60,21 @@ class PermK final : public SampledSparseCompressor<T> {
     PhiloxStream shared({key.seed, Purpose::kSharedCompression, kGlobalStream, key.step});
     PhiloxStream& draws = shared_draw ? shared : stream;
     // Sized at the first draw, not when made: every process builds an instance per worker (and
-    // the aggregation point's decoder is one too), and only the senders that encode need d words.
-    permutation_.resize(static_cast<std::size_t>(this->dimension()));
-    words_.resize(permutation_.size() - 1);
+    // the aggregation point's decoder is one too), and only the senders that encode need them.
+    const std::size_t d = static_cast<std::size_t>(this->dimension());
+    permutation_.resize(d);
+    // Draw t fixes position d - 1 - t for good, so the block is final once its first position
+    // (or position 1) is drawn. The shared stream is dropped after this draw, so the draws for
+    // the positions below the block are skipped, and a rejection still takes word d - 1 onward;
+    // a probe's stream goes on after the encode, so it takes all d - 1 draws.
+    const std::size_t draws_needed =
+        shared_draw ? d - std::max<std::size_t>(static_cast<std::size_t>(block_.first), 1) : d - 1;
+    words_.resize(draws_needed);
     draws.Fill(words_);
+    if (shared_draw) shared.Seek(d - 1);
     std::iota(permutation_.begin(), permutation_.end(), 0u);
     for (std::size_t t = 0; t < words_.size(); ++t) {
-      const std::size_t p = permutation_.size() - 1 - t;
+      const std::size_t p = d - 1 - t;
       const std::uint32_t r = UniformBelow(p + 1, words_[t], [&] { return draws(); });
       std::swap(permutation_[p], permutation_[r]);
     }
@@ -78,7 +86,7 @@ class PermK final : public SampledSparseCompressor<T> {
   bool whole_ = false;                           // the block is every position: C(x) = x
   std::pair<std::int64_t, std::int64_t> block_;  // [begin, end) of B_i
   std::vector<std::uint32_t> permutation_;       // pi, position -> coordinate
-  std::vector<std::uint32_t> words_;             // first attempts of the d - 1 draws
+  std::vector<std::uint32_t> words_;             // first attempts of the draws
   std::vector<std::uint32_t> kept_;
 };
 

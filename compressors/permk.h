@@ -35,8 +35,9 @@
 // Fisher-Yates (Durstenfeld): pi starts as the identity; for t = 0, ..., d - 2 the
 // position p = d - 1 - t is swapped with the position r drawn uniformly in [0, p] by
 // UniformBelow(p + 1, ...) of compressors/sparse.h (Lemire's multiply-and-reject, exact). Draw t
-// takes its first attempt from word t of the shared stream (the d - 1 words come from one
-// vectorised Fill); a rejected attempt (probability < (p + 1) / 2^32) is replaced by the next
+// takes its first attempt from word t of the shared stream (the words come from one
+// vectorised Fill; a sender stops after the draw that fixes its block's first position, as the
+// positions below it are never read); a rejected attempt (probability < (p + 1) / 2^32) is replaced by the next
 // unused word after those d - 1, in the order rejections occur. Every permutation has
 // probability 1/d! exactly.
 //

@@ -84,13 +84,12 @@ class PowerSgd final : public Compressor<T> {
       if (IsMatrix(layer)) {
         const std::int64_t r = std::min({rank, layer.rows, layer.cols});
         ranks_.push_back(r);
-        message_bytes_ += sizeof(T) * static_cast<std::size_t>((layer.rows + layer.cols) * r);
         largest = std::max(largest, layer.size());
       } else {
         ranks_.push_back(0);
-        message_bytes_ += sizeof(T) * static_cast<std::size_t>(layer.size());
       }
     }
+    message_bytes_ = low_rank::MessageBytes<T>(layers_, ranks_);
     if constexpr (!std::is_same_v<T, double>) m_.resize(static_cast<std::size_t>(largest));
   }
 
@@ -136,17 +135,7 @@ class PowerSgd final : public Compressor<T> {
     LEMMALAB_CHECK(out.size() == dimension_, "powersgd for {} elements decoding into {}",
                    dimension_, out.size());
     CheckMessageSize("powersgd", in, message_bytes_);
-    const std::uint8_t* cursor = in.bytes.data();
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      const Layer& layer = layers_[l];
-      T* values = out.data() + layer.offset;
-      if (!IsMatrix(layer)) {
-        std::memcpy(values, cursor, static_cast<std::size_t>(layer.size()) * sizeof(T));
-        cursor += layer.size() * sizeof(T);
-        continue;
-      }
-      cursor = low_rank::DecodeFactors<T>(cursor, layer, ranks_[l], values);
-    }
+    low_rank::DecodeLayers<T>(in.bytes.data(), layers_, ranks_, out.data());
   }
 
   void DecodeAdd(const Message& in, T weight, VectorRef<T> acc) const override {

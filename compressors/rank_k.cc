@@ -28,11 +28,10 @@ class RankK final : public Compressor<T> {
     std::int64_t largest = 0;  // the largest min(rows, cols) of a factored layer
     for (const Layer& layer : layers_) {
       const bool factored = Factored(layer);
-      factored_.push_back(factored);
-      message_bytes_ += sizeof(T) * static_cast<std::size_t>(
-                                        factored ? rank * (layer.rows + layer.cols) : layer.size());
+      ranks_.push_back(factored ? rank : 0);
       if (factored) largest = std::max(largest, std::min(layer.rows, layer.cols));
     }
+    message_bytes_ = low_rank::MessageBytes<T>(layers_, ranks_);
     if (largest > 0) {
       // Eckart-Young, plus the rounding of the factors (rank_k.h).
       const double bound = std::sqrt(1 - static_cast<double>(rank) / static_cast<double>(largest)) +
@@ -60,7 +59,7 @@ class RankK final : public Compressor<T> {
       const auto values = x.segment(layer.offset, layer.size());
       const std::int64_t finite = values.array().isFinite().count();
       stats.non_finite += layer.size() - finite;
-      if (!factored_[l]) {
+      if (ranks_[l] == 0) {
         std::memcpy(cursor, values.data(), static_cast<std::size_t>(layer.size()) * sizeof(T));
         cursor += layer.size() * sizeof(T);
         continue;
@@ -86,17 +85,7 @@ class RankK final : public Compressor<T> {
     LEMMALAB_CHECK(out.size() == dimension_, "rank-k for {} elements decoding into {}", dimension_,
                    out.size());
     CheckMessageSize("rank-k", in, message_bytes_);
-    const std::uint8_t* cursor = in.bytes.data();
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      const Layer& layer = layers_[l];
-      T* values = out.data() + layer.offset;
-      if (!factored_[l]) {
-        std::memcpy(values, cursor, static_cast<std::size_t>(layer.size()) * sizeof(T));
-        cursor += layer.size() * sizeof(T);
-        continue;
-      }
-      cursor = low_rank::DecodeFactors<T>(cursor, layer, rank_, values);
-    }
+    low_rank::DecodeLayers<T>(in.bytes.data(), layers_, ranks_, out.data());
   }
 
   void DecodeAdd(const Message& in, T weight, VectorRef<T> acc) const override {
@@ -117,7 +106,7 @@ class RankK final : public Compressor<T> {
   std::int64_t dimension_;
   std::vector<Layer> layers_;
   std::int64_t rank_;
-  std::vector<bool> factored_;
+  std::vector<std::int64_t> ranks_;  // k for a factored layer, 0 for one sent whole
   std::size_t message_bytes_ = 0;
   std::optional<double> q_;
   mutable Vector<T> decoded_;

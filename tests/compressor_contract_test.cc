@@ -538,7 +538,8 @@ INSTANTIATE_TEST_SUITE_P(Compressors, Contract, ::testing::ValuesIn(Configs()),
                          [](const auto& param) { return param.param.label; });
 
 // Negative controls: a compressor that claims more than it delivers is caught. `Overclaiming`
-// forwards to a real compressor but declares a smaller q or unbiasedness.
+// forwards to a real compressor but declares a smaller q, omega, alpha or unbiasedness, or
+// determinism.
 using testing::Overclaiming;
 
 // Top-k keeping 30%, declaring q^2 = 1 - `declared_fraction` (honest: 0.3).
@@ -559,41 +560,16 @@ void BinaryQClaimingUnbiased(const std::string& domain) {
   });
 }
 
-// Forwards to a real compressor but declares the omega, alpha or determinism it is given.
-class Declaring final : public Compressor<double> {
- public:
-  struct Claims {
-    std::optional<double> omega, alpha;
-    bool deterministic = false;
-  };
-  Declaring(std::unique_ptr<Compressor<double>> inner, Claims claims)
-      : inner_(std::move(inner)), claims_(claims) {}
-  std::string_view name() const override { return "declaring"; }
-  bool unbiased() const override { return inner_->unbiased(); }
-  std::optional<double> omega() const override { return claims_.omega; }
-  std::optional<double> alpha() const override { return claims_.alpha; }
-  bool deterministic() const override { return claims_.deterministic; }
-  EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& s, Message& out) override {
-    return inner_->Encode(x, s, out);
-  }
-  void Decode(const Message& in, VectorRef<double> out) const override { inner_->Decode(in, out); }
-  void DecodeAdd(const Message& in, double w, VectorRef<double> acc) const override {
-    inner_->DecodeAdd(in, w, acc);
-  }
-
- private:
-  std::unique_ptr<Compressor<double>> inner_;
-  Claims claims_;
-};
-
-// `toml`'s compressor with the claims `claims(honest instance)` makes.
+// `toml`'s compressor with the claims `claims(honest instance)` makes, and its own unbiasedness.
 CompressorMaker<double> Claiming(
-    const std::string& toml, std::function<Declaring::Claims(const Compressor<double>&)> claims) {
+    const std::string& toml,
+    std::function<Overclaiming::Claims(const Compressor<double>&)> claims) {
   const CompressorMaker<double> inner = Maker<double>({"", toml, {}});
   return [inner, claims](const Shape& s) -> std::unique_ptr<Compressor<double>> {
     std::unique_ptr<Compressor<double>> honest = inner(s);
-    const Declaring::Claims c = claims(*honest);
-    return std::make_unique<Declaring>(std::move(honest), c);
+    Overclaiming::Claims c = claims(*honest);
+    c.unbiased = honest->unbiased();
+    return std::make_unique<Overclaiming>(std::move(honest), c);
   };
 }
 
@@ -605,7 +581,7 @@ TEST(ContractNegativeControl, AnOverclaimedOmegaIsCaught) {
   const std::string toml = "name = \"random-k\"\nfraction = 0.25";
   const auto omega_times = [&](double factor) {
     return Claiming(toml, [factor](const Compressor<double>& c) {
-      return Declaring::Claims{*c.omega() * factor, std::nullopt, false};
+      return Overclaiming::Claims{.omega = *c.omega() * factor};
     });
   };
   EXPECT_EQ(FailuresOf([&] { KeepsDeclaredOmegaAndAlpha<double>(omega_times(1)); }), 0);
@@ -615,7 +591,7 @@ TEST(ContractNegativeControl, AnOverclaimedOmegaIsCaught) {
       FailuresOf([&] {
         KeepsDeclaredOmegaAndAlpha<double>(Claiming(
             "name = \"random-k\"\nfraction = 0.5\nscaled = false", [](const Compressor<double>&) {
-              return Declaring::Claims{10.0, std::nullopt, false};
+              return Overclaiming::Claims{.omega = 10.0};
             }));
       }),
       0);
@@ -626,7 +602,7 @@ TEST(ContractNegativeControl, AnOverclaimedAlphaIsCaught) {
   const std::string toml = "name = \"random-k\"\nfraction = 0.5\nscaled = false";
   const auto alpha_times = [&](double factor) {
     return Claiming(toml, [factor](const Compressor<double>& c) {
-      return Declaring::Claims{std::nullopt, std::min(1.0, *c.alpha() * factor), false};
+      return Overclaiming::Claims{.alpha = std::min(1.0, *c.alpha() * factor)};
     });
   };
   EXPECT_EQ(FailuresOf([&] { KeepsDeclaredOmegaAndAlpha<double>(alpha_times(1)); }), 0);
@@ -637,7 +613,7 @@ TEST(ContractNegativeControl, AnOverclaimedAlphaIsCaught) {
 TEST(ContractNegativeControl, AFalseDeterminismClaimIsCaught) {
   const auto deterministic = [](const std::string& toml) {
     return Claiming(toml, [](const Compressor<double>&) {
-      return Declaring::Claims{std::nullopt, std::nullopt, true};
+      return Overclaiming::Claims{.deterministic = true};
     });
   };
   EXPECT_EQ(FailuresOf([&] {

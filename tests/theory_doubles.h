@@ -64,14 +64,28 @@ struct EvidenceSink final : ProbeSink {
   }
 };
 
-// Forwards to a real compressor but declares a q or an unbiasedness it need not have.
+// Forwards to a real compressor but declares constants it need not have.
 class Overclaiming final : public Compressor<double> {
  public:
+  struct Claims {
+    std::optional<double> q = std::nullopt;
+    bool unbiased = false;
+    std::optional<double> omega = std::nullopt;
+    std::optional<double> alpha = std::nullopt;  // nullopt: the 1 - q^2 the claimed q gives (Compressor's)
+    bool deterministic = false;
+  };
+  Overclaiming(std::unique_ptr<Compressor<double>> inner, Claims claims)
+      : inner_(std::move(inner)), claims_(claims) {}
   Overclaiming(std::unique_ptr<Compressor<double>> inner, std::optional<double> q, bool unbiased)
-      : inner_(std::move(inner)), q_(q), unbiased_(unbiased) {}
+      : Overclaiming(std::move(inner), Claims{.q = q, .unbiased = unbiased}) {}
   std::string_view name() const override { return "overclaiming"; }
-  bool unbiased() const override { return unbiased_; }
-  std::optional<double> q() const override { return q_; }
+  bool unbiased() const override { return claims_.unbiased; }
+  std::optional<double> q() const override { return claims_.q; }
+  std::optional<double> omega() const override { return claims_.omega; }
+  std::optional<double> alpha() const override {
+    return claims_.alpha ? claims_.alpha : Compressor<double>::alpha();
+  }
+  bool deterministic() const override { return claims_.deterministic; }
   EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& s, Message& out) override {
     return inner_->Encode(x, s, out);
   }
@@ -82,8 +96,7 @@ class Overclaiming final : public Compressor<double> {
 
  private:
   std::unique_ptr<Compressor<double>> inner_;
-  std::optional<double> q_;
-  bool unbiased_;
+  Claims claims_;
 };
 
 // A planted bias: Birder's quantizer applied to clamp(u + 0.1, -1, 1), so it draws +1 with
