@@ -161,6 +161,12 @@ class CompressedExchange {
   void Average(const StepContext& ctx, int chunk, std::span<const Message> received);
   // Apply phase: the servers' replies (one per chunk), decoded.
   void Receive(std::span<const Message> reply, Vector<T>& out) const;
+  // acc += weight * worker `worker`'s own message of this step, decoded by the instance that
+  // encoded it (flat layouts): what a method whose workers keep the sum of their corrections
+  // (EF21's g_i, DIANA's h_i) adds to it.
+  void DecodeOwn(int worker, const Message& sent, T weight, VectorRef<T> acc) const {
+    workers_[static_cast<std::size_t>(worker)].compressor->DecodeAdd(sent, weight, acc);
+  }
 
   // (1/n) sum of the decoded worker messages of the last Reduce (on the chunks served here).
   const Vector<T>& mean() const { return mean_; }

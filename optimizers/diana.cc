@@ -74,11 +74,9 @@ class Diana final : public ExchangingOptimizer<T> {
         h_(Vector<T>::Zero(context.dimension)),
         g_hat_(Vector<T>::Zero(context.dimension)),
         mean_(Vector<T>::Zero(context.dimension)) {
-    const CompressorShape shape = context.shape();
     for (int i = 0; i < context.workers; ++i) {
-      workers_.push_back({Vector<T>::Zero(context.LocalDimension(i)),
-                          Vector<T>(context.LocalDimension(i)),
-                          exchange.worker_compressor(shape.ForSender(i, context.workers))});
+      workers_.push_back(
+          {Vector<T>::Zero(context.LocalDimension(i)), Vector<T>(context.LocalDimension(i))});
     }
     exchange_.set_symbols(kDianaExchange);
   }
@@ -94,7 +92,7 @@ class Diana final : public ExchangingOptimizer<T> {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
     w.difference = g - w.h;                          // Delta_i = g_i - h_i
     exchange_.Send(ctx, worker, w.difference, out);  // Delta_hat_i = C(Delta_i)
-    w.decoder->DecodeAdd(out, a_, w.h);              // h_i <- h_i + a Delta_hat_i
+    exchange_.DecodeOwn(worker, out, a_, w.h);       // h_i <- h_i + a Delta_hat_i
     if (const TraceScope trace = ctx.Trace(worker)) trace.Vector<T>(kShiftSymbol, w.h);
   }
 
@@ -134,9 +132,8 @@ class Diana final : public ExchangingOptimizer<T> {
 
  private:
   struct Worker {
-    Vector<T> h;                             // h_i
-    Vector<T> difference;                    // scratch: Delta_i
-    std::unique_ptr<Compressor<T>> decoder;  // decodes the worker's own message
+    Vector<T> h;           // h_i
+    Vector<T> difference;  // scratch: Delta_i
   };
 
   T a_;

@@ -9,7 +9,7 @@
 // g_hat^k = h^k + Delta_hat^k, then h^{k+1} = h^k + alpha Delta_hat^k; with beta = 0 its v^k is
 // g_hat^k and x^{k+1} = x^k - gamma v^k without the prox). h_i^0 = 0. Lemmalab's step t consumes
 // the gradients at the paper's x^k, k = t - 1 (docs/ef21-diana-marina.md). The worker learns
-// Delta_hat_i by decoding its own message with an instance of the same compressor configuration.
+// Delta_hat_i by decoding its own message (CompressedExchange::DecodeOwn).
 //
 // Options:
 //   a           the paper's alpha, in (0, 1]; default 1 / (omega + 1) with omega the compressor's

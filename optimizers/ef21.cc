@@ -75,12 +75,10 @@ class Ef21 final : public ExchangingOptimizer<T> {
         g_(Vector<T>::Zero(context.dimension)),
         reply_(Vector<T>::Zero(context.dimension)),
         full_stats_(static_cast<std::size_t>(context.workers)) {
-    const CompressorShape shape = context.shape();
     for (int i = 0; i < context.workers; ++i) {
       workers_.push_back({Vector<T>::Zero(context.LocalDimension(i)),
                           Vector<T>::Zero(options.eta ? context.LocalDimension(i) : 0),
-                          Vector<T>(context.LocalDimension(i)),
-                          exchange.worker_compressor(shape.ForSender(i, context.workers))});
+                          Vector<T>(context.LocalDimension(i))});
     }
     exchange_.set_symbols(kEf21Exchange);
   }
@@ -115,7 +113,7 @@ class Ef21 final : public ExchangingOptimizer<T> {
     } else {
       w.difference = y - w.g;
       exchange_.Send(ctx, worker, w.difference, out);  // c_i = C(y - g_i)
-      w.decoder->DecodeAdd(out, T(1), w.g);            // g_i <- g_i + c_i
+      exchange_.DecodeOwn(worker, out, T(1), w.g);     // g_i <- g_i + c_i
     }
     if (trace) trace.Vector<T>(kShiftSymbol, w.g);
   }
@@ -185,10 +183,9 @@ class Ef21 final : public ExchangingOptimizer<T> {
 
  private:
   struct Worker {
-    Vector<T> g;                             // g_i
-    Vector<T> v;                             // v_i (ef21-sgdm only; empty otherwise)
-    Vector<T> difference;                    // scratch: y - g_i
-    std::unique_ptr<Compressor<T>> decoder;  // decodes the worker's own message
+    Vector<T> g;           // g_i
+    Vector<T> v;           // v_i (ef21-sgdm only; empty otherwise)
+    Vector<T> difference;  // scratch: y - g_i
   };
 
   Ef21Options options_;

@@ -12,9 +12,9 @@
 //           worker i:  c_i = C(grad f_i(x^k) - g_i),  g_i <- g_i + c_i    (g_i^k to g_i^{k+1})
 //           server:    (1/n) sum_i c_i, sent back in full precision
 //           replicas:  g <- g + (1/n) sum_i c_i,  x <- x - gamma g
-//         The worker learns c_i by decoding its own message with an instance of the same
-//         compressor configuration, so g_i is exactly what the server added to g (up to the order
-//         of the additions). Start (option `init`):
+//         The worker learns c_i by decoding its own message (with the instance that encoded it,
+//         CompressedExchange::DecodeOwn), so g_i is exactly what the server added to g (up to the
+//         order of the additions). Start (option `init`):
 //           "compressed" (default): g_i = 0 before step 1, so step 1 sends C(grad f_i(x^0)) and
 //                        g_i^0 = C(grad f_i(x^0)), the initialisation of docs/ef21-diana-marina.md
 //                        §1; then x^1 = x^0 - gamma g^0.

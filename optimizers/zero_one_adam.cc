@@ -119,10 +119,11 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
       trace.Vector<T>(kBuffer, w.u);
       trace.Vector<T>(kLocalModel, w.x);
     }
-    if (!kind.one_bit) return;                 // a local step: nothing crosses the network
-    exchange_.Send(ctx, worker, w.u, w.part);  // t in T_u: C(u^(i) + delta^(i))
+    if (!kind.one_bit) return;  // a local step: nothing crosses the network
+    // t in T_u: C(u^(i) + delta^(i)), after the raw g_t^(i) when t is in T_v too
+    exchange_.Send(ctx, worker, w.u, kind.full_precision ? w.part : out);
     stats += *exchange_.LastEncode(worker);
-    Append(w.part, out);
+    if (kind.full_precision) Append(w.part, out);
   }
 
   void ServerStep(const StepContext& ctx, int /*chunk*/, std::span<const Message> received,
@@ -132,26 +133,36 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
         kind.full_precision ? static_cast<std::size_t>(d_) * sizeof(T) : std::size_t{0};
     server_stats_ = {};
     out.bytes.clear();
-    fp_parts_.resize(received.size());
-    bit_parts_.resize(received.size());
     for (std::size_t i = 0; i < received.size(); ++i) {
       const std::vector<std::uint8_t>& bytes = received[i].bytes;
       LEMMALAB_CHECK(bytes.size() >= fp_bytes && (kind.one_bit || bytes.size() == fp_bytes),
                      "zero-one-adam: worker {} sent {} bytes at t = {}, where the schedule has {} "
                      "full-precision bytes{}",
                      i, bytes.size(), ctx.t, fp_bytes, kind.one_bit ? " and a 1-bit u" : "");
-      const auto split = bytes.begin() + static_cast<std::ptrdiff_t>(fp_bytes);
-      fp_parts_[i].bytes.assign(bytes.begin(), split);
-      bit_parts_[i].bytes.assign(split, bytes.end());
+    }
+    // The messages are cut only when they hold both parts (t in T_v and T_u, variance_sync
+    // "one-bit"); otherwise each is its one part, and so is the reply.
+    const bool both = kind.full_precision && kind.one_bit;
+    std::span<const Message> fp_parts = received, bit_parts = received;
+    if (both) {
+      fp_parts_.resize(received.size());
+      bit_parts_.resize(received.size());
+      for (std::size_t i = 0; i < received.size(); ++i) {
+        const std::vector<std::uint8_t>& bytes = received[i].bytes;
+        const auto split = bytes.begin() + static_cast<std::ptrdiff_t>(fp_bytes);
+        fp_parts_[i].bytes.assign(bytes.begin(), split);
+        bit_parts_[i].bytes.assign(split, bytes.end());
+      }
+      fp_parts = fp_parts_;
+      bit_parts = bit_parts_;
     }
     if (kind.full_precision) {  // g_bar_t = (1/n) sum_i g_t^(i), in full precision
-      server_stats_ += wire_.Reduce(0, fp_parts_, part_);
-      Append(part_, out);
+      server_stats_ += wire_.Reduce(0, fp_parts, out);
     }
     if (kind.one_bit) {  // u_bar = C((1/n) sum_i C(u^(i) + delta^(i)) + delta_bar)
-      exchange_.Reduce(ctx, 0, bit_parts_, part_);
+      exchange_.Reduce(ctx, 0, bit_parts, both ? part_ : out);
       server_stats_ += *exchange_.LastEncode(kServer);
-      Append(part_, out);
+      if (both) Append(part_, out);
     }
   }
 
@@ -166,8 +177,12 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
       fp_bytes = static_cast<std::size_t>(d_) * sizeof(T);
       LEMMALAB_CHECK(bytes.size() >= fp_bytes, "zero-one-adam: a reply of {} bytes at t = {}",
                      bytes.size(), ctx.t);
-      part_.bytes.assign(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(fp_bytes));
-      wire_.Receive(std::span<const Message>(&part_, 1), g_bar_);
+      const Message* raw = &reply.front();  // the whole reply, unless the 1-bit u_bar follows
+      if (kind.one_bit) {
+        part_.bytes.assign(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(fp_bytes));
+        raw = &part_;
+      }
+      wire_.Receive(std::span<const Message>(raw, 1), g_bar_);
       v_ = beta2_ * v_ + (T(1) - beta2_) * g_bar_.cwiseAbs2();
       SetDenominator();
     }
@@ -179,8 +194,13 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
       Synchronised(x);
     } else if (kind.one_bit) {
       lr_sum_ += ctx.lr;  // sum_{h=t'}^{t} gamma_h
-      part_.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(fp_bytes), bytes.end());
-      exchange_.Receive(std::span<const Message>(&part_, 1), u_bar_);
+      // The whole reply, unless the raw g_bar precedes the 1-bit u_bar.
+      const Message* bits = &reply.front();
+      if (kind.full_precision) {
+        part_.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(fp_bytes), bytes.end());
+        bits = &part_;
+      }
+      exchange_.Receive(std::span<const Message>(bits, 1), u_bar_);
       m_ = u_bar_ / static_cast<T>(lr_sum_);               // m_{t+1} = u_bar / sum gamma
       x.array() -= u_bar_.array() / denominator_.array();  // x_{t+1} = x_{t'} - u_bar / (...)
       Synchronised(x);
@@ -251,7 +271,7 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
     Vector<T> m;   // m^(i)
     Vector<T> x;   // x^(i); empty before the first step
     Vector<T> u;   // u^(i), the lr-weighted momenta since the last sync
-    Message part;  // scratch: the 1-bit part of the worker's message
+    Message part;  // scratch: the 1-bit part of a message that holds both parts
     bool local = false;
   };
 
@@ -301,7 +321,7 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
   std::vector<EncodeStats> stats_;  // this step's, per worker
   EncodeStats server_stats_;
   Message part_;                               // scratch of the server and Apply phases
-  std::vector<Message> fp_parts_, bit_parts_;  // scratch: the received messages' two parts
+  std::vector<Message> fp_parts_, bit_parts_;  // scratch: the two parts of messages holding both
 };
 
 // 1-bit Adam's exchange: scaled sign with classic error feedback on both sides, the server

@@ -20,6 +20,8 @@ OptionValue Str(std::string_view s) { return {std::string(s), ""}; }
 
 OptionValue Int(std::int64_t i) { return {i, ""}; }
 
+OptionValue Real(double x) { return {x, ""}; }
+
 std::unique_ptr<DistributedOptimizer<double>> MakeFromToml(const std::string& toml,
                                                            std::int64_t dimension, int workers) {
   auto table = ParseOptionTable(toml, "optimizer", "test.toml");

@@ -81,6 +81,7 @@ StepGradients DyadicGradients(int workers, int steps, Eigen::Index d = 5);
 // Option values as a spec would give them, for MakeNamed's pairs.
 OptionValue Str(std::string_view s);
 OptionValue Int(std::int64_t i);
+OptionValue Real(double x);
 
 // Key/value options for MakeNamed; a braced list {{"beta1", {0.5, ""}}, ...} converts to it.
 using OptionPairs = std::vector<std::pair<std::string, OptionValue>>;

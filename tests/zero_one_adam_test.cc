@@ -26,18 +26,31 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::Int;
 using testing::MakeNamed;
+using testing::Real;
 using testing::Step;
 using testing::Str;
 using testing::Traffic;
 using testing::UserErrorOf;
 using testing::Vec;
 
-OptionValue Real(double x) { return {x, ""}; }
-
 using testing::RelativeDistance;
 using testing::SmoothGradients;
 
 double Rate(std::int64_t t) { return 0.01 / std::sqrt(static_cast<double>(t)); }
+
+// `options` with variance_sync = "one-bit" (Algorithm 1 read literally).
+testing::OptionPairs ReadLiterally(testing::OptionPairs options) {
+  options.emplace_back("variance_sync", Str("one-bit"));
+  return options;
+}
+
+// The steps by hand (FourStepsByHand and its literal reading): T_v = {1}, T_u = {1, 2, 4, 6, ...}.
+testing::OptionPairs HandSchedule() {
+  return {
+      {"beta1", Real(0.5)},          {"beta2", Real(0.75)},         {"eps", Real(1)},
+      {"var_freeze_step", Int(1)},   {"var_update_scaler", Int(1)}, {"local_step_scaler", Int(1)},
+      {"local_step_clipper", Int(2)}};
+}
 
 // The steps of [1, last] in a schedule.
 std::vector<std::int64_t> Steps(bool (*in)(const ZeroOneAdamOptions&, std::int64_t),
@@ -151,15 +164,7 @@ TEST(ZeroOneAdam, SchedulesAreTheHandListedSteps) {
 // Messages, each way: t = 1 the raw gradient (16 bytes); t = 2 and 4 the 1-bit u (1 byte of
 // signs and a float32 scale); t = 3 nothing.
 TEST(ZeroOneAdam, FourStepsByHand) {
-  auto opt = MakeNamed("zero-one-adam",
-                       {{"beta1", Real(0.5)},
-                        {"beta2", Real(0.75)},
-                        {"eps", Real(1)},
-                        {"var_freeze_step", Int(1)},
-                        {"var_update_scaler", Int(1)},
-                        {"local_step_scaler", Int(1)},
-                        {"local_step_clipper", Int(2)}},
-                       {2, 2});
+  auto opt = MakeNamed("zero-one-adam", HandSchedule(), {2, 2});
   const Eigen::VectorXd den = Vec({21.0 / 4, 15.0 / 4});
   Eigen::VectorXd x = Vec({0, 0});
   EXPECT_EQ(opt->LocalParameters(0), nullptr);  // before the first step: the runner uses x
@@ -235,16 +240,7 @@ TEST(ZeroOneAdam, FourStepsByHand) {
 //     C(-239/64, -1/64) = (-169/64, -169/64), delta^(1) = (-35/32, 21/8);
 //     u_bar = (-53/16, -53/16), m = 2 u_bar = (-53/8, -53/8), x_4 = (197/84, 29/60).
 TEST(ZeroOneAdam, FourStepsByHandReadLiterally) {
-  auto opt = MakeNamed("zero-one-adam",
-                       {{"beta1", Real(0.5)},
-                        {"beta2", Real(0.75)},
-                        {"eps", Real(1)},
-                        {"var_freeze_step", Int(1)},
-                        {"var_update_scaler", Int(1)},
-                        {"local_step_scaler", Int(1)},
-                        {"local_step_clipper", Int(2)},
-                        {"variance_sync", Str("one-bit")}},
-                       {2, 2});
+  auto opt = MakeNamed("zero-one-adam", ReadLiterally(HandSchedule()), {2, 2});
   const Eigen::VectorXd den = Vec({21.0 / 4, 15.0 / 4});
   Eigen::VectorXd x = Vec({0, 0});
 
@@ -455,19 +451,12 @@ TEST(ZeroOneAdam, ClusterCountsTheScheduleBytes) {
   q.spectrum.dimension = kD;
   q.noise.sigma = 0.1;
   const auto problem = MakeQuadratic<double>(BuildQuadraticModel(q, 2, 5));
-  auto zoa = MakeNamed("zero-one-adam",
-                       {{"var_freeze_step", Int(40)},
-                        {"var_update_scaler", Int(4)},
-                        {"local_step_scaler", Int(8)},
-                        {"local_step_clipper", Int(8)}},
-                       {kD, 2});
-  auto literal = MakeNamed("zero-one-adam",
-                           {{"var_freeze_step", Int(40)},
-                            {"var_update_scaler", Int(4)},
-                            {"local_step_scaler", Int(8)},
-                            {"local_step_clipper", Int(8)},
-                            {"variance_sync", Str("one-bit")}},
-                           {kD, 2});
+  const testing::OptionPairs schedule = {{"var_freeze_step", Int(40)},
+                                         {"var_update_scaler", Int(4)},
+                                         {"local_step_scaler", Int(8)},
+                                         {"local_step_clipper", Int(8)}};
+  auto zoa = MakeNamed("zero-one-adam", schedule, {kD, 2});
+  auto literal = MakeNamed("zero-one-adam", ReadLiterally(schedule), {kD, 2});
   auto onebit = MakeNamed("onebit-adam", {{"warmup_steps", Int(40)}}, {kD, 2});
   const auto run = [&](DistributedOptimizer<double>& opt, std::vector<std::int64_t>* per_step) {
     Cluster<double> cluster(*problem, opt);
