@@ -62,6 +62,19 @@ std::string Premises(const Verdict& v) {
   return text;
 }
 
+// Every worker's compressor declares `name` (alpha or omega) = `value` (probe q-deviate).
+void Declare(RunEvidence& run, const std::string& name, double value) {
+  for (int i = 0; i < 4; ++i) {
+    run.probes["q-deviate/declared_" + name].points.push_back({1, i, value});
+  }
+}
+
+// `run` with every step's lr set to `lr`.
+RunEvidence WithStepSize(RunEvidence run, double lr) {
+  for (auto& p : run.metrics["lr"].points) p.value = lr;
+  return run;
+}
+
 // The left side: (8 + 9 * 0.5) / 10 = 1.25.
 constexpr double kMeasured = 1.25;
 
@@ -69,7 +82,7 @@ TEST(Ef21Theorem1, BoundAndStepRuleByHand) {
   // top-k with alpha = 0.36: sqrt(1 - alpha) = 0.8, theta = 0.2, beta = 0.64 / 0.2 = 3.2,
   // sqrt(beta / theta) = 4, rule gamma <= 1 / (1 + 4) = 0.2; the run's gamma is 0.19.
   RunEvidence run = HandRun("ef21", 0.19, 0.5, true);
-  for (int i = 0; i < 4; ++i) run.probes["q-deviate/declared_alpha"].points.push_back({1, i, 0.36});
+  Declare(run, "alpha", 0.36);
   run.metrics["train_loss"].points.front().value = 10;
   const Verdict v = Judge("ef21-theorem1", run);
   // Bound: 2 * 10 / (0.19 * 10) + 2.5 / (0.2 * 10) = 10.53 + 1.25: met, but not below
@@ -110,7 +123,7 @@ TEST(CompressorErrorWithin, AClaimMustBeShownADeclarationNeedOnlyNotBeContradict
   RunEvidence run = HandRun("marina", 0.2, 3.0, false);
   run.hyperparameters.Set("p", 0.25);
   for (auto& p : run.probes["q-deviate/sq_ratio_sq_sum"].points) p.value = 10 * (9 + 4);
-  for (int i = 0; i < 4; ++i) run.probes["q-deviate/declared_omega"].points.push_back({1, i, 3.2});
+  Declare(run, "omega", 3.2);
   const Verdict declared = Judge("marina-theorem21", run);
   EXPECT_THAT(Premises(declared), HasSubstr("consistent with it"));
   const Verdict claimed = Judge("marina-theorem21", run, "omega = 3.2");
@@ -125,11 +138,10 @@ TEST(CompressorErrorWithin, AClaimMustBeShownADeclarationNeedOnlyNotBeContradict
 TEST(Ef21Theorem1, PlantedFaultsAreInconclusive) {
   RunEvidence run = HandRun("ef21", 0.19, 0.5, true);
   run.metrics["train_loss"].points.front().value = 1.5;
-  for (int i = 0; i < 4; ++i) run.probes["q-deviate/declared_alpha"].points.push_back({1, i, 0.36});
+  Declare(run, "alpha", 0.36);
   ASSERT_EQ(Judge("ef21-theorem1", run).kind, VerdictKind::kHolds);
   // A step size above the rule: the bound alone would hold.
-  RunEvidence fast = run;
-  for (auto& p : fast.metrics["lr"].points) p.value = 0.25;
+  const RunEvidence fast = WithStepSize(run, 0.25);
   const Verdict v = Judge("ef21-theorem1", fast);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("gamma <= 1 / (L + L~ sqrt(beta / theta))"));
@@ -154,13 +166,12 @@ TEST(Ef21SgdmFullGradient, BoundAndStepRuleByHand) {
   RunEvidence run = HandRun("ef21-sgdm", 0.09, 0.5, true);
   run.metrics["train_loss"].points.front().value = 1.5;
   run.hyperparameters.Set("eta", 0.5);
-  for (int i = 0; i < 4; ++i) run.probes["q-deviate/declared_alpha"].points.push_back({1, i, 0.36});
+  Declare(run, "alpha", 0.36);
   const Verdict v = Judge("ef21-sgdm-full-gradient", run);
   EXPECT_NEAR(v.bound_value, 2 * 1.5 / (0.09 * 10) + 2 * 2.5 / (0.2 * 10), 1e-12);
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
   // Planted faults: gamma = 0.1 above the rule; EF21's Theorem 1 does not cover EF21-SGDM.
-  RunEvidence fast = run;
-  for (auto& p : fast.metrics["lr"].points) p.value = 0.1;
+  const RunEvidence fast = WithStepSize(run, 0.1);
   const Verdict over = Judge("ef21-sgdm-full-gradient", fast);
   EXPECT_EQ(over.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(Premises(over), HasSubstr("0.0963"));
@@ -174,7 +185,7 @@ TEST(MarinaTheorem21, BoundStepRuleAndMarkov) {
   RunEvidence run = HandRun("marina", 0.4, 3.0, false);
   run.metrics["train_loss"].points.front().value = 1.5;
   run.hyperparameters.Set("p", 0.25);
-  for (int i = 0; i < 4; ++i) run.probes["q-deviate/declared_omega"].points.push_back({1, i, 3.0});
+  Declare(run, "omega", 3.0);
   const Verdict between = Judge("marina-theorem21", run);
   EXPECT_NEAR(between.bound_value, 0.75, 1e-12);
   EXPECT_EQ(between.kind, VerdictKind::kInconclusive) << between.detail;
@@ -185,8 +196,7 @@ TEST(MarinaTheorem21, BoundStepRuleAndMarkov) {
   EXPECT_EQ(holds.kind, VerdictKind::kHolds) << holds.detail;
   // Planted faults: over the rule; omega over-claimed (the calls' mean 3 is far above 1); the
   // workers' compressors correlated (PermK).
-  RunEvidence fast = run;
-  for (auto& p : fast.metrics["lr"].points) p.value = 0.5;
+  const RunEvidence fast = WithStepSize(run, 0.5);
   EXPECT_EQ(Judge("marina-theorem21", fast).kind, VerdictKind::kInconclusive);
   const Verdict claimed = Judge("marina-theorem21", run, "omega = 1");
   EXPECT_EQ(claimed.kind, VerdictKind::kInconclusive);
@@ -202,13 +212,12 @@ TEST(DianaNonconvex, BoundAndRulesByHand) {
   // gamma = 0.3: (33.3333 + 3.6) / 10 = 3.69333.
   RunEvidence run = HandRun("diana", 0.3, 1.0, false);
   run.hyperparameters.Set("a", 0.5);
-  for (int i = 0; i < 4; ++i) run.probes["q-deviate/declared_omega"].points.push_back({1, i, 1.0});
+  Declare(run, "omega", 1.0);
   const Verdict v = Judge("diana-nonconvex", run);
   EXPECT_NEAR(v.bound_value, (2 * 5 / 0.3 + 4 * 0.3 * 6 / 2) / 10, 1e-12);
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
   // Planted faults: gamma above the second rule; a above 1 / (omega + 1).
-  RunEvidence fast = run;
-  for (auto& p : fast.metrics["lr"].points) p.value = 0.32;
+  const RunEvidence fast = WithStepSize(run, 0.32);
   const Verdict over = Judge("diana-nonconvex", fast);
   EXPECT_EQ(over.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(Premises(over), HasSubstr("0.316228"));

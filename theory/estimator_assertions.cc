@@ -126,22 +126,27 @@ struct Trajectory {
   std::vector<std::string> notes;  // the constants used, for the detail
 };
 
-// Fills `t` from the run, with the premises every one of these theorems uses; returns the reason
-// the check cannot go on, or "".
-std::string ReadTrajectory(const RunEvidence& run, std::span<const std::string_view> algorithm,
-                           std::string_view statement, Verdict& verdict, Trajectory& t) {
+// Fills `t` from the run, with the premises every one of these theorems uses; false, with
+// verdict.detail the reason, when the check cannot go on.
+bool ReadTrajectory(const RunEvidence& run, std::span<const std::string_view> algorithm,
+                    std::string_view statement, Verdict& verdict, Trajectory& t) {
   verdict.premises.push_back(RunCompleted(run));
   verdict.premises.push_back(AlgorithmIs(run, algorithm, statement));
   verdict.premises.push_back(FullGradients(run, statement));
   verdict.premises.push_back(ConstantStepSize(run));
   verdict.premises.push_back(NoWeightDecay(run));
   t.steps = run.steps_done;
-  if (t.steps < 1) return "the run took no step";
+  if (t.steps < 1) {
+    verdict.detail = "the run took no step";
+    return false;
+  }
   const Constant* L = run.FindConstant("L");
   const Constant* f_star = run.FindConstant("f_star");
   if (L == nullptr || f_star == nullptr) {
-    return "unknown constants: the theorem needs L and f* (a problem that knows them, or "
-           "reference = true)";
+    verdict.detail =
+        "unknown constants: the theorem needs L and f* (a problem that knows them, or "
+        "reference = true)";
+    return false;
   }
   // The rules need the smoothness of every f_i and the bounds a true f*: an estimate (the power
   // iteration's L of f, L-BFGS's f* of a nonconvex f, a local minimum) is neither.
@@ -156,34 +161,14 @@ std::string ReadTrajectory(const RunEvidence& run, std::span<const std::string_v
   t.lipschitz = L->value;
   t.notes.push_back(DescribeConstant(*L) + "; every f_i's, so L~ <= L");
   t.notes.push_back(DescribeConstant(*f_star));
-  const Series* lr = run.Metric("lr");
-  const Series* grad = run.Metric("grad_sq_norm");
-  const Series* loss = run.Metric("train_loss");
-  if (lr == nullptr || lr->empty() || grad == nullptr || loss == nullptr) {
-    return "the run has no lr, grad_sq_norm or train_loss metric";
-  }
-  t.gamma = lr->points.front().value;
-  std::vector<double> by_step(static_cast<std::size_t>(t.steps), NAN);
-  for (const Series::Point& p : grad->points) {
-    if (p.step >= 0 && p.step < t.steps) by_step[static_cast<std::size_t>(p.step)] = p.value;
-  }
-  std::optional<double> f0;
-  for (const Series::Point& p : loss->points) {
-    if (p.step == 0) f0 = p.value;
-  }
-  const auto gaps =
-      std::count_if(by_step.begin(), by_step.end(), [](double v) { return std::isnan(v); });
-  if (gaps > 0 || !f0) {
-    return fmt::format(
-        "grad_sq_norm is missing at {} of the steps 0..{} (the theorem averages over every "
-        "iterate: run with eval_every = 1)",
-        gaps, t.steps - 1);
-  }
-  for (const double v : by_step) t.sum += v;
-  t.first = by_step.front();
-  t.f_gap = std::max(0.0, *f0 - f_star->value);
+  const std::optional<GradientAverage> average = ReadGradientAverage(run, t.steps, verdict.detail);
+  if (!average) return false;
+  t.gamma = average->step_size;
+  t.sum = average->sum;
+  t.first = average->grad_sq.front();
+  t.f_gap = std::max(0.0, average->initial_loss - f_star->value);
   t.notes.push_back(fmt::format("f(x^0) - f* = {:.6g}", t.f_gap));
-  return "";
+  return true;
 }
 
 // The premise "gamma <= rule" of a theorem's step-size condition `rule_text`.
@@ -241,8 +226,8 @@ void JudgeAtLastStep(const AssertionInput& input, const Trajectory& t, double nu
   verdict.detail = fmt::format("{}; {}", how, fmt::join(t.notes, "; "));
 }
 
-// Whether nothing in the run draws: full gradients (checked by a premise), a deterministic
-// compressor (probe q-deviate) and, for `coin`, no random rounds.
+// Whether nothing in the run's compression draws: every sender's compressor is deterministic
+// (probe q-deviate); full gradients are a premise of their own.
 bool DeterministicRun(const RunEvidence& run) {
   const Series* flags = run.Probe("q-deviate", "deterministic");
   if (flags == nullptr || flags->empty()) return false;
@@ -262,6 +247,7 @@ constexpr std::array<std::string_view, 1> kDiana = {"diana"};
 // (probe shift-error at step 1) read; nullopt with verdict.detail set when the check cannot go on.
 struct Contraction {
   double theta = 0, beta = 0, g0 = 0;
+  bool deterministic = false;  // DeterministicRun
 };
 std::optional<Contraction> ReadContraction(const AssertionInput& input, const RunEvidence& run,
                                            const EstimatorClaimOptions& o, Trajectory& t,
@@ -279,7 +265,7 @@ std::optional<Contraction> ReadContraction(const AssertionInput& input, const Ru
       RoundingSlack(run, o.rtol), input.confidence));
   const double a = alpha->value;
   const double root = std::sqrt(1 - a);
-  Contraction c{1 - root, a == 1 ? 0.0 : (1 - a) / (1 - root), 0};
+  Contraction c{1 - root, a == 1 ? 0.0 : (1 - a) / (1 - root), 0, DeterministicRun(run)};
   t.notes.push_back(alpha->source);
   t.notes.push_back(fmt::format("theta = {:.6g}, beta = {:.6g}", c.theta, c.beta));
   // The bound has E G^0. A deterministic run's G^0 is that expectation, measured (probe
@@ -287,7 +273,7 @@ std::optional<Contraction> ReadContraction(const AssertionInput& input, const Ru
   // with the draw; a bound on its expectation is used instead: 0 when the first round sends full
   // precision, else (1 - alpha) (1/n) sum_i ||y_i^0||^2, since g_i starts at 0 and the first
   // message is C(y_i^0), y_i^0 the first gradient (EF21-SGDM: the first momentum, the same).
-  if (DeterministicRun(run)) {
+  if (c.deterministic) {
     const std::optional<double> g0 = WorkersMeanAt(run, "shift-error", "sq_error", 1);
     if (!g0) {
       verdict.detail = "the run has no G^0 (probe shift-error at step 1, every worker)";
@@ -316,10 +302,7 @@ Verdict CheckEf21Theorem1(const AssertionInput& input, const EstimatorClaimOptio
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   Trajectory t;
-  if (std::string why = ReadTrajectory(run, kEf21, "EF21 Theorem 1", verdict, t); !why.empty()) {
-    verdict.detail = why;
-    return verdict;
-  }
+  if (!ReadTrajectory(run, kEf21, "EF21 Theorem 1", verdict, t)) return verdict;
   const std::optional<Contraction> c = ReadContraction(input, run, o, t, verdict);
   if (!c) return verdict;
   const double rule = 1 / (t.lipschitz * (1 + std::sqrt(c->beta / c->theta)));
@@ -327,7 +310,7 @@ Verdict CheckEf21Theorem1(const AssertionInput& input, const EstimatorClaimOptio
       StepSizeRule(t.gamma, rule, "1 / (L + L~ sqrt(beta / theta)) (EF21 Theorem 1)"));
   const double numerator = 2 * t.f_gap / t.gamma + c->g0 / c->theta;
   JudgeAtLastStep(input, t, numerator, "2 (f(x^0) - f*) / (gamma T) + G^0 / (theta T)",
-                  DeterministicRun(run), RoundingSlack(run, o.rtol), verdict);
+                  c->deterministic, RoundingSlack(run, o.rtol), verdict);
   return verdict;
 }
 
@@ -338,12 +321,8 @@ Verdict CheckEf21SgdmFullGradient(const AssertionInput& input, const EstimatorCl
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   Trajectory t;
-  if (std::string why =
-          ReadTrajectory(run, kEf21Sgdm, "EF21-SGDM, docs/ef21-diana-marina.md §4", verdict, t);
-      !why.empty()) {
-    verdict.detail = why;
+  if (!ReadTrajectory(run, kEf21Sgdm, "EF21-SGDM, docs/ef21-diana-marina.md §4", verdict, t))
     return verdict;
-  }
   const std::optional<double> eta = run.hyperparameters.Number("eta");
   if (!eta) {
     verdict.detail = "the run's optimizer has no eta";
@@ -362,7 +341,7 @@ Verdict CheckEf21SgdmFullGradient(const AssertionInput& input, const EstimatorCl
   t.notes.push_back(fmt::format("eta = {:.6g}", *eta));
   const double numerator = 2 * t.f_gap / t.gamma + 2 * c->g0 / c->theta;
   JudgeAtLastStep(input, t, numerator, "2 (f(x^0) - f*) / (gamma T) + 2 G^0 / (theta T)",
-                  DeterministicRun(run), RoundingSlack(run, o.rtol), verdict);
+                  c->deterministic, RoundingSlack(run, o.rtol), verdict);
   return verdict;
 }
 
@@ -387,11 +366,7 @@ Verdict CheckMarinaTheorem21(const AssertionInput& input, const EstimatorClaimOp
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   Trajectory t;
-  if (std::string why = ReadTrajectory(run, kMarina, "MARINA Theorem 2.1", verdict, t);
-      !why.empty()) {
-    verdict.detail = why;
-    return verdict;
-  }
+  if (!ReadTrajectory(run, kMarina, "MARINA Theorem 2.1", verdict, t)) return verdict;
   const std::optional<double> p = run.hyperparameters.Number("p");
   if (!p) {
     verdict.detail = "the run's optimizer has no p";
@@ -422,12 +397,8 @@ Verdict CheckDianaNonconvex(const AssertionInput& input, const EstimatorClaimOpt
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   Trajectory t;
-  if (std::string why =
-          ReadTrajectory(run, kDiana, "DIANA, docs/ef21-diana-marina.md §3", verdict, t);
-      !why.empty()) {
-    verdict.detail = why;
+  if (!ReadTrajectory(run, kDiana, "DIANA, docs/ef21-diana-marina.md §3", verdict, t))
     return verdict;
-  }
   const std::optional<UsedCompressorConstant> omega =
       OmegaPremises(input, run, o, "DIANA's compressor class", verdict);
   const std::optional<double> a = run.hyperparameters.Number("a");

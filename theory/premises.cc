@@ -167,10 +167,6 @@ std::optional<bool> WorkersFlag(const RunEvidence& run, std::string_view series)
   return all;
 }
 
-}  // namespace
-
-namespace {
-
 // The last value of `probe/series` of each worker (not the server), summed; nullopt when a
 // worker has none.
 std::optional<double> WorkersLastSum(const RunEvidence& run, std::string_view series,

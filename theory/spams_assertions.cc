@@ -309,34 +309,10 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   verdict.premises.push_back(ConstantStepSize(run));
   verdict.premises.push_back(NoWeightDecay(run));
 
-  const Series* lr = run.Metric("lr");
-  const Series* loss = run.Metric("train_loss");
-  const Series* grad = run.Metric("grad_sq_norm");
-  if (lr == nullptr || lr->empty() || grad == nullptr || loss == nullptr) {
-    verdict.detail = "the run has no lr, grad_sq_norm or train_loss metric";
-    return verdict;
-  }
-  const double eta = lr->points.front().value;
-  std::vector<double> by_step(static_cast<std::size_t>(T), NAN);
-  std::optional<double> f1;
-  for (const Series::Point& p : grad->points) {
-    if (p.step >= 0 && p.step < T) by_step[static_cast<std::size_t>(p.step)] = p.value;
-  }
-  for (const Series::Point& p : loss->points) {
-    if (p.step == 0) f1 = p.value;
-  }
-  const auto gaps =
-      std::count_if(by_step.begin(), by_step.end(), [](double v) { return std::isnan(v); });
-  if (gaps > 0 || !f1) {
-    verdict.detail = fmt::format(
-        "grad_sq_norm is missing at {} of the steps 0..{} (the theorem averages over every "
-        "iterate: run with eval_every = 1)",
-        gaps, T - 1);
-    return verdict;
-  }
-  double sum = 0;
-  for (double v : by_step) sum += v;
-  const double measured = sum / static_cast<double>(T);
+  const std::optional<GradientAverage> average = ReadGradientAverage(run, T, verdict.detail);
+  if (!average) return verdict;
+  const double eta = average->step_size;
+  const double measured = average->sum / static_cast<double>(T);
 
   const std::optional<double> beta1 = run.hyperparameters.Number("beta1");
   const std::optional<double> eps = run.hyperparameters.Number("eps");
@@ -355,7 +331,7 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   k.d = static_cast<double>(run.dimension);
   k.sigma = sigma->value;
   k.sigma_g = sigma_g == nullptr ? 0.0 : sigma_g->value;
-  k.f_gap = std::max(0.0, *f1 - f_star->value);
+  k.f_gap = std::max(0.0, average->initial_loss - f_star->value);
   const SpamsTheorem1Result r = SpamsTheorem1(k, static_cast<double>(T));
   if (corollary > 0) {
     const double prescribed = corollary == 1 ? k.lipschitz * std::sqrt(k.n / static_cast<double>(T))
@@ -381,10 +357,10 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   verdict.measured_value = measured;
   verdict.measured =
       fmt::format("(1/T) sum_t ||grad f(theta_t)||^2 = {:.6g} over T = {} iterates", measured, T);
-  const double trivial = std::min(G->value * G->value, by_step.front());
+  const double trivial = std::min(G->value * G->value, average->grad_sq.front());
   const std::string trivial_text =
       fmt::format("min(G^2, ||grad f(theta_1)||^2) = min({:.4g}, {:.4g})", G->value * G->value,
-                  by_step.front());
+                  average->grad_sq.front());
   const auto judge = [&](double bound, std::string_view form) {
     return ExpectationForm(std::string(form), fmt::format("<= {:.6g} (E[.], {})", bound, form),
                            measured, bound, trivial, trivial_text, input.confidence);

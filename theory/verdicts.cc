@@ -171,6 +171,39 @@ const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::
   return s;
 }
 
+std::optional<GradientAverage> ReadGradientAverage(const RunEvidence& run, std::int64_t steps,
+                                                   std::string& why) {
+  const Series* lr = run.Metric("lr");
+  const Series* grad = run.Metric("grad_sq_norm");
+  const Series* loss = run.Metric("train_loss");
+  if (lr == nullptr || lr->empty() || grad == nullptr || loss == nullptr) {
+    why = "the run has no lr, grad_sq_norm or train_loss metric";
+    return std::nullopt;
+  }
+  GradientAverage a;
+  a.step_size = lr->points.front().value;
+  a.grad_sq.assign(static_cast<std::size_t>(steps), NAN);
+  for (const Series::Point& p : grad->points) {
+    if (p.step >= 0 && p.step < steps) a.grad_sq[static_cast<std::size_t>(p.step)] = p.value;
+  }
+  std::optional<double> f0;
+  for (const Series::Point& p : loss->points) {
+    if (p.step == 0) f0 = p.value;
+  }
+  const auto gaps =
+      std::count_if(a.grad_sq.begin(), a.grad_sq.end(), [](double v) { return std::isnan(v); });
+  if (gaps > 0 || !f0) {
+    why = fmt::format(
+        "grad_sq_norm is missing at {} of the steps 0..{} (the theorem averages over every "
+        "iterate: run with eval_every = 1)",
+        gaps, steps - 1);
+    return std::nullopt;
+  }
+  for (const double v : a.grad_sq) a.sum += v;
+  a.initial_loss = *f0;
+  return a;
+}
+
 std::string Choose(OptionTable& options, std::string_view key, std::string_view fallback,
                    std::initializer_list<std::string_view> choices) {
   const std::vector<std::string> allowed(choices.begin(), choices.end());

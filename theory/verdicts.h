@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "optimizers/optimizer.h"
 #include "theory/assertion.h"
@@ -44,6 +46,20 @@ double RoundingSlack(const RunEvidence& run, std::optional<double> given = std::
 // The series `probe/series` of the run, or nullptr with `why` set to an inconclusive reason.
 const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,
                            std::string& why);
+
+// What the theorems that bound (1/T) sum_{t<T} ||grad f(x^t)||^2 read from a run's metrics: the
+// step size (the first lr; that it stays constant is a premise of their own), ||grad f(x^t)||^2
+// for every t < T (grad_sq_norm at steps 0..T-1, so eval_every = 1) and f(x^0) (train_loss at
+// step 0).
+struct GradientAverage {
+  double step_size = 0;
+  std::vector<double> grad_sq;  // by step, T values
+  double sum = 0;               // their sum in step order
+  double initial_loss = 0;
+};
+// nullopt with `why` set when the run lacks one of them; `steps` (T) must be at least 1.
+std::optional<GradientAverage> ReadGradientAverage(const RunEvidence& run, std::int64_t steps,
+                                                   std::string& why);
 
 // options.GetChoice with the choices written inline.
 std::string Choose(OptionTable& options, std::string_view key, std::string_view fallback,
