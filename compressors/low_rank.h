@@ -61,8 +61,8 @@ std::size_t MessageBytes(std::span<const Layer> layers, std::span<const std::int
   std::size_t bytes = 0;
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const Layer& layer = layers[l];
-    bytes += sizeof(T) * static_cast<std::size_t>(ranks[l] == 0 ? layer.size()
-                                                               : ranks[l] * (layer.rows + layer.cols));
+    bytes += sizeof(T) * static_cast<std::size_t>(
+                             ranks[l] == 0 ? layer.size() : ranks[l] * (layer.rows + layer.cols));
   }
   return bytes;
 }

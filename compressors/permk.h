@@ -37,8 +37,8 @@
 // UniformBelow(p + 1, ...) of compressors/sparse.h (Lemire's multiply-and-reject, exact). Draw t
 // takes its first attempt from word t of the shared stream (the words come from one
 // vectorised Fill; a sender stops after the draw that fixes its block's first position, as the
-// positions below it are never read); a rejected attempt (probability < (p + 1) / 2^32) is replaced by the next
-// unused word after those d - 1, in the order rejections occur. Every permutation has
+// positions below it are never read); a rejected attempt (probability < (p + 1) / 2^32) is replaced
+// by the next unused word after those d - 1, in the order rejections occur. Every permutation has
 // probability 1/d! exactly.
 //
 // Wire format (compressors/sparse.h): the |B_i| coordinates pi(B_i) ascending, then their raw

@@ -587,14 +587,12 @@ TEST(ContractNegativeControl, AnOverclaimedOmegaIsCaught) {
   EXPECT_EQ(FailuresOf([&] { KeepsDeclaredOmegaAndAlpha<double>(omega_times(1)); }), 0);
   EXPECT_GT(FailuresOf([&] { KeepsDeclaredOmegaAndAlpha<double>(omega_times(0.5)); }), 0);
   // And omega on a biased compressor (unscaled random-k) is refused outright.
-  EXPECT_GT(
-      FailuresOf([&] {
-        KeepsDeclaredOmegaAndAlpha<double>(Claiming(
-            "name = \"random-k\"\nfraction = 0.5\nscaled = false", [](const Compressor<double>&) {
-              return Overclaiming::Claims{.omega = 10.0};
-            }));
-      }),
-      0);
+  EXPECT_GT(FailuresOf([&] {
+              KeepsDeclaredOmegaAndAlpha<double>(Claiming(
+                  "name = \"random-k\"\nfraction = 0.5\nscaled = false",
+                  [](const Compressor<double>&) { return Overclaiming::Claims{.omega = 10.0}; }));
+            }),
+            0);
 }
 
 // Unscaled random-k keeping half has alpha = k/d with equality; claiming 1.5 times it is caught.

@@ -71,7 +71,8 @@ class Overclaiming final : public Compressor<double> {
     std::optional<double> q = std::nullopt;
     bool unbiased = false;
     std::optional<double> omega = std::nullopt;
-    std::optional<double> alpha = std::nullopt;  // nullopt: the 1 - q^2 the claimed q gives (Compressor's)
+    std::optional<double> alpha =
+        std::nullopt;  // nullopt: the 1 - q^2 the claimed q gives (Compressor's)
     bool deterministic = false;
   };
   Overclaiming(std::unique_ptr<Compressor<double>> inner, Claims claims)
