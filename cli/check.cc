@@ -17,6 +17,7 @@
 #include "cli/results.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "theory/evidence_rule.h"
 #include "theory/probe.h"
 
 namespace lemmalab {
@@ -216,7 +217,8 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
   };
   const auto row = [&](std::string runs, std::span<const RunEvidence> group,
                        std::span<const RunEvidence> experiment) {
-    add(std::move(runs), DescribeRuns(group), Settle(claim.judge({group, experiment, confidence})));
+    add(std::move(runs), DescribeRuns(group),
+        JudgeClaim(*claim.info, claim.judge, {group, experiment, confidence}));
   };
   // Labels in spec order, as the first experiment lists them.
   std::vector<std::string> labels;
@@ -257,8 +259,8 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
       case AssertionScope::kAcrossWorkers: {
         std::vector<RunEvidence> runs;
         for (const Experiment& e : experiments) runs.push_back(find(e));
-        row(fmt::format("{} over n = {}", label, fmt::join(worker_counts, ", ")),
-            runs, experiments.front().runs);
+        row(fmt::format("{} over n = {}", label, fmt::join(worker_counts, ", ")), runs,
+            experiments.front().runs);
         break;
       }
     }

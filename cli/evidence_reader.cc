@@ -51,11 +51,18 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
 
   std::vector<Constant> problem_constants;
   std::map<std::int64_t, std::vector<Constant>> run_constants;
+  // Results of an older lemmalab know no regions: their constants read as holding everywhere,
+  // and their series have no extents (judged as recorded points only).
+  const bool regions = db.HasColumn("constants", "region_position");
   db.ForEachRow(
-      "SELECT run_id, name, value, certainty, basis FROM constants ORDER BY "
-      "rowid",
+      regions ? "SELECT run_id, name, value, certainty, basis, region_position, region_radius, "
+                "region FROM constants ORDER BY rowid"
+              : "SELECT run_id, name, value, certainty, basis FROM constants ORDER BY rowid",
       [&](Row s) {
-        Constant c{Text(s, 1), Real(s, 2), ParseCertainty(Text(s, 3)), Text(s, 4)};
+        Constant c{Text(s, 1), Real(s, 2), ParseCertainty(Text(s, 3)), Text(s, 4), std::nullopt};
+        if (regions && sqlite3_column_type(s, 5) != SQLITE_NULL) {
+          c.region = Region{Text(s, 5), Real(s, 6), Text(s, 7)};
+        }
         if (sqlite3_column_type(s, 0) == SQLITE_NULL) {
           problem_constants.push_back(std::move(c));
         } else {
@@ -102,17 +109,43 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
   });
   db.ForEachRow("SELECT run_id, step, name, worker, value FROM metrics ORDER BY rowid", [&](Row s) {
     RunEvidence& run = runs.at(index.at(sqlite3_column_int64(s, 0)));
-    run.metrics[Text(s, 2)].points.push_back(
-        {sqlite3_column_int64(s, 1), Worker(s, 3), Real(s, 4)});
+    run.metrics[Text(s, 2)].Add({sqlite3_column_int64(s, 1), Worker(s, 3), Real(s, 4)});
   });
   db.ForEachRow(
       "SELECT run_id, step, probe, series, worker, value FROM probes ORDER "
       "BY rowid",
       [&](Row s) {
         RunEvidence& run = runs.at(index.at(sqlite3_column_int64(s, 0)));
-        run.probes[fmt::format("{}/{}", Text(s, 2), Text(s, 3))].points.push_back(
+        run.probes[fmt::format("{}/{}", Text(s, 2), Text(s, 3))].Add(
             {sqlite3_column_int64(s, 1), Worker(s, 4), Real(s, 5)});
       });
+  if (db.HasColumn("extents", "name")) {
+    db.ForEachRow(
+        "SELECT run_id, kind, name, worker, count, first_step, last_step, sum, min, min_step, "
+        "min_worker, max, max_step, max_worker, non_finite, first_non_finite_step, "
+        "first_non_finite_worker, first_non_finite FROM extents ORDER BY rowid",
+        [&](Row s) {
+          RunEvidence& run = runs.at(index.at(sqlite3_column_int64(s, 0)));
+          const auto integer = [&](int column) { return sqlite3_column_int64(s, column); };
+          Extent e;
+          e.count = integer(4);
+          e.first_step = integer(5);
+          e.last_step = integer(6);
+          e.sum = Real(s, 7);
+          e.min = Real(s, 8);
+          e.min_step = integer(9);
+          e.min_worker = Worker(s, 10);
+          e.max = Real(s, 11);
+          e.max_step = integer(12);
+          e.max_worker = Worker(s, 13);
+          e.non_finite = integer(14);
+          e.first_non_finite_step = integer(15);
+          e.first_non_finite_worker = Worker(s, 16);
+          e.first_non_finite = Real(s, 17);
+          auto& series = Text(s, 1) == "probe" ? run.probes : run.metrics;
+          series[Text(s, 2)].SetExtent(Worker(s, 3), e);
+        });
+  }
   return runs;
 }
 

@@ -56,6 +56,9 @@ class RunProbeSink final : public ProbeSink {
     recorded_ = recorded;
   }
   void Record(std::string_view series, int worker, double value) override {
+    // Every value counts into its series' extent, whatever is kept.
+    name_.assign(probe_).append("/").append(series);
+    extents_.Add(name_, worker, step_, value);
     // Looked up without copying the names; a new series' names are copied once.
     const bool first = !seen_.contains(std::tuple{probe_, series, worker});
     if (first) seen_.emplace(std::string(probe_), std::string(series), worker);
@@ -64,7 +67,15 @@ class RunProbeSink final : public ProbeSink {
                      worker == kRunWide ? std::nullopt : std::optional<int>(worker), value);
   }
 
-  // The series seen so far (a resumed run keeps only what probe_every keeps of them).
+  // The extents of every series, into the results (when the run ends).
+  void WriteExtents() {
+    for (const auto& [key, extent] : extents_.entries()) {
+      writer_.AddExtent(run_id_, "probe", key.first, key.second, extent);
+    }
+  }
+
+  // The series seen so far (a resumed run keeps only what probe_every keeps of them) and the
+  // extents of all their values.
   void Persist(StateArchive& archive) {
     std::vector<std::tuple<std::string, std::string, int>> seen(seen_.begin(), seen_.end());
     archive.List("seen", seen, [&](auto& series) {
@@ -73,6 +84,7 @@ class RunProbeSink final : public ProbeSink {
       archive("worker", std::get<2>(series));
     });
     seen_ = {seen.begin(), seen.end()};
+    archive.Nested("extents", extents_);
   }
 
  private:
@@ -91,6 +103,8 @@ class RunProbeSink final : public ProbeSink {
     bool operator()(const auto& a, const auto& b) const { return Of(a) < Of(b); }
   };
   std::set<std::tuple<std::string, std::string, int>, SeriesLess> seen_;
+  ExtentBook extents_;
+  std::string name_;  // "probe/series" of the value being recorded (reused)
 };
 
 // The per-step metrics between two records (metrics_every): sums of the counters, the mean loss
@@ -118,6 +132,7 @@ void PersistEvaluation(StateArchive& archive, Evaluation& e) {
   archive("accuracy", e.accuracy);
   archive("test_loss", e.test_loss);
   archive("test_accuracy", e.test_accuracy);
+  archive("shard_spread", e.shard_spread);
 }
 
 // What the run loop carries from one step to the next besides the parameters, the optimizer and
@@ -134,6 +149,7 @@ struct RunProgress {
   double observed_g = 0;       // largest stochastic gradient norm seen
   double earlier_seconds = 0;  // wall time spent on the run before the last resume
   MetricsWindow window;
+  ExtentBook metrics;  // every step's (or evaluation's) value of each metric
 
   void Persist(StateArchive& archive) {
     archive("run_id", run_id);
@@ -149,6 +165,7 @@ struct RunProgress {
     archive("observed_g", observed_g);
     archive("earlier_seconds", earlier_seconds);
     archive.Nested("window", window);
+    archive.Nested("metrics", metrics);
   }
 };
 
@@ -192,6 +209,16 @@ void PersistConstants(StateArchive& archive, std::vector<Constant>& constants) {
     archive("certainty", certainty);
     archive("basis", c.basis);
     c.certainty = static_cast<Certainty>(certainty);
+    bool regional = c.region.has_value();
+    archive("regional", regional);
+    if (!regional) {
+      c.region.reset();
+      return;
+    }
+    if (!c.region) c.region.emplace();
+    archive("region_position", c.region->position);
+    archive("region_radius", c.region->radius);
+    archive("region", c.region->description);
   });
 }
 
@@ -369,18 +396,24 @@ RunReport Execute(const RunSpec& spec, std::int64_t run_index, PreparedRun<T>& r
     });
     archive.Nested("sink", sink);
   };
+  // A metric's value at `step`: into its extent always, into the results when `recorded`.
+  const auto metric = [&](std::int64_t step, std::string_view name, double value, bool recorded) {
+    p.metrics.Add(name, kRunWide, step, value);
+    if (recorded) writer.AddMetric(p.run_id, step, name, std::nullopt, value);
+  };
   const auto record_evaluation = [&](std::int64_t step, const Evaluation& e) {
-    writer.AddMetric(p.run_id, step, "train_loss", std::nullopt, e.loss);
-    writer.AddMetric(p.run_id, step, "grad_sq_norm", std::nullopt, e.grad_sq_norm);
-    if (e.accuracy) writer.AddMetric(p.run_id, step, "train_accuracy", std::nullopt, *e.accuracy);
-    if (e.test_loss) writer.AddMetric(p.run_id, step, "test_loss", std::nullopt, *e.test_loss);
-    if (e.test_accuracy) {
-      writer.AddMetric(p.run_id, step, "test_accuracy", std::nullopt, *e.test_accuracy);
-    }
-    if (f_star) {
-      writer.AddMetric(p.run_id, step, "optimality_gap", std::nullopt, e.loss - *f_star);
-    }
+    metric(step, "train_loss", e.loss, true);
+    metric(step, "grad_sq_norm", e.grad_sq_norm, true);
+    if (e.accuracy) metric(step, "train_accuracy", *e.accuracy, true);
+    if (e.test_loss) metric(step, "test_loss", *e.test_loss, true);
+    if (e.test_accuracy) metric(step, "test_accuracy", *e.test_accuracy, true);
+    if (e.shard_spread) metric(step, "shard_spread", *e.shard_spread, true);
+    if (f_star) metric(step, "optimality_gap", e.loss - *f_star, true);
     return e;
+  };
+  // Where x_t lies, in the positions the regions of the problem's constants are measured in.
+  const auto record_position = [&](std::int64_t step, bool recorded) {
+    for (const auto& [name, value] : problem.Positions(x)) metric(step, name, value, recorded);
   };
   if (checkpoints.resumed_run() == run_index) {
     checkpoints.ResumeRun(persist_run);
@@ -389,6 +422,7 @@ RunReport Execute(const RunSpec& spec, std::int64_t run_index, PreparedRun<T>& r
     writer.AddHyperparameters(p.run_id, run.hyperparameters);
     p.initial_loss = initial.loss;
     p.last = record_evaluation(0, initial);
+    record_position(0, true);
   }
   sink.set_run_id(p.run_id);
 
@@ -443,7 +477,20 @@ RunReport Execute(const RunSpec& spec, std::int64_t run_index, PreparedRun<T>& r
     failure = FailureAfterStep(view, spec.workers, loss / n, p.initial_loss, x);
     const bool last_step = t == steps || !failure.empty();
     const bool evaluated = last_step || t % spec.eval_every == 0;
-    if (evaluated || t % metrics_every == 0) {
+    // Each metric's value of this step counts into its extent; what is recorded is the window's
+    // (the step's own with metrics_every = 1).
+    for (const auto& [name, value] :
+         {std::pair{"lr", ctx.lr}, std::pair{"minibatch_loss", loss / n},
+          std::pair{"max_grad_norm", largest_gradient},
+          std::pair{"bits_sent", 8.0 * static_cast<double>(sent) / n},
+          std::pair{"bits_received", 8.0 * static_cast<double>(received) / n},
+          std::pair{"bytes_intra", static_cast<double>(step_bytes.intra)},
+          std::pair{"bytes_inter", static_cast<double>(step_bytes.inter)},
+          std::pair{"comm_seconds", projected}}) {
+      p.metrics.Add(name, kRunWide, t, value);
+    }
+    const bool metrics_recorded = evaluated || t % metrics_every == 0;
+    if (metrics_recorded) {
       const std::int64_t id = p.run_id;
       writer.AddMetric(id, t, "lr", std::nullopt, ctx.lr);
       writer.AddMetric(id, t, "minibatch_loss", std::nullopt,
@@ -456,6 +503,7 @@ RunReport Execute(const RunSpec& spec, std::int64_t run_index, PreparedRun<T>& r
       writer.AddMetric(id, t, "comm_seconds", std::nullopt, window.comm_seconds);
       window = {};
     }
+    record_position(t, metrics_recorded);
     if (!run.probes.empty()) {
       const std::span<const Vector<T>> consumed = view.ConsumedGradients();
       const ProbeStep<T> probe_step{t, ctx.lr, x, consumed.empty() ? cluster.gradients() : consumed,
@@ -504,6 +552,10 @@ RunReport Execute(const RunSpec& spec, std::int64_t run_index, PreparedRun<T>& r
   LEMMALAB_CHECK(p.evaluated_at == record.steps_done,
                  "final evaluation at step {}, run ended at {}", p.evaluated_at, record.steps_done);
   writer.UpdateRun(p.run_id, record);
+  for (const auto& [key, extent] : p.metrics.entries()) {
+    writer.AddExtent(p.run_id, "metric", key.first, key.second, extent);
+  }
+  sink.WriteExtents();
   writer.AddConstant(p.run_id, {"G", p.observed_g, Certainty::kEstimate,
                                 fmt::format("largest stochastic gradient norm seen in {} steps x "
                                             "{} workers of this run",
@@ -899,9 +951,8 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
           constants =
               ReferenceConstants(*problem, spec.seed, spec.reference_iterations, options.stop);
         } else {
-          const std::unique_ptr<Problem<double>> exact =
-              MakeProblem<double>(*spec.problem, {spec.workers, spec.seed, data.data.get(),
-                                                   false, memory});
+          const std::unique_ptr<Problem<double>> exact = MakeProblem<double>(
+              *spec.problem, {spec.workers, spec.seed, data.data.get(), false, memory});
           constants =
               ReferenceConstants(*exact, spec.seed, spec.reference_iterations, options.stop);
         }

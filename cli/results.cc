@@ -34,7 +34,8 @@ CREATE TABLE metrics(
   worker INTEGER, value REAL);
 CREATE TABLE constants(
   run_id INTEGER REFERENCES runs(run_id), name TEXT NOT NULL, value REAL,
-  certainty TEXT NOT NULL, basis TEXT NOT NULL, point TEXT);
+  certainty TEXT NOT NULL, basis TEXT NOT NULL, point TEXT, region_position TEXT,
+  region_radius REAL, region TEXT);
 CREATE TABLE shards(
   worker INTEGER NOT NULL, samples INTEGER NOT NULL, label INTEGER NOT NULL,
   count INTEGER NOT NULL, point TEXT);
@@ -44,6 +45,18 @@ CREATE TABLE hyperparameters(
 CREATE TABLE probes(
   run_id INTEGER NOT NULL REFERENCES runs(run_id), step INTEGER NOT NULL, probe TEXT NOT NULL,
   series TEXT NOT NULL, worker INTEGER, value REAL);
+)sql";
+
+// Exact statistics of every value of each series (theory/evidence.h Extent), whatever the
+// metrics and probes tables kept of them; `kind` is "metric" or "probe", `name` the metric or
+// "probe/series". IF NOT EXISTS: a sweep started by an older lemmalab gains it.
+constexpr const char* kExtentsTable = R"sql(
+CREATE TABLE IF NOT EXISTS extents(
+  run_id INTEGER NOT NULL REFERENCES runs(run_id), kind TEXT NOT NULL, name TEXT NOT NULL,
+  worker INTEGER, count INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
+  sum REAL, min REAL, min_step INTEGER NOT NULL, min_worker INTEGER, max REAL,
+  max_step INTEGER NOT NULL, max_worker INTEGER, non_finite INTEGER NOT NULL,
+  first_non_finite_step INTEGER NOT NULL, first_non_finite_worker INTEGER, first_non_finite REAL);
 )sql";
 
 // SQLite stores NaN as NULL; the CSV export writes it back as "nan".
@@ -95,7 +108,7 @@ std::string Schema() {
   for (const RunColumn& c : kRunColumns) {
     runs += fmt::format("{} {}, ", QuoteColumn(c.name), c.type);
   }
-  return runs + "UNIQUE (point, label));\n" + kSchema;
+  return runs + "UNIQUE (point, label));\n" + kSchema + kExtentsTable;
 }
 
 // What each probe series means (theory/probe_series.h), so that a database explains itself.
@@ -396,8 +409,22 @@ void ResultsWriter::UpdateRun(std::int64_t run_id, const RunRecord& run) {
 }
 
 void ResultsWriter::AddConstant(std::optional<std::int64_t> run_id, const Constant& constant) {
-  ExecuteOnce(db_, "INSERT INTO constants VALUES (?, ?, ?, ?, ?, NULL)", run_id, constant.name,
-              constant.value, CertaintyName(constant.certainty), constant.basis);
+  const std::optional<Region>& region = constant.region;
+  ExecuteOnce(db_, "INSERT INTO constants VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)", run_id,
+              constant.name, constant.value, CertaintyName(constant.certainty), constant.basis,
+              region ? std::optional<std::string_view>(region->position) : std::nullopt,
+              region ? std::optional<double>(region->radius) : std::nullopt,
+              region ? std::optional<std::string_view>(region->description) : std::nullopt);
+}
+
+void ResultsWriter::AddExtent(std::int64_t run_id, std::string_view kind, std::string_view name,
+                              int worker, const Extent& e) {
+  const auto who = [](int w) { return w == kRunWide ? std::nullopt : std::optional<int>(w); };
+  ExecuteOnce(db_,
+              "INSERT INTO extents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              run_id, kind, name, who(worker), e.count, e.first_step, e.last_step, e.sum, e.min,
+              e.min_step, who(e.min_worker), e.max, e.max_step, who(e.max_worker), e.non_finite,
+              e.first_non_finite_step, who(e.first_non_finite_worker), e.first_non_finite);
 }
 
 void ResultsWriter::AddHyperparameters(std::int64_t run_id, const Hyperparameters& options) {
@@ -576,6 +603,17 @@ SweepStore::SweepStore(const std::filesystem::path& dir,
                                 dir.string(), problem));
   }
   Exec("PRAGMA journal_mode = WAL");
+  // A sweep an older lemmalab began gains what its later points bring.
+  Exec(kExtentsTable);
+  const std::vector<std::string> constant_columns = TableColumns(db_, "main", "constants");
+  for (const auto& [column, type] :
+       {std::pair{"region_position", "TEXT"}, std::pair{"region_radius", "REAL"},
+        std::pair{"region", "TEXT"}}) {
+    if (std::find(constant_columns.begin(), constant_columns.end(), column) ==
+        constant_columns.end()) {
+      Exec(fmt::format("ALTER TABLE constants ADD COLUMN {} {}", column, type));
+    }
+  }
   // The spec may have grown axes since: keep its latest text and axes.
   Exec("BEGIN");
   for (const auto& [key, value] : meta) {
@@ -637,9 +675,15 @@ void SweepStore::AddPoint(const std::filesystem::path& database, const std::stri
         "INSERT INTO main.hyperparameters SELECT new, key, value, type FROM "
         "point.hyperparameters JOIN ids ON old = run_id");
     ExecuteOnce(db_,
-                "INSERT INTO main.constants SELECT ids.new, name, value, certainty, basis, ? "
-                "FROM point.constants LEFT JOIN ids ON ids.old = point.constants.run_id",
+                "INSERT INTO main.constants SELECT ids.new, name, value, certainty, basis, ?, "
+                "region_position, region_radius, region FROM point.constants LEFT JOIN ids ON "
+                "ids.old = point.constants.run_id",
                 std::string_view(label));
+    Exec(
+        "INSERT INTO main.extents SELECT new, kind, name, worker, count, first_step, last_step, "
+        "sum, min, min_step, min_worker, max, max_step, max_worker, non_finite, "
+        "first_non_finite_step, first_non_finite_worker, first_non_finite FROM point.extents "
+        "JOIN ids ON old = run_id ORDER BY point.extents.rowid");
     ExecuteOnce(db_,
                 "INSERT INTO main.shards SELECT worker, samples, label, count, ? FROM "
                 "point.shards",

@@ -29,10 +29,13 @@
 //                                          runs that do not read it
 //   points(point, idx, axes)               a sweep's finished points: label, index, and the
 //                                          axis values as JSON (empty outside a sweep)
-//   constants(run_id, name, value, certainty, basis, point)
+//   constants(run_id, name, value, certainty, basis, point, region_position, region_radius,
+//             region)
 //                                          L, mu, G, sigma, sigma_g, f_star (problems/problem.h);
 //                                          certainty exact / bound / estimate; run_id NULL for
-//                                          the problem's, set for what a run observed (G)
+//                                          the problem's, set for what a run observed (G); the
+//                                          region where it holds (NULL: everywhere): the metric
+//                                          region_position <= region_radius
 //   shards(worker, samples, label, count, point)
 //                                          shard sizes and label histograms (data problems)
 //   hyperparameters(run_id, key, value, type)
@@ -45,6 +48,15 @@
 //                                          (core/hyperparameters.h)
 //   metrics(run_id, step, name, worker, value)
 //   probes(run_id, step, probe, series, worker, value)
+//                                          the recorded values (metrics_every, eval_every,
+//                                          probe_every)
+//   extents(run_id, kind, name, worker, count, first_step, last_step, sum, min, min_step,
+//           min_worker, max, max_step, max_worker, non_finite, first_non_finite_step,
+//           first_non_finite_worker, first_non_finite)
+//                                          exact statistics of every value each series took,
+//                                          recorded or not (theory/evidence.h Extent): kind
+//                                          "metric" (name: the metric) or "probe" (name:
+//                                          "probe/series")
 // `worker` is NULL for run-wide values, -1 for the server, i for worker i. Step 0 is the
 // initial point.
 #pragma once
@@ -63,6 +75,7 @@
 #include "core/hyperparameters.h"
 #include "core/types.h"
 #include "problems/problem.h"
+#include "theory/evidence.h"
 
 namespace lemmalab {
 
@@ -183,6 +196,10 @@ class ResultsWriter {
   void AddHyperparameters(std::int64_t run_id, const Hyperparameters& options);
   void AddProbe(std::int64_t run_id, std::int64_t step, std::string_view probe,
                 std::string_view series, std::optional<int> worker, double value);
+  // The extent of every value of a series (`kind` "metric" or "probe"; `worker` kRunWide for a
+  // run-wide series), written when the run ends.
+  void AddExtent(std::int64_t run_id, std::string_view kind, std::string_view name, int worker,
+                 const Extent& extent);
 
   // Writes metrics.csv, runs.csv and params.npy and publishes all four files at once.
   void Commit(const std::vector<Eigen::VectorXd>& params, Precision precision);

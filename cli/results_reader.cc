@@ -34,6 +34,13 @@ void ResultsReader::ForEachRow(const char* sql, const std::function<void(sqlite3
   sqlite3_finalize(statement);
 }
 
+bool ResultsReader::HasColumn(std::string_view table, std::string_view column) {
+  bool found = false;
+  ForEachRow(fmt::format("PRAGMA table_info({})", table).c_str(),
+             [&](sqlite3_stmt* row) { found = found || Text(row, 1) == column; });
+  return found;
+}
+
 std::string ResultsReader::Text(sqlite3_stmt* row, int column) {
   const unsigned char* text = sqlite3_column_text(row, column);
   return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text));

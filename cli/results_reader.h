@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace lemmalab {
 
@@ -21,6 +22,9 @@ class ResultsReader {
   // Calls `row` with the statement positioned on each row of `sql`; UserError naming the file
   // when the database has no such tables (not lemmalab's, or an older version's).
   void ForEachRow(const char* sql, const std::function<void(sqlite3_stmt*)>& row);
+
+  // Whether `table` exists with `column` (results of an older lemmalab lack newer ones).
+  bool HasColumn(std::string_view table, std::string_view column);
 
   // A column as text ("" for NULL) and as a number (NaN for NULL: SQLite stores NaN as NULL).
   static std::string Text(sqlite3_stmt* row, int column);

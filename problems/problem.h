@@ -30,6 +30,10 @@ struct Evaluation {
   std::optional<double> accuracy;       // fraction of training samples classified correctly
   std::optional<double> test_loss;      // mean loss over the test set (no regulariser)
   std::optional<double> test_accuracy;  // fraction of test samples classified correctly
+  // (1/n) sum_i ||grad f_i(x) - grad f(x)||^2: how far the workers' objectives spread at x, the
+  // sigma_g^2 of spams.txt Assumption 4 measured there (problems whose workers hold different
+  // data; empty where the problem knows sigma_g).
+  std::optional<double> shard_spread;
 };
 
 // A named block of the flat parameter vector: entries [offset, offset + rows*cols), viewed as a
@@ -39,7 +43,7 @@ struct Evaluation {
 // How far a problem constant can be trusted.
 enum class Certainty {
   kExact,     // the value itself, by construction or closed form
-  kBound,     // a proven upper bound (for f_star: the value is attained to solver tolerance)
+  kBound,     // a proven upper bound (for f_star: f at a point a solver reached, so >= inf f)
   kEstimate,  // measured or estimated numerically; not a guarantee
 };
 std::string_view CertaintyName(Certainty certainty);  // "exact", "bound", "estimate"
@@ -52,12 +56,23 @@ std::string_view CertaintyName(Certainty certainty);  // "exact", "bound", "esti
 //   sigma    local variance: E ||g_i - grad f_i(x)||^2 <= sigma^2
 //   sigma_g  global variance: (1/n) sum_i ||grad f_i(x) - grad f(x)||^2 <= sigma_g^2
 //   f_star   inf f
-// `basis` says where the value comes from ("largest Hessian eigenvalue", "on ||x - x*|| <= 10").
+// `basis` says where the value comes from ("largest Hessian eigenvalue"); `region`, where it holds
+// when that is not everywhere.
+//
+// A region is the set of points x with position(x) <= radius, for one of the positions the
+// problem reports (Problem::Positions): a run records that position at every iterate, and a
+// verdict that uses the constant rests on the iterates having stayed inside.
+struct Region {
+  std::string position;  // the metric that measures x: "x_max_abs", "x_distance_to_minimizer"
+  double radius = 0;
+  std::string description;  // "the box |x_j| <= 2"
+};
 struct Constant {
   std::string name;
   double value = 0;
   Certainty certainty = Certainty::kExact;
   std::string basis;
+  std::optional<Region> region = std::nullopt;  // everywhere
 };
 
 // Samples and label counts of one worker's shard (data problems only).
@@ -104,6 +119,13 @@ class Problem {
     (void)local_workers;
     (void)threads;
     (void)estimate;
+  }
+
+  // Where x lies, by the positions the regions of its constants are measured in (Region): the
+  // run records each at every iterate. Empty for a problem whose constants hold everywhere.
+  virtual std::vector<std::pair<std::string, double>> Positions(ConstVectorRef<T> x) const {
+    (void)x;
+    return {};
   }
 
   // Per-worker shard sizes and label histograms; empty for problems without samples.

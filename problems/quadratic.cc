@@ -97,6 +97,9 @@ QuadraticModel BuildQuadraticModel(const QuadraticOptions& options, int workers,
 
 namespace {
 
+// The position G's ball is measured in: ||x - x*||.
+constexpr const char* kBallPosition = "x_distance_to_minimizer";
+
 template <typename T>
 class RotatedSeparable final : public Problem<T> {
  public:
@@ -108,6 +111,7 @@ class RotatedSeparable final : public Problem<T> {
         lambda_(model.lambda),
         q_(model.q.template cast<T>()),
         centre_(model.centre.template cast<T>()),
+        minimizer_(model.minimizer),
         delta_(model.delta.template cast<T>()),
         noise_(model.options.noise),
         constants_(MakeConstants(model)),
@@ -116,6 +120,9 @@ class RotatedSeparable final : public Problem<T> {
   std::int64_t dimension() const override { return d_; }
   int num_workers() const override { return workers_; }
   Vector<T> InitialPoint() const override { return Vector<T>::Zero(d_); }
+  std::vector<std::pair<std::string, double>> Positions(ConstVectorRef<T> x) const override {
+    return {{kBallPosition, (x.template cast<double>() - minimizer_).norm()}};
+  }
   // What the problem holds beside the run's vectors: the rotation and the workers' shifts in T.
   void AddWorkingMemory(int /*local_workers*/, int /*threads*/,
                         MemoryEstimate& estimate) const override {
@@ -125,8 +132,9 @@ class RotatedSeparable final : public Problem<T> {
                    fmt::format("dimension = {} squared x {} bytes", d_, sizeof(T)));
     }
     if (delta_.size() > 0) {
-      estimate.Add("the workers' shifts", t * static_cast<double>(delta_.size()),
-                   fmt::format("dimension = {} x workers = {} x {} bytes", d_, workers_, sizeof(T)));
+      estimate.Add(
+          "the workers' shifts", t * static_cast<double>(delta_.size()),
+          fmt::format("dimension = {} x workers = {} x {} bytes", d_, workers_, sizeof(T)));
     }
   }
 
@@ -223,7 +231,9 @@ class RotatedSeparable final : public Problem<T> {
       const double g = m.l * m.radius + max_shift + m.options.noise.sigma;
       c.push_back({"G", g, Certainty::kBound,
                    fmt::format("on ||x - x*|| <= {}{}: L R + max_i ||delta_i|| + sigma", m.radius,
-                               m.options.radius ? "" : " (= ||x_0 - x*||)")});
+                               m.options.radius ? "" : " (= ||x_0 - x*||)"),
+                   Region{kBallPosition, m.radius,
+                          fmt::format("the ball ||x - x*|| <= {:.6g}", m.radius)}});
     }
     return c;
   }
@@ -252,6 +262,7 @@ class RotatedSeparable final : public Problem<T> {
   Eigen::VectorXd lambda_;
   Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> q_;
   Vector<T> centre_;
+  Eigen::VectorXd minimizer_;  // x*, the centre of G's ball
   Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> delta_;
   GradientNoise noise_;
   std::vector<Constant> constants_;

@@ -140,7 +140,19 @@ std::unique_ptr<Problem<T>> BuildQuadratic(const QuadraticOptions& o, std::strin
   if (context.options_only) return nullptr;
   RequireWithin(context.memory, QuadraticMemory(o, context.workers, sizeof(T)), options.where(),
                 fmt::format("memory of problem '{}'", name));
-  return MakeQuadratic<T>(BuildQuadraticModel(o, context.workers, context.seed));
+  const QuadraticModel model = BuildQuadraticModel(o, context.workers, context.seed);
+  // G is certified on the ball ||x - x*|| <= radius; a ball without x_0 certifies nothing the
+  // run starts from.
+  const double start = model.minimizer.norm();  // x_0 = 0
+  if (o.radius && *o.radius < start) {
+    options.Fail("radius",
+                 fmt::format("{} is smaller than ||x_0 - x*|| = {:.6g} (seed {}): the ball "
+                             "||x - x*|| <= radius where G holds must contain the initial point; "
+                             "give radius >= {:.6g}, or leave it out (its default is "
+                             "||x_0 - x*||)",
+                             *o.radius, start, context.seed, start));
+  }
+  return MakeQuadratic<T>(model);
 }
 
 template <typename T>
@@ -176,6 +188,14 @@ std::unique_ptr<Problem<T>> RosenbrockFromOptions(OptionTable& options,
   }
   o.a = options.GetDouble("a", o.a, Interval::Positive());
   o.radius = options.GetDouble("radius", o.radius, Interval::Positive());
+  // L and G are certified on the box |x_j| <= radius, which must hold x_0 = (-1.2, 1, ...).
+  if (const double start = RosenbrockStartRadius(o.dimension); o.radius < start) {
+    options.Fail("radius",
+                 fmt::format("{} leaves out the initial point x_0 = (-1.2, 1, -1.2, ...), whose "
+                             "largest |x_j| is {}: L and G hold on the box |x_j| <= radius, "
+                             "which must contain it (give radius >= {}; default 2)",
+                             o.radius, start, start));
+  }
   o.noise = ReadGradientNoise(options);
   if (context.options_only) return nullptr;
   return MakeRosenbrock<T>(o, context.workers);

@@ -43,7 +43,12 @@ double RosenbrockGradientBound(std::int64_t d, double a, double radius) {
                    backward * backward);
 }
 
+double RosenbrockStartRadius(std::int64_t d) { return d >= 1 ? 1.2 : 0.0; }
+
 namespace {
+
+// The position the box of L and G is measured in: max_j |x_j|.
+constexpr const char* kBoxPosition = "x_max_abs";
 
 template <typename T>
 class Rosenbrock final : public Problem<T> {
@@ -58,6 +63,12 @@ class Rosenbrock final : public Problem<T> {
     Vector<T> x(options_.dimension);
     for (std::int64_t j = 0; j < x.size(); ++j) x[j] = static_cast<T>(j % 2 == 0 ? -1.2 : 1.0);
     return x;
+  }
+
+  std::vector<std::pair<std::string, double>> Positions(ConstVectorRef<T> x) const override {
+    // A NaN coordinate makes the position NaN: it is in no box.
+    return {
+        {kBoxPosition, static_cast<double>(x.cwiseAbs().template maxCoeff<Eigen::PropagateNaN>())}};
   }
 
   // g = grad f(x) + xi; returns f(x), without noise.
@@ -86,10 +97,12 @@ class Rosenbrock final : public Problem<T> {
   std::vector<Constant> Constants() const override {
     const std::int64_t d = options_.dimension;
     const double a = options_.a, r = options_.radius;
+    const Region box{kBoxPosition, r, fmt::format("the box |x_j| <= {}", r)};
     std::vector<Constant> c;
     c.push_back(
         {"L", RosenbrockSmoothnessBound(d, a, r), Certainty::kBound,
-         fmt::format("on the box |x_j| <= {}: Gershgorin bound on the tridiagonal Hessian", r)});
+         fmt::format("on the box |x_j| <= {}: Gershgorin bound on the tridiagonal Hessian", r),
+         box});
     c.push_back({"f_star", 0.0, Certainty::kExact, "f(1, ..., 1) = 0 and f >= 0"});
     c.push_back(options_.noise.SigmaConstant());
     c.push_back({"sigma_g", 0.0, Certainty::kExact, "every worker has the same f"});
@@ -98,7 +111,8 @@ class Rosenbrock final : public Problem<T> {
       c.push_back({"G", RosenbrockGradientBound(d, a, r) + options_.noise.sigma, Certainty::kBound,
                    fmt::format("on the box |x_j| <= {}: max ||grad f|| (at x = -{} (1, ..., 1)) "
                                "+ sigma",
-                               r, r)});
+                               r, r),
+                   box});
     }
     return c;
   }

@@ -29,6 +29,8 @@ std::unique_ptr<Problem<T>> MakeRosenbrock(const RosenbrockOptions& options, int
 
 // sup of ||Hessian|| on the box, bounded by Gershgorin (derivation in rosenbrock.cc).
 double RosenbrockSmoothnessBound(std::int64_t d, double a, double radius);
+// max_j |x_0,j| of the initial point (-1.2, 1, -1.2, ...): the smallest box radius that holds it.
+double RosenbrockStartRadius(std::int64_t d);
 // max of ||grad f|| on the box, attained at x = -radius (1, ..., 1).
 double RosenbrockGradientBound(std::int64_t d, double a, double radius);
 

@@ -194,7 +194,9 @@ class SupervisedProblem final : public Problem<T> {
     Evaluation e;
     Vector<T> gradient;
     std::int64_t correct = 0;
-    e.loss = Pass(x, &gradient, &correct);
+    double spread = 0;
+    e.loss = Pass(x, &gradient, &correct, &spread);
+    e.shard_spread = spread;
     e.grad_sq_norm = gradient.template cast<double>().squaredNorm();
     e.accuracy = static_cast<double>(correct) / static_cast<double>(samples_);
     if (test_) {
@@ -278,7 +280,11 @@ class SupervisedProblem final : public Problem<T> {
 
   // f(x) = (1/n) sum_i f_i(x) over the shards, its gradient when asked, and the number of
   // training samples classified correctly when asked.
-  double Pass(ConstVectorRef<T> x, Vector<T>* gradient, std::int64_t* correct) const {
+  // f(x) over every shard, with grad f into `gradient`, the correct predictions into `correct`
+  // and (1/n) sum_i ||grad f_i(x) - grad f(x)||^2 into `spread` when they are not null (the
+  // regulariser, the same in every f_i, cancels from the spread).
+  double Pass(ConstVectorRef<T> x, Vector<T>* gradient, std::int64_t* correct,
+              double* spread = nullptr) const {
     std::vector<Chunk> chunks;
     for (std::size_t i = 0; i < shards_.size(); ++i) {
       for (const Chunk& c : Chunks(shards_[i], static_cast<int>(i))) chunks.push_back(c);
@@ -307,6 +313,14 @@ class SupervisedProblem final : public Problem<T> {
     }
     loss /= n;
     if (gradient != nullptr) *gradient /= static_cast<T>(n);
+    if (gradient != nullptr && spread != nullptr) {
+      const Eigen::VectorXd mean = gradient->template cast<double>();
+      *spread = 0;
+      for (std::size_t i = 0; i < shards_.size(); ++i) {
+        const auto rows = static_cast<double>(shards_[i].size());
+        *spread += (shard_gradient[i].template cast<double>() / rows - mean).squaredNorm() / n;
+      }
+    }
     if (gradient != nullptr) {
       loss += AddRegularizer(x, *gradient);
     } else {

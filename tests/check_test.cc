@@ -311,7 +311,7 @@ RunEvidence CurveRun(double p, std::uint64_t seed, int steps = 400, int workers 
     const double t = step + 1.0;
     const double jitter = 1 + 0.2 * (noise() / 4294967296.0 - 0.5);
     const double value = 3.0 * (std::pow(t, 1 - p) - std::pow(t - 1, 1 - p)) / std::sqrt(workers);
-    gsq.points.push_back({step, kRunWide, value * jitter});
+    gsq.Record({step, kRunWide, value * jitter});
   }
   return run;
 }
@@ -340,7 +340,7 @@ TEST(RateChecks, StalledRunDoesNotPass) {
   std::vector<RunEvidence> stalled;
   for (std::uint64_t s = 1; s <= 4; ++s) {
     RunEvidence run = CurveRun(0.5, s, 1000);
-    for (Series::Point& p : run.metrics["grad_sq_norm"].points) p.value += 1.3;
+    for (Series::Point& p : run.metrics["grad_sq_norm"].EditPoints()) p.value += 1.3;
     stalled.push_back(std::move(run));
   }
   const Verdict v = Judge("rate", stalled);
@@ -364,17 +364,17 @@ TEST(EndPointChecks, OptimalityGapAndReference) {
   RunEvidence a;
   a.label = "signsgd";
   a.status = "completed";
-  a.metrics["optimality_gap"].points = {{0, kRunWide, 5.0}, {100, kRunWide, 0.3}};
-  a.metrics["train_loss"].points = {{100, kRunWide, 1.3}};
+  a.metrics["optimality_gap"].EditPoints() = {{0, kRunWide, 5.0}, {100, kRunWide, 0.3}};
+  a.metrics["train_loss"].EditPoints() = {{100, kRunWide, 1.3}};
   RunEvidence b = a;
   b.label = "ef-signsgd";
-  b.metrics["optimality_gap"].points.back().value = 1e-5;
-  b.metrics["train_loss"].points.back().value = 1.00001;
+  b.metrics["optimality_gap"].EditPoints().back().value = 1e-5;
+  b.metrics["train_loss"].EditPoints().back().value = 1.00001;
   EXPECT_EQ(Judge("optimality-gap", a, "tolerance = 1e-3").kind, VerdictKind::kViolated);
   EXPECT_EQ(Judge("optimality-gap", b, "tolerance = 1e-3").kind, VerdictKind::kHolds);
   RunEvidence c = b;
   c.label = "ef-signsgd-2";
-  c.metrics["train_loss"].points.back().value = 1.05;
+  c.metrics["train_loss"].EditPoints().back().value = 1.05;
   const std::vector<RunEvidence> both = {a, b, c};
   const auto tracks = [&](const RunEvidence& run) {
     const auto options = ParseOptionTable("reference = \"ef-signsgd\"\ntolerance = 0.1", "x");
@@ -409,13 +409,13 @@ TEST(BirderChecks, ErrorNormAndTheoremPreconditions) {
   Series& sq = run.probes["ef-norm/worker_sq_norm"];
   Series& outside = run.probes["q-domain/worker_fraction"];
   for (int t = 1; t <= 200; ++t) {
-    sq.points.push_back({t, 0, 5.0 + (t % 3)});  // mean 0.6 d
-    outside.points.push_back({t, 0, 0.0});
+    sq.Record({t, 0, 5.0 + (t % 3)});  // mean 0.6 d
+    outside.Record({t, 0, 0.0});
   }
   EXPECT_EQ(Judge("ef-norm", run).kind, VerdictKind::kHolds);
   // Lemma 1 speaks about inputs of Q inside [-1, 1]: one outside makes the mean no evidence.
   RunEvidence escaped = run;
-  escaped.probes["q-domain/worker_fraction"].points[40].value = 0.25;
+  escaped.probes["q-domain/worker_fraction"].EditPoints()[40].value = 0.25;
   const Verdict outside_domain = Judge("ef-norm", escaped);
   EXPECT_EQ(outside_domain.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(outside_domain.detail, HasSubstr("Q's inputs lie in [-1, 1]"));
@@ -427,25 +427,25 @@ TEST(BirderChecks, ErrorNormAndTheoremPreconditions) {
   // A series that keeps growing has no mean to bound (finding 1: a diverging run whose batch-means
   // interval once said "holds"): inconclusive, with the drift named.
   RunEvidence growing = run;
-  for (auto& p : growing.probes["ef-norm/worker_sq_norm"].points) p.value = 1e-3 * p.step;
+  for (auto& p : growing.probes["ef-norm/worker_sq_norm"].EditPoints()) p.value = 1e-3 * p.step;
   const Verdict drift = Judge("ef-norm", growing);
   EXPECT_EQ(drift.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(drift.detail, HasSubstr("is stationary"));
-  for (auto& p : sq.points) p.value += 8.0;  // mean 1.4 d: Lemma 1 broken
+  for (auto& p : sq.EditPoints()) p.value += 8.0;  // mean 1.4 d: Lemma 1 broken
   const Verdict broken = Judge("ef-norm", run);
   EXPECT_EQ(broken.kind, VerdictKind::kViolated);
   EXPECT_NEAR(broken.measured_value, 1.4, 0.01);
   // Too few values to judge a mean, or a run that diverged: inconclusive, not "holds".
   RunEvidence few = run;
-  few.probes["ef-norm/worker_sq_norm"].points.resize(19);
+  few.probes["ef-norm/worker_sq_norm"].EditPoints().resize(19);
   EXPECT_EQ(Judge("ef-norm", few).kind, VerdictKind::kInconclusive);
   RunEvidence diverged = run;
   diverged.status = "diverged at step 200: the parameters are not finite";
   EXPECT_EQ(Judge("ef-norm", diverged).kind, VerdictKind::kInconclusive);
   // Theorem 1 assumes alpha_t = c / sqrt(t): a constant rate is inconclusive, not a verdict.
   run.steps_done = 2;
-  run.metrics["grad_sq_norm"].points = {{0, kRunWide, 1}, {1, kRunWide, 1}, {2, kRunWide, 1}};
-  run.metrics["lr"].points = {{1, kRunWide, 0.1}, {2, kRunWide, 0.1}};
+  run.metrics["grad_sq_norm"].EditPoints() = {{0, kRunWide, 1}, {1, kRunWide, 1}, {2, kRunWide, 1}};
+  run.metrics["lr"].EditPoints() = {{1, kRunWide, 0.1}, {2, kRunWide, 0.1}};
   const Verdict theorem = Judge("birder-theorem1", run);
   EXPECT_EQ(theorem.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(theorem.detail, HasSubstr("c / sqrt(t)"));
@@ -484,13 +484,13 @@ TEST(OnebitTheoremCheck, BoundFromTheRunsConstants) {
   // is below the bound B, which is itself below the start (a bound above what a run standing
   // still would show is vacuous).
   for (int s = 0; s <= 62; ++s) {
-    run.metrics["grad_sq_norm"].points.push_back({s, kRunWide, s == 2 ? 2 * bound : bound / 100});
-    run.metrics["train_loss"].points.push_back({s, kRunWide, 2.0});
-    if (s > 0) run.metrics["lr"].points.push_back({s, kRunWide, 0.01});
-    if (s > 2) run.probes["onebit-error/combined_norm"].points.push_back({s, kRunWide, 0.1});
+    run.metrics["grad_sq_norm"].Record({s, kRunWide, s == 2 ? 2 * bound : bound / 100});
+    run.metrics["train_loss"].Record({s, kRunWide, 2.0});
+    if (s > 0) run.metrics["lr"].Record({s, kRunWide, 0.01});
+    if (s > 2) run.probes["onebit-error/combined_norm"].Record({s, kRunWide, 0.1});
   }
-  run.probes["onebit-error/frozen_sqrt_min"].points = {{3, kRunWide, 0.5}};
-  run.probes["onebit-error/frozen_sqrt_max"].points = {{3, kRunWide, 1.0}};
+  run.probes["onebit-error/frozen_sqrt_min"].EditPoints() = {{3, kRunWide, 0.5}};
+  run.probes["onebit-error/frozen_sqrt_max"].EditPoints() = {{3, kRunWide, 1.0}};
   Verdict v = Judge("onebit-theorem1", run);
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
   EXPECT_NEAR(v.measured_value, (2 * bound + 60 * bound / 100) / 61, 1e-12 * bound);  // 2..62
@@ -500,9 +500,9 @@ TEST(OnebitTheoremCheck, BoundFromTheRunsConstants) {
   EXPECT_DOUBLE_EQ(v.other_forms[0].bound_value, expected.euclidean_mean_bound);
   EXPECT_EQ(Judge("onebit-theorem1", run, "bound = \"printed\"").bound_value,
             expected.euclidean_mean_bound);
-  for (auto& p : run.metrics["grad_sq_norm"].points) p.value = 1e3 * bound;
+  for (auto& p : run.metrics["grad_sq_norm"].EditPoints()) p.value = 1e3 * bound;
   EXPECT_EQ(Judge("onebit-theorem1", run).kind, VerdictKind::kViolated);
-  run.metrics["lr"].points[4].value = 0.02;
+  run.metrics["lr"].EditPoints()[4].value = 0.02;
   const Verdict varying = Judge("onebit-theorem1", run);
   EXPECT_EQ(varying.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(varying.detail, HasSubstr("premise failed: a constant step size"));
@@ -538,14 +538,14 @@ TEST(OnebitTheoremCheck, LambBoundAndItsConstantCoefficientPremise) {
   const double bound = expected.euclidean_mean_bound_rederived;
   ASSERT_TRUE(std::isfinite(bound));
   for (int s = 0; s <= 62; ++s) {
-    run.metrics["grad_sq_norm"].points.push_back({s, kRunWide, s == 2 ? 2 * bound : bound / 100});
-    run.metrics["train_loss"].points.push_back({s, kRunWide, 2.0});
-    if (s > 0) run.metrics["lr"].points.push_back({s, kRunWide, 0.01});
-    if (s > 2) run.probes["onebit-error/combined_norm"].points.push_back({s, kRunWide, 0.1});
-    if (s > 0) run.probes["lamb-ratios/c"].points.push_back({s, 0, 0.5});
+    run.metrics["grad_sq_norm"].Record({s, kRunWide, s == 2 ? 2 * bound : bound / 100});
+    run.metrics["train_loss"].Record({s, kRunWide, 2.0});
+    if (s > 0) run.metrics["lr"].Record({s, kRunWide, 0.01});
+    if (s > 2) run.probes["onebit-error/combined_norm"].Record({s, kRunWide, 0.1});
+    if (s > 0) run.probes["lamb-ratios/c"].Record({s, 0, 0.5});
   }
-  run.probes["onebit-error/frozen_sqrt_min"].points = {{3, kRunWide, 2.0}};
-  run.probes["onebit-error/frozen_sqrt_max"].points = {{3, kRunWide, 4.0}};
+  run.probes["onebit-error/frozen_sqrt_min"].EditPoints() = {{3, kRunWide, 2.0}};
+  run.probes["onebit-error/frozen_sqrt_max"].EditPoints() = {{3, kRunWide, 4.0}};
   Verdict v = Judge("onebit-lamb-theorem1", run);
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
   EXPECT_DOUBLE_EQ(v.bound_value, bound);
@@ -553,11 +553,11 @@ TEST(OnebitTheoremCheck, LambBoundAndItsConstantCoefficientPremise) {
   EXPECT_DOUBLE_EQ(v.other_forms[0].bound_value, expected.euclidean_mean_bound);
   // Planted: the left side 1000 times the bound.
   RunEvidence over = run;
-  for (auto& p : over.metrics["grad_sq_norm"].points) p.value = 1e3 * bound;
+  for (auto& p : over.metrics["grad_sq_norm"].EditPoints()) p.value = 1e3 * bound;
   EXPECT_EQ(Judge("onebit-lamb-theorem1", over).kind, VerdictKind::kViolated);
   // c adapting in the compression phase (r moves it): the proof does not cover the run.
   RunEvidence adaptive = run;
-  adaptive.probes["lamb-ratios/c"].points[30].value = 0.55;
+  adaptive.probes["lamb-ratios/c"].EditPoints()[30].value = 0.55;
   const Verdict moved = Judge("onebit-lamb-theorem1", adaptive);
   EXPECT_EQ(moved.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(moved.detail, HasSubstr("premise failed: one scaling coefficient c"));

@@ -321,8 +321,8 @@ TEST(EveryProbeCheckpoint, ContinuesFromItsSavedStateOnEveryOptimizer) {
       for (const auto& [key, series] : after.probes) {
         const auto it = resumed_after.probes.find(key);
         ASSERT_NE(it, resumed_after.probes.end()) << key;
-        const auto& got = it->second.points;
-        const auto& want = series.points;
+        const auto& got = it->second.points();
+        const auto& want = series.points();
         ASSERT_EQ(got.size(), want.size()) << key;
         for (std::size_t k = 0; k < want.size(); ++k) {
           EXPECT_EQ(got[k].step, want[k].step) << key;

@@ -31,26 +31,26 @@ RunEvidence HandRun(std::string optimizer, double lr, double ratio_sq, bool dete
                    {"f_star", 0.0, Certainty::kExact, "by hand"},
                    {"sigma", 0.0, Certainty::kExact, "exact gradients"}};
   for (std::int64_t s = 0; s <= 10; ++s) {
-    run.metrics["grad_sq_norm"].points.push_back({s, kRunWide, s == 0 ? 8.0 : 0.5});
-    run.metrics["train_loss"].points.push_back({s, kRunWide, s == 0 ? 5.0 : 1.0});
-    run.metrics["lr"].points.push_back({s + 1, kRunWide, lr});
+    run.metrics["grad_sq_norm"].Record({s, kRunWide, s == 0 ? 8.0 : 0.5});
+    run.metrics["train_loss"].Record({s, kRunWide, s == 0 ? 5.0 : 1.0});
+    run.metrics["lr"].Record({s + 1, kRunWide, lr});
   }
   run.hyperparameters.Set("compressor.name", std::string("by-hand"));
   for (int i = 0; i < 4; ++i) {
     for (std::int64_t s = 1; s <= 10; ++s) {
-      run.probes["q-deviate/ratio"].points.push_back({s, i, std::sqrt(ratio_sq)});
+      run.probes["q-deviate/ratio"].Record({s, i, std::sqrt(ratio_sq)});
     }
     // The running totals at the last step: 10 calls, each with ratio^2 = ratio_sq.
-    run.probes["q-deviate/max_ratio"].points.push_back({10, i, std::sqrt(ratio_sq)});
-    run.probes["q-deviate/calls"].points.push_back({10, i, 10.0});
-    run.probes["q-deviate/sq_ratio_sum"].points.push_back({10, i, 10 * ratio_sq});
-    run.probes["q-deviate/sq_ratio_sq_sum"].points.push_back({10, i, 10 * ratio_sq * ratio_sq});
-    run.probes["q-deviate/deterministic"].points.push_back({1, i, deterministic ? 1.0 : 0.0});
-    run.probes["q-deviate/correlated_senders"].points.push_back({1, i, 0.0});
+    run.probes["q-deviate/max_ratio"].Record({10, i, std::sqrt(ratio_sq)});
+    run.probes["q-deviate/calls"].Record({10, i, 10.0});
+    run.probes["q-deviate/sq_ratio_sum"].Record({10, i, 10 * ratio_sq});
+    run.probes["q-deviate/sq_ratio_sq_sum"].Record({10, i, 10 * ratio_sq * ratio_sq});
+    run.probes["q-deviate/deterministic"].Record({1, i, deterministic ? 1.0 : 0.0});
+    run.probes["q-deviate/correlated_senders"].Record({1, i, 0.0});
     // G^0 = mean_i ||g_i^0 - grad f_i(x^0)||^2 = (1 + 2 + 3 + 4) / 4 = 2.5; H^0 = mean ||g_i||^2
     // = 6.
-    run.probes["shift-error/sq_error"].points.push_back({1, i, i + 1.0});
-    run.probes["shift-error/gradient_sq"].points.push_back({1, i, 6.0});
+    run.probes["shift-error/sq_error"].Record({1, i, i + 1.0});
+    run.probes["shift-error/gradient_sq"].Record({1, i, 6.0});
   }
   return run;
 }
@@ -65,13 +65,13 @@ std::string Premises(const Verdict& v) {
 // Every worker's compressor declares `name` (alpha or omega) = `value` (probe q-deviate).
 void Declare(RunEvidence& run, const std::string& name, double value) {
   for (int i = 0; i < 4; ++i) {
-    run.probes["q-deviate/declared_" + name].points.push_back({1, i, value});
+    run.probes["q-deviate/declared_" + name].Record({1, i, value});
   }
 }
 
 // `run` with every step's lr set to `lr`.
 RunEvidence WithStepSize(RunEvidence run, double lr) {
-  for (auto& p : run.metrics["lr"].points) p.value = lr;
+  for (auto& p : run.metrics["lr"].EditPoints()) p.value = lr;
   return run;
 }
 
@@ -83,7 +83,7 @@ TEST(Ef21Theorem1, BoundAndStepRuleByHand) {
   // sqrt(beta / theta) = 4, rule gamma <= 1 / (1 + 4) = 0.2; the run's gamma is 0.19.
   RunEvidence run = HandRun("ef21", 0.19, 0.5, true);
   Declare(run, "alpha", 0.36);
-  run.metrics["train_loss"].points.front().value = 10;
+  run.metrics["train_loss"].EditPoints().front().value = 10;
   const Verdict v = Judge("ef21-theorem1", run);
   // Bound: 2 * 10 / (0.19 * 10) + 2.5 / (0.2 * 10) = 10.53 + 1.25: met, but not below
   // ||grad f(x^0)||^2 = 8, so vacuous.
@@ -91,20 +91,20 @@ TEST(Ef21Theorem1, BoundAndStepRuleByHand) {
   EXPECT_NEAR(v.measured_value, kMeasured, 1e-12);
   EXPECT_EQ(v.kind, VerdictKind::kVacuous) << v.detail;
   // f(x^0) = 1.5 gives 1.579 + 1.25 < 8: evidence.
-  run.metrics["train_loss"].points.front().value = 1.5;
+  run.metrics["train_loss"].EditPoints().front().value = 1.5;
   const Verdict holds = Judge("ef21-theorem1", run);
   EXPECT_NEAR(holds.bound_value, 2 * 1.5 / (0.19 * 10) + 1.25, 1e-12);
   EXPECT_EQ(holds.kind, VerdictKind::kHolds) << holds.detail;
   // A deterministic run above its bound is violated, with no Markov slack: G^0 = 0 and
   // f(x^0) = 0.1 give 0.1053 < 1.25.
-  run.metrics["train_loss"].points.front().value = 0.1;
-  for (auto& p : run.probes["shift-error/sq_error"].points) p.value = 0;
+  run.metrics["train_loss"].EditPoints().front().value = 0.1;
+  for (auto& p : run.probes["shift-error/sq_error"].EditPoints()) p.value = 0;
   const Verdict violated = Judge("ef21-theorem1", run);
   EXPECT_NEAR(violated.bound_value, 2 * 0.1 / (0.19 * 10), 1e-12);
   EXPECT_EQ(violated.kind, VerdictKind::kViolated);
   // From a stochastic compressor the step-1 G^0 is one draw; the bound takes its expectation's
   // bound (1 - alpha) (1/n) sum ||grad f_i(x^0)||^2 = 0.64 * 6 (init = compressed) ...
-  for (auto& p : run.probes["q-deviate/deterministic"].points) p.value = 0;
+  for (auto& p : run.probes["q-deviate/deterministic"].EditPoints()) p.value = 0;
   const Verdict stochastic = Judge("ef21-theorem1", run);
   EXPECT_NEAR(stochastic.bound_value, 2 * 0.1 / (0.19 * 10) + 0.64 * 6 / (0.2 * 10), 1e-12);
   EXPECT_EQ(stochastic.kind, VerdictKind::kHolds);
@@ -122,7 +122,7 @@ TEST(Ef21Theorem1, BoundAndStepRuleByHand) {
 TEST(CompressorErrorWithin, AClaimMustBeShownADeclarationNeedOnlyNotBeContradicted) {
   RunEvidence run = HandRun("marina", 0.2, 3.0, false);
   run.hyperparameters.Set("p", 0.25);
-  for (auto& p : run.probes["q-deviate/sq_ratio_sq_sum"].points) p.value = 10 * (9 + 4);
+  for (auto& p : run.probes["q-deviate/sq_ratio_sq_sum"].EditPoints()) p.value = 10 * (9 + 4);
   Declare(run, "omega", 3.2);
   const Verdict declared = Judge("marina-theorem21", run);
   EXPECT_THAT(Premises(declared), HasSubstr("consistent with it"));
@@ -137,7 +137,7 @@ TEST(CompressorErrorWithin, AClaimMustBeShownADeclarationNeedOnlyNotBeContradict
 
 TEST(Ef21Theorem1, PlantedFaultsAreInconclusive) {
   RunEvidence run = HandRun("ef21", 0.19, 0.5, true);
-  run.metrics["train_loss"].points.front().value = 1.5;
+  run.metrics["train_loss"].EditPoints().front().value = 1.5;
   Declare(run, "alpha", 0.36);
   ASSERT_EQ(Judge("ef21-theorem1", run).kind, VerdictKind::kHolds);
   // A step size above the rule: the bound alone would hold.
@@ -164,7 +164,7 @@ TEST(Ef21SgdmFullGradient, BoundAndStepRuleByHand) {
   // rule gamma <= 1 / (1 + sqrt(88)) = 0.096332. At gamma = 0.09 the bound is
   // 2 * 1.5 / (0.09 * 10) + 2 * 2.5 / (0.2 * 10) = 3.333 + 2.5 < 8: evidence.
   RunEvidence run = HandRun("ef21-sgdm", 0.09, 0.5, true);
-  run.metrics["train_loss"].points.front().value = 1.5;
+  run.metrics["train_loss"].EditPoints().front().value = 1.5;
   run.hyperparameters.Set("eta", 0.5);
   Declare(run, "alpha", 0.36);
   const Verdict v = Judge("ef21-sgdm-full-gradient", run);
@@ -183,14 +183,14 @@ TEST(MarinaTheorem21, BoundStepRuleAndMarkov) {
   // gamma <= 1 / 2.5 = 0.4. Bound 2 * 1.5 / (0.4 * 10) = 0.75 < 1.25: one draw above the bound
   // of an expectation but below bound / (1 - 0.99) = 75 is inconclusive.
   RunEvidence run = HandRun("marina", 0.4, 3.0, false);
-  run.metrics["train_loss"].points.front().value = 1.5;
+  run.metrics["train_loss"].EditPoints().front().value = 1.5;
   run.hyperparameters.Set("p", 0.25);
   Declare(run, "omega", 3.0);
   const Verdict between = Judge("marina-theorem21", run);
   EXPECT_NEAR(between.bound_value, 0.75, 1e-12);
   EXPECT_EQ(between.kind, VerdictKind::kInconclusive) << between.detail;
   // f(x^0) = 5: bound 2.5 >= 1.25 holds, and is below 8.
-  run.metrics["train_loss"].points.front().value = 5;
+  run.metrics["train_loss"].EditPoints().front().value = 5;
   const Verdict holds = Judge("marina-theorem21", run);
   EXPECT_NEAR(holds.bound_value, 2.5, 1e-12);
   EXPECT_EQ(holds.kind, VerdictKind::kHolds) << holds.detail;
@@ -202,7 +202,7 @@ TEST(MarinaTheorem21, BoundStepRuleAndMarkov) {
   EXPECT_EQ(claimed.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(Premises(claimed), HasSubstr("contradicts the constant"));
   RunEvidence correlated = run;
-  for (auto& p : correlated.probes["q-deviate/correlated_senders"].points) p.value = 1;
+  for (auto& p : correlated.probes["q-deviate/correlated_senders"].EditPoints()) p.value = 1;
   EXPECT_THAT(Premises(Judge("marina-theorem21", correlated)), HasSubstr("shares its draws"));
 }
 

@@ -107,14 +107,14 @@ TEST(SpamsProbes, SeriesEqualIndependentRecomputationOfAlgorithm2) {
       run.largest_gradient = std::max(run.largest_gradient, g.norm());
       const Eigen::VectorXd g_tilde = TopK(g + e[i], 2);  // line 7
       // What probe q-deviate records (Assumption 1 on this run's own compressions).
-      run.evidence.probes["q-deviate/ratio"].points.push_back(
+      run.evidence.probes["q-deviate/ratio"].Record(
           {t, i, (g_tilde - (g + e[i])).norm() / (g + e[i]).norm()});
       e[i] += g - g_tilde;   // line 8
       g_bar += g_tilde / n;  // line 12
     }
     double largest = 0;
     for (const Eigen::VectorXd& g : cluster.gradients()) largest = std::max(largest, g.norm());
-    run.evidence.metrics["max_grad_norm"].points.push_back({t, kRunWide, largest});
+    run.evidence.metrics["max_grad_norm"].Record({t, kRunWide, largest});
     m = 0.5 * m + 0.5 * g_bar;
     v = 0.999 * v + 0.001 * g_bar.cwiseAbs2();
     v_hat = v_hat.cwiseMax(v);
@@ -124,12 +124,12 @@ TEST(SpamsProbes, SeriesEqualIndependentRecomputationOfAlgorithm2) {
 
     const Series& sq = run.evidence.probes["spams-ef/sq_norm"];
     for (int i = 0; i < n; ++i) {
-      const Series::Point& p = sq.points[static_cast<std::size_t>((t - 1) * n + i)];
+      const Series::Point& p = sq.points()[static_cast<std::size_t>((t - 1) * n + i)];
       EXPECT_EQ(p.step, t);
       EXPECT_EQ(p.worker, i);
       EXPECT_NEAR(p.value, e[i].squaredNorm(), 1e-12 * (1 + e[i].squaredNorm())) << "t " << t;
     }
-    const auto last = [&](const char* key) { return run.evidence.probes[key].points.back(); };
+    const auto last = [&](const char* key) { return run.evidence.probes[key].points().back(); };
     EXPECT_NEAR(last("spams-vhat/max_vhat").value, v_hat.maxCoeff(), 1e-15);
     EXPECT_NEAR(last("spams-d/l1").value, D.lpNorm<1>(), 1e-9);
     EXPECT_NEAR(last("spams-d/sq").value, D.squaredNorm(), 1e-6);
@@ -137,10 +137,10 @@ TEST(SpamsProbes, SeriesEqualIndependentRecomputationOfAlgorithm2) {
   }
   // q recorded once, for the workers' compressor (worker 0).
   const Series& q = run.evidence.probes["spams-ef/q"];
-  ASSERT_EQ(q.points.size(), 1u);
-  EXPECT_EQ(q.points[0].worker, 0);
-  EXPECT_DOUBLE_EQ(q.points[0].value, std::sqrt(1 - 2.0 / 7.0));
-  EXPECT_EQ(run.evidence.probes["spams-vhat/q"].points.size(), 1u);
+  ASSERT_EQ(q.points().size(), 1u);
+  EXPECT_EQ(q.points()[0].worker, 0);
+  EXPECT_DOUBLE_EQ(q.points()[0].value, std::sqrt(1 - 2.0 / 7.0));
+  EXPECT_EQ(run.evidence.probes["spams-vhat/q"].points().size(), 1u);
 
   // The assertions on this run, with G the largest gradient norm it saw (as `lemmalab run`
   // records G): every lemma holds.
@@ -204,9 +204,9 @@ TEST(SpamsProbes, MomentsEqualTheProofsMovingAverages) {
     }
     m_prime = 0.5 * m_prime + 0.5 * g_bar;
     average = 0.5 * average + 0.5 * e_bar;
-    EXPECT_NEAR(run.evidence.probes["spams-moments/momentum_sq"].points.back().value,
+    EXPECT_NEAR(run.evidence.probes["spams-moments/momentum_sq"].points().back().value,
                 m_prime.squaredNorm(), 1e-12 * (1 + m_prime.squaredNorm()));
-    EXPECT_NEAR(run.evidence.probes["spams-moments/error_average_sq"].points.back().value,
+    EXPECT_NEAR(run.evidence.probes["spams-moments/error_average_sq"].points().back().value,
                 average.squaredNorm(), 1e-12 * (1 + average.squaredNorm()));
   }
 }
@@ -237,14 +237,14 @@ TEST(SpamsProbes, SingleMachineRecordsTheServersErrorAndCompression) {
     EXPECT_NEAR((record.input - (g + e)).norm(), 0, 1e-14);
     EXPECT_NEAR((record.output - g_tilde).norm(), 0, 1e-14);
     e += g - g_tilde;
-    const Series::Point p = run.evidence.probes["spams-ef/sq_norm"].points.back();
+    const Series::Point p = run.evidence.probes["spams-ef/sq_norm"].points().back();
     EXPECT_EQ(p.worker, kServer);
     EXPECT_NEAR(p.value, e.squaredNorm(), 1e-12);
   }
   const Series& q = run.evidence.probes["spams-ef/q"];
-  ASSERT_EQ(q.points.size(), 1u);
-  EXPECT_EQ(q.points[0].worker, kServer);
-  EXPECT_DOUBLE_EQ(q.points[0].value, std::sqrt(1 - 3.0 / 7.0));
+  ASSERT_EQ(q.points().size(), 1u);
+  EXPECT_EQ(q.points()[0].worker, kServer);
+  EXPECT_DOUBLE_EQ(q.points()[0].value, std::sqrt(1 - 3.0 / 7.0));
 }
 
 // Hand-built evidence for the assertions, with the premises met: SPAMS with classic error
@@ -262,8 +262,8 @@ RunEvidence Evidence(std::string optimizer = "dist-spams") {
   run.hyperparameters.Set("eps", 1e-8);
   run.hyperparameters.Set("beta1", 0.9);
   for (std::int64_t t = 1; t <= 20; ++t) {
-    run.metrics["max_grad_norm"].points.push_back({t, kRunWide, 1.0});
-    for (int i = 0; i < 2; ++i) run.probes["q-deviate/ratio"].points.push_back({t, i, 0.0});
+    run.metrics["max_grad_norm"].Record({t, kRunWide, 1.0});
+    for (int i = 0; i < 2; ++i) run.probes["q-deviate/ratio"].Record({t, i, 0.0});
   }
   return run;
 }
@@ -274,10 +274,9 @@ TEST(SpamsLemma2Check, KnownAnswers) {
   run.constants.push_back({"G", 2, Certainty::kBound, "by construction"});
   Series& sq = run.probes["spams-ef/sq_norm"];
   for (std::int64_t t = 1; t <= 20; ++t) {
-    for (int i = 0; i < 2; ++i)
-      sq.points.push_back({t, i, 7.0 * (1 - 1.0 / static_cast<double>(t))});
+    for (int i = 0; i < 2; ++i) sq.Record({t, i, 7.0 * (1 - 1.0 / static_cast<double>(t))});
   }
-  run.probes["spams-ef/q"].points.push_back({1, 0, 0.5});
+  run.probes["spams-ef/q"].Record({1, 0, 0.5});
   const double bound = SpamsLemma2ErrorBound(0.5, 2);
   EXPECT_NEAR(bound, 64.0 / 9.0, 1e-12);
 
@@ -287,7 +286,7 @@ TEST(SpamsLemma2Check, KnownAnswers) {
   EXPECT_THAT(v.detail, HasSubstr("G = 2 (bound"));
 
   // One planted point over the bound, at step 7, worker 1.
-  sq.points[2 * 6 + 1].value = 7.2;
+  sq.EditPoints()[2 * 6 + 1].value = 7.2;
   v = Judge("spams-lemma2", run);
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 7);
@@ -318,22 +317,22 @@ TEST(SpamsLemma2Check, KnownAnswers) {
 TEST(SpamsLemma4Check, KnownAnswers) {
   RunEvidence run = Evidence("spams");
   run.constants.push_back({"G", 1, Certainty::kEstimate, "largest stochastic gradient"});
-  run.probes["spams-vhat/q"].points.push_back({1, kServer, 0.0});
-  run.probes["q-deviate/ratio"].points = {{1, kServer, 0.0}};
+  run.probes["spams-vhat/q"].Record({1, kServer, 0.0});
+  run.probes["q-deviate/ratio"].EditPoints() = {{1, kServer, 0.0}};
   Series& vhat = run.probes["spams-vhat/max_vhat"];
-  for (std::int64_t t = 1; t <= 20; ++t) vhat.points.push_back({t, kServer, 3.9});
+  for (std::int64_t t = 1; t <= 20; ++t) vhat.Record({t, kServer, 3.9});
   Verdict v = Judge("spams-lemma4", run);  // q = 0: bound 4 G^2 = 4
   EXPECT_EQ(v.kind, VerdictKind::kHolds);
   EXPECT_DOUBLE_EQ(v.bound_value, 4);
   EXPECT_THAT(v.detail, HasSubstr("estimate"));
-  vhat.points[11].value = 4.01;
+  vhat.EditPoints()[11].value = 4.01;
   v = Judge("spams-lemma4", run);
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 12);
   // Rounding slack: 1e-13 over the bound is within fp64's 1e-12, 1e-11 is not.
-  vhat.points[11].value = 4 * (1 + 1e-13);
+  vhat.EditPoints()[11].value = 4 * (1 + 1e-13);
   EXPECT_EQ(Judge("spams-lemma4", run).kind, VerdictKind::kHolds);
-  vhat.points[11].value = 4 * (1 + 1e-11);
+  vhat.EditPoints()[11].value = 4 * (1 + 1e-11);
   EXPECT_EQ(Judge("spams-lemma4", run).kind, VerdictKind::kViolated);
 }
 
@@ -344,14 +343,14 @@ TEST(SpamsLemma5Check, KnownAnswers) {
   Series& l1 = run.probes["spams-d/l1"];
   Series& sq = run.probes["spams-d/sq"];
   for (std::int64_t t = 1; t <= 20; ++t) {
-    l1.points.push_back({t, kServer, 4.9});  // sums to 98
-    sq.points.push_back({t, kServer, 1.0});
+    l1.Record({t, kServer, 4.9});  // sums to 98
+    sq.Record({t, kServer, 1.0});
   }
   Verdict v = Judge("spams-lemma5", run);
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.measured;
   EXPECT_EQ(v.worst_step, 20);
   // A planted jump at step 4 puts the running l1 sum over 100 from there on.
-  l1.points[3].value = 90;
+  l1.EditPoints()[3].value = 90;
   v = Judge("spams-lemma5", run);
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 4);
@@ -363,7 +362,7 @@ TEST(SpamsLemma5Check, KnownAnswers) {
   other.optimizer = "amsgrad";
   v = Judge("spams-lemma5", other);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
-  EXPECT_THAT(v.detail, HasSubstr("premise failed: the algorithm is SPAMS"));
+  EXPECT_THAT(v.detail, HasSubstr("premise failed: the algorithm is spams or dist-spams"));
   // The run's resolved eps is the one judged: SPAMS's default 1e-8 gives d / sqrt(eps) = 1e5.
   RunEvidence defaults = run;
   defaults.hyperparameters.Set("eps", 1e-8);
@@ -391,15 +390,15 @@ TheoremCase TheoremEvidence(double grad_sq, std::int64_t steps = 10000) {
                    {"f_star", 0.25, Certainty::kEstimate, "L-BFGS"}};
   run.hyperparameters.Set("eps", 0.1);
   run.hyperparameters.Set("beta1", 0.0);
-  run.probes["spams-ef/q"].points.push_back({1, 0, 0.5});
+  run.probes["spams-ef/q"].Record({1, 0, 0.5});
   c.k = {0.5, 2, 1, 0.1, 0.0, 0, 2, 4, 0.5, 0, 1.0};
   c.k.eta = SpamsTheorem1(c.k, static_cast<double>(steps)).eta_max;
   for (std::int64_t t = 1; t <= steps; ++t) {
-    run.metrics["lr"].points.push_back({t, kRunWide, c.k.eta});
+    run.metrics["lr"].Record({t, kRunWide, c.k.eta});
   }
   for (std::int64_t s = 0; s <= steps; ++s) {
-    run.metrics["grad_sq_norm"].points.push_back({s, kRunWide, s == 0 ? 3.9 : grad_sq});
-    run.metrics["train_loss"].points.push_back({s, kRunWide, 1.25});  // f(theta_1) - f* = 1
+    run.metrics["grad_sq_norm"].Record({s, kRunWide, s == 0 ? 3.9 : grad_sq});
+    run.metrics["train_loss"].Record({s, kRunWide, 1.25});  // f(theta_1) - f* = 1
   }
   return c;
 }
@@ -430,7 +429,7 @@ TEST(SpamsTheorem1Check, KnownAnswers) {
   EXPECT_THAT(v.other_forms[0].detail, HasSubstr("does not follow from the proof"));
   // At q = 0.1 (C1 = 0.20 > C2 = 0.04) the printed form follows from the proof.
   TheoremCase small_q = TheoremEvidence(0.01);
-  small_q.run.probes["spams-ef/q"].points = {{1, 0, 0.1}};
+  small_q.run.probes["spams-ef/q"].EditPoints() = {{1, 0, 0.1}};
   for (const Premise& p : Judge("spams-theorem1", small_q.run, "bound = \"printed\"").premises) {
     EXPECT_FALSE(p.failed()) << p.name << ": " << p.detail;
   }
@@ -438,13 +437,13 @@ TEST(SpamsTheorem1Check, KnownAnswers) {
   // One run against an expectation: above bound / (1 - 0.99) rejects it (Markov), between the
   // bound and that level one draw cannot decide.
   TheoremCase over = TheoremEvidence(0);
-  for (Series::Point& p : over.run.metrics["grad_sq_norm"].points) p.value = 101 * bound;
+  for (Series::Point& p : over.run.metrics["grad_sq_norm"].EditPoints()) p.value = 101 * bound;
   EXPECT_EQ(Judge("spams-theorem1", over.run).kind, VerdictKind::kViolated);
-  for (Series::Point& p : over.run.metrics["grad_sq_norm"].points) p.value = 99 * bound;
+  for (Series::Point& p : over.run.metrics["grad_sq_norm"].EditPoints()) p.value = 99 * bound;
   EXPECT_EQ(Judge("spams-theorem1", over.run).kind, VerdictKind::kInconclusive);
   // A bound a run standing still at theta_1 would meet is no evidence: vacuous.
   TheoremCase still = TheoremEvidence(0.01);
-  still.run.metrics["grad_sq_norm"].points.front().value = 0.5;
+  still.run.metrics["grad_sq_norm"].EditPoints().front().value = 0.5;
   v = Judge("spams-theorem1", still.run);
   EXPECT_EQ(v.kind, VerdictKind::kVacuous);
   EXPECT_THAT(v.detail, HasSubstr("vacuous: not below min(G^2, ||grad f(theta_1)||^2)"));
@@ -459,22 +458,23 @@ TEST(SpamsTheorem1Check, KnownAnswers) {
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("sigma"));
   TheoremCase big = TheoremEvidence(0.01);
-  for (Series::Point& p : big.run.metrics["lr"].points) p.value = 4 * c.k.eta;
+  for (Series::Point& p : big.run.metrics["lr"].EditPoints()) p.value = 4 * c.k.eta;
   v = Judge("spams-theorem1", big.run);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("premise failed: eta <= eta_max"));
   TheoremCase varying = TheoremEvidence(0.01);
-  varying.run.metrics["lr"].points[5].value /= 2;
+  varying.run.metrics["lr"].EditPoints()[5].value /= 2;
   EXPECT_EQ(Judge("spams-theorem1", varying.run).kind, VerdictKind::kInconclusive);
   TheoremCase gap = TheoremEvidence(0.01);
-  gap.run.metrics["grad_sq_norm"].points.erase(gap.run.metrics["grad_sq_norm"].points.begin() + 3);
+  gap.run.metrics["grad_sq_norm"].EditPoints().erase(
+      gap.run.metrics["grad_sq_norm"].EditPoints().begin() + 3);
   v = Judge("spams-theorem1", gap.run);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("eval_every"));
   // The audit's "iterates leave the ball where G holds": a stochastic gradient of norm 38.8
   // against the problem's G = 2 at step 17.
   TheoremCase escaped = TheoremEvidence(0.01);
-  escaped.run.metrics["max_grad_norm"].points[16].value = 38.8;
+  escaped.run.metrics["max_grad_norm"].EditPoints()[16].value = 38.8;
   v = Judge("spams-theorem1", escaped.run);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("premise failed: spams.txt Assumption 3"));
@@ -487,11 +487,11 @@ TEST(SpamsTheorem1Check, KnownAnswers) {
 TEST(SpamsLemma1And3Check, KnownAnswers) {
   RunEvidence run = Evidence();
   run.constants = {{"sigma", 0.5, Certainty::kExact, ""}, {"sigma_g", 0, Certainty::kExact, ""}};
-  run.probes["spams-ef/q"].points.push_back({1, 0, 0.5});
+  run.probes["spams-ef/q"].Record({1, 0, 0.5});
   for (std::int64_t t = 1; t <= 20; ++t) {
-    run.metrics["grad_sq_norm"].points.push_back({t - 1, kRunWide, 0.1});
-    run.probes["spams-moments/momentum_sq"].points.push_back({t, kRunWide, 0.3});       // sum 6
-    run.probes["spams-moments/error_average_sq"].points.push_back({t, kRunWide, 0.5});  // 10
+    run.metrics["grad_sq_norm"].Record({t - 1, kRunWide, 0.1});
+    run.probes["spams-moments/momentum_sq"].Record({t, kRunWide, 0.3});       // sum 6
+    run.probes["spams-moments/error_average_sq"].Record({t, kRunWide, 0.5});  // 10
   }
   Verdict v = Judge("spams-lemma1", run);
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
@@ -502,13 +502,13 @@ TEST(SpamsLemma1And3Check, KnownAnswers) {
   EXPECT_NEAR(v.bound_value, 16.0 / 9.0 * 7.0, 1e-12);
   // Planted: a moving average 100x larger than the bound allows (Markov rejects at 0.99).
   RunEvidence planted = run;
-  for (auto& p : planted.probes["spams-moments/momentum_sq"].points) p.value = 40;  // sum 800
+  for (auto& p : planted.probes["spams-moments/momentum_sq"].EditPoints()) p.value = 40;  // sum 800
   EXPECT_EQ(Judge("spams-lemma1", planted).kind, VerdictKind::kViolated);
-  for (auto& p : planted.probes["spams-moments/momentum_sq"].points) p.value = 0.4;  // sum 8
+  for (auto& p : planted.probes["spams-moments/momentum_sq"].EditPoints()) p.value = 0.4;  // sum 8
   EXPECT_EQ(Judge("spams-lemma1", planted).kind, VerdictKind::kInconclusive);
   // Lemma 3 needs the q the run keeps to: a compression that moved u by 0.9 ||u|| against q = 0.5.
   RunEvidence loose = run;
-  loose.probes["q-deviate/ratio"].points[7].value = 0.9;
+  loose.probes["q-deviate/ratio"].EditPoints()[7].value = 0.9;
   v = Judge("spams-lemma3", loose);
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
   EXPECT_THAT(v.detail, HasSubstr("premise failed: spams.txt Assumption 1"));

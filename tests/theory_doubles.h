@@ -60,7 +60,7 @@ struct EvidenceSink final : ProbeSink {
   std::string probe;
   std::int64_t step = 0;
   void Record(std::string_view series, int worker, double value) override {
-    run->probes[probe + "/" + std::string(series)].points.push_back({step, worker, value});
+    run->probes[probe + "/" + std::string(series)].Record({step, worker, value});
   }
 };
 

@@ -514,8 +514,8 @@ RunEvidence VolumeRecord() {
   const std::vector<double> bytes = {134, 6, 6, 0, 6, 0};
   for (std::int64_t t = 1; t <= 6; ++t) {
     const double bits = 8 * bytes[static_cast<std::size_t>(t - 1)];
-    run.metrics["bits_sent"].points.push_back({t, kRunWide, bits});
-    run.metrics["bits_received"].points.push_back({t, kRunWide, bits});
+    run.metrics["bits_sent"].Record({t, kRunWide, bits});
+    run.metrics["bits_received"].Record({t, kRunWide, bits});
   }
   return run;
 }
@@ -545,7 +545,7 @@ TEST(ZeroOneAdamVolume, KnownAnswerAndPlantedFaults) {
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 1);
   RunEvidence leaky = run;
-  leaky.metrics["bits_sent"].points[3].value = 48;
+  leaky.metrics["bits_sent"].EditPoints()[3].value = 48;
   v = Judge("zero-one-adam-volume", leaky);
   EXPECT_EQ(v.kind, VerdictKind::kViolated);
   EXPECT_EQ(v.worst_step, 4);
@@ -553,7 +553,7 @@ TEST(ZeroOneAdamVolume, KnownAnswerAndPlantedFaults) {
   // Windows of several steps (metrics_every = 3) are compared window by window.
   RunEvidence windows = run;
   for (const char* name : {"bits_sent", "bits_received"}) {
-    windows.metrics[name].points = {{3, kRunWide, 8.0 * 146}, {6, kRunWide, 8.0 * 6}};
+    windows.metrics[name].EditPoints() = {{3, kRunWide, 8.0 * 146}, {6, kRunWide, 8.0 * 6}};
   }
   EXPECT_EQ(Judge("zero-one-adam-volume", windows).kind, VerdictKind::kHolds);
   // Premises: another scheme, another compressor, another optimizer.

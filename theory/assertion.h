@@ -99,6 +99,9 @@ struct Verdict {
   std::string source;
   std::vector<Premise> premises;
   std::vector<BoundForm> other_forms;
+  // What the verdict rests on, one line per series read ("probe q-deviate/ratio: the extremes of
+  // all 6000 values (600 recorded)"), filled by the evidence rule (theory/evidence_rule.h).
+  std::vector<std::string> evidence;
 
   static Verdict Inconclusive(std::string why) {
     Verdict v;
@@ -131,6 +134,15 @@ struct AssertionContext {
 // expect) and returns the judgement; UserError on a bad key.
 using AssertionMaker = Judgement (*)(OptionTable& options, const AssertionContext& context);
 
+// A run the claim holds on, and runs outside its scope, for the contract test every registered
+// assertion goes through (tests/assertion_contract_test.cc): a spec whose [[assert]] table gives
+// "holds", and --set overrides (PATH=VALUE, `lemmalab run --set`) that each move the run or the
+// claim outside what the claim covers, where "holds" would be a false claim.
+struct AssertionExample {
+  std::string_view spec;
+  std::vector<std::string_view> out_of_scope;
+};
+
 struct AssertionInfo {
   std::string_view name;
   std::string_view summary;  // the claim, in words
@@ -140,6 +152,14 @@ struct AssertionInfo {
   std::vector<std::string_view> probes;
   AssertionScope scope = AssertionScope::kRun;
   AssertionMaker make = nullptr;
+  // The optimizers (registry names) the claim is about; empty: any. Every judged run must be one
+  // (a premise the evidence rule adds).
+  std::vector<std::string_view> algorithms = {};
+  // The claim is about divergence itself (an error that stays bounded, a run that ends near the
+  // optimum): a non-finite value is evidence against it, judged as such, not a gap in the
+  // evidence.
+  bool judges_failure = false;
+  AssertionExample example = {};
 };
 
 const Registry<AssertionInfo>& Assertions();
@@ -147,9 +167,5 @@ const Registry<AssertionInfo>& Assertions();
 // The verdict as a check reports it: the judgement's, made inconclusive (naming the premise,
 // its step and value) when a premise failed.
 Verdict Settle(Verdict verdict);
-
-// Settle(judge(input)); a bound that cannot be evaluated on the run's values (a diverged run's
-// infinite constants: the calculators refuse them) is an inconclusive verdict saying so.
-Verdict JudgeSafely(const Judgement& judge, const AssertionInput& input);
 
 }  // namespace lemmalab

@@ -20,36 +20,25 @@
 namespace lemmalab {
 namespace {
 
-constexpr std::array<std::string_view, 1> kBirder = {"birder"};
-
 // Lemma 1 (Eq. 15) defines Q on -1 <= u_j <= 1 only: every input of Q must lie there for its
-// error to obey Eq. 17-19 (probe q-domain).
+// error to obey Eq. 17-19 (probe q-domain), at every call, recorded or not.
 Premise QuantizerInputsInside(const RunEvidence& run) {
   const std::string name = "Q's inputs lie in [-1, 1] (birder.txt Eq. 15, Lemma 1)";
-  std::optional<Series::Point> first;
-  std::int64_t outside = 0, calls = 0;
-  double largest = 0;
-  for (const char* series : {"worker_fraction", "server_fraction"}) {
-    const Series* s = run.Probe("q-domain", series);
-    if (s == nullptr) continue;
-    for (const Series::Point& p : s->points) {
-      ++calls;
-      if (p.value > 0) {
-        ++outside;
-        largest = std::max(largest, p.value);
-        if (!first || p.step < first->step) first = p;
-      }
-    }
+  const Series* workers = run.Probe("q-domain", "worker_fraction");
+  const Series* server = run.Probe("q-domain", "server_fraction");
+  if ((workers == nullptr || workers->empty()) && (server == nullptr || server->empty())) {
+    return Premise::Failed(name, "the run recorded no q-domain series");
   }
-  if (calls == 0) return Premise::Failed(name, "the run recorded no q-domain series");
-  if (!first) return Premise::Met(name, fmt::format("every input of {} calls", calls));
+  const Verdict inside = EveryValueAtMost({workers, server}, 0.0, "fraction outside", "= 0");
+  if (inside.kind == VerdictKind::kHolds) {
+    return Premise::Met(name, fmt::format("no input outside: {}", inside.measured));
+  }
   return Premise::Failed(
       name,
-      fmt::format("{:.3g}% of the inputs outside at step {} ({}); {} of {} calls had inputs "
-                  "outside, up to {:.3g}% (error feedback pushes m/b + e out of the interval)",
-                  100 * first->value, first->step, SenderName(first->worker), outside, calls,
-                  100 * largest),
-      first->step, first->worker);
+      fmt::format("{:.3g}% of the inputs outside at {} (error feedback pushes m/b + e out of the "
+                  "interval); {}",
+                  100 * inside.measured_value, inside.detail, inside.measured),
+      inside.worst_step, inside.worst_worker);
 }
 
 // The mean of ||e||^2 / d over the steps of one side (workers or server), with a batch-means
@@ -70,7 +59,8 @@ std::vector<ErrorNormSide> ErrorNormSides(const RunEvidence& run, double confide
     if (s == nullptr || s->empty()) continue;
     ErrorNormSide out;
     out.side = side;
-    for (const Series::Point& p : s->points) out.ratios.push_back(p.value / d);
+    // A mean over the steps: the recorded ones are a sample of them.
+    for (const Series::Point& p : s->sample()) out.ratios.push_back(p.value / d);
     out.mean = BatchMeans(out.ratios);
     const double half = std::isfinite(out.mean.standard_error)
                             ? StudentTQuantile(confidence, out.mean.dof) * out.mean.standard_error
@@ -115,28 +105,19 @@ Premise EffectiveStepNonIncreasing(const RunEvidence& run) {
   if (ratio == nullptr || ratio->empty()) {
     return Premise::Failed(name, "the run recorded no min-b/step_ratio series");
   }
-  std::optional<Series::Point> first;
-  std::int64_t broken = 0;
-  for (const Series::Point& p : ratio->points) {
-    if (p.value > 1 + 1e-12) {
-      ++broken;
-      if (!first) first = p;
-    }
-  }
   const std::string t0 = run.hyperparameters.Integer("t0")
                              ? fmt::format("t0 = {}", *run.hyperparameters.Integer("t0"))
                              : std::string("no max rule (t0 unset)");
-  if (!first) {
-    return Premise::Met(name, fmt::format("{}; largest ratio {:.6g} over {} worker-steps", t0,
-                                          ratio->Max()->value, ratio->points.size()));
+  const Verdict kept = EveryValueAtMost({ratio}, 1 + 1e-12, "ratio", "<= 1");
+  if (kept.kind == VerdictKind::kHolds) {
+    return Premise::Met(name, fmt::format("{}; largest ratio {:.6g} {}", t0, kept.measured_value,
+                                          OverAllValues(*ratio)));
   }
   return Premise::Failed(
       name,
-      fmt::format("{}: the effective step alpha_t/b_t grew on some coordinate at {} of {} "
-                  "worker-steps, first at step {} ({}) by x{:.4g}",
-                  t0, broken, ratio->points.size(), first->step, SenderName(first->worker),
-                  first->value),
-      first->step, first->worker);
+      fmt::format("{}: the effective step alpha_t/b_t grew on some coordinate, by x{:.4g} at {}",
+                  t0, kept.measured_value, kept.detail),
+      kept.worst_step, kept.worst_worker);
 }
 
 // max_j b_t,j <= G (the proof bounds ||m_{t-1}|| and b by G).
@@ -146,16 +127,15 @@ Premise DenominatorWithinG(const RunEvidence& run, const UsedConstant& g) {
   if (max_b == nullptr || max_b->empty()) {
     return Premise::Failed(name, "the run recorded no min-b/max_b series");
   }
-  for (const Series::Point& p : max_b->points) {
-    if (!(p.value <= g.value * (1 + 1e-12))) {
-      return Premise::Failed(name,
-                             fmt::format("max_j b = {:.6g} at step {} ({}) exceeds {}", p.value,
-                                         p.step, SenderName(p.worker), g.description),
-                             p.step, p.worker);
-    }
+  const Series::Point largest = *max_b->Max();
+  if (!(largest.value <= g.value * (1 + 1e-12))) {
+    return Premise::Failed(name,
+                           fmt::format("max_j b = {:.6g} at step {} ({}) exceeds {}", largest.value,
+                                       largest.step, SenderName(largest.worker), g.description),
+                           largest.step, largest.worker);
   }
-  return Premise::Met(name,
-                      fmt::format("largest b {:.6g}; {}", max_b->Max()->value, g.description));
+  return Premise::Met(name, fmt::format("largest b {:.6g} {}; {}", largest.value,
+                                        OverAllValues(*max_b), g.description));
 }
 
 // The unit roundoff of the run's precision.
@@ -236,15 +216,9 @@ Verdict CheckErrorNorm(const AssertionInput& input) {
 // conventions.md). Deterministic: every call's fraction of inputs outside must be 0.
 Verdict CheckQuantizerDomain(const AssertionInput& input) {
   const RunEvidence& run = input.runs.front();
-  Series all;
-  for (const char* series : {"worker_fraction", "server_fraction"}) {
-    if (const Series* s = run.Probe("q-domain", series)) {
-      all.points.insert(all.points.end(), s->points.begin(), s->points.end());
-    }
-  }
-  std::sort(all.points.begin(), all.points.end(),
-            [](const Series::Point& a, const Series::Point& b) { return a.step < b.step; });
-  Verdict v = EveryPointAtMost(all, 0.0, "fraction of Q inputs outside [-1, 1]", "= 0");
+  Verdict v = EveryValueAtMost(
+      {run.Probe("q-domain", "worker_fraction"), run.Probe("q-domain", "server_fraction")}, 0.0,
+      "fraction of Q inputs outside [-1, 1]", "= 0");
   v.premises.push_back(BirderCompressor(run, "Eq. 5's domain is that of Birder's quantizer"));
   return v;
 }
@@ -264,11 +238,11 @@ Verdict CheckDenominatorFloor(const AssertionInput& input, std::optional<double>
     return run.precision == Precision::kFp32 ? static_cast<double>(static_cast<float>(x)) : x;
   };
   if (!rho && *eps == 0) {
-    return EveryPointAtLeast(*s, std::numeric_limits<double>::min(), "min_j (b + eps)",
+    return EveryValueAtLeast({s}, std::numeric_limits<double>::min(), "min_j (b + eps)",
                              "> 0 (eps = 0: rho must come from b)");
   }
   const double floor = rho.value_or(*eps);
-  Verdict v = EveryPointAtLeast(*s, stored(floor), "min_j (b + eps)",
+  Verdict v = EveryValueAtLeast({s}, stored(floor), "min_j (b + eps)",
                                 fmt::format(">= rho = {:.3g}{}", floor, rho ? "" : " (= eps)"));
   if (v.kind == VerdictKind::kHolds && floor <= *eps) {
     v.kind = VerdictKind::kVacuous;
@@ -287,7 +261,7 @@ Verdict CheckRawDenominatorPositive(const AssertionInput& input) {
   std::string why;
   const Series* s = RequireProbe(input.runs.front(), "min-b", "min_b", why);
   if (s == nullptr) return Verdict::Inconclusive(why);
-  Verdict v = EveryPointAtLeast(*s, std::numeric_limits<double>::min(), "min_j b_t,j", "> 0");
+  Verdict v = EveryValueAtLeast({s}, std::numeric_limits<double>::min(), "min_j b_t,j", "> 0");
   if (const Series* at = input.runs.front().Probe("min-b", "at_constant")) {
     if (const auto most = at->Max()) {
       v.detail += fmt::format("{}at most {:.0f} of {} coordinates had b = 0 (step {})",
@@ -310,8 +284,8 @@ Verdict CheckZSequence(const AssertionInput& input, std::optional<double> tolera
   // 256 units of the run's precision by default: the identity combines a few dozen rounded
   // values, each relative to the largest entry; Birder's residual is observed at a few units.
   const double tolerance = tolerance_option.value_or(256 * UnitRoundoff(run));
-  Verdict v = EveryPointAtMost(
-      *s, tolerance, "relative residual ||R_t||_inf / ||z||_inf",
+  Verdict v = EveryValueAtMost(
+      {s}, tolerance, "relative residual ||R_t||_inf / ||z||_inf",
       fmt::format("<= {:.3g} (rounding, {})", tolerance, PrecisionName(run.precision)));
   for (Premise& p : ClassicFeedback(run, "Eq. 14 telescopes the errors")) {
     v.premises.push_back(std::move(p));
@@ -353,7 +327,6 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   const RunEvidence& run = input.runs.front();
   Verdict v;
   v.premises.push_back(RunCompleted(run));
-  v.premises.push_back(AlgorithmIs(run, kBirder, "Birder (Algorithm 1)"));
   const Series* gsq = run.Metric("grad_sq_norm");
   const Series* lr = run.Metric("lr");
   if (gsq == nullptr || lr == nullptr || lr->empty()) {
@@ -362,7 +335,7 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   }
   // ||grad f(x_t)|| for the paper's t = 1..T is lemmalab's evaluation at step t - 1.
   std::vector<double> norms(static_cast<std::size_t>(run.steps_done + 1), -1.0);
-  for (const Series::Point& p : gsq->points) {
+  for (const Series::Point& p : gsq->points()) {
     if (p.step >= 0 && p.step <= run.steps_done) {
       norms[static_cast<std::size_t>(p.step)] = std::sqrt(p.value);
     }
@@ -371,10 +344,10 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
     v.detail = "Theorem 1's left-hand side needs ||grad f(x_t)|| at every step: set eval_every = 1";
     return v;
   }
-  const double c = lr->points.front().value;
+  const double c = lr->sample().front().value;
   const std::string schedule_name = "alpha_t = c / sqrt(t) (Theorem 1's step size)";
   v.premises.push_back(Premise::Met(schedule_name, fmt::format("c = {:.6g}", c)));
-  for (const Series::Point& p : lr->points) {
+  for (const Series::Point& p : lr->points()) {
     const double c_t = p.value * std::sqrt(static_cast<double>(p.step));
     if (std::abs(c_t - c) > 1e-9 * c) {
       v.premises.back() =
@@ -423,7 +396,7 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   k.d = static_cast<double>(run.dimension);
   k.rho = min_den->Min()->value;
   k.beta = run.hyperparameters.Number("beta").value_or(0);
-  k.f_z1_gap = f_z1->points.front().value - f_star->value;
+  k.f_z1_gap = f_z1->sample().front().value - f_star->value;
   std::vector<std::string> notes;  // the constants are in the premises
   if (k.f_z1_gap < 0) {
     // Only an estimated f* can lie above f(z_1); the gap is then taken as 0 (its lower end).

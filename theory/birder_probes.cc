@@ -8,6 +8,7 @@
 
 #include "optimizers/birder.h"
 #include "theory/evidence.h"
+#include "theory/statistics.h"
 #include "theory/tally.h"
 
 namespace lemmalab {
@@ -45,7 +46,7 @@ class QuantizerDomainProbe final : public Probe<T> {
       const double f = Fraction(*optimizer.LastEncode(i));
       sink.Record("worker_fraction", i, f);
       worker_.Add(f, t, i);
-      if (f > 0 && first_outside_ == 0) first_outside_ = t;
+      if (!(f <= 0) && first_outside_ == 0) first_outside_ = t;
     }
     if (const EncodeStats* server = optimizer.LastEncode(kServer); sides_.server && server) {
       const double f = Fraction(*server);
@@ -75,7 +76,10 @@ class QuantizerDomainProbe final : public Probe<T> {
   }
 
  private:
+  // NaN when an input was not finite: such an input is in no domain, and its fraction must not
+  // read as 0.
   static double Fraction(const EncodeStats& s) {
+    if (s.non_finite > 0) return std::numeric_limits<double>::quiet_NaN();
     return s.elements == 0 ? 0.0
                            : static_cast<double>(s.out_of_domain) / static_cast<double>(s.elements);
   }
@@ -157,11 +161,12 @@ class MinDenominatorProbe final : public Probe<T> {
     for (int i = 0; i < workers_; ++i) {
       const Vector<T>& b = *optimizer.Observe(Quantity::kRawDenominator, i);
       const Vector<T>& denominator = *optimizer.Observe(Quantity::kDenominator, i);
-      const double min_b = static_cast<double>(b.minCoeff());
-      const double min_denominator = static_cast<double>(denominator.minCoeff());
+      const double min_b = static_cast<double>(b.template minCoeff<Eigen::PropagateNaN>());
+      const double min_denominator =
+          static_cast<double>(denominator.template minCoeff<Eigen::PropagateNaN>());
       const auto at_constant = static_cast<std::int64_t>((b.array() == T(0)).count());
       sink.Record("min_b", i, min_b);
-      sink.Record("max_b", i, static_cast<double>(b.maxCoeff()));
+      sink.Record("max_b", i, static_cast<double>(b.template maxCoeff<Eigen::PropagateNaN>()));
       sink.Record("min_denominator", i, min_denominator);
       sink.Record("at_constant", i, static_cast<double>(at_constant));
       // Theorem 1's proof, step (iii), needs alpha_{t-1} / b_{t-1} >= alpha_t / b_t on every
@@ -170,16 +175,16 @@ class MinDenominatorProbe final : public Probe<T> {
       Eigen::ArrayXd& before = previous_[static_cast<std::size_t>(i)];
       const Eigen::ArrayXd now = denominator.template cast<double>().array();
       if (before.size() == now.size() && lr_ > 0) {
-        const double growth = (step.lr / lr_) * (before / now).maxCoeff();
+        const double growth = (step.lr / lr_) * (before / now).maxCoeff<Eigen::PropagateNaN>();
         sink.Record("step_ratio", i, growth);
       }
       before = now;
-      if (min_b < min_b_) {
+      if (!std::isnan(min_b_) && !(min_b >= min_b_)) {  // a NaN, once seen, stays the smallest
         min_b_ = min_b;
         min_b_step_ = t;
         min_b_worker_ = i;
       }
-      min_denominator_ = std::min(min_denominator_, min_denominator);
+      min_denominator_ = NanMin(min_denominator_, min_denominator);
       max_at_constant_ = std::max(max_at_constant_, at_constant);
     }
     lr_ = step.lr;
@@ -280,12 +285,16 @@ class ZSequenceProbe final : public Probe<T> {
                  k * (alpha_ * b_.cwiseInverse() - alpha * b.cwiseInverse()).cwiseProduct(m_) +
                  alpha * g.cwiseQuotient(b) + alpha_ * delta_ + (alpha - alpha_) * e_;  // Eq. 22
     }
-    const double r = residual.lpNorm<Eigen::Infinity>();
-    const double scale = std::max(z_next.lpNorm<Eigen::Infinity>(), z_.lpNorm<Eigen::Infinity>());
+    // Infinity norms that keep a NaN (Eigen's lpNorm<Infinity> may skip it).
+    const auto largest = [](const Eigen::VectorXd& v) {
+      return v.size() == 0 ? 0.0 : v.cwiseAbs().maxCoeff<Eigen::PropagateNaN>();
+    };
+    const double r = largest(residual);
+    const double scale = NanMax(largest(z_next), largest(z_));
     const double relative = scale > 0 ? r / scale : r;
     sink.Record("residual", kRunWide, r);
     sink.Record("relative", kRunWide, relative);
-    if (relative > worst_) {
+    if (!std::isnan(worst_) && !(relative <= worst_)) {
       worst_ = relative;
       worst_step_ = step.t;
     }

@@ -43,18 +43,22 @@ struct UnbiasedOptions {
   double tolerance = 0.05;
 };
 
-// E[C(u)] = u. Evidence against: each call's split-sample statistic z is Student-t with
-// nu = draws/2 - 1 degrees of freedom when C is unbiased (variance nu / (nu - 2)); the calls use
-// independent draws, so Stouffer's Z = sum z / sqrt(N nu / (nu - 2)) is standard normal, and a
-// bias in any direction pushes it up: violated when Z exceeds the one-sided normal quantile at
-// the check's confidence, or when a deterministic compressor moved an input (z = +inf).
-// Evidence for: the calls' unbiased estimates of the relative squared bias ||E C(u) - u||^2 /
-// ||u||^2 are averaged, and their one-sided upper confidence bound (Student-t over the calls)
-// must lie below tolerance^2: the data rule out a relative bias above `tolerance` (default
-// 0.05). Not rejected but not bounded either (few calls, a large noise) is inconclusive.
-// `coordinates = "inside"` judges only the coordinates with |u_j| <= 1, where Lemma 1 speaks.
-// The draws are the probe's own, so a diverged run's recorded calls would still be valid tests,
-// but the claim is about the run's inputs: a run that did not complete is inconclusive.
+// E[C(u)] = u. A deterministic compressor (its `deterministic` flag, probe q-unbiased) has no
+// draws to average: E C(u) = C(u), so the claim is C(u) = u on every sampled call, decided
+// exactly (the draws' relative bias ||mean C(u) - u|| / ||u|| is then ||C(u) - u|| / ||u||): any
+// call that moved its input beyond the run's rounding violates it (a top-k that drops one
+// coordinate, a bf16 cast). For the stochastic ones, evidence against: each call's split-sample
+// statistic z is Student-t with nu = draws/2 - 1 degrees of freedom when C is unbiased (variance
+// nu / (nu - 2)); the calls use independent draws, so Stouffer's Z = sum z / sqrt(N nu / (nu -
+// 2)) is standard normal, and a bias in any direction pushes it up: violated when Z exceeds the
+// one-sided normal quantile at the check's confidence. Evidence for: the calls' unbiased
+// estimates of the relative squared bias ||E C(u) - u||^2 / ||u||^2 are averaged, and their
+// one-sided upper confidence bound (Student-t over the calls) must lie below tolerance^2: the
+// data rule out a relative bias above `tolerance` (default 0.05). Not rejected but not bounded
+// either (few calls, a large noise) is inconclusive. `coordinates = "inside"` judges only the
+// coordinates with |u_j| <= 1, where Lemma 1 speaks. The draws are the probe's own, so a
+// diverged run's recorded calls would still be valid tests, but the claim is about the run's
+// inputs: a run that did not complete is inconclusive.
 Verdict CheckUnbiased(const AssertionInput& input, const UnbiasedOptions& o) {
   const RunEvidence& run = input.runs.front();
   Verdict v;
@@ -63,25 +67,58 @@ Verdict CheckUnbiased(const AssertionInput& input, const UnbiasedOptions& o) {
   std::string why;
   const Series* z = RequireProbe(run, "q-unbiased", o.inside ? "z_inside" : "z", why);
   const Series* sq = RequireProbe(run, "q-unbiased", o.inside ? "sq_bias_inside" : "sq_bias", why);
-  if (z == nullptr || sq == nullptr) {
+  const Series* bias = RequireProbe(run, "q-unbiased", "bias", why);
+  if (z == nullptr || sq == nullptr || bias == nullptr) {
     Verdict missing = Verdict::Inconclusive(why);
     missing.premises = std::move(v.premises);
     return missing;
   }
+  // The deterministic senders, judged exactly: the largest move of any of their sampled calls.
+  std::optional<Series::Point> moved;
+  std::vector<std::string> deterministic;
+  if (const Series* flags = run.Probe("q-unbiased", "deterministic")) {
+    for (const Series::Point& flag : flags->sample()) {
+      if (flag.value == 0) continue;
+      deterministic.push_back(SenderName(flag.worker));
+      const Extent e = bias->extent(flag.worker);
+      const Series::Point worst =
+          e.finite() ? Series::Point{e.max_step, flag.worker, e.max}
+                     : Series::Point{e.first_non_finite_step, flag.worker, e.first_non_finite};
+      if (!moved || !(worst.value <= moved->value)) moved = worst;
+    }
+  }
+  const double rounding = RoundingSlack(run);
+  if (moved && !(moved->value <= rounding)) {
+    v.kind = VerdictKind::kViolated;
+    v.measured_value = moved->value;
+    v.bound_value = rounding;
+    v.worst_step = moved->step;
+    v.worst_worker = moved->worker;
+    v.measured = fmt::format(
+        "||C(u) - u|| / ||u|| = {:.4g} at step {} ({}), the largest over all {} sampled calls of "
+        "the deterministic compressor",
+        moved->value, moved->step, SenderName(moved->worker), bias->observed());
+    v.bound = fmt::format("C(u) = u up to rounding ({:.1g}): a deterministic C has E C(u) = C(u)",
+                          rounding);
+    v.detail = fmt::format(
+        "{} compress{} deterministically, so E C(u) = C(u): the calls that moved their input are "
+        "exact evidence of a bias",
+        fmt::join(deterministic, ", "), deterministic.size() == 1 ? "es" : "");
+    return v;
+  }
   const double nu = kUnbiasednessDraws / 2 - 1;
   double sum = 0;
-  const Series::Point* infinite = nullptr;
-  for (const Series::Point& p : z->points) {
-    if (std::isinf(p.value) && p.value > 0 && infinite == nullptr) infinite = &p;
-    sum += p.value;
-  }
-  const auto n = static_cast<double>(z->points.size());
+  for (const Series::Point& p : z->sample()) sum += p.value;
+  const auto n = static_cast<double>(z->recorded());
   const double stouffer = sum / std::sqrt(n * nu / (nu - 2));
   const double critical = NormalQuantile(input.confidence);
-  const MeanEstimate bias = IndependentMean(sq->Values());
-  const double upper =
-      bias.dof > 0 ? bias.mean + StudentTQuantile(input.confidence, bias.dof) * bias.standard_error
-                   : std::numeric_limits<double>::infinity();
+  std::vector<double> sq_biases;
+  for (const Series::Point& p : sq->sample()) sq_biases.push_back(p.value);
+  const MeanEstimate mean_bias = IndependentMean(sq_biases);
+  const double upper = mean_bias.dof > 0
+                           ? mean_bias.mean + StudentTQuantile(input.confidence, mean_bias.dof) *
+                                                  mean_bias.standard_error
+                           : std::numeric_limits<double>::infinity();
   v.measured_value = stouffer;
   v.bound_value = critical;
   const Series::Point worst = *z->Max();
@@ -90,20 +127,11 @@ Verdict CheckUnbiased(const AssertionInput& input, const UnbiasedOptions& o) {
   v.measured = fmt::format(
       "Stouffer Z = {:.4g} over {} calls x {} draws{}; relative bias ||E C(u) - u|| / ||u|| at "
       "most {:.3g} ({:.0f}% upper bound)",
-      stouffer, z->points.size(), kUnbiasednessDraws,
-      o.inside ? " (coordinates with |u| <= 1)" : "", std::sqrt(std::max(0.0, upper)),
-      100 * input.confidence);
+      stouffer, z->recorded(), kUnbiasednessDraws, o.inside ? " (coordinates with |u| <= 1)" : "",
+      std::sqrt(std::max(0.0, upper)), 100 * input.confidence);
   v.bound = fmt::format("Z <= {:.3g} (one-sided, {:.0f}%) and relative bias <= tolerance = {:.3g}",
                         critical, 100 * input.confidence, o.tolerance);
-  if (infinite != nullptr) {
-    v.kind = VerdictKind::kViolated;
-    v.worst_step = infinite->step;
-    v.worst_worker = infinite->worker;
-    v.detail = fmt::format(
-        "a deterministic compressor moved its input at step {} ({}): every draw gave the same "
-        "C(u) != u",
-        infinite->step, SenderName(infinite->worker));
-  } else if (stouffer > critical) {
+  if (stouffer > critical) {
     v.kind = VerdictKind::kViolated;
     v.detail = "the draws lean the way the first half of each call's draws saw (Stouffer's Z)";
   } else if (upper <= o.tolerance * o.tolerance) {
@@ -116,7 +144,11 @@ Verdict CheckUnbiased(const AssertionInput& input, const UnbiasedOptions& o) {
     v.detail = fmt::format(
         "no bias detected, but the {} calls cannot rule out a relative bias above tolerance = "
         "{:.3g} (upper bound {:.3g}): more calls or a larger tolerance",
-        z->points.size(), o.tolerance, std::sqrt(std::max(0.0, upper)));
+        z->recorded(), o.tolerance, std::sqrt(std::max(0.0, upper)));
+  }
+  if (!deterministic.empty() && v.kind != VerdictKind::kViolated) {
+    v.detail = fmt::format("{}{}the deterministic {} never moved an input (C(u) = u)", v.detail,
+                           v.detail.empty() ? "" : "; ", fmt::join(deterministic, ", "));
   }
   return v;
 }
@@ -141,21 +173,26 @@ Verdict CheckQuantizerVariance(const AssertionInput& input, const VarianceOption
   std::string why;
   const Series* num = RequireProbe(run, "q-unbiased", "variance_sum", why);
   const Series* den = RequireProbe(run, "q-unbiased", "variance_expected", why);
-  const std::size_t k = num == nullptr ? 0 : num->points.size();
-  if (num == nullptr || den == nullptr || k < 2 || den->points.size() != k) {
+  // The calls the probe sampled, paired: both series are recorded at the same calls.
+  const std::span<const Series::Point> nums =
+      num == nullptr ? std::span<const Series::Point>() : num->sample();
+  const std::span<const Series::Point> dens =
+      den == nullptr ? std::span<const Series::Point>() : den->sample();
+  const std::size_t k = nums.size();
+  if (num == nullptr || den == nullptr || k < 2 || dens.size() != k) {
     v.detail = num == nullptr || den == nullptr ? why : "fewer than 2 sampled calls";
     return v;
   }
   double sum_n = 0, sum_d = 0;
   for (std::size_t c = 0; c < k; ++c) {
-    sum_n += num->points[c].value;
-    sum_d += den->points[c].value;
+    sum_n += nums[c].value;
+    sum_d += dens[c].value;
   }
   const double ratio = sum_n / sum_d;
   double sq = 0, worst = -1;
   std::size_t worst_call = 0;
   for (std::size_t c = 0; c < k; ++c) {
-    const double r = num->points[c].value - ratio * den->points[c].value;
+    const double r = nums[c].value - ratio * dens[c].value;
     sq += r * r;
     if (std::abs(r) > worst) {
       worst = std::abs(r);
@@ -179,49 +216,81 @@ Verdict CheckQuantizerVariance(const AssertionInput& input, const VarianceOption
     v.kind = VerdictKind::kInconclusive;
     v.detail = fmt::format("the interval contains 1 but reaches beyond 1 +- {:.3g}", o.tolerance);
   }
-  v.worst_step = num->points[worst_call].step;
-  v.worst_worker = num->points[worst_call].worker;
+  v.worst_step = nums[worst_call].step;
+  v.worst_worker = nums[worst_call].worker;
   return v;
 }
 
-// spams.txt Assumption 1: ||C(x) - x|| <= q ||x|| with q < 1, for every call. q is `q` from the
-// [[assert]] table for every sender, or each sender's own declared q (workers and server may
-// use different compressors). Deterministic: every recorded call is evidence, whether or not the
-// run went on to complete.
+// spams.txt Assumption 1: ||C(x) - x|| <= q ||x|| with q < 1, for every call, recorded or not
+// (the exact extremes of the ratio). q is `q` from the [[assert]] table for every sender, or each
+// sender's own declared q (workers and server may use different compressors). Deterministic:
+// every call is evidence, whether or not the run went on to complete.
 Verdict CheckDeviation(const AssertionInput& input, std::optional<double> given_q) {
   const RunEvidence& run = input.runs.front();
   std::string why;
   const Series* ratio = RequireProbe(run, "q-deviate", "ratio", why);
   if (ratio == nullptr) return Verdict::Inconclusive(why);
   if (given_q) {
-    return EveryPointAtMost(*ratio, *given_q, "||C(u) - u|| / ||u||",
+    return EveryValueAtMost({ratio}, *given_q, "||C(u) - u|| / ||u||",
                             fmt::format("<= q = {:.6g} (given)", *given_q));
   }
   std::map<int, double> declared;
   if (const Series* d = run.Probe("q-deviate", "declared_q")) {
-    for (const Series::Point& p : d->points) declared[p.worker] = p.value;
+    for (const Series::Point& p : d->sample()) declared[p.worker] = p.value;
   }
-  Series relative;
   std::vector<std::string> qs;
   for (const auto& [sender, q] : declared) {
     qs.push_back(fmt::format("{} {:.4g}", SenderName(sender), q));
   }
-  for (const Series::Point& p : ratio->points) {
-    const auto it = declared.find(p.worker);
+  // Per sender, its largest ratio over every call against its own q (q = 0, the identity: any
+  // move at all breaks it).
+  Verdict v;
+  v.kind = VerdictKind::kHolds;
+  v.bound_value = 1;
+  v.bound = fmt::format("<= 1, q declared per sender: {}", fmt::join(qs, ", "));
+  double worst = -1;
+  std::int64_t calls = 0;
+  for (const int sender : ratio->workers()) {
+    const auto it = declared.find(sender);
     if (it == declared.end()) {
       return Verdict::Inconclusive(fmt::format(
           "{}'s compressor declares no q (stochastic and sign compressors have none): give q in "
           "the [[assert]] table",
-          SenderName(p.worker)));
+          SenderName(sender)));
     }
-    // q = 0 (the identity): any move at all breaks it.
+    const Extent e = ratio->extent(sender);
+    calls += e.count;
+    const Series::Point largest =
+        e.finite() ? Series::Point{e.max_step, sender, e.max}
+                   : Series::Point{e.first_non_finite_step, sender, e.first_non_finite};
     const double q = it->second;
-    const double r =
-        q > 0 ? p.value / q : (p.value == 0 ? 0.0 : std::numeric_limits<double>::infinity());
-    relative.points.push_back({p.step, p.worker, r});
+    const double r = q > 0 ? largest.value / q
+                           : (largest.value == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+    if (!(r <= worst) || worst < 0) {
+      worst = std::isnan(r) ? std::numeric_limits<double>::quiet_NaN() : r;
+      v.worst_step = largest.step;
+      v.worst_worker = sender;
+    }
+    if (!(r <= 1)) v.kind = VerdictKind::kViolated;
   }
-  return EveryPointAtMost(relative, 1.0, "||C(u) - u|| / (q ||u||)",
-                          fmt::format("<= 1, q declared per sender: {}", fmt::join(qs, ", ")));
+  v.measured_value = worst;
+  v.measured = fmt::format("max ||C(u) - u|| / (q ||u||) {:.6g} over all {} calls ({} recorded)",
+                           worst, calls, ratio->recorded());
+  if (v.kind == VerdictKind::kViolated) {
+    // The first call over its q, where the recorded calls are all of them.
+    if (ratio->Complete()) {
+      for (const Series::Point& p : ratio->points()) {
+        const double q = declared.at(p.worker);
+        if (!(q > 0 ? p.value <= q : p.value == 0)) {
+          v.worst_step = p.step;
+          v.worst_worker = p.worker;
+          break;
+        }
+      }
+    }
+    v.detail = fmt::format("broken at step {} ({})", *v.worst_step, SenderName(*v.worst_worker));
+  }
+  return v;
 }
 
 }  // namespace

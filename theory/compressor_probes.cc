@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "theory/statistics.h"
 
 namespace lemmalab {
 namespace {
@@ -76,6 +77,12 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
           {this->seed_, Purpose::kProbe, StreamOf(sender), static_cast<std::uint64_t>(step.t)});
       const UnbiasednessSample s =
           SampleUnbiasedness(*fresh, record.input, kUnbiasednessDraws, stream);
+      // Whether the sender's draws can differ at all: a deterministic compressor's are one
+      // value, whose bias the check judges exactly. Once per sender.
+      if (std::find(flagged_.begin(), flagged_.end(), sender) == flagged_.end()) {
+        flagged_.push_back(sender);
+        sink.Record("deterministic", sender, record.compressor->deterministic() ? 1 : 0);
+      }
       sink.Record("z", sender, s.z);
       sink.Record("z_inside", sender, s.z_inside);
       sink.Record("bias", sender, s.bias);
@@ -88,7 +95,7 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
       }
       ++calls_;
       z_sum_ += s.z;
-      max_bias_ = std::max(max_bias_, s.bias);
+      max_bias_ = NanMax(max_bias_, s.bias);
     }
   }
 
@@ -96,6 +103,7 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
     archive("calls", calls_);
     archive("z_sum", z_sum_);
     archive("max_bias", max_bias_);
+    archive("flagged", flagged_);
   }
 
   std::vector<std::string> Summary() const override {
@@ -111,6 +119,7 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
   std::int64_t calls_ = 0;
   double z_sum_ = 0;
   double max_bias_ = 0;
+  std::vector<int> flagged_;  // the senders whose `deterministic` flag is recorded
 };
 
 template <typename T>
@@ -150,7 +159,7 @@ class DeviationProbe final : public CompressionProbe<T> {
           (record.output.template cast<double>() - record.input.template cast<double>()).norm() /
           norm;
       sink.Record("ratio", sender, ratio);
-      if (ratio > worst_) {
+      if (!(ratio <= worst_)) {  // a NaN ratio is the worst
         worst_ = ratio;
         worst_step_ = step.t;
         worst_sender_ = sender;
@@ -159,7 +168,7 @@ class DeviationProbe final : public CompressionProbe<T> {
       // ratio and the sums of ratio^2 and ratio^4, so the values kept at the last step speak for
       // all the sender's calls (a deterministic bound needs every call, a mean all of them).
       Totals& totals = totals_[Slot(sender)];
-      totals.max_ratio = std::max(totals.max_ratio, ratio);
+      totals.max_ratio = NanMax(totals.max_ratio, ratio);
       totals.calls += 1;
       totals.sq_sum += ratio * ratio;
       totals.sq_sq_sum += ratio * ratio * ratio * ratio;
@@ -224,18 +233,24 @@ namespace {
 // have produced it with all draws alike: such a quantizer with levels `gap` apart that is biased
 // by b_j on coordinate j in the seen direction repeats one level m times with probability
 // prod_j (1 - b_j/gap)^m <= exp(-sum_j b_j m / gap), so a repeated projection sum_j b_j above
-// gap ln(100) / m is a 1% event; smaller ones (inputs at the edge of the interval, where the rare
-// level hardly ever comes up) count as no evidence (0).
+// gap ln(1/p) / m has probability at most p. The statistic is then the normal quantile of that
+// p (finite: at most kLargestZ), and 0 when p exceeds 1% (inputs at the edge of the interval,
+// where the rare level hardly ever comes up, are no evidence). A NaN projection gives NaN.
 double SplitSampleStatistic(const std::vector<double>& projections, double gap, double resolution) {
+  constexpr double kLargestZ = 37;  // the quantile of p = 1e-300
   const auto m = static_cast<double>(projections.size());
   double mean = 0, var = 0;
   for (const double p : projections) mean += p;
   mean /= m;
   for (const double p : projections) var += (p - mean) * (p - mean);
   var /= m - 1;
+  if (std::isnan(mean) || std::isnan(var)) return std::numeric_limits<double>::quiet_NaN();
   if (std::abs(mean) <= resolution) return 0.0;
   if (var > resolution * resolution) return mean / std::sqrt(var / m + resolution * resolution);
-  return mean > gap * std::log(100.0) / m ? std::numeric_limits<double>::infinity() : 0.0;
+  if (!(gap > 0)) return kLargestZ;
+  const double log_p = -mean * m / gap;  // ln of the bound on the chance of all-alike draws
+  if (log_p > std::log(0.01)) return 0.0;
+  return log_p < -690 ? kLargestZ : std::min(kLargestZ, -NormalQuantile(std::exp(log_p)));
 }
 
 }  // namespace
@@ -252,7 +267,7 @@ UnbiasednessSample SampleUnbiasedness(Compressor<T>& compressor, const Vector<T>
   Vector<T> decoded(d);
   Eigen::VectorXd sum = Eigen::VectorXd::Zero(d), sum_sq = Eigen::VectorXd::Zero(d);
   Eigen::VectorXd w, w_inside;
-  double largest = 0;  // max_j |C(u)_j| over the draws: half the widest level gap
+  double largest = 0;  // max_j |C(u)_j| over the draws: half the widest level gap (NaN: NaN)
   std::vector<double> projections, projections_inside;  // <C_k(u) - u, w>, second half
   for (int k = 0; k < draws; ++k) {
     compressor.Encode(u, stream, message);
@@ -260,7 +275,7 @@ UnbiasednessSample SampleUnbiasedness(Compressor<T>& compressor, const Vector<T>
     const Eigen::VectorXd c = decoded.template cast<double>();
     sum += c;
     sum_sq += c.cwiseProduct(c);
-    largest = std::max(largest, c.lpNorm<Eigen::Infinity>());
+    largest = NanMax(largest, c.cwiseAbs().maxCoeff<Eigen::PropagateNaN>());
     if (k == half - 1) {
       // w = sign(mean of the first half - u): the direction a bias would show in.
       w = (sum / half - x).unaryExpr([](double v) { return double((v > 0) - (v < 0)); });
@@ -287,8 +302,7 @@ UnbiasednessSample SampleUnbiasedness(Compressor<T>& compressor, const Vector<T>
   // fails to reject cannot.
   double sq_all = 0, sq_inside = 0, norm_inside = 0;
   for (Eigen::Index j = 0; j < d; ++j) {
-    const double variance =
-        std::max(0.0, (sum_sq[j] - draws * mean_c[j] * mean_c[j]) / (draws - 1));
+    const double variance = NanMax(0.0, (sum_sq[j] - draws * mean_c[j] * mean_c[j]) / (draws - 1));
     const double excess = (mean_c[j] - x[j]) * (mean_c[j] - x[j]) - variance / draws;
     sq_all += excess;
     if (inside[j] == 0) continue;

@@ -86,7 +86,7 @@ std::optional<UsedCompressorConstant> FindCompressorConstant(const RunEvidence& 
   const Series* declared = run.Probe("q-deviate", fmt::format("declared_{}", name));
   if (declared == nullptr) return std::nullopt;
   std::optional<double> value;
-  for (const Series::Point& p : declared->points) {
+  for (const Series::Point& p : declared->sample()) {
     if (p.worker == kServer) continue;
     value = !value            ? p.value
             : name == "omega" ? std::max(*value, p.value)
@@ -105,7 +105,7 @@ std::optional<double> WorkersMeanAt(const RunEvidence& run, std::string_view pro
   if (s == nullptr) return std::nullopt;
   double sum = 0;
   int count = 0;
-  for (const Series::Point& p : s->points) {
+  for (const Series::Point& p : s->sample()) {
     if (p.step == step && p.worker != kServer) {
       sum += p.value;
       ++count;
@@ -128,10 +128,9 @@ struct Trajectory {
 
 // Fills `t` from the run, with the premises every one of these theorems uses; false, with
 // verdict.detail the reason, when the check cannot go on.
-bool ReadTrajectory(const RunEvidence& run, std::span<const std::string_view> algorithm,
-                    std::string_view statement, Verdict& verdict, Trajectory& t) {
+bool ReadTrajectory(const RunEvidence& run, std::string_view statement, Verdict& verdict,
+                    Trajectory& t) {
   verdict.premises.push_back(RunCompleted(run));
-  verdict.premises.push_back(AlgorithmIs(run, algorithm, statement));
   verdict.premises.push_back(FullGradients(run, statement));
   verdict.premises.push_back(ConstantStepSize(run));
   verdict.premises.push_back(NoWeightDecay(run));
@@ -231,16 +230,11 @@ void JudgeAtLastStep(const AssertionInput& input, const Trajectory& t, double nu
 bool DeterministicRun(const RunEvidence& run) {
   const Series* flags = run.Probe("q-deviate", "deterministic");
   if (flags == nullptr || flags->empty()) return false;
-  for (const Series::Point& p : flags->points) {
+  for (const Series::Point& p : flags->sample()) {
     if (p.value == 0) return false;
   }
   return true;
 }
-
-constexpr std::array<std::string_view, 1> kEf21 = {"ef21"};
-constexpr std::array<std::string_view, 1> kEf21Sgdm = {"ef21-sgdm"};
-constexpr std::array<std::string_view, 1> kMarina = {"marina"};
-constexpr std::array<std::string_view, 1> kDiana = {"diana"};
 
 // EF21's contraction constants from the compressor's alpha: theta = 1 - sqrt(1 - alpha) and
 // beta = (1 - alpha) / (1 - sqrt(1 - alpha)), with the alpha premise checked on the run and G^0
@@ -302,7 +296,7 @@ Verdict CheckEf21Theorem1(const AssertionInput& input, const EstimatorClaimOptio
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   Trajectory t;
-  if (!ReadTrajectory(run, kEf21, "EF21 Theorem 1", verdict, t)) return verdict;
+  if (!ReadTrajectory(run, "EF21 Theorem 1", verdict, t)) return verdict;
   const std::optional<Contraction> c = ReadContraction(input, run, o, t, verdict);
   if (!c) return verdict;
   const double rule = 1 / (t.lipschitz * (1 + std::sqrt(c->beta / c->theta)));
@@ -321,8 +315,7 @@ Verdict CheckEf21SgdmFullGradient(const AssertionInput& input, const EstimatorCl
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   Trajectory t;
-  if (!ReadTrajectory(run, kEf21Sgdm, "EF21-SGDM, docs/ef21-diana-marina.md §4", verdict, t))
-    return verdict;
+  if (!ReadTrajectory(run, "EF21-SGDM, docs/ef21-diana-marina.md §4", verdict, t)) return verdict;
   const std::optional<double> eta = run.hyperparameters.Number("eta");
   if (!eta) {
     verdict.detail = "the run's optimizer has no eta";
@@ -366,7 +359,7 @@ Verdict CheckMarinaTheorem21(const AssertionInput& input, const EstimatorClaimOp
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   Trajectory t;
-  if (!ReadTrajectory(run, kMarina, "MARINA Theorem 2.1", verdict, t)) return verdict;
+  if (!ReadTrajectory(run, "MARINA Theorem 2.1", verdict, t)) return verdict;
   const std::optional<double> p = run.hyperparameters.Number("p");
   if (!p) {
     verdict.detail = "the run's optimizer has no p";
@@ -397,8 +390,7 @@ Verdict CheckDianaNonconvex(const AssertionInput& input, const EstimatorClaimOpt
   const RunEvidence& run = input.runs.front();
   Verdict verdict;
   Trajectory t;
-  if (!ReadTrajectory(run, kDiana, "DIANA, docs/ef21-diana-marina.md §3", verdict, t))
-    return verdict;
+  if (!ReadTrajectory(run, "DIANA, docs/ef21-diana-marina.md §3", verdict, t)) return verdict;
   const std::optional<UsedCompressorConstant> omega =
       OmegaPremises(input, run, o, "DIANA's compressor class", verdict);
   const std::optional<double> a = run.hyperparameters.Number("a");

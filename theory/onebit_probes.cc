@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "theory/tally.h"
 
@@ -61,8 +62,8 @@ class OnebitErrorProbe final : public Probe<T> {
         (frozen->array() != T(0)).any()) {
       frozen_recorded_ = true;
       const Eigen::ArrayXd root = frozen->template cast<double>().array().sqrt();
-      sink.Record("frozen_sqrt_min", kRunWide, root.minCoeff());
-      sink.Record("frozen_sqrt_max", kRunWide, root.maxCoeff());
+      sink.Record("frozen_sqrt_min", kRunWide, root.minCoeff<Eigen::PropagateNaN>());
+      sink.Record("frozen_sqrt_max", kRunWide, root.maxCoeff<Eigen::PropagateNaN>());
     }
   }
 
@@ -133,7 +134,7 @@ class VarianceNormProbe final : public Probe<T> {
 template <typename T>
 class LambRatiosProbe final : public Probe<T> {
  public:
-  explicit LambRatiosProbe(const ProbeContext& /*context*/) {}
+  explicit LambRatiosProbe(const ProbeContext& context) : rules_(context.hyperparameters) {}
 
   std::string_view name() const override { return "lamb-ratios"; }
 
@@ -144,7 +145,9 @@ class LambRatiosProbe final : public Probe<T> {
   void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     // The `worker` field carries the layer index l: r and c are per layer, the same on every
     // replica (onebit-lamb.txt Alg. 1 lines 17-20).
-    if (const Vector<T>* r = optimizer.Observe(Quantity::kLayerRatio, kServer)) {
+    const Vector<T>& c = *optimizer.Observe(Quantity::kLayerScale, kServer);
+    const Vector<T>* r = optimizer.Observe(Quantity::kLayerRatio, kServer);
+    if (r != nullptr) {
       for (Eigen::Index l = 0; l < r->size(); ++l) {
         const auto value = static_cast<double>((*r)[l]);
         sink.Record("r", static_cast<int>(l), value);
@@ -158,11 +161,17 @@ class LambRatiosProbe final : public Probe<T> {
         sink.Record("target", static_cast<int>(l), static_cast<double>((*target)[l]));
       }
     }
-    const Vector<T>& c = *optimizer.Observe(Quantity::kLayerScale, kServer);
     for (Eigen::Index l = 0; l < c.size(); ++l) {
       const auto value = static_cast<double>(c[l]);
-      sink.Record("c", static_cast<int>(l), value);
-      c_.Add(value, step.t, static_cast<int>(l));
+      const auto layer = static_cast<int>(l);
+      sink.Record("c", layer, value);
+      c_.Add(value, step.t, layer);
+      // Each rule's excess at this step, so that the check sees every step whatever probe_every
+      // keeps (a rule between consecutive steps cannot be judged from points 10 steps apart).
+      const std::optional<double> ratio =
+          r != nullptr && l < r->size() ? std::optional<double>((*r)[l]) : std::nullopt;
+      rules_.Step(step.t, static_cast<std::size_t>(l), value, ratio,
+                  [&](std::string_view rule, double excess) { sink.Record(rule, layer, excess); });
     }
   }
 
@@ -174,6 +183,7 @@ class LambRatiosProbe final : public Probe<T> {
   void Persist(StateArchive& archive) override {
     archive.Nested("r", r_);
     archive.Nested("c", c_);
+    archive.Nested("rules", rules_);
   }
 
   std::vector<std::string> Summary() const override {
@@ -191,10 +201,68 @@ class LambRatiosProbe final : public Probe<T> {
   }
 
  private:
+  LambRules rules_;
   Tally r_, c_;
 };
 
 }  // namespace
+
+namespace {
+
+// How far `value` lies outside [lo, hi], relative to the bound it passes: the smallest relative
+// slack rtol with lo - rtol |lo| <= value <= hi + rtol |hi| (0 inside, +inf past a bound of 0,
+// NaN for NaN).
+double Excess(double value, double lo, double hi) {
+  if (std::isnan(value)) return value;
+  if (value < lo) return lo != 0 ? (lo - value) / std::abs(lo) : INFINITY;
+  if (value > hi) return hi != 0 ? (value - hi) / std::abs(hi) : INFINITY;
+  return 0;
+}
+
+}  // namespace
+
+LambRules::LambRules(const Hyperparameters& h)
+    : warmup_(h.Integer("warmup_steps")),
+      c_min_(h.Number("c_min").value_or(0)),
+      c_max_(h.Number("c_max").value_or(INFINITY)),
+      r_min_(h.Number("r_min").value_or(0)),
+      r_max_(h.Number("r_max").value_or(INFINITY)),
+      r_threshold_(h.Number("r_threshold").value_or(0)),
+      beta3_(h.Number("beta3").value_or(0)),
+      zero_norm_one_(h.Text("zero_norm").value_or("clip") == "one") {}
+
+void LambRules::Step(std::int64_t t, std::size_t layer, double c, std::optional<double> r,
+                     const std::function<void(std::string_view, double)>& excess) {
+  if (layer >= c_avg_.size()) {
+    c_avg_.resize(layer + 1, 0.0);       // c_avg starts at 0 (line 1)
+    r_previous_.resize(layer + 1, 1.0);  // r_{T_w} = 1 (line 1)
+  }
+  if (!warmup_ || t <= *warmup_) {  // LAMB clips c at every step
+    // Eq. (1)'s clip; with zero_norm = "one", c = 1 where a norm is 0 (docs/conventions.md).
+    excess("c_clip_excess", zero_norm_one_ && c == 1 ? 0.0 : Excess(c, c_min_, c_max_));
+    c_avg_[layer] = beta3_ * c_avg_[layer] + (1 - beta3_) * c;  // line 2
+    return;
+  }
+  if (!r) return;
+  excess("r_clip_excess", Excess(*r, r_min_, r_max_));  // line 19
+  // Line 18 keeps r within r_threshold of r_{t-1}; line 19's clip may move it out of that band
+  // only when r_{t-1} itself lies outside [r_min, r_max].
+  const double previous = r_previous_[layer];
+  if (Excess(previous, r_min_, r_max_) == 0) {
+    excess("r_step_excess",
+           Excess(*r, (1 - r_threshold_) * previous, (1 + r_threshold_) * previous));
+  }
+  r_previous_[layer] = *r;
+  // Line 20: c = r c_avg, c_avg frozen at the end of the warmup.
+  const double expected = *r * c_avg_[layer];
+  excess("c_product_excess",
+         expected != 0 ? std::abs(c - expected) / std::abs(expected) : (c == 0 ? 0.0 : INFINITY));
+}
+
+void LambRules::Persist(StateArchive& archive) {
+  archive("r_previous", r_previous_);
+  archive("c_avg", c_avg_);
+}
 
 template <typename T>
 std::unique_ptr<Probe<T>> MakeOnebitErrorProbe(const ProbeContext& context) {

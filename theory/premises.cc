@@ -22,18 +22,16 @@ Premise RunCompleted(const RunEvidence& run) {
   // beyond where it started has blown up, whatever its status says.
   const Series* start = run.Metric("train_loss");
   const Series* minibatch = run.Metric("minibatch_loss");
-  if (start != nullptr && !start->empty() && minibatch != nullptr && !minibatch->empty()) {
-    const double initial = start->points.front().value;
-    const double limit = BlowUpLimit(initial);
-    for (const Series::Point& p : minibatch->points) {
-      if (p.value > limit) {
-        return Premise::Failed(
-            name,
-            fmt::format("the minibatch loss reached {:.4g} at step {}, more than 1000 x (1 + "
-                        "|f(x_0)|) with f(x_0) = {:.4g}: the run blew up",
-                        p.value, p.step, initial),
-            p.step);
-      }
+  const std::optional<double> initial = start == nullptr ? std::nullopt : start->At(0);
+  if (initial && minibatch != nullptr && !minibatch->empty()) {
+    const double limit = BlowUpLimit(*initial);
+    if (const std::optional<Series::Point> largest = minibatch->Max(); !(largest->value <= limit)) {
+      return Premise::Failed(
+          name,
+          fmt::format("the minibatch loss reached {:.4g} at step {}, more than 1000 x (1 + "
+                      "|f(x_0)|) with f(x_0) = {:.4g}: the run blew up",
+                      largest->value, largest->step, *initial),
+          largest->step);
     }
   }
   return Premise::Met(name,
@@ -81,12 +79,12 @@ Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::stri
   }
   const bool estimated = !g.given && g.certainty == Certainty::kEstimate;
   std::vector<std::string> checked;
-  const auto first_above = [&](const Series& series, bool squared) -> std::optional<Series::Point> {
-    for (const Series::Point& p : series.points) {
-      const double norm = squared ? std::sqrt(p.value) : p.value;
-      if (!(norm <= g.value * (1 + 1e-12))) return Series::Point{p.step, p.worker, norm};
-    }
-    return std::nullopt;
+  // The largest value over every step (a NaN, if any), as a norm.
+  const auto above_g = [&](const Series& series, bool squared) -> std::optional<Series::Point> {
+    Series::Point largest = *series.Max();
+    if (squared) largest.value = std::sqrt(largest.value);
+    if (largest.value <= g.value * (1 + 1e-12)) return std::nullopt;
+    return largest;
   };
   // With G the run's own largest stochastic norm, ||g|| <= G holds by construction; the full
   // gradient is still checked against it.
@@ -96,18 +94,18 @@ Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::stri
         "||g_t^(i)|| <= G by construction (G is the run's own largest norm, an estimate, not a "
         "bound)");
   } else {
-    above = first_above(*stochastic, false);
-    checked.push_back(fmt::format("largest ||g_t^(i)|| {:.6g} over {} steps",
-                                  stochastic->Max()->value, stochastic->points.size()));
+    above = above_g(*stochastic, false);
+    checked.push_back(fmt::format("largest ||g_t^(i)|| {:.6g} over all {} steps",
+                                  stochastic->Max()->value, stochastic->observed()));
   }
   if (full_gradient && !above) {
     const Series* full = run.Metric("grad_sq_norm");
     if (full == nullptr || full->empty()) {
       return Premise::Failed(name, "the run recorded no grad_sq_norm: ||grad f|| <= G unchecked");
     }
-    above = first_above(*full, true);
-    checked.push_back(fmt::format("largest ||grad f(x_t)|| {:.6g} over {} evaluations",
-                                  std::sqrt(full->Max()->value), full->points.size()));
+    above = above_g(*full, true);
+    checked.push_back(fmt::format("largest ||grad f(x_t)|| {:.6g} over all {} evaluations",
+                                  std::sqrt(full->Max()->value), full->observed()));
   }
   if (above) {
     return Premise::Failed(
@@ -129,27 +127,32 @@ Premise CompressorWithinQ(const RunEvidence& run, std::optional<double> workers_
   if (ratio == nullptr || ratio->empty()) {
     return Premise::Failed(name, "the run recorded no ||C(u) - u|| / ||u|| (probe q-deviate)");
   }
+  // Every call of each sender, by the exact extremes of its ratios.
   std::int64_t checked = 0;
   double largest = 0;
-  for (const Series::Point& p : ratio->points) {
-    const std::optional<double> q = p.worker == kServer ? server_q : workers_q;
+  for (const int sender : ratio->workers()) {
+    const std::optional<double> q = sender == kServer ? server_q : workers_q;
     if (!q) continue;
-    ++checked;
-    largest = std::max(largest, p.value);
-    if (!(p.value <= *q * (1 + rtol))) {
+    const Extent e = ratio->extent(sender);
+    checked += e.count;
+    const Series::Point worst =
+        e.finite() ? Series::Point{e.max_step, sender, e.max}
+                   : Series::Point{e.first_non_finite_step, sender, e.first_non_finite};
+    largest = std::max(largest, worst.value);
+    if (!(worst.value <= *q * (1 + rtol))) {
       return Premise::Failed(
           name,
           fmt::format("||C(u) - u|| / ||u|| = {:.6g} at step {} ({}) exceeds q = {:.6g}: the run "
                       "contradicts that q",
-                      p.value, p.step, SenderName(p.worker), *q),
-          p.step, p.worker);
+                      worst.value, worst.step, SenderName(sender), *q),
+          worst.step, sender);
     }
   }
   if (checked == 0) {
     return Premise::Failed(name, "no compressor call of the run was checked against the q");
   }
   return Premise::Met(
-      name, fmt::format("largest ||C(u) - u|| / ||u|| {:.6g} over {} calls", largest, checked));
+      name, fmt::format("largest ||C(u) - u|| / ||u|| {:.6g} over all {} calls", largest, checked));
 }
 
 namespace {
@@ -160,28 +163,27 @@ std::optional<bool> WorkersFlag(const RunEvidence& run, std::string_view series)
   const Series* flags = run.Probe("q-deviate", series);
   if (flags == nullptr) return std::nullopt;
   std::optional<bool> all;
-  for (const Series::Point& p : flags->points) {
+  for (const Series::Point& p : flags->sample()) {
     if (p.worker == kServer) continue;
     all = all.value_or(true) && p.value != 0;
   }
   return all;
 }
 
-// The last value of `probe/series` of each worker (not the server), summed; nullopt when a
-// worker has none.
-std::optional<double> WorkersLastSum(const RunEvidence& run, std::string_view series,
+// The largest value of `probe/series` of each worker (not the server) over the whole run, summed
+// (or the largest of them): for q-deviate's running totals, which never decrease, the totals over
+// all the run's calls. nullopt when no worker has one.
+std::optional<double> WorkersLargest(const RunEvidence& run, std::string_view series,
                                      bool largest = false) {
   const Series* s = run.Probe("q-deviate", series);
   if (s == nullptr) return std::nullopt;
-  std::map<int, Series::Point> last;
-  for (const Series::Point& p : s->points) {
-    if (p.worker == kServer) continue;
-    auto [it, fresh] = last.emplace(p.worker, p);
-    if (!fresh && p.step >= it->second.step) it->second = p;
+  std::optional<double> total;
+  for (const int worker : s->workers()) {
+    if (worker == kServer) continue;
+    const Extent e = s->extent(worker);
+    const double value = e.finite() ? e.max : e.first_non_finite;
+    total = !total ? value : largest ? std::max(*total, value) : *total + value;
   }
-  if (last.empty()) return std::nullopt;
-  double total = 0;
-  for (const auto& [worker, p] : last) total = largest ? std::max(total, p.value) : total + p.value;
   return total;
 }
 
@@ -193,10 +195,10 @@ Premise CompressorErrorWithin(const RunEvidence& run, double limit, std::string_
   const std::string name =
       fmt::format("{}: E||C(u) - u||^2 <= {:.6g} ||u||^2 ({})", assumption, limit, source);
   // The running totals over every call (q-deviate records them whatever probe_every keeps).
-  const std::optional<double> calls = WorkersLastSum(run, "calls");
-  const std::optional<double> sq_sum = WorkersLastSum(run, "sq_ratio_sum");
-  const std::optional<double> sq_sq_sum = WorkersLastSum(run, "sq_ratio_sq_sum");
-  const std::optional<double> max_ratio = WorkersLastSum(run, "max_ratio", true);
+  const std::optional<double> calls = WorkersLargest(run, "calls");
+  const std::optional<double> sq_sum = WorkersLargest(run, "sq_ratio_sum");
+  const std::optional<double> sq_sq_sum = WorkersLargest(run, "sq_ratio_sq_sum");
+  const std::optional<double> max_ratio = WorkersLargest(run, "ratio", true);
   if (!calls || !sq_sum || !sq_sq_sum || !max_ratio || *calls < 1) {
     return Premise::Failed(name,
                            "the run recorded no worker's ||C(u) - u|| / ||u|| totals (probe "
@@ -208,7 +210,7 @@ Premise CompressorErrorWithin(const RunEvidence& run, double limit, std::string_
         "largest ||C(u) - u||^2 / ||u||^2 {:.6g} over all {} "
         "calls of a deterministic compressor",
         largest, *calls);
-    if (largest > limit * (1 + rtol)) {
+    if (!(largest <= limit * (1 + rtol))) {
       return Premise::Failed(name, over + ": the run contradicts the constant");
     }
     return Premise::Met(name, over);
@@ -310,16 +312,16 @@ Premise ConstantStepSize(const RunEvidence& run) {
   const std::string name = "a constant step size";
   const Series* lr = run.Metric("lr");
   if (lr == nullptr || lr->empty()) return Premise::Failed(name, "the run recorded no lr");
-  const double first = lr->points.front().value;
-  for (const Series::Point& p : lr->points) {
-    if (p.value != first) {
-      return Premise::Failed(name,
-                             fmt::format("lr = {:.6g} at step {}, {:.6g} at step {}", first,
-                                         lr->points.front().step, p.value, p.step),
-                             p.step);
-    }
+  // Every step's rate, by its extremes.
+  const Extent e = lr->extent();
+  if (!e.finite() || e.min != e.max) {
+    const Series::Point low = *lr->Min(), high = *lr->Max();
+    return Premise::Failed(name,
+                           fmt::format("lr = {:.6g} at step {}, {:.6g} at step {}", low.value,
+                                       low.step, high.value, high.step),
+                           std::max(low.step, high.step));
   }
-  return Premise::Met(name, fmt::format("lr = {:.6g} at every step", first));
+  return Premise::Met(name, fmt::format("lr = {:.6g} at every one of {} steps", e.max, e.count));
 }
 
 Premise Stationary(std::span<const double> values, std::string_view what, double confidence) {

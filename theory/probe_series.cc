@@ -55,7 +55,8 @@ constexpr SeriesInfo kSeries[] = {
     // C on the sender's recorded input u at step t (every k-th step on large problems).
     {"q-unbiased", "z",
      "split-sample t statistic of <C_k(u) - u, w> over the draws (birder Eq. 5, Lemma 1: E C(u) = "
-     "u); +inf if deterministic; worker = sender"},
+     "u); when all draws agree, the normal quantile of the chance an unbiased quantizer would "
+     "(finite, at most 37); worker = sender"},
     {"q-unbiased", "z_inside",
      "z with w restricted to the coordinates |u_j| <= 1 (where birder Lemma 1 speaks; Q clips "
      "outside); worker = sender (i or -1)"},
@@ -144,6 +145,23 @@ constexpr SeriesInfo kSeries[] = {
     {"lamb-ratios", "c",
      "c_t^(l), layer l's scaling (onebit-lamb Eq. 1's clip in warmup and LAMB; Alg. 1 line 20 r "
      "c_avg after); worker column = layer index l"},
+    {"lamb-ratios", "c_clip_excess",
+     "how far c_t^(l) lies outside [c_min, c_max] in warmup (every step for LAMB; onebit-lamb Eq. "
+     "1), relative to the bound it passes: 0 inside, +inf past a bound of 0; worker column = "
+     "layer index l"},
+    {"lamb-ratios", "r_clip_excess",
+     "how far r_t^(l) lies outside [r_min, r_max] after the warmup (onebit-lamb Alg. 1 line 19), "
+     "relative to the bound it passes; worker column = layer index l"},
+    {"lamb-ratios", "r_step_excess",
+     "how far r_t^(l) lies outside [(1 - r_threshold) r_(t-1), (1 + r_threshold) r_(t-1)] "
+     "(onebit-lamb Alg. 1 line 18; only where r_(t-1) is in [r_min, r_max]), relative; the "
+     "previous step's r, whatever probe_every keeps; worker column = layer index l"},
+    {"lamb-ratios", "c_product_excess",
+     "|c_t - r_t c_avg| / |r_t c_avg| after the warmup (onebit-lamb Alg. 1 line 20), c_avg the "
+     "beta3-average of every warmup step's c; worker column = layer index l"},
+    {"q-unbiased", "deterministic",
+     "1 when the sender's compressor ignores its stream (its draws are one value, whose bias is "
+     "exact), else 0; once, at the sender's first sampled call; worker = sender"},
     // spams_probes.cc
     {"spams-ef", "sq_norm",
      "||e_{t+1,i}||^2 after step t: worker i's EF error (dist-spams) or the server's one error "

@@ -22,10 +22,13 @@ std::vector<double> PerStep(const RunEvidence& run, std::string_view metric) {
   const Series* s = run.Metric(metric);
   if (s == nullptr) return {};
   std::vector<double> values(static_cast<std::size_t>(run.steps_done), std::nan(""));
-  for (const Series::Point& p : s->points) {
-    if (p.step >= 0 && p.step < run.steps_done) values[static_cast<std::size_t>(p.step)] = p.value;
+  std::vector<bool> seen(values.size(), false);
+  for (const Series::Point& p : s->points()) {
+    if (p.step < 0 || p.step >= run.steps_done) continue;
+    values[static_cast<std::size_t>(p.step)] = p.value;
+    seen[static_cast<std::size_t>(p.step)] = true;
   }
-  if (std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) return {};
+  if (std::find(seen.begin(), seen.end(), false) != seen.end()) return {};
   return values;
 }
 
@@ -230,7 +233,7 @@ Verdict CheckSpeedup(const AssertionInput& input, RateOptions o,
     by_seed[run.seed][run.workers] =
         mean / static_cast<double>(values.size() - static_cast<std::size_t>(o.from) + 1);
     if (const Series* lr = run.Metric("lr"); lr != nullptr && !lr->empty()) {
-      lr_at[run.workers] = lr->points.front().value;
+      lr_at[run.workers] = lr->sample().front().value;
     }
     if (std::find(ns.begin(), ns.end(), run.workers) == ns.end()) ns.push_back(run.workers);
   }
@@ -293,7 +296,7 @@ Verdict CheckOptimalityGap(const AssertionInput& input, double tolerance) {
         "no optimality_gap: the problem does not know f* (set reference "
         "= true to estimate it)");
   }
-  const Series::Point last = gap->points.back();
+  const Series::Point last = gap->sample().back();
   Verdict v;
   v.measured_value = last.value;
   v.bound_value = tolerance;
@@ -334,14 +337,14 @@ Verdict CheckTracksReference(const AssertionInput& input, const ReferenceOptions
   if (a == nullptr || b == nullptr || a->empty() || b->empty()) {
     return Verdict::Inconclusive(fmt::format("metric {} is not recorded by both runs", metric));
   }
-  const double x = a->points.back().value, y = b->points.back().value;
+  const double x = a->sample().back().value, y = b->sample().back().value;
   Verdict v;
   v.measured_value = std::abs(x - y);
   v.bound_value = tolerance;
   v.measured = fmt::format("|{} - {}| = |{:.6g} - {:.6g}| = {:.4g}{}", metric, reference, x, y,
                            v.measured_value, run.completed() ? "" : " (" + run.status + ")");
   v.bound = fmt::format("<= {:.3g}", tolerance);
-  v.worst_step = a->points.back().step;
+  v.worst_step = a->sample().back().step;
   v.kind = v.measured_value <= tolerance && run.completed() ? VerdictKind::kHolds
                                                             : VerdictKind::kViolated;
   Premise reference_ok = RunCompleted(*ref);

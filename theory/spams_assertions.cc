@@ -25,8 +25,6 @@
 namespace lemmalab {
 namespace {
 
-constexpr std::array<std::string_view, 2> kSpams = {"spams", "dist-spams"};
-
 // Options every SPAMS claim may take: Assumption 1's q and Assumption 3's G as the user claims
 // them (checked against the run), and the rounding slack.
 struct SpamsClaimOptions {
@@ -55,7 +53,7 @@ DeclaredQ FindQ(const SpamsClaimOptions& o, const RunEvidence& run, std::string_
     return q;
   }
   if (const Series* s = run.Probe(probe, "q")) {
-    for (const Series::Point& p : s->points) {
+    for (const Series::Point& p : s->sample()) {
       (p.worker == kServer ? q.server : q.workers) = p.value;
     }
   }
@@ -77,7 +75,6 @@ Premise SpamsFeedback(const RunEvidence& run) {
 // algorithm, q and G as the run keeps to them, error feedback.
 void QAndGPremises(Verdict& v, const RunEvidence& run, const DeclaredQ& q, const UsedConstant& g,
                    double rtol) {
-  v.premises.push_back(AlgorithmIs(run, kSpams, "SPAMS (spams.txt Algorithm 2 or 3)"));
   v.premises.push_back(CompressorWithinQ(run, q.workers, q.server, q.source, rtol));
   v.premises.push_back(GradientsWithin(run, g, "spams.txt Assumption 3"));
   v.premises.push_back(SpamsFeedback(run));
@@ -112,44 +109,41 @@ Verdict CheckPerStepBound(const AssertionInput& input, const SpamsClaimOptions& 
   if (!any_side.workers) any_side.workers = q.server;
   if (!any_side.server) any_side.server = q.workers;
   QAndGPremises(verdict, run, any_side, *g, rtol);
+  // Every value of each sender, by its exact extremes, against its side's bound.
   double worst_ratio = -1;
-  std::optional<Series::Point> first_violation;
-  std::int64_t violations = 0;
-  for (const Series::Point& p : series->points) {
-    const std::optional<double> side_q = p.worker == kServer ? q.server : q.workers;
+  std::optional<Series::Point> worst_over;
+  for (const int sender : series->workers()) {
+    const std::optional<double> side_q = sender == kServer ? q.server : q.workers;
     if (!side_q) {
       return Verdict::Inconclusive(fmt::format("no q for the {}'s compressor; give the check a `q`",
-                                               p.worker == kServer ? "server" : "workers"));
+                                               sender == kServer ? "server" : "workers"));
     }
     const double bound = bound_of(*side_q, g->value);
-    const double ratio = bound > 0 ? p.value / bound : (p.value > 0 ? INFINITY : 0.0);
-    const bool over = !(p.value <= bound * (1 + rtol));  // NaN counts as over
-    if (over) {
-      ++violations;
-      if (!first_violation) first_violation = p;
-    }
-    if (std::isnan(ratio) || ratio > worst_ratio || !verdict.worst_step) {
-      worst_ratio = std::isnan(ratio) ? INFINITY : ratio;
-      verdict.worst_step = p.step;
-      verdict.worst_worker = p.worker;
-      verdict.measured_value = p.value;
+    const Extent e = series->extent(sender);
+    const Series::Point largest =
+        e.finite() ? Series::Point{e.max_step, sender, e.max}
+                   : Series::Point{e.first_non_finite_step, sender, e.first_non_finite};
+    double ratio = bound > 0 ? largest.value / bound : (largest.value > 0 ? INFINITY : 0.0);
+    if (std::isnan(ratio)) ratio = INFINITY;
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      verdict.worst_step = largest.step;
+      verdict.worst_worker = sender;
+      verdict.measured_value = largest.value;
       verdict.bound_value = bound;
     }
+    if (!(largest.value <= bound * (1 + rtol)) && !worst_over) worst_over = largest;
   }
-  verdict.measured = fmt::format("max {} {:.6g} (step {}), {:.4g} of the bound", what,
-                                 verdict.measured_value, *verdict.worst_step, worst_ratio);
+  verdict.measured =
+      fmt::format("max {} {:.6g} (step {}), {:.4g} of the bound, {}", what, verdict.measured_value,
+                  *verdict.worst_step, worst_ratio, OverAllValues(*series));
   verdict.bound = fmt::format("<= {} = {:.6g}", bound_text, verdict.bound_value);
   verdict.detail =
       fmt::format("{}; {}; rounding slack rtol = {:.1g}", q.source, g->description, rtol);
-  if (violations > 0) {
+  if (worst_over) {
     verdict.kind = VerdictKind::kViolated;
-    verdict.detail += fmt::format("; {} of {} points over the bound, the first at step {} ({})",
-                                  violations, series->points.size(), first_violation->step,
-                                  SenderName(first_violation->worker));
-  } else if (!run.completed()) {
-    verdict.kind = VerdictKind::kInconclusive;
-    verdict.detail +=
-        fmt::format("; the steps recorded meet the bound, but the run {}", run.status);
+    verdict.detail += fmt::format("; over the bound at step {} ({})", worst_over->step,
+                                  SenderName(worst_over->worker));
   }
   return verdict;
 }
@@ -186,29 +180,39 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
 
   Verdict verdict;
   verdict.kind = VerdictKind::kHolds;
-  verdict.premises.push_back(AlgorithmIs(run, kSpams, "SPAMS (update m / sqrt(v_hat + eps))"));
   std::vector<std::string> parts;
   double worst_fraction = -1;
   for (const auto& [series, bound, name] : {std::tuple{l1, bounds.l1_sum, "sum ||D_t||_1"},
                                             std::tuple{sq, bounds.squared_sum, "sum ||D_t||^2"}}) {
-    double sum = 0;
-    std::optional<std::int64_t> over;
-    for (const Series::Point& p : series->points) {
-      sum += p.value;
-      if (!over && !(sum <= bound * (1 + rtol))) over = p.step;
-    }
+    // The sum over every step (its extent), whatever was recorded. Its terms are norms, so the
+    // partial sums only grow: the sum at T decides every T.
+    const Extent e = series->extent();
+    const double sum = e.finite() ? e.sum : e.first_non_finite;
     const double fraction = sum / bound;
-    parts.push_back(fmt::format("{} = {:.6g} ({:.4g} of {:.6g})", name, sum, fraction, bound));
-    if (over) {
-      if (verdict.kind != VerdictKind::kViolated || *over < *verdict.worst_step) {
-        verdict.worst_step = *over;
+    parts.push_back(fmt::format("{} = {:.6g} ({:.4g} of {:.6g}) over all {} steps", name, sum,
+                                fraction, bound, e.count));
+    if (!(sum <= bound * (1 + rtol))) {
+      // Where the running sum first passes the bound, when the recorded points are every term.
+      std::int64_t at = e.last_step;
+      if (series->Complete()) {
+        double partial = 0;
+        for (const Series::Point& p : series->points()) {
+          partial += p.value;
+          if (!(partial <= bound * (1 + rtol))) {
+            at = p.step;
+            break;
+          }
+        }
+      }
+      if (verdict.kind != VerdictKind::kViolated || at < *verdict.worst_step) {
+        verdict.worst_step = at;
         verdict.measured_value = sum;
         verdict.bound_value = bound;
       }
       verdict.kind = VerdictKind::kViolated;
     } else if (verdict.kind == VerdictKind::kHolds && fraction > worst_fraction) {
       worst_fraction = fraction;
-      verdict.worst_step = series->points.back().step;
+      verdict.worst_step = e.last_step;
       verdict.measured_value = sum;
       verdict.bound_value = bound;
     }
@@ -223,12 +227,7 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
       "rtol = {:.1g}",
       rtol);
   if (verdict.kind == VerdictKind::kViolated) {
-    verdict.detail +=
-        fmt::format("; the first cumulative sum over its bound at step {}", *verdict.worst_step);
-  } else if (!run.completed()) {
-    verdict.kind = VerdictKind::kInconclusive;
-    verdict.detail +=
-        fmt::format("; the steps recorded meet the bound, but the run {}", run.status);
+    verdict.detail += fmt::format("; the sum is over its bound by step {}", *verdict.worst_step);
   }
   return verdict;
 }
@@ -257,8 +256,6 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   const auto T = run.steps_done;
   if (T < 1) return Verdict::Inconclusive("the run took no step");
   if (corollary == 2) {
-    constexpr std::array<std::string_view, 1> kSingle = {"spams"};
-    verdict.premises.push_back(AlgorithmIs(run, kSingle, "single-machine SPAMS (Algorithm 3)"));
     verdict.premises.push_back(
         run.workers == 1
             ? Premise::Met("n = 1 (Corollary 2)", "one worker")
@@ -437,7 +434,6 @@ Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptio
   const RunEvidence& run = input.runs.front();
   Verdict v;
   v.premises.push_back(RunCompleted(run));
-  v.premises.push_back(AlgorithmIs(run, kSpams, "SPAMS (spams.txt Algorithm 2 or 3)"));
   const Series* series = run.Probe("spams-moments", lemma3 ? "error_average_sq" : "momentum_sq");
   const Series* grad = run.Metric("grad_sq_norm");
   if (series == nullptr || series->empty() || grad == nullptr) {
@@ -445,10 +441,12 @@ Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptio
     return v;
   }
   const std::int64_t T = run.steps_done;
-  double measured = 0, grad_sum = 0;
+  // The sum over every step (the series' extent), whatever was recorded.
+  const Extent terms = series->extent();
+  const double measured = terms.finite() ? terms.sum : terms.first_non_finite;
+  double grad_sum = 0;
   std::int64_t evaluations = 0;
-  for (const Series::Point& p : series->points) measured += p.value;
-  for (const Series::Point& p : grad->points) {
+  for (const Series::Point& p : grad->points()) {
     if (p.step >= 0 && p.step < T) {
       grad_sum += p.value;
       ++evaluations;
@@ -486,8 +484,8 @@ Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptio
   }
   v.measured_value = measured;
   v.bound_value = bound;
-  v.measured = fmt::format("sum_t ||{}||^2 = {:.6g} over T = {} steps", lemma3 ? "E_t" : "m'_t",
-                           measured, T);
+  v.measured = fmt::format("sum_t ||{}||^2 = {:.6g} over all {} steps ({} recorded), T = {}",
+                           lemma3 ? "E_t" : "m'_t", measured, terms.count, series->recorded(), T);
   v.bound = lemma3 ? fmt::format(
                          "<= 4 T q^2/(1-q^2)^2 (sigma^2 + sigma_g^2) + 4 q^2/(1-q^2)^2 "
                          "sum_t ||grad f||^2 = {:.6g} (E[.])",

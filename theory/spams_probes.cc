@@ -114,7 +114,9 @@ class SpamsMaxVarianceProbe final : public Probe<T> {
 
   void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const Vector<T>& v_hat = *optimizer.Observe(Quantity::kMaxVariance, kServer);
-    const double max = v_hat.size() == 0 ? 0.0 : static_cast<double>(v_hat.maxCoeff());
+    const double max = v_hat.size() == 0
+                           ? 0.0
+                           : static_cast<double>(v_hat.template maxCoeff<Eigen::PropagateNaN>());
     sink.Record("max_vhat", kServer, max);
     tally_.Add(max, step.t, kServer);
     if (!q_recorded_) {

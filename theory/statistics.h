@@ -3,10 +3,20 @@
 // what it says.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 
 namespace lemmalab {
+
+// The larger (smaller) of a and b, and NaN when either is: the running extremes the probes keep
+// never let a NaN pass unseen (std::max(a, NaN) is a).
+inline double NanMax(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? a + b : (a < b ? b : a);
+}
+inline double NanMin(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? a + b : (b < a ? b : a);
+}
 
 // The standard normal quantile Phi^{-1}(p), 0 < p < 1 (Boost.Math; Student's t is
 // StudentTQuantile in theory/rate_fit.h).

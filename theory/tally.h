@@ -2,6 +2,7 @@
 // probe's Summary lines report.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -19,7 +20,7 @@ struct Tally {
   void Add(double value, std::int64_t step, int worker) {
     sum += value;
     ++count;
-    if (value > max) {
+    if (!std::isnan(max) && !(value <= max)) {  // a NaN, once seen, stays the largest
       max = value;
       max_step = step;
       max_worker = worker;

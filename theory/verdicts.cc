@@ -67,15 +67,6 @@ Verdict Settle(Verdict verdict) {
   return verdict;
 }
 
-Verdict JudgeSafely(const Judgement& judge, const AssertionInput& input) {
-  try {
-    return Settle(judge(input));
-  } catch (const UserError& e) {
-    return Verdict::Inconclusive(
-        fmt::format("the bound cannot be evaluated on this run's values: {}", e.what()));
-  }
-}
-
 std::string SenderName(int worker) {
   if (worker == kServer) return "server";
   if (worker == kRunWide) return "";
@@ -85,51 +76,83 @@ std::string SenderName(int worker) {
 namespace {
 
 template <typename Breaks>
-Verdict EveryPoint(const Series& series, double bound, std::string_view what,
+Verdict EveryValue(std::initializer_list<const Series*> series, double bound, std::string_view what,
                    std::string bound_text, bool upper, Breaks breaks) {
-  if (series.empty()) return Verdict::Inconclusive(fmt::format("no values of {} recorded", what));
+  Extent all;
+  std::int64_t recorded = 0;
+  for (const Series* s : series) {
+    if (s == nullptr) continue;
+    all.Merge(s->extent());
+    recorded += static_cast<std::int64_t>(s->recorded());
+  }
+  if (all.empty()) return Verdict::Inconclusive(fmt::format("no values of {} recorded", what));
   Verdict v;
   v.kind = VerdictKind::kHolds;
   v.bound = std::move(bound_text);
   v.bound_value = bound;
-  const Series::Point extreme = upper ? *series.Max() : *series.Min();
-  const Series::Point* first_break = nullptr;
-  for (const Series::Point& p : series.points) {
-    if (breaks(p.value)) {
-      first_break = &p;
-      break;
-    }
+  // The extreme of the finite values, or the first non-finite value when there are no others.
+  Series::Point extreme = upper ? Series::Point{all.max_step, all.max_worker, all.max}
+                                : Series::Point{all.min_step, all.min_worker, all.min};
+  if (all.finite_count() == 0 || (!all.finite() && !breaks(extreme.value))) {
+    extreme = {all.first_non_finite_step, all.first_non_finite_worker, all.first_non_finite};
   }
   v.measured_value = extreme.value;
-  v.measured = fmt::format("{} {} {:.6g} over {} values", upper ? "max" : "min", what,
-                           extreme.value, series.points.size());
-  const Series::Point& worst = first_break != nullptr ? *first_break : extreme;
-  v.worst_step = worst.step;
-  if (worst.worker != kRunWide) v.worst_worker = worst.worker;
-  if (first_break != nullptr) {
-    v.kind = VerdictKind::kViolated;
-    v.detail =
-        fmt::format("first broken at step {}{} ({:.6g}); {} of {} values break it", worst.step,
-                    worst.worker == kRunWide ? "" : ", " + SenderName(worst.worker), worst.value,
-                    std::count_if(series.points.begin(), series.points.end(),
-                                  [&](const Series::Point& p) { return breaks(p.value); }),
-                    series.points.size());
+  v.measured = fmt::format("{} {} {:.6g} over all {} values ({} recorded)", upper ? "max" : "min",
+                           what, extreme.value, all.count, recorded);
+  v.worst_step = extreme.step;
+  if (extreme.worker != kRunWide) v.worst_worker = extreme.worker;
+  if (!breaks(extreme.value)) return v;
+  v.kind = VerdictKind::kViolated;
+  // Where the recorded points break it: all the breaks when the points are every value (then the
+  // verdict's step is the first), a sample of them otherwise.
+  std::int64_t broken = 0;
+  std::optional<Series::Point> first;
+  bool complete = true;
+  for (const Series* s : series) {
+    if (s == nullptr) continue;
+    complete = complete && s->Complete();
+    for (const Series::Point& p : s->sample()) {
+      if (!breaks(p.value)) continue;
+      ++broken;
+      if (!first || p.step < first->step) first = p;
+    }
   }
+  if (complete && first) {
+    v.worst_step = first->step;
+    v.worst_worker = first->worker == kRunWide ? std::nullopt : std::optional<int>(first->worker);
+  }
+  const std::string at =
+      fmt::format("step {}{}", extreme.step,
+                  extreme.worker == kRunWide ? "" : ", " + SenderName(extreme.worker));
+  v.detail =
+      first ? fmt::format(
+                  "{} at {} ({:.6g}); {} of the {} recorded values break it, the "
+                  "first at step {}{}",
+                  upper ? "the largest" : "the smallest", at, extreme.value, broken, recorded,
+                  first->step, first->worker == kRunWide ? "" : ", " + SenderName(first->worker))
+            : fmt::format(
+                  "{} at {} ({:.6g}), between the recorded values, none of which "
+                  "breaks it",
+                  upper ? "the largest" : "the smallest", at, extreme.value);
   return v;
 }
 
 }  // namespace
 
-Verdict EveryPointAtMost(const Series& series, double bound, std::string_view what,
-                         std::string bound_text) {
-  return EveryPoint(series, bound, what, std::move(bound_text), true,
+Verdict EveryValueAtMost(std::initializer_list<const Series*> series, double bound,
+                         std::string_view what, std::string bound_text) {
+  return EveryValue(series, bound, what, std::move(bound_text), true,
                     [bound](double value) { return !(value <= bound); });
 }
 
-Verdict EveryPointAtLeast(const Series& series, double bound, std::string_view what,
-                          std::string bound_text) {
-  return EveryPoint(series, bound, what, std::move(bound_text), false,
+Verdict EveryValueAtLeast(std::initializer_list<const Series*> series, double bound,
+                          std::string_view what, std::string bound_text) {
+  return EveryValue(series, bound, what, std::move(bound_text), false,
                     [bound](double value) { return !(value >= bound); });
+}
+
+std::string OverAllValues(const Series& series) {
+  return fmt::format("over all {} values ({} recorded)", series.observed(), series.recorded());
 }
 
 VerdictKind ExpectationVerdict(double measured, double bound, double confidence) {
@@ -181,17 +204,16 @@ std::optional<GradientAverage> ReadGradientAverage(const RunEvidence& run, std::
     return std::nullopt;
   }
   GradientAverage a;
-  a.step_size = lr->points.front().value;
+  a.step_size = lr->sample().front().value;
   a.grad_sq.assign(static_cast<std::size_t>(steps), NAN);
-  for (const Series::Point& p : grad->points) {
-    if (p.step >= 0 && p.step < steps) a.grad_sq[static_cast<std::size_t>(p.step)] = p.value;
+  std::vector<bool> seen(static_cast<std::size_t>(steps), false);
+  for (const Series::Point& p : grad->points()) {
+    if (p.step < 0 || p.step >= steps) continue;
+    a.grad_sq[static_cast<std::size_t>(p.step)] = p.value;
+    seen[static_cast<std::size_t>(p.step)] = true;
   }
-  std::optional<double> f0;
-  for (const Series::Point& p : loss->points) {
-    if (p.step == 0) f0 = p.value;
-  }
-  const auto gaps =
-      std::count_if(a.grad_sq.begin(), a.grad_sq.end(), [](double v) { return std::isnan(v); });
+  const std::optional<double> f0 = loss->At(0);
+  const auto gaps = std::count(seen.begin(), seen.end(), false);
   if (gaps > 0 || !f0) {
     why = fmt::format(
         "grad_sq_norm is missing at {} of the steps 0..{} (the theorem averages over every "

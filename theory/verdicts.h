@@ -18,14 +18,16 @@ namespace lemmalab {
 // "worker 3", "server", or "" for run-wide values.
 std::string SenderName(int worker);
 
-// The verdict of a deterministic claim "value <= bound at every point" on `series` (every
-// recorded point must satisfy it): holds, or violated at the first point over the bound, with
-// the largest value as the measured one. `what` names the measured quantity.
-Verdict EveryPointAtMost(const Series& series, double bound, std::string_view what,
-                         std::string bound_text);
-// The same for "value >= bound".
-Verdict EveryPointAtLeast(const Series& series, double bound, std::string_view what,
-                          std::string bound_text);
+// The verdict of a deterministic claim "value <= bound at every value the series took", judged
+// on the exact extremes of all the values (Series::extent), whatever was recorded: holds when the
+// largest is within the bound, violated at the largest otherwise (a NaN is never within). The
+// detail says where the recorded points first break it, as far as they go. Several series
+// (the workers' and the server's, say) are judged together. `what` names the quantity.
+Verdict EveryValueAtMost(std::initializer_list<const Series*> series, double bound,
+                         std::string_view what, std::string bound_text);
+// The same for "value >= bound", judged on the smallest value.
+Verdict EveryValueAtLeast(std::initializer_list<const Series*> series, double bound,
+                          std::string_view what, std::string bound_text);
 
 // One run against a bound on an expectation E X <= B (X >= 0): a single draw X proves nothing
 // about E X, but X <= B is what the bound predicts (holds), and by Markov's inequality
@@ -43,14 +45,17 @@ BoundForm ExpectationForm(std::string name, std::string bound_text, double measu
 // is stored in the run's precision (1e-6 for fp32, 1e-12 for fp64), unless `given`.
 double RoundingSlack(const RunEvidence& run, std::optional<double> given = std::nullopt);
 
+// "over all 6000 values (600 recorded)": how many values an extent-based measurement covers.
+std::string OverAllValues(const Series& series);
+
 // The series `probe/series` of the run, or nullptr with `why` set to an inconclusive reason.
 const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,
                            std::string& why);
 
 // What the theorems that bound (1/T) sum_{t<T} ||grad f(x^t)||^2 read from a run's metrics: the
-// step size (the first lr; that it stays constant is a premise of their own), ||grad f(x^t)||^2
-// for every t < T (grad_sq_norm at steps 0..T-1, so eval_every = 1) and f(x^0) (train_loss at
-// step 0).
+// step size (the lr of step 1; that it stays constant is a premise of their own),
+// ||grad f(x^t)||^2 for every t < T (grad_sq_norm at steps 0..T-1, so eval_every = 1) and f(x^0)
+// (train_loss at step 0).
 struct GradientAverage {
   double step_size = 0;
   std::vector<double> grad_sq;  // by step, T values
