@@ -9,12 +9,14 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "cli/directory_lock.h"
 #include "cli/evidence_reader.h"
 #include "cli/experiment.h"
 #include "cli/results.h"
+#include "cli/results_reader.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "theory/evidence_rule.h"
@@ -83,7 +85,111 @@ std::vector<Claim> ReadClaims(const RunSpec& spec) {
   return claims;
 }
 
-// Runs (or reads) every experiment of the sweep.
+// The first difference between two option values, as "path: a then, b now" (nullopt when they
+// are equal): tables key by key, arrays element by element.
+std::optional<std::string> Difference(const OptionValue& a, const OptionValue& b,
+                                      const std::string& path) {
+  const auto* ta = std::get_if<OptionValue::Table>(&a.data);
+  const auto* tb = std::get_if<OptionValue::Table>(&b.data);
+  if (ta != nullptr && tb != nullptr) {
+    std::set<std::string> keys;
+    for (const auto& [key, value] : (*ta)->entries()) keys.insert(key);
+    for (const auto& [key, value] : (*tb)->entries()) keys.insert(key);
+    for (const std::string& key : keys) {
+      const std::string at = path.empty() ? key : path + "." + key;
+      const auto ia = (*ta)->entries().find(key), ib = (*tb)->entries().find(key);
+      if (ia == (*ta)->entries().end() || ib == (*tb)->entries().end()) {
+        return fmt::format("{}: {} then, {} now", at,
+                           ia == (*ta)->entries().end() ? "absent" : ia->second.Show(),
+                           ib == (*tb)->entries().end() ? "absent" : ib->second.Show());
+      }
+      if (auto d = Difference(ia->second, ib->second, at)) return d;
+    }
+    return std::nullopt;
+  }
+  const auto* aa = std::get_if<OptionValue::Array>(&a.data);
+  const auto* ab = std::get_if<OptionValue::Array>(&b.data);
+  if (aa != nullptr && ab != nullptr) {
+    if (aa->size() != ab->size()) {
+      return fmt::format("{}: {} entries then, {} now", path, aa->size(), ab->size());
+    }
+    for (std::size_t k = 0; k < aa->size(); ++k) {
+      if (auto d = Difference((*aa)[k], (*ab)[k], fmt::format("{}[{}]", path, k))) return d;
+    }
+    return std::nullopt;
+  }
+  // Scalars (Show writes numbers in their shortest exact form).
+  if (a.data.index() == b.data.index() && a.Show() == b.Show()) return std::nullopt;
+  return fmt::format("{}: {} then, {} now", path, a.Show(), b.Show());
+}
+
+// Why the results in `dir` are not those of `spec` at this seed and worker count, or "": the spec
+// text as far as it decides the runs (everything but [[assert]], [check] and the description),
+// the --set arguments, and every run's resolved options (what the build then resolved against
+// what this one resolves: a default may have changed).
+std::string ProvenanceMismatch(const RunSpec& spec, const std::filesystem::path& dir,
+                               const ExperimentReport& resolved,
+                               const std::vector<RunEvidence>& runs) {
+  ResultsReader db(dir / ResultsWriter::kDatabase);
+  std::map<std::string, std::string> meta;
+  db.ForEachRow("SELECT key, value FROM meta", [&](sqlite3_stmt* row) {
+    meta[ResultsReader::Text(row, 0)] = ResultsReader::Text(row, 1);
+  });
+  const auto deciding = [](const std::string& text, const std::filesystem::path& path) {
+    OptionValue root{ParseSpecTable(text, path), ""};
+    for (const char* key : {"assert", "check", "description"}) {
+      std::get<OptionValue::Table>(root.data)->Erase(key);
+    }
+    return root;
+  };
+  if (meta["spec_text"] != spec.text) {
+    const std::optional<std::string> d = Difference(deciding(meta["spec_text"], meta["spec_path"]),
+                                                    deciding(spec.text, spec.path), "");
+    if (d)
+      return fmt::format("its spec ({}) differs from {}: {}", meta["spec_path"], spec.path.string(),
+                         *d);
+  }
+  if (const std::string settings = JoinNames(spec.settings); meta["settings"] != settings) {
+    return fmt::format("it was run with --set arguments '{}', this check with '{}'",
+                       meta["settings"], settings);
+  }
+  std::vector<std::string> stored, wanted;
+  for (const RunEvidence& run : runs) stored.push_back(run.label);
+  for (const RunReport& run : resolved.runs) wanted.push_back(run.record.label);
+  if (stored != wanted) {
+    return fmt::format("it holds the runs {}, the spec asks for {}", JoinNames(stored),
+                       JoinNames(wanted));
+  }
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const auto& then = runs[k].hyperparameters.entries();
+    const auto& now = resolved.runs[k].hyperparameters.entries();
+    std::set<std::string> keys;
+    for (const auto& [key, value] : then) keys.insert(key);
+    for (const auto& [key, value] : now) keys.insert(key);
+    for (const std::string& key : keys) {
+      const auto a = then.find(key), b = now.find(key);
+      const std::string was = a == then.end() ? "absent" : Hyperparameters::Show(a->second);
+      const std::string is = b == now.end() ? "absent" : Hyperparameters::Show(b->second);
+      if (was != is) {
+        return fmt::format("run '{}' resolved {} = {} then, {} now (another build of lemmalab)",
+                           runs[k].label, key, was, is);
+      }
+    }
+  }
+  return "";
+}
+
+// One experiment of a [check] sweep, before it runs: its seed, worker count, spec and folder.
+struct Planned {
+  std::uint64_t seed = 0;
+  int workers = 1;
+  RunSpec spec;
+  std::filesystem::path dir;
+};
+
+// Runs (or reads) every experiment of the sweep. Every experiment's spec is validated (data,
+// problem, optimizers, probes built) before the first one runs, so that a value of the sweep that
+// cannot run is refused before the others spend their time.
 std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
                                const CheckOptions& options, double& confidence) {
   std::vector<std::int64_t> seeds = {static_cast<std::int64_t>(spec.seed)};
@@ -110,7 +216,10 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
     spec.check->RejectUnknownKeys();
   }
   for (const Claim& claim : claims) {
-    for (const std::string_view probe : claim.info->probes) {
+    std::vector<std::string_view> probes = claim.info->probes;
+    probes.insert(probes.end(), claim.info->premise_probes.begin(),
+                  claim.info->premise_probes.end());
+    for (const std::string_view probe : probes) {
       if (std::find(spec.probes.begin(), spec.probes.end(), probe) == spec.probes.end() &&
           std::find(spec.check_probes.begin(), spec.check_probes.end(), probe) ==
               spec.check_probes.end()) {
@@ -119,55 +228,80 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
     }
   }
   const bool sweep = seeds.size() > 1 || workers.size() > 1;
-  std::vector<Experiment> experiments;
+  std::vector<Planned> plan;
   for (const std::int64_t n : workers) {
     for (const std::int64_t seed : seeds) {
-      Experiment e;
-      e.seed = static_cast<std::uint64_t>(seed);
-      e.workers = static_cast<int>(n);
-      e.dir =
-          sweep ? options.out_dir / fmt::format("seed-{}-workers-{}", seed, n) : options.out_dir;
-      if (!options.from) {
-        RunSpec one = spec;
-        one.seed = e.seed;
-        if (e.workers != spec.workers) {
-          const Scheme scheme = spec.comm.scheme;
-          one.workers = e.workers;
-          one.comm = CommFromOptions(nullptr, e.workers);
-          one.comm.scheme = scheme;
-        }
-        ExperimentOptions run;
-        run.out_dir = e.dir;
-        run.threads = options.threads;
-        run.progress = options.progress;
-        run.stop = options.stop;
-        run.max_memory = options.max_memory;
-        run.max_results = options.max_results;
-        if (options.progress) {
-          fmt::print(stderr, "running seed {}, {} workers -> {}\n", seed, n, e.dir.string());
-        }
-        RunExperiment(one, run);
+      Planned p{
+          static_cast<std::uint64_t>(seed), static_cast<int>(n), spec,
+          sweep ? options.out_dir / fmt::format("seed-{}-workers-{}", seed, n) : options.out_dir};
+      p.spec.seed = p.seed;
+      if (p.workers != spec.workers) {
+        p.spec.workers = p.workers;
+        p.spec.comm = CommFromOptions(nullptr, p.workers);
+        p.spec.comm.scheme = spec.comm.scheme;
       }
-      if (options.from && !std::filesystem::exists(e.dir / ResultsWriter::kDatabase)) {
-        throw UserError(fmt::format(
-            "--from {}: no results for seed {} with {} workers at {}{}; run lemmalab check "
-            "without --from to produce them",
-            options.out_dir.string(), seed, n, e.dir.string(),
-            sweep ? " (the spec's [check] sweep keeps each experiment in "
-                    "seed-<s>-workers-<n>/)"
-                  : ""));
+      plan.push_back(std::move(p));
+    }
+  }
+  // Every experiment is built before any runs; the data are loaded once.
+  DataCache data;
+  std::vector<ExperimentReport> resolved;
+  for (const Planned& p : plan) {
+    try {
+      resolved.push_back(ValidateExperiment(p.spec, &data));
+    } catch (const UserError& e) {
+      if (!sweep) throw;
+      throw UserError(fmt::format("{}: the [check] sweep's seed {} with {} workers cannot run: {}",
+                                  spec.path.string(), p.seed, p.workers, e.what()));
+    }
+  }
+  std::vector<Experiment> experiments;
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    const Planned& p = plan[k];
+    Experiment e{p.seed, p.workers, p.dir, {}};
+    if (!options.from) {
+      ExperimentOptions run;
+      run.out_dir = e.dir;
+      run.threads = options.threads;
+      run.progress = options.progress;
+      run.stop = options.stop;
+      run.max_memory = options.max_memory;
+      run.max_results = options.max_results;
+      run.data_cache = &data;
+      if (options.progress) {
+        fmt::print(stderr, "running seed {}, {} workers -> {}\n", p.seed, p.workers,
+                   e.dir.string());
       }
-      e.runs = ReadEvidence(e.dir);
-      if (options.from && (e.runs.empty() || e.runs.front().seed != e.seed ||
-                           e.runs.front().workers != e.workers)) {
+      RunExperiment(p.spec, run);
+    }
+    if (options.from && !std::filesystem::exists(e.dir / ResultsWriter::kDatabase)) {
+      throw UserError(fmt::format(
+          "--from {}: no results for seed {} with {} workers at {}{}; run lemmalab check "
+          "without --from to produce them",
+          options.out_dir.string(), p.seed, p.workers, e.dir.string(),
+          sweep ? " (the spec's [check] sweep keeps each experiment in "
+                  "seed-<s>-workers-<n>/)"
+                : ""));
+    }
+    e.runs = ReadEvidence(e.dir);
+    if (options.from) {
+      if (e.runs.empty() || e.runs.front().seed != e.seed || e.runs.front().workers != e.workers) {
         throw UserError(fmt::format(
             "--from {}: {} holds results of seed {} with {} workers, not seed {} with {} workers "
             "as {} asks",
             options.out_dir.string(), e.dir.string(), e.runs.empty() ? 0 : e.runs.front().seed,
             e.runs.empty() ? 0 : e.runs.front().workers, e.seed, e.workers, spec.path.string()));
       }
-      experiments.push_back(std::move(e));
+      // The verdicts are about the spec's runs: results of another spec are not judged as if.
+      if (const std::string why = ProvenanceMismatch(p.spec, e.dir, resolved[k], e.runs);
+          !why.empty()) {
+        throw UserError(fmt::format(
+            "--from {}: the results in {} are not those of {}: {}; run lemmalab check without "
+            "--from to produce its own",
+            options.out_dir.string(), e.dir.string(), spec.path.string(), why));
+      }
     }
+    experiments.push_back(std::move(e));
   }
   return experiments;
 }
@@ -349,6 +483,9 @@ std::string FormatCheck(const CheckReport& report) {
     for (std::size_t k = 0; k < row.verdict.premises.size(); ++k) {
       line(k == 0 ? "premises:" : "", PremiseLine(row.verdict.premises[k]));
     }
+    for (std::size_t k = 0; k < row.verdict.evidence.size(); ++k) {
+      line(k == 0 ? "evidence:" : "", row.verdict.evidence[k]);
+    }
     line("detail:", row.verdict.detail);
   }
   const int bad = report.mismatches();
@@ -386,7 +523,7 @@ std::string CheckMarkdown(const CheckReport& report) {
   bool details = false;
   for (const CheckRow& row : report.rows) {
     if (row.verdict.detail.empty() && row.verdict.premises.empty() &&
-        row.verdict.other_forms.empty()) {
+        row.verdict.other_forms.empty() && row.verdict.evidence.empty()) {
       continue;
     }
     if (!details) out += "\n## Details\n\n";
@@ -399,6 +536,7 @@ std::string CheckMarkdown(const CheckReport& report) {
     for (const Premise& p : row.verdict.premises) {
       out += fmt::format("  - premise {}\n", PremiseLine(p));
     }
+    for (const std::string& e : row.verdict.evidence) out += fmt::format("  - evidence {}\n", e);
   }
   return out;
 }
@@ -442,6 +580,7 @@ std::string CheckJson(const CheckReport& report) {
                        {"bound_value", number(f.bound_value)},
                        {"detail", f.detail}});
     }
+    j["evidence"] = v.evidence;
     auto& premises = j["premises"] = nlohmann::json::array();
     for (const Premise& p : v.premises) {
       premises.push_back({{"name", p.name},

@@ -117,10 +117,12 @@ std::vector<Constant> ReferenceConstants(const Problem<double>& problem, std::ui
   std::optional<FullBatchMinimum> minimum;
   if (FindConstant(constants, "f_star") == nullptr) {
     minimum = MinimizeFullBatch(problem, start, max_iterations, kReferenceGradientTolerance, stop);
+    // f at a point, so never below inf f: an upper bound on f*, whatever the solver found.
     constants.push_back(
-        {"f_star", minimum->value, Certainty::kEstimate,
-         fmt::format("Ceres L-BFGS from x_0: {} iterations, |grad f| = {:.3g} at the end, "
-                     "stopped: {} (the global minimum if f is convex, else a local one)",
+        {"f_star", minimum->value, Certainty::kBound,
+         fmt::format("f at the point Ceres L-BFGS reached from x_0, so >= inf f: {} iterations, "
+                     "|grad f| = {:.3g} at the end, stopped: {} (the global minimum if f is "
+                     "convex, else a local one)",
                      minimum->iterations, minimum->grad_norm, minimum->termination)});
   }
   if (FindConstant(constants, "L") == nullptr) {

@@ -334,8 +334,8 @@ TEST(RateChecks, FittedExponentIsComparedWithTheTheorems) {
 }
 
 // A run that stalls (the audit's majority-vote signSGD: ||grad f||^2 about 1.3 for ever) once
-// passed `rate`, the offset c absorbing the level and a T^-p fitted to the transient. The fitted
-// limit c is now compared with the last value: a quantity that does not go to zero is violated.
+// passed `rate`, the offset c absorbing the level and a T^-p fitted to the transient. The values'
+// own decay over the tail is judged now: a quantity that does not go to zero is violated.
 TEST(RateChecks, StalledRunDoesNotPass) {
   std::vector<RunEvidence> stalled;
   for (std::uint64_t s = 1; s <= 4; ++s) {
@@ -345,7 +345,7 @@ TEST(RateChecks, StalledRunDoesNotPass) {
   }
   const Verdict v = Judge("rate", stalled);
   EXPECT_EQ(v.kind, VerdictKind::kViolated) << v.measured << " | " << v.detail;
-  EXPECT_THAT(v.detail, HasSubstr("does not go to zero"));
+  EXPECT_THAT(v.detail, HasSubstr("more slowly than T^-0.45 (or not at all)"));
 }
 
 TEST(RateChecks, SpeedupFitsTheDependenceOnWorkers) {

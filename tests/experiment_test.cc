@@ -231,8 +231,8 @@ schedule = {{ lr = 0.5 }}
   const auto db = dir / "out" / "results.sqlite";
 
   // f* by Ceres on the fp64 problem, L the problem's own bound, G observed by the run.
-  const double f_star = QueryDouble(
-      db, "SELECT value FROM constants WHERE name = 'f_star' AND certainty = 'estimate'");
+  const double f_star =
+      QueryDouble(db, "SELECT value FROM constants WHERE name = 'f_star' AND certainty = 'bound'");
   EXPECT_GT(f_star, 0.03);
   EXPECT_LT(f_star, report.runs[0].record.final_loss);
   EXPECT_EQ(QueryDouble(db,

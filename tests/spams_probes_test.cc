@@ -387,7 +387,7 @@ TheoremCase TheoremEvidence(double grad_sq, std::int64_t steps = 10000) {
                    {"G", 2, Certainty::kBound, ""},
                    {"sigma", 0.5, Certainty::kExact, ""},
                    {"sigma_g", 0, Certainty::kExact, ""},
-                   {"f_star", 0.25, Certainty::kEstimate, "L-BFGS"}};
+                   {"f_star", 0.25, Certainty::kBound, "f where L-BFGS stopped"}};
   run.hyperparameters.Set("eps", 0.1);
   run.hyperparameters.Set("beta1", 0.0);
   run.probes["spams-ef/q"].Record({1, 0, 0.5});
@@ -417,7 +417,7 @@ TEST(SpamsTheorem1Check, KnownAnswers) {
   ASSERT_EQ(v.other_forms.size(), 1u);
   EXPECT_NEAR(v.other_forms[0].bound_value, r.bound, 1e-9 * r.bound);
   EXPECT_NEAR(v.measured_value, (3.9 + 9999 * 0.01) / 10000, 1e-12);
-  EXPECT_THAT(v.detail, HasSubstr("f_star = 0.25 (estimate"));
+  EXPECT_THAT(v.detail, HasSubstr("f_star = 0.25 (bound"));
   // Printed as the verdict's form on request. The printed statement replaces C2 by C1 "because
   // C2 <= C1", which fails here (beta1 = 0, q = 0.5: C1 = 1.33 < C2 = 1.78): the beta and q of
   // this run break the printed form's premise, so judged by it the theorem is inconclusive.
@@ -435,10 +435,20 @@ TEST(SpamsTheorem1Check, KnownAnswers) {
   }
 
   // One run against an expectation: above bound / (1 - 0.99) rejects it (Markov), between the
-  // bound and that level one draw cannot decide.
+  // bound and that level one draw cannot decide. Only with the true f*: with an upper bound on it
+  // (f where L-BFGS stopped) the true bound may be larger.
   TheoremCase over = TheoremEvidence(0);
   for (Series::Point& p : over.run.metrics["grad_sq_norm"].EditPoints()) p.value = 101 * bound;
+  v = Judge("spams-theorem1", over.run);
+  EXPECT_EQ(v.kind, VerdictKind::kInconclusive);
+  EXPECT_THAT(v.detail, HasSubstr("premise failed: f* exact, or an upper bound on it where the "
+                                  "bound is met; the bound alone would say violated"));
+  over.run.constants.back().certainty = Certainty::kExact;
   EXPECT_EQ(Judge("spams-theorem1", over.run).kind, VerdictKind::kViolated);
+  // An estimate that may lie below f* backs no verdict at all.
+  TheoremCase estimated = TheoremEvidence(0.01);
+  estimated.run.constants.back().certainty = Certainty::kEstimate;
+  EXPECT_EQ(Judge("spams-theorem1", estimated.run).kind, VerdictKind::kInconclusive);
   for (Series::Point& p : over.run.metrics["grad_sq_norm"].EditPoints()) p.value = 99 * bound;
   EXPECT_EQ(Judge("spams-theorem1", over.run).kind, VerdictKind::kInconclusive);
   // A bound a run standing still at theta_1 would meet is no evidence: vacuous.

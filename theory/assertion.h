@@ -155,6 +155,9 @@ struct AssertionInfo {
   // The optimizers (registry names) the claim is about; empty: any. Every judged run must be one
   // (a premise the evidence rule adds).
   std::vector<std::string_view> algorithms = {};
+  // Probes the premises of a theorem it cites read (rates cite their algorithm's theorem): attached
+  // by the check like `probes`, without deciding which runs it judges.
+  std::vector<std::string_view> premise_probes = {};
   // The claim is about divergence itself (an error that stays bounded, a run that ends near the
   // optimum): a non-finite value is evidence against it, judged as such, not a gap in the
   // evidence.

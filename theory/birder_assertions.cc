@@ -514,6 +514,7 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
                   "expectation",
                   run.steps_done));
   v.detail = fmt::format("{}", fmt::join(notes, "; "));
+  v.premises.push_back(OptimalValueFor(*f_star, v.kind));
   return v;
 }
 

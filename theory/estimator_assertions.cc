@@ -117,12 +117,13 @@ std::optional<double> WorkersMeanAt(const RunEvidence& run, std::string_view pro
 
 // What the three checks share: the run's trajectory, constants and common premises.
 struct Trajectory {
-  std::int64_t steps = 0;          // T
-  double sum = 0;                  // S(T) = sum_{t<T} ||grad f(x^t)||^2
-  double first = 0;                // ||grad f(x^0)||^2
-  double f_gap = 0;                // f(x^0) - f*
-  double gamma = 0;                // the constant step size
-  double lipschitz = 0;            // L
+  std::int64_t steps = 0;  // T
+  double sum = 0;          // S(T) = sum_{t<T} ||grad f(x^t)||^2
+  double first = 0;        // ||grad f(x^0)||^2
+  double f_gap = 0;        // f(x^0) - f*
+  double gamma = 0;        // the constant step size
+  double lipschitz = 0;    // L
+  const Constant* f_star = nullptr;
   std::vector<std::string> notes;  // the constants used, for the detail
 };
 
@@ -147,16 +148,14 @@ bool ReadTrajectory(const RunEvidence& run, std::string_view statement, Verdict&
         "reference = true)";
     return false;
   }
-  // The rules need the smoothness of every f_i and the bounds a true f*: an estimate (the power
-  // iteration's L of f, L-BFGS's f* of a nonconvex f, a local minimum) is neither.
-  const auto proven = [&](const Constant& c, std::string_view what) {
-    const std::string name = fmt::format("{} known, not estimated ({})", c.name, what);
-    verdict.premises.push_back(c.certainty == Certainty::kEstimate
-                                   ? Premise::Failed(name, DescribeConstant(c))
-                                   : Premise::Met(name, DescribeConstant(c)));
-  };
-  proven(*L, "the step-size rule takes it for every f_i's smoothness");
-  proven(*f_star, "the bound's f(x^0) - f*");
+  // The rules need the smoothness of every f_i: an estimate (the power iteration's L of f) is
+  // not that. f* is judged where the verdict is known (OptimalValueFor).
+  const std::string l_name =
+      "L known, not estimated (the step-size rule takes it for every f_i's smoothness)";
+  verdict.premises.push_back(L->certainty == Certainty::kEstimate
+                                 ? Premise::Failed(l_name, DescribeConstant(*L))
+                                 : Premise::Met(l_name, DescribeConstant(*L)));
+  t.f_star = f_star;
   t.lipschitz = L->value;
   t.notes.push_back(DescribeConstant(*L) + "; every f_i's, so L~ <= L");
   t.notes.push_back(DescribeConstant(*f_star));
@@ -223,6 +222,7 @@ void JudgeAtLastStep(const AssertionInput& input, const Trajectory& t, double nu
         form.detail.empty() ? "" : form.detail + "; ", 1 - input.confidence, input.confidence);
   }
   verdict.detail = fmt::format("{}; {}", how, fmt::join(t.notes, "; "));
+  verdict.premises.push_back(OptimalValueFor(*t.f_star, verdict.kind));
 }
 
 // Whether nothing in the run's compression draws: every sender's compressor is deterministic

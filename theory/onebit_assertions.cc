@@ -596,6 +596,7 @@ void JudgeCompressionPhase(Verdict& v, const CompressionPhase& phase, double con
   const BoundForm statement = judge(printed_bound, "as printed");
   const BoundForm& main = printed ? statement : corrected;
   v.kind = main.kind;
+  v.premises.push_back(OptimalValueFor(*phase.f_star, v.kind));
   v.bound_value = main.bound_value;
   v.bound = main.bound;
   v.other_forms.push_back(printed ? corrected : statement);

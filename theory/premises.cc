@@ -50,6 +50,27 @@ std::optional<UsedConstant> FindUsedConstant(const RunEvidence& run, std::string
   return UsedConstant{c->value, c->certainty, DescribeConstant(*c), false};
 }
 
+Premise OptimalValueFor(const Constant& f_star, VerdictKind kind) {
+  const std::string name = "f* exact, or an upper bound on it where the bound is met";
+  switch (f_star.certainty) {
+    case Certainty::kExact:
+      return Premise::Met(name, DescribeConstant(f_star));
+    case Certainty::kBound:
+      if (kind != VerdictKind::kViolated) {
+        return Premise::Met(name, fmt::format("{}: the bound computed with it is at most the true "
+                                              "one, so meeting it is evidence",
+                                              DescribeConstant(f_star)));
+      }
+      return Premise::Failed(name, fmt::format("{}: the true f* may lie below it and the true "
+                                               "bound above the run's value",
+                                               DescribeConstant(f_star)));
+    case Certainty::kEstimate:
+      break;
+  }
+  return Premise::Failed(name, fmt::format("{}: an estimate may lie on either side of inf f",
+                                           DescribeConstant(f_star)));
+}
+
 // Assumption 3: every worker's stochastic gradient is unbiased for grad f, i.e. the workers
 // sample one distribution. Shards whose objectives f_i differ (sigma_g > 0) break it.
 Premise OneDistribution(const RunEvidence& run, std::string_view assumption) {
@@ -58,10 +79,29 @@ Premise OneDistribution(const RunEvidence& run, std::string_view assumption) {
   if (run.workers == 1) return Premise::Met(name, "one worker");
   const Constant* sigma_g = run.FindConstant("sigma_g");
   if (sigma_g == nullptr) {
-    return Premise::Unchecked(
-        name,
-        "the problem does not know sigma_g; each worker's gradient estimates its own "
-        "shard's f_i, which equals f only in expectation over the shuffle");
+    const Series* spread = run.Metric("shard_spread");
+    if (spread == nullptr || spread->empty()) {
+      return Premise::Unchecked(
+          name,
+          "the problem does not know sigma_g and the run measured no spread of its shards' "
+          "gradients");
+    }
+    const Series::Point largest = *spread->Max();
+    const std::string rule = run.hyperparameters.Text("problem.shards.name").value_or("iid");
+    const std::string measured = fmt::format(
+        "(1/n) sum_i ||grad f_i - grad f||^2 up to {:.4g} at step {} over all {} evaluations "
+        "(the shards' full gradients)",
+        largest.value, largest.step, spread->observed());
+    if (rule == "iid") {
+      return Premise::Unchecked(
+          name, fmt::format("{}; the shards are an iid split of one data set, so grad f_i = grad "
+                            "f only in expectation over the split",
+                            measured));
+    }
+    if (largest.value == 0) return Premise::Met(name, measured);
+    return Premise::Failed(
+        name, fmt::format("{} shards: {}: the workers' objectives differ", rule, measured),
+        largest.step);
   }
   if (sigma_g->value == 0) return Premise::Met(name, DescribeConstant(*sigma_g));
   return Premise::Failed(

@@ -33,9 +33,19 @@ struct UsedConstant {
 std::optional<UsedConstant> FindUsedConstant(const RunEvidence& run, std::string_view name,
                                              std::optional<double> given);
 
+// f* where a bound grows as f* falls (f(x_0) - f* with a positive coefficient, as in every
+// theorem here), as the verdict `kind` uses it: met for an exact f*; for an upper bound on it (f at
+// a point a solver reached, problems/reference.h) met unless the verdict is a violation, since the
+// bound computed with it is at most the true one (meeting it is evidence, exceeding it is not);
+// failed for an estimate, which may lie on either side.
+Premise OptimalValueFor(const Constant& f_star, VerdictKind kind);
+
 // Every worker's stochastic gradient is unbiased for grad f: the workers sample one distribution
 // (Birder's Assumption 3, 1-bit Adam's Assumption 1.2 with one sigma for every worker). Met with
-// one worker or sigma_g = 0, failed with sigma_g > 0, unchecked when sigma_g is unknown.
+// one worker or sigma_g = 0, failed with sigma_g > 0. Where the problem does not know sigma_g, the
+// measured spread of the shards' gradients (metric shard_spread) decides: failed when shards
+// that are not an iid split (sorted labels, Dirichlet, file order) spread at an iterate; for an
+// iid split grad f_i = grad f only in expectation over the split: unchecked, with the spread.
 Premise OneDistribution(const RunEvidence& run, std::string_view assumption);
 
 // ||g_t^(i)|| <= G at every step and worker (metric max_grad_norm, the largest stochastic

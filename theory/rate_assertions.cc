@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/error.h"
 #include "theory/assertions.h"
 #include "theory/premises.h"
 #include "theory/rate_fit.h"
@@ -32,32 +33,15 @@ std::vector<double> PerStep(const RunEvidence& run, std::string_view metric) {
   return values;
 }
 
-// Which paper states a rate for the run's algorithm (the claim's source for that run).
-std::string RateSource(const RunEvidence& run) {
-  static const std::map<std::string, std::string, std::less<>> kSources = {
-      {"birder", "birder.txt Thm 1, Eq. 6 (and the O(1/sqrt(nT)) the text after it claims)"},
-      {"dist-spams", "spams.txt Thm 1, Cor. 1 (lines 221-270)"},
-      {"spams", "spams.txt Thm 1, Cor. 2 (lines 221-316)"},
-      {"onebit-adam", "onebit-adam-icml-with-appendix.txt Thm 1, Cor. 1"},
-      {"onebit-adam-fp32", "onebit-adam-icml-with-appendix.txt Thm 1, Cor. 1"},
-      {"onebit-lamb", "onebit-lamb.txt Thm 1, Cor. 1 (App. A.9)"},
-  };
-  const auto it = kSources.find(run.optimizer);
-  return it != kSources.end()
-             ? it->second
-             : fmt::format("no paper's theorem for {}: the classical rate given as `exponent`",
-                           run.optimizer);
-}
-
 struct RateOptions {
   std::string quantity;
   double exponent = 0.5;
   bool at_least = true;
   double tolerance = 0.05;  // how far below (at-least) or around (equal) the exponent may lie
-  double floor = 0.05;      // the share of the last value a fitted limit c may make up: above it,
-                            // the quantity does not go to zero
+  double tail = 0.75;       // the share of the run, at its end, whose own decay is judged
   std::int64_t from = 10;
   int points = 30;
+  bool cite = true;  // cite the theorem of the runs' algorithm, with its premises
   AcrossSeedsOptions fit;
 };
 
@@ -67,11 +51,83 @@ RateOptions ReadRateOptions(OptionTable& options) {
   o.exponent = options.GetDouble("exponent", 0.5, Interval::NonNegative());
   o.at_least = Choose(options, "compare", "at-least", {"at-least", "equal"}) == "at-least";
   o.tolerance = options.GetDouble("tolerance", o.tolerance, Interval::Positive());
-  o.floor = options.GetDouble("floor", o.floor, Interval{0, 1, true, true});
+  o.tail = options.GetDouble("tail", o.tail, Interval{0, 1, true, true});
   o.from = options.GetInt("from", 10, 1);
   o.points = static_cast<int>(options.GetInt("points", 30, 3, 1000));
   o.fit.fit.fit_offset = options.GetBool("offset", true);
+  o.cite = Choose(options, "theorem", "cite", {"cite", "none"}) == "cite";
   return o;
+}
+
+// The theorem a rate of an algorithm rests on: its source, and the assertion that checks its
+// premises on a run (the corollaries prescribe the step size the rate is for).
+struct RateTheorem {
+  std::string_view optimizer;
+  std::string_view source;
+  std::string_view assertion;
+};
+constexpr RateTheorem kRateTheorems[] = {
+    {"birder", "birder.txt Thm 1, Eq. 6 (and the O(1/sqrt(nT)) the text after it claims)",
+     "birder-theorem1"},
+    {"dist-spams", "spams.txt Thm 1, Cor. 1 (lines 221-270)", "spams-corollary1"},
+    {"spams", "spams.txt Thm 1, Cor. 2 (lines 221-316)", "spams-corollary2"},
+    {"onebit-adam", "onebit-adam-icml-with-appendix.txt Thm 1, Cor. 1", "onebit-theorem1"},
+    {"onebit-adam-fp32", "onebit-adam-icml-with-appendix.txt Thm 1, Cor. 1", "onebit-theorem1"},
+    {"onebit-lamb", "onebit-lamb.txt Thm 1, Cor. 1 (App. A.9)", "onebit-lamb-theorem1"},
+};
+
+// What a rate claim about `runs` cites: the theorem of their algorithm when its premises can be
+// checked on every run (they are then the claim's premises, each merged over the runs: the first
+// run that fails it, else one met premise), and nothing otherwise: the claim is then the empirical
+// one, with the exponent given, and the source says why no theorem speaks for it.
+std::string CiteTheorem(std::span<const RunEvidence> runs, std::span<const RunEvidence> experiment,
+                        double confidence, const RateOptions& o, Verdict& v) {
+  if (!o.cite) {
+    return "empirical: the exponent given, citing no theorem (theorem = \"none\")";
+  }
+  const std::string& optimizer = runs.front().optimizer;
+  const auto* theorem =
+      std::find_if(std::begin(kRateTheorems), std::end(kRateTheorems),
+                   [&](const RateTheorem& t) { return t.optimizer == optimizer; });
+  if (theorem == std::end(kRateTheorems)) {
+    return fmt::format("no paper's theorem for {}: the classical rate given as `exponent`",
+                       optimizer);
+  }
+  const AssertionInfo* info = Assertions().Find(theorem->assertion);
+  OptionTable defaults(fmt::format("[[assert]] '{}'", theorem->assertion), "");
+  const Judgement judge = info->make(defaults, AssertionContext{});
+  std::vector<Premise> premises;
+  for (const RunEvidence& run : runs) {
+    Verdict premises_of_run;
+    try {
+      premises_of_run = judge({std::span(&run, 1), experiment, confidence});
+    } catch (const UserError& e) {
+      premises_of_run = Verdict::Inconclusive(e.what());
+    }
+    // A judgement that stopped before its bound (a constant or series it needs is missing) did
+    // not check all its premises, unless one of them already failed.
+    const bool failed =
+        std::any_of(premises_of_run.premises.begin(), premises_of_run.premises.end(),
+                    [](const Premise& p) { return p.failed(); });
+    if (premises_of_run.bound.empty() && !failed) {
+      return fmt::format(
+          "empirical: the exponent given, citing no theorem ({}'s premises cannot be checked on "
+          "seed {}, n = {}: {})",
+          theorem->assertion, run.seed, run.workers, premises_of_run.detail);
+    }
+    for (Premise& p : premises_of_run.premises) {
+      p.name = fmt::format("{}: {}", theorem->assertion, p.name);
+      const auto same = std::find_if(premises.begin(), premises.end(),
+                                     [&](const Premise& q) { return q.name == p.name; });
+      if (same == premises.end()) {
+        premises.push_back(std::move(p));
+      } else if (p.failed() && !same->failed()) {
+        *same = std::move(p);
+      }
+    }
+  }
+  for (Premise& p : premises) v.premises.push_back(std::move(p));
+  return std::string(theorem->source);
 }
 
 // The verdict on an exponent estimate against the theorem's. "at-least" (the theorem bounds the
@@ -118,35 +174,84 @@ Verdict ExponentVerdict(const ExponentEstimate& e, const RateOptions& o, std::st
   return v;
 }
 
-// Does the quantity go to zero? The fitted c is the level the curve tends to; its share of the
-// last value, c / y(T), over the seeds: an interval above `floor` (default 0.05) says the
-// quantity does not go to zero (violated), one that reaches above it leaves the question open
-// (inconclusive). The model's c can only show a floor if it is fitted (offset = true).
-void JudgeFloor(Verdict& v, const ExponentEstimate& e, std::span<const Curve> curves,
-                const RateOptions& o, double confidence, std::string_view quantity) {
-  if (!o.fit.fit.fit_offset || e.fits.size() < 2) return;
-  std::vector<double> shares;
-  for (std::size_t s = 0; s < e.fits.size(); ++s) {
-    if (e.fits[s].converged) shares.push_back(e.fits[s].c / curves[s].y.back());
+// Does the quantity itself keep falling at the end of the run? The running mean can decay like
+// T^-1 long after the values stopped falling (its sum over an early transient dominates), and a
+// fitted floor c compared with the running mean misses that. So the values' own exponent q over
+// the last `tail` of the run (TailExponent) is estimated per seed, with a Student-t interval over
+// the seeds. The running mean's exponent eventually follows the tail's (for q < 1), so: violated
+// when the whole interval lies below p - tolerance (the values decay more slowly than the claim,
+// or not at all: a floor); a "holds" is kept only when the interval lies above 0 (the values are
+// still falling), else inconclusive ("may stall"). A seed whose tail sits at rounding level
+// (below (64 u)^2 times its first value, u the precision's unit roundoff) has converged and says
+// nothing about a rate; with every seed there, only the running mean speaks.
+void JudgeTail(Verdict& v, std::span<const RunEvidence> runs,
+               std::span<const std::vector<double>> per_step, const RateOptions& o,
+               double confidence, std::string_view quantity) {
+  std::vector<double> exponents;
+  int at_rounding = 0;
+  std::int64_t first = 0;
+  for (std::size_t s = 0; s < per_step.size(); ++s) {
+    const std::vector<double>& values = per_step[s];
+    const auto steps = static_cast<std::int64_t>(values.size());
+    first = std::max<std::int64_t>(1, steps - static_cast<std::int64_t>(o.tail * steps) + 1);
+    double tail_mean = 0;
+    for (std::int64_t t = first; t <= steps; ++t)
+      tail_mean += values[static_cast<std::size_t>(t - 1)];
+    tail_mean /= static_cast<double>(steps - first + 1);
+    const double u = runs[s].precision == Precision::kFp64 ? 0x1p-53 : 0x1p-24;
+    if (tail_mean <= 64 * u * 64 * u * std::abs(values.front())) {
+      ++at_rounding;
+      continue;
+    }
+    const std::optional<double> q = TailExponent(values, first);
+    if (!q) {
+      if (v.kind == VerdictKind::kHolds) v.kind = VerdictKind::kInconclusive;
+      v.detail = fmt::format(
+          "seed {}: the last {:.0f}% of {} cannot be fitted (too few steps, or a batch mean not "
+          "positive); {}",
+          runs[s].seed, 100 * o.tail, quantity, v.detail);
+      return;
+    }
+    exponents.push_back(*q);
   }
-  if (shares.size() < 2) return;
-  const MeanEstimate share = IndependentMean(shares);
-  const double half = StudentTQuantile(0.5 + confidence / 2, share.dof) * share.standard_error;
+  if (exponents.empty()) {
+    v.detail = fmt::format(
+        "{} reached rounding level on every seed (its tail says nothing of a "
+        "rate); {}",
+        quantity, v.detail);
+    return;
+  }
   std::vector<std::string> per_seed;
-  for (const double x : shares) per_seed.push_back(fmt::format("{:.3g}", x));
-  const std::string text = fmt::format(
-      "the fitted floor c is {:.3g} of the last value ({:.0f}% interval [{:.3g}, {:.3g}]; per "
-      "seed {})",
-      share.mean, 100 * confidence, share.mean - half, share.mean + half,
-      fmt::join(per_seed, ", "));
-  if (share.mean - half > o.floor) {
+  for (const double q : exponents) per_seed.push_back(fmt::format("{:.3g}", q));
+  const double target = std::min(o.exponent, 1.0) - o.tolerance;
+  std::string text;
+  double lower = -INFINITY, upper = INFINITY;
+  if (exponents.size() >= 2) {
+    const MeanEstimate q = IndependentMean(exponents);
+    const double half = StudentTQuantile(0.5 + confidence / 2, q.dof) * q.standard_error;
+    lower = q.mean - half;
+    upper = q.mean + half;
+    text = fmt::format(
+        "{} itself decays like T^-q over the last {:.0f}% of the run (steps {}..): "
+        "q = {:.3g}, {:.0f}% interval [{:.3g}, {:.3g}] (per seed {}{})",
+        quantity, 100 * o.tail, first, q.mean, 100 * confidence, lower, upper,
+        fmt::join(per_seed, ", "),
+        at_rounding > 0 ? fmt::format("; {} at rounding level", at_rounding) : "");
+  } else {
+    text = fmt::format(
+        "{} itself decays like T^-q over the last {:.0f}% of the run with q = {} on "
+        "the one seed not at rounding level: no interval",
+        quantity, 100 * o.tail, per_seed.front());
+  }
+  if (upper < target) {
     v.kind = VerdictKind::kViolated;
-    v.detail = fmt::format("{} does not go to zero: {}, above floor = {:.3g}; {}", quantity, text,
-                           o.floor, v.detail);
-  } else if (share.mean + half > o.floor && v.kind == VerdictKind::kHolds) {
+    v.detail = fmt::format(
+        "{}: more slowly than T^-{:.3g} (or not at all), so the running mean, whatever it did "
+        "over the run, will decay like the tail; {}",
+        text, target, v.detail);
+  } else if (!(lower > 0) && v.kind == VerdictKind::kHolds) {
     v.kind = VerdictKind::kInconclusive;
-    v.detail = fmt::format("{} may stall: {}, which reaches floor = {:.3g}; {}", quantity, text,
-                           o.floor, v.detail);
+    v.detail = fmt::format("{} may stall: {}, which reaches 0; {}", quantity, text, v.detail);
   } else {
     v.detail = fmt::format("{}; {}", text, v.detail);
   }
@@ -169,12 +274,15 @@ bool AllCompleted(std::span<const RunEvidence> runs, Verdict& v) {
 
 // The running average (1/T) sum_{t<=T} of ||grad f(x_t)||^2 (or of f(x_t) - f*) decays like
 // a T^-p + c; p is fitted per seed (Ceres) and its Student-t interval over the seeds is compared
-// with the theorem's exponent (`exponent`, default 1/2), and the offset c with the last value.
+// with the theorem's exponent (`exponent`, default 1/2), and the values' own decay over the tail
+// with it too (JudgeTail). The claim cites the theorem of the runs' algorithm with its premises,
+// or nothing (CiteTheorem).
 Verdict CheckRate(const AssertionInput& input, RateOptions o) {
   o.fit.confidence = input.confidence;
   Verdict incomplete;
   if (!AllCompleted(input.runs, incomplete)) return incomplete;
   std::vector<Curve> curves;
+  std::vector<std::vector<double>> per_step;
   for (const RunEvidence& run : input.runs) {
     const std::vector<double> values = PerStep(run, o.quantity);
     if (values.empty()) {
@@ -196,13 +304,32 @@ Verdict CheckRate(const AssertionInput& input, RateOptions o) {
           run.seed, o.quantity, o.from, curve.x.size()));
     }
     curves.push_back(std::move(curve));
+    per_step.push_back(values);
   }
   const ExponentEstimate e = FitAcrossSeeds(curves, o.fit);
   Verdict v = ExponentVerdict(e, o, "T", fmt::format("running mean of {}", o.quantity));
-  v.source = RateSource(input.runs.front());
   incomplete.premises.swap(v.premises);
-  JudgeFloor(v, e, curves, o, input.confidence, fmt::format("the running mean of {}", o.quantity));
+  v.source = CiteTheorem(input.runs, input.experiment, input.confidence, o, v);
+  JudgeTail(v, input.runs, per_step, o, input.confidence, o.quantity);
   return v;
+}
+
+// Linear speedup is the 1/n of a variance term (sigma^2 / n): it needs noise for the n workers
+// to average. Failed when the problem's gradients are exact (sigma = 0): then the runs differ in n
+// only through the step size, and no corollary predicts a dependence on n.
+Premise GradientNoise(const RunEvidence& run) {
+  const std::string name = "noisy gradients, sigma > 0 (the 1/n is the variance term's)";
+  const Constant* sigma = run.FindConstant("sigma");
+  if (sigma == nullptr) {
+    return Premise::Unchecked(name, "the problem does not know sigma");
+  }
+  if (sigma->value == 0) return Premise::Failed(name, DescribeConstant(*sigma));
+  if (sigma->certainty != Certainty::kExact) {
+    return Premise::Unchecked(
+        name, fmt::format("{}: a bound, which does not show that the noise is positive",
+                          DescribeConstant(*sigma)));
+  }
+  return Premise::Met(name, DescribeConstant(*sigma));
 }
 
 // Linear speedup: the mean of the quantity over the paper's t = from..T falls with the number of
@@ -282,7 +409,8 @@ Verdict CheckSpeedup(const AssertionInput& input, RateOptions o,
                               fmt::format("mean of {} over t = {}..{}, n = {}", o.quantity, o.from,
                                           input.runs.front().steps_done, fmt::join(ns, ", ")));
   v.premises = std::move(incomplete.premises);
-  v.source = RateSource(input.runs.front());
+  v.premises.push_back(GradientNoise(input.runs.front()));
+  v.source = CiteTheorem(input.runs, input.experiment, input.confidence, o, v);
   return v;
 }
 
@@ -306,6 +434,19 @@ Verdict CheckOptimalityGap(const AssertionInput& input, double tolerance) {
   v.worst_step = last.step;
   v.kind =
       last.value <= tolerance && run.completed() ? VerdictKind::kHolds : VerdictKind::kViolated;
+  // The gap was measured with the f* the run knew: with an upper bound on it (f where L-BFGS
+  // stopped) the measured gap is at most the true one, which shows a gap too large, never one
+  // small enough.
+  const Constant* f_star = run.FindConstant("f_star");
+  const std::string name = "f* exact (the gap within the tolerance is f(x_T) - f*)";
+  if (f_star == nullptr || f_star->certainty == Certainty::kExact ||
+      v.kind != VerdictKind::kHolds) {
+    if (f_star != nullptr) v.premises.push_back(Premise::Met(name, DescribeConstant(*f_star)));
+  } else {
+    v.premises.push_back(
+        Premise::Failed(name, fmt::format("{}: the true gap may be larger than the measured one",
+                                          DescribeConstant(*f_star))));
+  }
   return v;
 }
 

@@ -139,6 +139,34 @@ PowerLawFit FitPowerLaw(std::span<const double> x, std::span<const double> y,
   return best;
 }
 
+std::optional<double> TailExponent(std::span<const double> per_step, std::int64_t first,
+                                   int batches) {
+  const auto steps = static_cast<std::int64_t>(per_step.size());
+  const std::int64_t length = (steps - first + 1) / batches;
+  if (first < 1 || batches < 2 || length < 2) return std::nullopt;
+  std::vector<double> log_t, log_y;
+  for (std::int64_t b = 0; b < batches; ++b) {
+    const std::int64_t begin = steps - (batches - b) * length + 1;  // paper's t of its first step
+    double sum = 0;
+    for (std::int64_t t = begin; t < begin + length; ++t) {
+      sum += per_step[static_cast<std::size_t>(t - 1)];
+    }
+    const double mean = sum / static_cast<double>(length);
+    if (!(mean > 0) || !std::isfinite(mean)) return std::nullopt;
+    log_t.push_back(std::log(static_cast<double>(begin) + 0.5 * static_cast<double>(length - 1)));
+    log_y.push_back(std::log(mean));
+  }
+  const double n = static_cast<double>(batches);
+  const double mx = std::accumulate(log_t.begin(), log_t.end(), 0.0) / n;
+  const double my = std::accumulate(log_y.begin(), log_y.end(), 0.0) / n;
+  double sxx = 0, sxy = 0;
+  for (std::size_t k = 0; k < log_t.size(); ++k) {
+    sxx += (log_t[k] - mx) * (log_t[k] - mx);
+    sxy += (log_t[k] - mx) * (log_y[k] - my);
+  }
+  return -sxy / sxx;
+}
+
 double StudentTQuantile(double probability, double degrees_of_freedom) {
   if (!(probability > 0 && probability < 1)) {
     throw UserError(

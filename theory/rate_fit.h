@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -87,6 +88,16 @@ ExponentEstimate FitAcrossSeeds(std::span<const Curve> curves,
 ExponentEstimate FitSpeedup(std::span<const double> n_values,
                             std::span<const std::vector<double>> y_per_seed,
                             const AcrossSeedsOptions& options = {});
+
+// The exponent q of the per-step values' own decay over the tail, y_t ~ b t^-q for the paper's t
+// from `first` to T (per_step[t-1], T = per_step.size()): the steps are cut into `batches` runs
+// of equal length (the remainder at the front dropped) and q is minus the least-squares slope of
+// log(batch mean) on log(the batch's middle step). A running mean can keep decaying like T^-1
+// long after the values themselves stopped falling (its early sum dominates), so what the values
+// do at the end is read here. nullopt when a batch mean is not positive or finite, or the tail
+// has fewer than 2 steps per batch.
+std::optional<double> TailExponent(std::span<const double> per_step, std::int64_t first,
+                                   int batches = 10);
 
 // The quantile of Student's t distribution with `degrees_of_freedom` > 0 at `probability` in
 // (0, 1) (Boost.Math).

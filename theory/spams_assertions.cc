@@ -384,6 +384,7 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   }
   const BoundForm& main = printed ? statement : proof;
   verdict.kind = main.kind;
+  verdict.premises.push_back(OptimalValueFor(*f_star, verdict.kind));
   verdict.bound_value = main.bound_value;
   verdict.bound = main.bound;
   verdict.other_forms.push_back(printed ? proof : statement);
