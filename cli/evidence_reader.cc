@@ -123,7 +123,7 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
     db.ForEachRow(
         "SELECT run_id, kind, name, worker, count, first_step, last_step, sum, min, min_step, "
         "min_worker, max, max_step, max_worker, non_finite, first_non_finite_step, "
-        "first_non_finite_worker, first_non_finite FROM extents ORDER BY rowid",
+        "first_non_finite_worker, first_non_finite, sum_squares FROM extents ORDER BY rowid",
         [&](Row s) {
           RunEvidence& run = runs.at(index.at(sqlite3_column_int64(s, 0)));
           const auto integer = [&](int column) { return sqlite3_column_int64(s, column); };
@@ -142,6 +142,7 @@ std::vector<RunEvidence> ReadEvidence(const std::filesystem::path& dir) {
           e.first_non_finite_step = integer(15);
           e.first_non_finite_worker = Worker(s, 16);
           e.first_non_finite = Real(s, 17);
+          e.sum_squares = Real(s, 18);
           auto& series = Text(s, 1) == "probe" ? run.probes : run.metrics;
           series[Text(s, 2)].SetExtent(Worker(s, 3), e);
         });

@@ -54,7 +54,7 @@ constexpr const char* kExtentsTable = R"sql(
 CREATE TABLE IF NOT EXISTS extents(
   run_id INTEGER NOT NULL REFERENCES runs(run_id), kind TEXT NOT NULL, name TEXT NOT NULL,
   worker INTEGER, count INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
-  sum REAL, min REAL, min_step INTEGER NOT NULL, min_worker INTEGER, max REAL,
+  sum REAL, sum_squares REAL, min REAL, min_step INTEGER NOT NULL, min_worker INTEGER, max REAL,
   max_step INTEGER NOT NULL, max_worker INTEGER, non_finite INTEGER NOT NULL,
   first_non_finite_step INTEGER NOT NULL, first_non_finite_worker INTEGER, first_non_finite REAL);
 )sql";
@@ -420,11 +420,11 @@ void ResultsWriter::AddConstant(std::optional<std::int64_t> run_id, const Consta
 void ResultsWriter::AddExtent(std::int64_t run_id, std::string_view kind, std::string_view name,
                               int worker, const Extent& e) {
   const auto who = [](int w) { return w == kRunWide ? std::nullopt : std::optional<int>(w); };
-  ExecuteOnce(db_,
-              "INSERT INTO extents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-              run_id, kind, name, who(worker), e.count, e.first_step, e.last_step, e.sum, e.min,
-              e.min_step, who(e.min_worker), e.max, e.max_step, who(e.max_worker), e.non_finite,
-              e.first_non_finite_step, who(e.first_non_finite_worker), e.first_non_finite);
+  ExecuteOnce(
+      db_, "INSERT INTO extents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      run_id, kind, name, who(worker), e.count, e.first_step, e.last_step, e.sum, e.sum_squares,
+      e.min, e.min_step, who(e.min_worker), e.max, e.max_step, who(e.max_worker), e.non_finite,
+      e.first_non_finite_step, who(e.first_non_finite_worker), e.first_non_finite);
 }
 
 void ResultsWriter::AddHyperparameters(std::int64_t run_id, const Hyperparameters& options) {
@@ -681,7 +681,7 @@ void SweepStore::AddPoint(const std::filesystem::path& database, const std::stri
                 std::string_view(label));
     Exec(
         "INSERT INTO main.extents SELECT new, kind, name, worker, count, first_step, last_step, "
-        "sum, min, min_step, min_worker, max, max_step, max_worker, non_finite, "
+        "sum, sum_squares, min, min_step, min_worker, max, max_step, max_worker, non_finite, "
         "first_non_finite_step, first_non_finite_worker, first_non_finite FROM point.extents "
         "JOIN ids ON old = run_id ORDER BY point.extents.rowid");
     ExecuteOnce(db_,

@@ -50,8 +50,8 @@
 //   probes(run_id, step, probe, series, worker, value)
 //                                          the recorded values (metrics_every, eval_every,
 //                                          probe_every)
-//   extents(run_id, kind, name, worker, count, first_step, last_step, sum, min, min_step,
-//           min_worker, max, max_step, max_worker, non_finite, first_non_finite_step,
+//   extents(run_id, kind, name, worker, count, first_step, last_step, sum, sum_squares, min,
+//           min_step, min_worker, max, max_step, max_worker, non_finite, first_non_finite_step,
 //           first_non_finite_worker, first_non_finite)
 //                                          exact statistics of every value each series took,
 //                                          recorded or not (theory/evidence.h Extent): kind

@@ -134,13 +134,24 @@ struct AssertionContext {
 // expect) and returns the judgement; UserError on a bad key.
 using AssertionMaker = Judgement (*)(OptionTable& options, const AssertionContext& context);
 
-// A run the claim holds on, and runs outside its scope, for the contract test every registered
-// assertion goes through (tests/assertion_contract_test.cc): a spec whose [[assert]] table gives
-// "holds", and --set overrides (PATH=VALUE, `lemmalab run --set`) that each move the run or the
-// claim outside what the claim covers, where "holds" would be a false claim.
+// One way to move an example's run, or its claim, outside what the claim covers: --set arguments
+// (PATH=VALUE, as `lemmalab run --set` takes them) applied to the example's spec, and TOML lines
+// added to its [[assert]] table (the spec's last). `why` says what then falls outside.
+struct OutOfScope {
+  std::string_view why;
+  std::vector<std::string_view> set = {};
+  std::string_view assert_keys = "";
+};
+
+// A run the claim holds on, for the contract test every registered assertion goes through
+// (tests/assertion_contract_test.cc): a spec whose one [[assert]] table gives "holds" or "holds
+// (vacuous)" on its one judged run (or runs, across seeds or workers), every step recorded; and
+// variants outside the claim's scope, where a positive verdict would be a false claim. An
+// assertion no known run can satisfy says why in `never_positive` instead.
 struct AssertionExample {
-  std::string_view spec;
-  std::vector<std::string_view> out_of_scope;
+  std::string spec;
+  std::vector<OutOfScope> out_of_scope = {};
+  std::string_view never_positive = "";
 };
 
 struct AssertionInfo {

@@ -59,9 +59,10 @@ std::vector<ErrorNormSide> ErrorNormSides(const RunEvidence& run, double confide
     if (s == nullptr || s->empty()) continue;
     ErrorNormSide out;
     out.side = side;
-    // A mean over the steps: the recorded ones are a sample of them.
+    // A mean over every step (the extent); the recorded ones, a sample, give its spread.
     for (const Series::Point& p : s->sample()) out.ratios.push_back(p.value / d);
-    out.mean = BatchMeans(out.ratios);
+    out.mean = MeanOfEveryValue(BatchMeans(out.ratios), s->extent(), /*independent=*/false);
+    out.mean.mean /= d;
     const double half = std::isfinite(out.mean.standard_error)
                             ? StudentTQuantile(confidence, out.mean.dof) * out.mean.standard_error
                             : std::numeric_limits<double>::infinity();

@@ -106,15 +106,17 @@ Verdict CheckUnbiased(const AssertionInput& input, const UnbiasedOptions& o) {
         fmt::join(deterministic, ", "), deterministic.size() == 1 ? "es" : "");
     return v;
   }
+  // Over every sampled call (the extents), whatever probe_every recorded of them.
   const double nu = kUnbiasednessDraws / 2 - 1;
-  double sum = 0;
-  for (const Series::Point& p : z->sample()) sum += p.value;
-  const auto n = static_cast<double>(z->recorded());
-  const double stouffer = sum / std::sqrt(n * nu / (nu - 2));
+  const Extent z_all = z->extent();
+  const auto n = static_cast<double>(z_all.count);
+  const double stouffer =
+      (z_all.finite() ? z_all.sum : z_all.first_non_finite) / std::sqrt(n * nu / (nu - 2));
   const double critical = NormalQuantile(input.confidence);
   std::vector<double> sq_biases;
   for (const Series::Point& p : sq->sample()) sq_biases.push_back(p.value);
-  const MeanEstimate mean_bias = IndependentMean(sq_biases);
+  const MeanEstimate mean_bias =
+      MeanOfEveryValue(IndependentMean(sq_biases), sq->extent(), /*independent=*/true);
   const double upper = mean_bias.dof > 0
                            ? mean_bias.mean + StudentTQuantile(input.confidence, mean_bias.dof) *
                                                   mean_bias.standard_error
@@ -127,7 +129,7 @@ Verdict CheckUnbiased(const AssertionInput& input, const UnbiasedOptions& o) {
   v.measured = fmt::format(
       "Stouffer Z = {:.4g} over {} calls x {} draws{}; relative bias ||E C(u) - u|| / ||u|| at "
       "most {:.3g} ({:.0f}% upper bound)",
-      stouffer, z->recorded(), kUnbiasednessDraws, o.inside ? " (coordinates with |u| <= 1)" : "",
+      stouffer, z_all.count, kUnbiasednessDraws, o.inside ? " (coordinates with |u| <= 1)" : "",
       std::sqrt(std::max(0.0, upper)), 100 * input.confidence);
   v.bound = fmt::format("Z <= {:.3g} (one-sided, {:.0f}%) and relative bias <= tolerance = {:.3g}",
                         critical, 100 * input.confidence, o.tolerance);
@@ -144,7 +146,7 @@ Verdict CheckUnbiased(const AssertionInput& input, const UnbiasedOptions& o) {
     v.detail = fmt::format(
         "no bias detected, but the {} calls cannot rule out a relative bias above tolerance = "
         "{:.3g} (upper bound {:.3g}): more calls or a larger tolerance",
-        z->recorded(), o.tolerance, std::sqrt(std::max(0.0, upper)));
+        z_all.count, o.tolerance, std::sqrt(std::max(0.0, upper)));
   }
   if (!deterministic.empty() && v.kind != VerdictKind::kViolated) {
     v.detail = fmt::format("{}{}the deterministic {} never moved an input (C(u) = u)", v.detail,
@@ -183,12 +185,11 @@ Verdict CheckQuantizerVariance(const AssertionInput& input, const VarianceOption
     v.detail = num == nullptr || den == nullptr ? why : "fewer than 2 sampled calls";
     return v;
   }
-  double sum_n = 0, sum_d = 0;
-  for (std::size_t c = 0; c < k; ++c) {
-    sum_n += nums[c].value;
-    sum_d += dens[c].value;
-  }
-  const double ratio = sum_n / sum_d;
+  // The ratio of the sums over every sampled call (the extents); the recorded calls estimate its
+  // spread.
+  const Extent num_all = num->extent(), den_all = den->extent();
+  const double ratio = (num_all.finite() ? num_all.sum : num_all.first_non_finite) /
+                       (den_all.finite() ? den_all.sum : den_all.first_non_finite);
   double sq = 0, worst = -1;
   std::size_t worst_call = 0;
   for (std::size_t c = 0; c < k; ++c) {
@@ -199,14 +200,14 @@ Verdict CheckQuantizerVariance(const AssertionInput& input, const VarianceOption
       worst_call = c;
     }
   }
-  const double n = static_cast<double>(k);
-  const double se = std::sqrt(sq / (n * (n - 1))) / (sum_d / n);
+  const double n = static_cast<double>(k), all = static_cast<double>(den_all.count);
+  const double se = std::sqrt(sq / ((n - 1) * all)) / (den_all.sum / all);
   const double half = StudentTQuantile(0.5 + input.confidence / 2, n - 1) * se;
   v.measured_value = ratio;
   v.bound_value = 1;
   v.measured =
       fmt::format("sum s_j^2 / sum (1 - u_j^2) = {:.5g} +- {:.2g} ({:.0f}%, {} calls x {} draws)",
-                  ratio, half, 100 * input.confidence, k, kUnbiasednessDraws);
+                  ratio, half, 100 * input.confidence, den_all.count, kUnbiasednessDraws);
   v.bound = fmt::format("= 1 (the interval within 1 +- tolerance = {:.3g})", o.tolerance);
   if (std::abs(ratio - 1) > half) {
     v.kind = VerdictKind::kViolated;

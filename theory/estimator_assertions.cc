@@ -225,9 +225,17 @@ void JudgeAtLastStep(const AssertionInput& input, const Trajectory& t, double nu
   verdict.premises.push_back(OptimalValueFor(*t.f_star, verdict.kind));
 }
 
-// Whether nothing in the run's compression draws: every sender's compressor is deterministic
-// (probe q-deviate); full gradients are a premise of their own.
+// Whether the run's gradients are exact: the problem's sigma is exactly 0.
+bool ExactGradients(const RunEvidence& run) {
+  const Constant* sigma = run.FindConstant("sigma");
+  return sigma != nullptr && sigma->value == 0 && sigma->certainty == Certainty::kExact;
+}
+
+// Whether every step of the run is a function of x^0 alone: exact gradients, and every sender's
+// compressor deterministic (probe q-deviate). Only then is the left side of a bound a number
+// rather than one draw of the expectation the theorem bounds.
 bool DeterministicRun(const RunEvidence& run) {
+  if (!ExactGradients(run)) return false;
   const Series* flags = run.Probe("q-deviate", "deterministic");
   if (flags == nullptr || flags->empty()) return false;
   for (const Series::Point& p : flags->sample()) {
@@ -381,8 +389,8 @@ Verdict CheckMarinaTheorem21(const AssertionInput& input, const EstimatorClaimOp
   t.notes.push_back(omega->source);
   t.notes.push_back(fmt::format("p = {:.6g}, n = {}", *p, run.workers));
   // With p = 1 every round sends full gradients: nothing draws.
-  JudgeAtLastStep(input, t, 2 * t.f_gap / t.gamma, "2 (f(x^0) - f*) / (gamma T)", *p == 1,
-                  RoundingSlack(run, o.rtol), verdict);
+  JudgeAtLastStep(input, t, 2 * t.f_gap / t.gamma, "2 (f(x^0) - f*) / (gamma T)",
+                  *p == 1 && ExactGradients(run), RoundingSlack(run, o.rtol), verdict);
   return verdict;
 }
 

@@ -11,6 +11,12 @@ double Extent::mean() const {
   return count == 0 ? std::numeric_limits<double>::quiet_NaN() : sum / static_cast<double>(count);
 }
 
+double Extent::variance() const {
+  if (non_finite > 0 || count < 2) return std::numeric_limits<double>::quiet_NaN();
+  const double n = static_cast<double>(count);
+  return std::max(0.0, (sum_squares - sum * sum / n) / (n - 1));
+}
+
 void Extent::Add(std::int64_t step, int worker, double value) {
   if (count == 0) first_step = step;
   ++count;
@@ -25,6 +31,7 @@ void Extent::Add(std::int64_t step, int worker, double value) {
     return;
   }
   sum += value;
+  sum_squares += value * value;
   if (value < min) {
     min = value;
     min_step = step;
@@ -47,6 +54,7 @@ void Extent::Merge(const Extent& other) {
   first_step = std::min(first_step, other.first_step);
   last_step = std::max(last_step, other.last_step);
   sum += other.sum;
+  sum_squares += other.sum_squares;
   // Ties go to the earlier step, then to the lower worker, whichever series they came from.
   const auto before = [](std::int64_t step_a, int worker_a, std::int64_t step_b, int worker_b) {
     return step_a < step_b || (step_a == step_b && worker_a < worker_b);
@@ -78,6 +86,7 @@ void Extent::Persist(StateArchive& archive) {
   archive("first_step", first_step);
   archive("last_step", last_step);
   archive("sum", sum);
+  archive("sum_squares", sum_squares);
   archive("min", min);
   archive("max", max);
   archive("min_step", min_step);

@@ -40,7 +40,7 @@ namespace lemmalab {
 struct Extent {
   std::int64_t count = 0;  // values observed, finite or not
   std::int64_t first_step = 0, last_step = 0;
-  double sum = 0;  // of the finite values
+  double sum = 0, sum_squares = 0;  // of the finite values
   double min = std::numeric_limits<double>::infinity();
   double max = -std::numeric_limits<double>::infinity();
   std::int64_t min_step = 0, max_step = 0;
@@ -53,8 +53,9 @@ struct Extent {
   bool empty() const { return count == 0; }
   bool finite() const { return non_finite == 0; }
   std::int64_t finite_count() const { return count - non_finite; }
-  // The values' mean (of the finite ones; NaN when there are none, or when any is not finite).
+  // The values' mean and sample variance (NaN when any value is not finite, or there are too few).
   double mean() const;
+  double variance() const;
 
   void Add(std::int64_t step, int worker, double value);
   // The extent of both series of values (another worker's, say).

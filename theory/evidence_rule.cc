@@ -140,7 +140,14 @@ void ApplyEvidenceRule(const AssertionInfo& info, std::span<const RunEvidence> j
       }
     }
   }
-  if (non_finite && !info.judges_failure && v.kind != VerdictKind::kInconclusive) {
+  if (non_finite && info.judges_failure && holds) {
+    // A claim about divergence (an error that stays bounded, a run that ends near the optimum)
+    // is broken by a value that is not finite.
+    v.kind = VerdictKind::kViolated;
+    v.worst_step = non_finite->step;
+    v.detail = fmt::format("{} is {} at {}: not finite; {}", non_finite_series, non_finite->value,
+                           Where(non_finite->step, non_finite->worker), v.detail);
+  } else if (non_finite && !info.judges_failure && v.kind != VerdictKind::kInconclusive) {
     // A violation seen at finite values before anything went non-finite stands.
     const bool earlier_violation = v.kind == VerdictKind::kViolated && v.worst_step &&
                                    *v.worst_step < non_finite->step &&
@@ -196,7 +203,8 @@ Premise WithinRegion(const RunEvidence& run, const Constant& constant) {
                                         region.position, e.max, region.radius, e.count));
 }
 
-Verdict JudgeClaim(const AssertionInfo& info, const Judgement& judge, const AssertionInput& input) {
+Verdict JudgeClaim(const AssertionInfo& info, const Judgement& judge, const AssertionInput& input,
+                   RunReads* reads) {
   // A deque: the logs' addresses are handed to the runs and must not move.
   std::deque<Watched> watched;
   const auto watch = [&](std::span<const RunEvidence> runs) {
@@ -229,6 +237,9 @@ Verdict JudgeClaim(const AssertionInfo& info, const Judgement& judge, const Asse
   v.premises = std::move(premises);
   v = Settle(std::move(v));
   ApplyEvidenceRule(info, input.runs, watched, v);
+  if (reads != nullptr) {
+    for (Watched& w : watched) reads->emplace_back(w.run, std::move(w.reads));
+  }
   return v;
 }
 

@@ -23,6 +23,9 @@
 // registered assertion.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "theory/assertion.h"
 
 namespace lemmalab {
@@ -30,7 +33,11 @@ namespace lemmalab {
 // The judgement's verdict on `input`, under the evidence rule. A bound that cannot be evaluated
 // on the run's values (a diverged run's infinite constants: the calculators refuse them) is an
 // inconclusive verdict saying so.
-Verdict JudgeClaim(const AssertionInfo& info, const Judgement& judge, const AssertionInput& input);
+// With `reads`, what the judgement read of each run it could read (for tests that perturb the
+// evidence a verdict rests on).
+using RunReads = std::vector<std::pair<const RunEvidence*, EvidenceReads>>;
+Verdict JudgeClaim(const AssertionInfo& info, const Judgement& judge, const AssertionInput& input,
+                   RunReads* reads = nullptr);
 
 // The premise that the iterates of `run` stayed in the region where `constant` holds (met for a
 // constant that holds everywhere).

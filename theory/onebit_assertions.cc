@@ -371,23 +371,14 @@ Verdict CheckRatioAdapts(const AssertionInput& input) {
         "lamb-ratios)";
     return v;
   }
-  std::map<int, std::pair<double, int>> mean_r, mean_target;  // layer -> (sum, count)
-  // Means over the phase: the recorded steps are a sample of it.
-  for (const Series::Point& p : r->sample()) {
-    if (p.step <= *warmup) continue;
-    mean_r[p.worker].first += p.value;
-    ++mean_r[p.worker].second;
-  }
-  for (const Series::Point& p : target->sample()) {
-    if (p.step <= *warmup || !std::isfinite(p.value)) continue;
-    mean_target[p.worker].first += p.value;
-    ++mean_target[p.worker].second;
-  }
+  // Per layer, the means over every step of the phase (the series exist only there): their
+  // extents, whatever was recorded.
   std::vector<double> rs, targets;
-  for (const auto& [layer, sum] : mean_target) {
-    if (!mean_r.contains(layer)) continue;
-    targets.push_back(sum.first / sum.second);
-    rs.push_back(mean_r[layer].first / mean_r[layer].second);
+  for (const int layer : target->workers()) {
+    const Extent drift = target->extent(layer), ratio = r->extent(layer);
+    if (drift.empty() || ratio.empty()) continue;
+    targets.push_back(drift.mean());
+    rs.push_back(ratio.mean());
   }
   const std::size_t layers = rs.size();
   double orderings = 1;

@@ -146,7 +146,10 @@ class LambRatiosProbe final : public Probe<T> {
     // The `worker` field carries the layer index l: r and c are per layer, the same on every
     // replica (onebit-lamb.txt Alg. 1 lines 17-20).
     const Vector<T>& c = *optimizer.Observe(Quantity::kLayerScale, kServer);
-    const Vector<T>* r = optimizer.Observe(Quantity::kLayerRatio, kServer);
+    // r and line 17's ratio before the clips exist in 1-bit LAMB's compression phase only (r is
+    // 1 before it), so that their extents are the phase's.
+    const Vector<T>* r =
+        rules_.Compressing(step.t) ? optimizer.Observe(Quantity::kLayerRatio, kServer) : nullptr;
     if (r != nullptr) {
       for (Eigen::Index l = 0; l < r->size(); ++l) {
         const auto value = static_cast<double>((*r)[l]);
@@ -154,9 +157,8 @@ class LambRatiosProbe final : public Probe<T> {
         r_.Add(value, step.t, static_cast<int>(l));
       }
     }
-    // Line 17's ratio before the clips, once the variance is frozen (1-bit LAMB's compression).
     if (const Vector<T>* target = optimizer.Observe(Quantity::kLayerTarget, kServer);
-        target != nullptr && frozen(optimizer)) {
+        target != nullptr && rules_.Compressing(step.t) && frozen(optimizer)) {
       for (Eigen::Index l = 0; l < target->size(); ++l) {
         sink.Record("target", static_cast<int>(l), static_cast<double>((*target)[l]));
       }

@@ -46,6 +46,9 @@ namespace lemmalab {
 class LambRules {
  public:
   explicit LambRules(const Hyperparameters& options);
+  // Whether step t is in 1-bit LAMB's compression phase (t > T_w), where r and line 17's target
+  // exist; never for LAMB.
+  bool Compressing(std::int64_t t) const { return warmup_ && t > *warmup_; }
   void Step(std::int64_t t, std::size_t layer, double c, std::optional<double> r,
             const std::function<void(std::string_view, double)>& excess);
   void Persist(StateArchive& archive);

@@ -137,11 +137,11 @@ constexpr SeriesInfo kSeries[] = {
      "||v_t||_2 (not squared), the second-moment estimate after step t (onebit-adam Sec. 3.3, Fig. "
      "2); worker = -1 (server); not per d"},
     {"lamb-ratios", "r",
-     "r_t^(l), layer l's clipped ratio (onebit-lamb Alg. 1 lines 17-19; 1 until compression "
-     "starts); worker column = layer index l"},
+     "r_t^(l), layer l's clipped ratio (onebit-lamb Alg. 1 lines 17-19), in the compression "
+     "phase (t > T_w; it is 1 before); worker column = layer index l"},
     {"lamb-ratios", "target",
-     "layer l's line-17 ratio before the clips (onebit-lamb Alg. 1), only once v is frozen; worker "
-     "column = layer index l"},
+     "layer l's line-17 ratio before the clips (onebit-lamb Alg. 1), in the compression phase "
+     "(t > T_w, v frozen); worker column = layer index l"},
     {"lamb-ratios", "c",
      "c_t^(l), layer l's scaling (onebit-lamb Eq. 1's clip in warmup and LAMB; Alg. 1 line 20 r "
      "c_avg after); worker column = layer index l"},

@@ -183,6 +183,19 @@ double RoundingSlack(const RunEvidence& run, std::optional<double> given) {
   return given.value_or(run.precision == Precision::kFp64 ? 1e-12 : 1e-6);
 }
 
+MeanEstimate MeanOfEveryValue(MeanEstimate from_sample, const Extent& every, bool independent) {
+  if (every.empty()) return from_sample;
+  from_sample.mean = every.mean();
+  from_sample.samples = every.count;
+  if (independent) {
+    const auto n = static_cast<double>(every.count);
+    from_sample.standard_error = every.count >= 2 ? std::sqrt(every.variance() / n)
+                                                  : std::numeric_limits<double>::infinity();
+    from_sample.dof = n - 1;
+  }
+  return from_sample;
+}
+
 const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,
                            std::string& why) {
   const Series* s = run.Probe(probe, series);

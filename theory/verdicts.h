@@ -12,6 +12,7 @@
 
 #include "optimizers/optimizer.h"
 #include "theory/assertion.h"
+#include "theory/statistics.h"
 
 namespace lemmalab {
 
@@ -47,6 +48,14 @@ double RoundingSlack(const RunEvidence& run, std::optional<double> given = std::
 
 // "over all 6000 values (600 recorded)": how many values an extent-based measurement covers.
 std::string OverAllValues(const Series& series);
+
+// A mean estimated from a sample of a series' values (`from_sample`, BatchMeans or
+// IndependentMean of the recorded values) made the mean of every value (the extent's: exact,
+// whatever was recorded). For independent values the standard error is every value's too
+// (s / sqrt(N) from the extent's sum of squares); for correlated steps the batch-means error of
+// the recorded values is kept, the one statistic a sample of them must estimate. A non-finite
+// value makes the mean NaN.
+MeanEstimate MeanOfEveryValue(MeanEstimate from_sample, const Extent& every, bool independent);
 
 // The series `probe/series` of the run, or nullptr with `why` set to an inconclusive reason.
 const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::string_view series,
