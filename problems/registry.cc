@@ -145,12 +145,13 @@ std::unique_ptr<Problem<T>> BuildQuadratic(const QuadraticOptions& o, std::strin
   // run starts from.
   const double start = model.minimizer.norm();  // x_0 = 0
   if (o.radius && *o.radius < start) {
-    options.Fail("radius",
-                 fmt::format("{} is smaller than ||x_0 - x*|| = {:.6g} (seed {}): the ball "
-                             "||x - x*|| <= radius where G holds must contain the initial point; "
-                             "give radius >= {:.6g}, or leave it out (its default is "
-                             "||x_0 - x*||)",
-                             *o.radius, start, context.seed, start));
+    options.Fail(
+        "radius",
+        fmt::format("radius = {} is smaller than ||x_0 - x*|| = {:.6g} (seed {}): the ball "
+                    "||x - x*|| <= radius where G holds must contain the initial point; "
+                    "give radius >= {:.6g}, or leave it out (its default is "
+                    "||x_0 - x*||)",
+                    *o.radius, start, context.seed, start));
   }
   return MakeQuadratic<T>(model);
 }
@@ -191,9 +192,9 @@ std::unique_ptr<Problem<T>> RosenbrockFromOptions(OptionTable& options,
   // L and G are certified on the box |x_j| <= radius, which must hold x_0 = (-1.2, 1, ...).
   if (const double start = RosenbrockStartRadius(o.dimension); o.radius < start) {
     options.Fail("radius",
-                 fmt::format("{} leaves out the initial point x_0 = (-1.2, 1, -1.2, ...), whose "
-                             "largest |x_j| is {}: L and G hold on the box |x_j| <= radius, "
-                             "which must contain it (give radius >= {}; default 2)",
+                 fmt::format("radius = {} leaves out the initial point x_0 = (-1.2, 1, -1.2, "
+                             "...), whose largest |x_j| is {}: L and G hold on the box |x_j| <= "
+                             "radius, which must contain it (give radius >= {}; default 2)",
                              o.radius, start, start));
   }
   o.noise = ReadGradientNoise(options);
