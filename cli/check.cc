@@ -338,8 +338,11 @@ std::string DescribeRuns(std::span<const RunEvidence> runs) {
 std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& experiments,
                             double confidence) {
   std::vector<CheckRow> rows;
-  const auto add = [&](std::string runs, std::string status, Verdict verdict) {
+  const auto add = [&](std::string runs, std::string status, Verdict verdict, std::string label,
+                       std::vector<std::string> folders) {
     CheckRow r;
+    r.label = std::move(label);
+    r.folders = std::move(folders);
     r.assertion = std::string(claim.info->name);
     r.summary = std::string(claim.info->summary);
     r.source = verdict.source.empty() ? std::string(claim.info->source) : verdict.source;
@@ -350,9 +353,13 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
     rows.push_back(std::move(r));
   };
   const auto row = [&](std::string runs, std::span<const RunEvidence> group,
-                       std::span<const RunEvidence> experiment) {
+                       std::span<const RunEvidence> experiment,
+                       const std::vector<const Experiment*>& from) {
+    std::vector<std::string> folders;
+    for (const Experiment* e : from) folders.push_back(e->dir.string());
     add(std::move(runs), DescribeRuns(group),
-        JudgeClaim(*claim.info, claim.judge, {group, experiment, confidence}));
+        JudgeClaim(*claim.info, claim.judge, {group, experiment, confidence}), group.front().label,
+        std::move(folders));
   };
   // Labels in spec order, as the first experiment lists them.
   std::vector<std::string> labels;
@@ -378,7 +385,7 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
         for (const Experiment& e : experiments) {
           std::string where;
           if (seeds || sweep_n) where = fmt::format(" (seed {}, n = {})", e.seed, e.workers);
-          row(label + where, std::span(&find(e), 1), e.runs);
+          row(label + where, std::span(&find(e), 1), e.runs, {&e});
         }
         break;
       case AssertionScope::kAcrossSeeds:
@@ -387,14 +394,18 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
           for (const Experiment* e : group) runs.push_back(find(*e));
           row(fmt::format("{} over {} seed{}{}", label, runs.size(), runs.size() == 1 ? "" : "s",
                           sweep_n ? fmt::format(" (n = {})", n) : ""),
-              runs, group.front()->runs);
+              runs, group.front()->runs, group);
         }
         break;
       case AssertionScope::kAcrossWorkers: {
         std::vector<RunEvidence> runs;
-        for (const Experiment& e : experiments) runs.push_back(find(e));
+        std::vector<const Experiment*> all;
+        for (const Experiment& e : experiments) {
+          runs.push_back(find(e));
+          all.push_back(&e);
+        }
         row(fmt::format("{} over n = {}", label, fmt::join(worker_counts, ", ")), runs,
-            experiments.front().runs);
+            experiments.front().runs, all);
         break;
       }
     }
@@ -404,7 +415,8 @@ std::vector<CheckRow> Judge(const Claim& claim, const std::vector<Experiment>& e
         Verdict::Inconclusive(claim.runs.empty()
                                   ? fmt::format("no run recorded the probes it reads ({})",
                                                 fmt::join(claim.info->probes, ", "))
-                                  : "none of the listed runs exist"));
+                                  : "none of the listed runs exist"),
+        "", {});
   }
   return rows;
 }
@@ -581,6 +593,15 @@ std::string CheckJson(const CheckReport& report) {
                        {"detail", f.detail}});
     }
     j["evidence"] = v.evidence;
+    j["label"] = row.label;
+    j["folders"] = row.folders;
+    if (v.statistic) {
+      j["statistic"] = {{"series", v.statistic->series},
+                        {"reduction", v.statistic->reduction},
+                        {"bound_is_level", v.statistic->bound_is_level}};
+    } else {
+      j["statistic"] = nullptr;
+    }
     auto& premises = j["premises"] = nlohmann::json::array();
     for (const Premise& p : v.premises) {
       premises.push_back({{"name", p.name},

@@ -47,8 +47,10 @@ struct CheckRow {
   std::string assertion;
   std::string summary;
   std::string source;
-  std::string runs;    // which runs were judged: "birder", "birder (seed 2)", "birder over 5 seeds"
-  std::string status;  // their status and final loss: "completed, final loss 0.0643"
+  std::string runs;   // which runs were judged: "birder", "birder (seed 2)", "birder over 5 seeds"
+  std::string label;  // their [[optimizer]] label
+  std::vector<std::string> folders;  // the results folders they are in
+  std::string status;                // their status and final loss: "completed, final loss 0.0643"
   Verdict verdict;
   VerdictKind expected = VerdictKind::kHolds;
   bool as_expected() const { return verdict.kind == expected; }

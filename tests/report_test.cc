@@ -169,6 +169,26 @@ TEST(Report, ACheckFolderAggregatesVerdictsOverSeeds) {
   EXPECT_THAT(report.out, Not(HasSubstr("seed 2")));
 }
 
+// A check folder's report draws the evidence of each verdict that names its statistic: here
+// Birder's b + eps against a floor it breaks, the figure of the verdict's own run.
+TEST(Report, ACheckFolderShowsEachVerdictsEvidence) {
+  TempDir dir;
+  WriteFile(dir / "spec.toml", kSpec +
+                                   "[[assert]]\nassertion = \"b-floor\"\nrho = 1.0\n"
+                                   "expect = \"violated\"\n");
+  const auto check =
+      RunLemmalab({"check", (dir / "spec.toml").string(), "--out", (dir / "out").string()});
+  ASSERT_EQ(check.exit_code, 0) << check.out << check.err;
+  const auto doc = nlohmann::json::parse(ReadFile(dir / "out" / "check.json"));
+  const auto& statistic = doc.at("verdicts").at(0).at("statistic");
+  EXPECT_EQ(statistic.at("reduction"), "min");
+  EXPECT_EQ(statistic.at("series").at(0), "probe min-b/min_denominator");
+  const auto report = RunLemmalab({"report", (dir / "out").string()});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "plots" / "evidence-01-b-floor-birder.png"))
+      << report.out;
+}
+
 TEST(Report, PlotsOrAClearWordOnWhyNot) {
   TempDir dir;
   WriteFile(dir / "spec.toml", kSpec + "[sweep]\nseed = [1, 2]\n");

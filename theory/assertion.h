@@ -102,6 +102,16 @@ struct Verdict {
   // What the verdict rests on, one line per series read ("probe q-deviate/ratio: the extremes of
   // all 6000 values (600 recorded)"), filled by the evidence rule (theory/evidence_rule.h).
   std::vector<std::string> evidence;
+  // The statistic the measured value comes from, for the report's figure of the evidence: the
+  // series ("probe q-deviate/ratio", "metric grad_sq_norm"), reduced at each step over the
+  // workers ("max", "min") or over the steps so far ("running mean", "running sum"). The bound is
+  // a level every value is held to (`bound_is_level`), or the bound at the verdict's step only.
+  struct Statistic {
+    std::vector<std::string> series;
+    std::string reduction;
+    bool bound_is_level = true;
+  };
+  std::optional<Statistic> statistic;
 
   static Verdict Inconclusive(std::string why) {
     Verdict v;

@@ -515,6 +515,9 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
                   "expectation",
                   run.steps_done));
   v.detail = fmt::format("{}", fmt::join(notes, "; "));
+  // The left side is ((1/T) sum ||grad f||)^2, not the running mean of ||grad f||^2: the figure
+  // shows the series it is computed from, with the bound at the verdict's T.
+  v.statistic = Verdict::Statistic{{gsq->name()}, "running mean", false};
   v.premises.push_back(OptimalValueFor(*f_star, v.kind));
   return v;
 }

@@ -275,6 +275,7 @@ Verdict CheckDeviation(const AssertionInput& input, std::optional<double> given_
     if (!(r <= 1)) v.kind = VerdictKind::kViolated;
   }
   v.measured_value = worst;
+  v.statistic = Verdict::Statistic{{ratio->name()}, "max", false};  // against each sender's q
   v.measured = fmt::format("max ||C(u) - u|| / (q ||u||) {:.6g} over all {} calls ({} recorded)",
                            worst, calls, ratio->recorded());
   if (v.kind == VerdictKind::kViolated) {

@@ -161,6 +161,7 @@ bool ReadTrajectory(const RunEvidence& run, std::string_view statement, Verdict&
   t.notes.push_back(DescribeConstant(*f_star));
   const std::optional<GradientAverage> average = ReadGradientAverage(run, t.steps, verdict.detail);
   if (!average) return false;
+  verdict.statistic = average->statistic;
   t.gamma = average->step_size;
   t.sum = average->sum;
   t.first = average->grad_sq.front();

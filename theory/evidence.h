@@ -158,6 +158,8 @@ class Series {
   // The first non-finite value among the extents and the points, if any.
   std::optional<Point> FirstNonFinite() const;
 
+  // The name reads are logged under ("probe q-deviate/ratio"), while a judgement runs.
+  const std::string& name() const { return name_; }
   // Where reads are logged while a judgement runs (theory/evidence_rule.cc sets and clears it).
   void Watch(EvidenceReads* reads, std::string name) const {
     reads_ = reads;

@@ -298,9 +298,11 @@ Verdict CheckOnebitLambClips(const AssertionInput& input, std::optional<double> 
     bounds.push_back(rule.text);
     const Verdict one = EveryValueAtMost({s}, rtol, rule.series, "");
     parts.push_back(fmt::format("{}: {}", rule.text, one.measured));
+    if (!verdict.statistic) verdict.statistic = one.statistic;
     if (one.kind == VerdictKind::kHolds) continue;
     // The earliest broken rule is the one reported.
     if (verdict.kind != VerdictKind::kViolated || *one.worst_step < *verdict.worst_step) {
+      verdict.statistic = one.statistic;
       verdict.worst_step = one.worst_step;
       verdict.worst_worker = one.worst_worker;
       verdict.measured_value = one.measured_value;

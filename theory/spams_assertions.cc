@@ -134,6 +134,9 @@ Verdict CheckPerStepBound(const AssertionInput& input, const SpamsClaimOptions& 
     }
     if (!(largest.value <= bound * (1 + rtol)) && !worst_over) worst_over = largest;
   }
+  // One level for every value when both sides use one q.
+  verdict.statistic =
+      Verdict::Statistic{{series->name()}, "max", q.workers == q.server || !q.workers || !q.server};
   verdict.measured =
       fmt::format("max {} {:.6g} (step {}), {:.4g} of the bound, {}", what, verdict.measured_value,
                   *verdict.worst_step, worst_ratio, OverAllValues(*series));
@@ -208,6 +211,7 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
         verdict.worst_step = at;
         verdict.measured_value = sum;
         verdict.bound_value = bound;
+        verdict.statistic = Verdict::Statistic{{series->name()}, "running sum"};
       }
       verdict.kind = VerdictKind::kViolated;
     } else if (verdict.kind == VerdictKind::kHolds && fraction > worst_fraction) {
@@ -215,6 +219,7 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
       verdict.worst_step = e.last_step;
       verdict.measured_value = sum;
       verdict.bound_value = bound;
+      verdict.statistic = Verdict::Statistic{{series->name()}, "running sum"};
     }
   }
   verdict.worst_worker = kServer;
@@ -308,6 +313,7 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
 
   const std::optional<GradientAverage> average = ReadGradientAverage(run, T, verdict.detail);
   if (!average) return verdict;
+  verdict.statistic = average->statistic;
   const double eta = average->step_size;
   const double measured = average->sum / static_cast<double>(T);
 

@@ -80,13 +80,16 @@ Verdict EveryValue(std::initializer_list<const Series*> series, double bound, st
                    std::string bound_text, bool upper, Breaks breaks) {
   Extent all;
   std::int64_t recorded = 0;
+  Verdict::Statistic statistic{{}, upper ? "max" : "min"};
   for (const Series* s : series) {
     if (s == nullptr) continue;
     all.Merge(s->extent());
     recorded += static_cast<std::int64_t>(s->recorded());
+    statistic.series.push_back(s->name());
   }
   if (all.empty()) return Verdict::Inconclusive(fmt::format("no values of {} recorded", what));
   Verdict v;
+  v.statistic = std::move(statistic);
   v.kind = VerdictKind::kHolds;
   v.bound = std::move(bound_text);
   v.bound_value = bound;
@@ -236,6 +239,7 @@ std::optional<GradientAverage> ReadGradientAverage(const RunEvidence& run, std::
   }
   for (const double v : a.grad_sq) a.sum += v;
   a.initial_loss = *f0;
+  a.statistic = {{grad->name()}, "running mean", false};
   return a;
 }
 

@@ -70,6 +70,7 @@ struct GradientAverage {
   std::vector<double> grad_sq;  // by step, T values
   double sum = 0;               // their sum in step order
   double initial_loss = 0;
+  Verdict::Statistic statistic;  // the running mean of grad_sq_norm, what the bound is against
 };
 // nullopt with `why` set when the run lacks one of them; `steps` (T) must be at least 1.
 std::optional<GradientAverage> ReadGradientAverage(const RunEvidence& run, std::int64_t steps,

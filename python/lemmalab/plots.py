@@ -5,7 +5,14 @@
 Each figure has one panel per value of the first axis and one line per combination of the
 other axes (a single axis, e.g. a plain run's labels, gives one panel with a line per value).
 A line is the mean over seeds; its band is the min-max over seeds with 2 seeds, the mean +-
-t-based 95% confidence interval with 3 or more, and absent with one seed.
+t-based 95% confidence interval with 3 or more, and absent with one seed. A bound is drawn only
+where every run of the figure is one the bound is about.
+
+On a `lemmalab check` folder (check.json beside the results), one more figure per verdict shows
+the evidence it judged: the statistic its measured value comes from (the maximum over the
+workers at each step where the claim is about every value, the running mean where a theorem
+averages over the steps), only for the runs the claim covered, with its bound, and the step of a
+violation or of a failed premise marked.
 
 Exit status: 0 drawn; 2 RESULTS missing or not a results database; 3 matplotlib (or pandas)
 missing. `lemmalab report` runs exactly this command.
@@ -14,6 +21,7 @@ missing. `lemmalab report` runs exactly this command.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import sys
@@ -44,13 +52,17 @@ class Bound(NamedTuple):
     value: float
     per_dimension: bool  # the bound holds for the series divided by d (and is d otherwise)
     label: str
+    # The hyperparameter and value of the runs the bound is about (Lemma 1 is about Birder's
+    # quantizer): the line is drawn only when every run of the figure has it.
+    covers: tuple[str, str]
 
 
 # Bounds the papers prove for a probe series; drawn as a horizontal line where the series is
 # shown on the bound's scale. q-domain fractions have none (they are diagnostics).
+_LEMMA1 = r"bound $E\|e\|^2/d \leq 1$ (Birder Lemma 1)"
 KNOWN_BOUNDS = {
-    ("ef-norm", "worker_sq_norm"): Bound(1.0, True, r"bound $E\|e\|^2/d \leq 1$ (Birder Lemma 1)"),
-    ("ef-norm", "server_sq_norm"): Bound(1.0, True, r"bound $E\|e\|^2/d \leq 1$ (Birder Lemma 1)"),
+    ("ef-norm", "worker_sq_norm"): Bound(1.0, True, _LEMMA1, ("compressor.name", "stochastic-binary")),
+    ("ef-norm", "server_sq_norm"): Bound(1.0, True, _LEMMA1, ("compressor.name", "stochastic-binary")),
 }
 
 # Two-sided 95% Student t quantiles t_{0.975, df}; between rows the smaller df is used (wider,
@@ -223,15 +235,114 @@ def draw(results, out_dir) -> list[Path]:
         bound = KNOWN_BOUNDS.get((probe, name))
         if bound is not None and bound.per_dimension != info.per_dimension:
             bound = None  # the series is not on the bound's scale (e.g. d not divided out)
+        frame = lr.probe_frame(results, probe, name)
+        if bound is not None and not _all_covered(results, frame["run_id"], bound.covers):
+            bound = None  # a run the bound is not about would seem to break it
         title = f"Probe {probe}: {name}" + (" / d" if info.per_dimension else "")
         if info.meaning:
             recorded = ("shown divided by d; recorded: " if info.per_dimension else "recorded: ")
             title += "\n" + textwrap.fill(recorded + info.meaning, 80)
         written.append(_figure(
-            results, lr.probe_frame(results, probe, name), "step", title, "step",
+            results, frame, "step", title, "step",
             f"{name}{' / d' if info.per_dimension else ''} (mean over workers)",
             out / _file_name("probe", probe, name), bound))
     return [p for p in written if p is not None]
+
+
+def _all_covered(results, run_ids, covers: tuple[str, str]) -> bool:
+    """Whether every run of RUN_IDS has hyperparameter COVERS[0] equal to COVERS[1]."""
+    key, value = covers
+    h = results.hyperparameters
+    have = set(h[(h["key"] == key) & (h["value"].astype(str) == value)]["run_id"])
+    return set(run_ids) <= have
+
+
+def _statistic(results, label: str, series: str, reduction: str) -> pd.DataFrame:
+    """SERIES ("probe q-deviate/ratio", "metric grad_sq_norm") of the runs labelled LABEL, per
+    run and step: its maximum or minimum over the workers, or its running mean or sum over the
+    steps so far."""
+    kind, name = series.split(" ", 1)
+    runs = set(results.runs[results.runs["label"] == label]["run_id"])
+    if kind == "probe":
+        probe, name = name.split("/", 1)
+        p = results.probes
+        frame = p[(p["probe"] == probe) & (p["series"] == name)]
+    else:
+        m = results.metrics
+        frame = m[m["name"] == name]
+    frame = frame[frame["run_id"].isin(runs)]
+    by_step = frame.groupby(["run_id", "step"])["value"]
+    per_step = (by_step.min() if reduction == "min" else by_step.max()).reset_index()
+    if reduction in ("running mean", "running sum"):
+        per_step = per_step.sort_values(["run_id", "step"])
+        total = per_step.groupby("run_id")["value"].cumsum()
+        count = per_step.groupby("run_id").cumcount() + 1
+        per_step["value"] = total / count if reduction == "running mean" else total
+    return per_step
+
+
+def draw_evidence(check_dir, out_dir) -> list[Path]:
+    """One figure per verdict of CHECK_DIR/check.json that names its statistic: the statistic of
+    the runs the verdict judged, its bound, and the steps that broke the claim or a premise."""
+    check = json.loads((Path(check_dir) / "check.json").read_text())
+    out = Path(out_dir)
+    written = []
+    for k, v in enumerate(check["verdicts"], 1):
+        stat = v.get("statistic")
+        if not stat or not v.get("folders"):
+            continue
+        fig, ax = plt.subplots(figsize=(7.0, 3.8))
+        drawn = False
+        for folder in v["folders"]:
+            try:
+                results = lr.load(folder)
+            except lr.NotResultsError:
+                continue
+            seed = results.meta.get("seed", "")
+            for series in stat["series"]:
+                frame = _statistic(results, v["label"], series, stat["reduction"])
+                for _, run in frame.groupby("run_id"):
+                    tag = f" (seed {seed})" if len(v["folders"]) > 1 else ""
+                    ax.plot(run["step"], run["value"], lw=1.2,
+                            label=f"{series}: {stat['reduction']}"
+                            + (" over workers" if stat["reduction"] in ("max", "min") else "")
+                            + tag)
+                    drawn = True
+        if not drawn:
+            plt.close(fig)
+            continue
+        bound = v.get("bound_value")
+        if bound is not None and math.isfinite(bound):
+            if stat["bound_is_level"]:
+                ax.axhline(bound, color="black", ls="--", lw=1, label=f"bound {bound:.4g}")
+            elif v.get("worst_step") is not None:
+                ax.plot([v["worst_step"]], [bound], "k_", ms=18, mew=2,
+                        label=f"bound {bound:.4g} at step {v['worst_step']}")
+        # The verdict's own value, from every value the run took (recorded or not).
+        measured = v.get("measured_value")
+        if measured is not None and math.isfinite(measured) and v.get("worst_step") is not None:
+            ax.plot([v["worst_step"]], [measured], "x", color="tab:red", ms=8, mew=2,
+                    label=f"the verdict's value {measured:.5g} at step {v['worst_step']}")
+        if v["verdict"] == "violated" and v.get("worst_step") is not None:
+            ax.axvline(v["worst_step"], color="tab:red", lw=1,
+                       label=f"violated at step {v['worst_step']}")
+        for premise in v.get("premises", []):
+            if premise["status"] == "failed" and premise.get("step") is not None:
+                ax.axvline(premise["step"], color="tab:orange", ls=":", lw=1.2,
+                           label=textwrap.shorten(f"premise failed at step {premise['step']}: "
+                                                  f"{premise['name']}", 90))
+        ax.set_xlabel("step")
+        ax.set_ylabel(", ".join(x.split("/")[-1].split(" ")[-1] for x in stat["series"]))
+        ax.set_title(textwrap.fill(f"{v['assertion']} on {v['run']}: {v['verdict']}", 70),
+                     fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+        path = out / _file_name("evidence", f"{k:02d}", v["assertion"], v["run"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+        plt.close(fig)
+        written.append(path)
+    return written
 
 
 def main(argv=None) -> int:
@@ -246,6 +357,8 @@ def main(argv=None) -> int:
         return 3
     try:
         paths = draw(lr.load(args.results), args.out_dir)
+        if (Path(args.results) / "check.json").is_file():
+            paths += draw_evidence(args.results, args.out_dir)
     except lr.NotResultsError as e:
         print(f"lemmalab.plots: {e}", file=sys.stderr)
         return 2

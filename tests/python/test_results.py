@@ -287,6 +287,45 @@ class PlotsTest(Fixture):
         self.assertIsNone(plots._over_seeds(frame[frame["run_id"] == 1], "step")[1])
 
 
+class EvidenceTest(unittest.TestCase):
+    """What a check folder's evidence figures draw: the verdict's statistic of its own runs."""
+
+    def results(self):
+        import pandas as pd
+        runs = pd.DataFrame({"run_id": [1, 2], "label": ["birder", "sgd"]})
+        probes = pd.DataFrame({
+            "run_id": [1, 1, 1, 1, 2, 2], "step": [1, 1, 2, 2, 1, 2],
+            "probe": ["q-deviate"] * 6, "series": ["ratio"] * 6,
+            "worker": [0, 1, 0, 1, 0, 0], "value": [0.2, 0.5, 0.4, 0.1, 9.0, 9.0]})
+        metrics = pd.DataFrame({"run_id": [1, 1, 1], "step": [0, 1, 2], "name": ["grad_sq_norm"] * 3,
+                                "worker": [math.nan] * 3, "value": [3.0, 1.0, 2.0]})
+        hyperparameters = pd.DataFrame({"run_id": [1, 2], "key": ["compressor.name"] * 2,
+                                        "value": ["stochastic-binary", "sign"],
+                                        "type": ["string"] * 2})
+        return lr.Results(runs=runs, metrics=metrics, probes=probes,
+                          hyperparameters=hyperparameters, meta={},
+                          probe_series=pd.DataFrame(columns=["probe", "series", "meaning",
+                                                             "per_dimension"]))
+
+    def test_statistic_reduces_over_workers_for_the_verdicts_runs_only(self):
+        frame = plots._statistic(self.results(), "birder", "probe q-deviate/ratio", "max")
+        self.assertEqual(list(frame["run_id"]), [1, 1])  # sgd's 9.0 is not birder's evidence
+        self.assertEqual(list(frame["value"]), [0.5, 0.4])
+        frame = plots._statistic(self.results(), "birder", "probe q-deviate/ratio", "min")
+        self.assertEqual(list(frame["value"]), [0.2, 0.1])
+
+    def test_running_mean_is_over_the_steps_so_far(self):
+        frame = plots._statistic(self.results(), "birder", "metric grad_sq_norm", "running mean")
+        self.assertEqual(list(frame["value"]), [3.0, 2.0, 2.0])
+        frame = plots._statistic(self.results(), "birder", "metric grad_sq_norm", "running sum")
+        self.assertEqual(list(frame["value"]), [3.0, 4.0, 6.0])
+
+    def test_a_bound_is_drawn_only_on_the_runs_it_covers(self):
+        covers = ("compressor.name", "stochastic-binary")
+        self.assertTrue(plots._all_covered(self.results(), [1], covers))
+        self.assertFalse(plots._all_covered(self.results(), [1, 2], covers))
+
+
 class CliTest(Fixture):
     def cli(self, *args, pythonpath=str(PYTHON_DIR)):
         env = {**os.environ, "PYTHONPATH": pythonpath, "MPLBACKEND": "Agg"}
