@@ -113,8 +113,9 @@ TEST(ProbeContract, EveryProbeSurvivesWeightDecayOnEveryOptimizer) {
 // Declared series that the runs above cannot record: they exist once 1-bit Adam's or 1-bit LAMB's
 // variance is frozen, at the end of step warmup_steps (default 100), and the runs take 12 steps.
 constexpr std::array<std::string_view, 7> kRecordedOnlyAfterWarmup = {
-    "onebit-error/frozen_sqrt_min", "onebit-error/frozen_sqrt_max", "lamb-ratios/target",
-    "lamb-ratios/r",                "lamb-ratios/r_clip_excess",    "lamb-ratios/r_step_excess",
+    "onebit-error/frozen_sqrt_min", "onebit-error/frozen_sqrt_max",
+    "lamb-ratios/target",           "lamb-ratios/r",
+    "lamb-ratios/r_clip_excess",    "lamb-ratios/r_step_excess",
     "lamb-ratios/c_product_excess"};
 
 // theory/probe_series.cc declares exactly the series the probes record: every series recorded on
