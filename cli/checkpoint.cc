@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -22,6 +24,29 @@ struct Database {
                               db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
 }
 
+// A CRC-32 (zlib) of a snapshot: every item's path, kind and bytes, in path order. A state file
+// records it, and a restore recomputes it: a file damaged or edited since is refused whole.
+std::uint32_t Checksum(const StateSnapshot& snapshot) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const auto add = [&](const void* data, std::size_t size) {
+    const auto* bytes = static_cast<const Bytef*>(data);
+    while (size > 0) {  // crc32 takes an unsigned int length
+      const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
+      crc = crc32(crc, bytes, chunk);
+      bytes += chunk;
+      size -= chunk;
+    }
+  };
+  for (const auto& [name, item] : snapshot) {
+    const std::uint64_t sizes[2] = {name.size(), item.bytes.size()};
+    add(sizes, sizeof(sizes));
+    add(name.data(), name.size());
+    add(&item.kind, sizeof(item.kind));
+    add(item.bytes.data(), item.bytes.size());
+  }
+  return static_cast<std::uint32_t>(crc);
+}
+
 }  // namespace
 
 void WriteStateFile(const std::filesystem::path& path, const StateSnapshot& snapshot) {
@@ -35,7 +60,10 @@ void WriteStateFile(const std::filesystem::path& path, const StateSnapshot& snap
     const std::string cannot_write = fmt::format("{}: cannot write", partial.string());
     ExecSql(file.db,
             "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; BEGIN;"
-            "CREATE TABLE state(path TEXT PRIMARY KEY, kind TEXT NOT NULL, bytes BLOB NOT NULL);",
+            "CREATE TABLE state(path TEXT PRIMARY KEY, kind TEXT NOT NULL, bytes BLOB NOT NULL);"
+            "CREATE TABLE integrity(crc32 INTEGER NOT NULL);",
+            cannot_write);
+    ExecSql(file.db, fmt::format("INSERT INTO integrity VALUES ({})", Checksum(snapshot)).c_str(),
             cannot_write);
     sqlite3_stmt* insert = nullptr;
     if (sqlite3_prepare_v2(file.db, "INSERT INTO state VALUES (?, ?, ?)", -1, &insert, nullptr) !=
@@ -87,8 +115,15 @@ StateSnapshot ReadStateFile(const std::filesystem::path& path) {
   StateSnapshot snapshot;
   int rc;
   while ((rc = sqlite3_step(query)) == SQLITE_ROW) {
-    const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(query, 0));
-    const std::string_view kind = reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
+    const auto* path_text = reinterpret_cast<const char*>(sqlite3_column_text(query, 0));
+    const auto* kind_text = reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
+    if (path_text == nullptr || kind_text == nullptr) {
+      sqlite3_finalize(query);
+      throw UserError(fmt::format("{}: not a lemmalab state file (an item without a name or kind)",
+                                  path.string()));
+    }
+    const std::string name = path_text;
+    const std::string_view kind = kind_text;
     const std::optional<StateKind> known = StateKindNamed(kind);
     if (!known) {
       sqlite3_finalize(query);
@@ -103,6 +138,20 @@ StateSnapshot ReadStateFile(const std::filesystem::path& path) {
   }
   sqlite3_finalize(query);
   if (rc != SQLITE_DONE) Fail(path, "cannot read", file.db);
+  if (sqlite3_prepare_v2(file.db, "SELECT crc32 FROM integrity", -1, &query, nullptr) !=
+      SQLITE_OK) {
+    Fail(path, "not a lemmalab state file (it records no checksum)", file.db);
+  }
+  const bool recorded = sqlite3_step(query) == SQLITE_ROW;
+  const auto expected = static_cast<std::uint32_t>(sqlite3_column_int64(query, 0));
+  sqlite3_finalize(query);
+  const std::uint32_t actual = Checksum(snapshot);
+  if (!recorded || expected != actual) {
+    throw UserError(fmt::format(
+        "{}: the checkpoint's state file is damaged (CRC-32 {:08x} recorded, {:08x} read); it "
+        "cannot be resumed: run the spec again without --resume",
+        path.string(), expected, actual));
+  }
   return snapshot;
 }
 

@@ -78,6 +78,16 @@ std::span<const std::byte> RestoringArchive::Load(std::string_view name, StateKi
   return it->second.bytes;
 }
 
+std::size_t RestoringArchive::StoredItems() const {
+  const std::string prefix = Path("");
+  std::size_t n = 0;
+  for (auto it = snapshot_.lower_bound(prefix);
+       it != snapshot_.end() && it->first.starts_with(prefix); ++it) {
+    ++n;
+  }
+  return n;
+}
+
 void RestoringArchive::Fail(std::string_view name, std::string_view what) const {
   throw UserError(
       fmt::format("{}: state item '{}': expected {} (was it written by another spec or build?)",

@@ -15,6 +15,8 @@
 // Values are stored as their bytes: a restored float is the saved float, bit for bit.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -82,11 +84,17 @@ class StateArchive {
     });
   }
   // One vector or matrix per worker (or per layer): name/count, then name/0, name/1, ...
+  // A run that already holds vectors (one per worker) restores exactly as many.
   template <EigenDense D>
   void operator()(std::string_view name, std::vector<D>& vectors) {
+    const std::size_t had = vectors.size();
     Scope(name, [&] {
       std::uint64_t count = vectors.size();
       (*this)("count", count);
+      if (restoring()) {
+        Require("count", had == 0 || count == had, fmt::format("{} (as this run has)", had));
+        RequireStored("", count);
+      }
       vectors.resize(count);
       for (std::size_t i = 0; i < vectors.size(); ++i) (*this)(std::to_string(i), vectors[i]);
     });
@@ -138,6 +146,7 @@ class StateArchive {
   void List(std::string_view name, V& items, F&& f) {
     std::uint64_t count = items.size();
     (*this)(std::string(name) + "/count", count);
+    if (restoring()) Scope(name, [&] { RequireStored("", count); });
     items.resize(count);
     Each(name, items, std::forward<F>(f));
   }
@@ -155,6 +164,18 @@ class StateArchive {
     if (!ok) Fail(name, what);
   }
   [[noreturn]] virtual void Fail(std::string_view name, std::string_view what) const = 0;
+  // Restoring: the number of stored items under the current scope. A count read from a
+  // checkpoint is checked against it before anything is sized by it, so that a damaged count
+  // is refused instead of allocating what it says.
+  virtual std::size_t StoredItems() const = 0;
+  // Restoring: UserError unless the scope holds `count` elements besides its count item (each
+  // element is at least one item).
+  void RequireStored(std::string_view name, std::uint64_t count) const {
+    const std::size_t stored = StoredItems();
+    Require(name.empty() ? "count" : name, stored > 0 && count <= stored - 1,
+            fmt::format("at most {} elements (the items stored), but it says {}",
+                        stored > 0 ? stored - 1 : 0, count));
+  }
 
  private:
   template <typename E>
@@ -180,6 +201,11 @@ class StateArchive {
     const std::span<const std::byte> bytes = Load(name, kind);
     Require(name, bytes.size() % sizeof(E) == 0, "a whole number of elements");
     const std::size_t n = bytes.size() / sizeof(E);
+    // Sizes come from the run, never from the file: what the run already sized (parameters,
+    // per-worker buffers) is restored only at its own length. State a run sizes lazily is empty
+    // until its first step, and takes the saved length.
+    Require(name, count == 0 || n == count,
+            fmt::format("{} elements (as this run has), but it holds {}", count, n));
     E* out = resize(n);
     if (n > 0) std::memcpy(out, bytes.data(), bytes.size());
   }
@@ -197,6 +223,7 @@ class SavingArchive final : public StateArchive {
   void Save(std::string_view name, StateKind kind, std::span<const std::byte> bytes) override;
   std::span<const std::byte> Load(std::string_view name, StateKind kind) override;
   [[noreturn]] void Fail(std::string_view name, std::string_view what) const override;
+  std::size_t StoredItems() const override { return 0; }
   StateSnapshot snapshot_;
 };
 
@@ -214,6 +241,7 @@ class RestoringArchive final : public StateArchive {
   void Save(std::string_view name, StateKind kind, std::span<const std::byte> bytes) override;
   std::span<const std::byte> Load(std::string_view name, StateKind kind) override;
   [[noreturn]] void Fail(std::string_view name, std::string_view what) const override;
+  std::size_t StoredItems() const override;
   const StateSnapshot& snapshot_;
   std::string origin_;
   std::set<std::string, std::less<>> read_;

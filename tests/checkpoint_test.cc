@@ -2,9 +2,11 @@
 // optimizer, compressor and probe must meet: restored from the state another instance saved after
 // some steps, a fresh instance continues exactly as the original does, bit for bit. A member
 // missing from a Persist method fails here for the component that has it.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -15,11 +17,14 @@
 #include "core/error.h"
 #include "core/state.h"
 #include "problems/quadratic.h"
+#include "tests/test_util.h"
 #include "tests/theory_doubles.h"
 #include "theory/probe.h"
 
 namespace lemmalab {
 namespace {
+
+using testing::UserErrorOf;
 
 struct Sample {
   Eigen::VectorXf v;
@@ -253,6 +258,66 @@ TEST_P(EveryOptimizerCheckpoint, ContinuesFromItsSavedStateBitForBit) {
   for (const std::string& toml : Configurations(GetParam())) {
     ExpectResumesExactly<float>(toml);
     ExpectResumesExactly<double>(toml);
+  }
+}
+
+// Issue 33: restore sizes nothing the run has sized by the file. Every number array of every
+// optimizer's state that a fresh instance already holds, one element longer or shorter in the
+// file, is refused by its length (a longer parameter vector crashed Birder::Apply); a count is
+// refused when the file holds fewer elements than it says. (State an instance sizes at its first
+// step, empty before, takes the saved length; the state file's checksum guards it.)
+template <typename T>
+void ExpectRefusesEveryOtherLength(const std::string& toml) {
+  SCOPED_TRACE(toml);
+  const auto problem = Quadratic<T>();
+  auto original = Build<T>(toml);
+  Cluster<T> cluster(*problem, *original);
+  Vector<T> x = problem->InitialPoint();
+  for (std::int64_t t = 1; t <= kSaveAfter; ++t) cluster.Step({t, Rate(t), 11}, x);
+  const StateSnapshot saved = SaveState(*original);
+  auto unstarted = Build<T>(toml);
+  Cluster<T> unstarted_cluster(*problem, *unstarted);
+  const StateSnapshot sized = SaveState(*unstarted);
+  for (const auto& [path, item] : saved) {
+    const auto before = sized.find(path);
+    if (before == sized.end() || before->second.bytes.size() != item.bytes.size()) continue;
+    const std::size_t element = item.kind == StateKind::kF32   ? 4
+                                : item.kind == StateKind::kF64 ? 8
+                                : item.kind == StateKind::kU64 ? 8
+                                                               : 0;
+    if (element == 0 || item.bytes.size() < 2 * element) continue;
+    for (const bool longer : {true, false}) {
+      SCOPED_TRACE(fmt::format("{}, one element {}", path, longer ? "more" : "fewer"));
+      StateSnapshot edited = saved;
+      auto& bytes = edited.at(path).bytes;
+      bytes.resize(longer ? bytes.size() + element : bytes.size() - element);
+      auto fresh = Build<T>(toml);
+      Cluster<T> fresh_cluster(*problem, *fresh);
+      EXPECT_THAT(UserErrorOf([&] { RestoreState(edited, *fresh); }),
+                  ::testing::HasSubstr("as this run has"));
+    }
+  }
+  for (const auto& [path, item] : saved) {
+    // A container's count (its elements follow as .../0, ...), not a scalar named count.
+    const std::string first = path.substr(0, path.size() - 5) + "0";
+    const auto next = saved.lower_bound(first);
+    if (!path.ends_with("/count") || next == saved.end() || !next->first.starts_with(first)) {
+      continue;
+    }
+    SCOPED_TRACE(path);
+    StateSnapshot edited = saved;
+    const std::uint64_t huge = 50'000'000;
+    std::memcpy(edited.at(path).bytes.data(), &huge, sizeof(huge));
+    auto fresh = Build<T>(toml);
+    EXPECT_THAT(UserErrorOf([&] { RestoreState(edited, *fresh); }),
+                ::testing::AnyOf(::testing::HasSubstr("but it says 50000000"),
+                                 ::testing::HasSubstr("(as this run has)")));
+  }
+}
+
+TEST_P(EveryOptimizerCheckpoint, RefusesStateOfAnyOtherLength) {
+  for (const std::string& toml : Configurations(GetParam())) {
+    ExpectRefusesEveryOtherLength<float>(toml);
   }
 }
 

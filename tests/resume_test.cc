@@ -5,12 +5,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <linux/fs.h>
+#include <sqlite3.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <set>
+#include <tuple>
 
+#include "cli/checkpoint.h"
 #include "cli/experiment.h"
 #include "cli/result_folder.h"
 #include "cli/spec.h"
@@ -202,6 +206,135 @@ schedule = { name = "constant", lr = 0.1 }
               HasSubstr("the data (CRC-32 of the samples) differ from the checkpointed run's"));
 }
 
+// A copy of the stopped run's folder `from` at `to`, with its state file, for one damage.
+std::filesystem::path CopyOfStopped(const std::filesystem::path& from,
+                                    const std::filesystem::path& to) {
+  std::filesystem::copy(
+      from, to,
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  return to / ".results/next/state-run1-step30-rank0.sqlite";
+}
+
+// Runs SQL on a file (a state file or a results database) as a hand with sqlite3 would.
+void EditWithSql(const std::filesystem::path& file, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// Issue 33, finding 2: restore took lengths and counts from the state file. 4 MB appended to
+// run/x crashed Birder::Apply, 4 bytes more or fewer were an internal error, a count of 5e7
+// allocated gigabytes before a refusal, and a NaN written into x was accepted.
+TEST(Resume, ADamagedStateFileIsRefusedWhole) {
+  TempDir dir;
+  const RunSpec spec = Spec(dir.path());
+  const std::filesystem::path stopped = dir / "stopped";
+  RunAndStop(spec, stopped, 1, 30);
+  const StateSnapshot saved = ReadStateFile(CopyOfStopped(stopped, dir / "read"));
+
+  // Edited by hand: the checksum no longer matches, whatever the edit.
+  const std::filesystem::path raw = CopyOfStopped(stopped, dir / "raw");
+  EditWithSql(raw,
+              "UPDATE state SET bytes = bytes || zeroblob(4) WHERE rowid = "
+              "(SELECT MIN(rowid) FROM state WHERE kind = 'f32')");
+  EXPECT_THAT(UserErrorOf([&] { Resume(spec, dir / "raw"); }),
+              HasSubstr("the checkpoint's state file is damaged (CRC-32"));
+
+  // Edited consistently (checksum recomputed): every number array of the parameters, the
+  // optimizers' state and the finished runs, one element longer or shorter than the run's own, is
+  // refused by its length, never restored at the file's length. (A probe's state sized at its
+  // first step takes the saved length; tests/checkpoint_test.cc covers every optimizer.)
+  int arrays = 0;
+  for (const auto& [path, item] : saved) {
+    const std::size_t element = item.kind == StateKind::kF32   ? 4
+                                : item.kind == StateKind::kF64 ? 8
+                                                               : 0;
+    if (element == 0 || item.bytes.size() < 2 * element || path.starts_with("run/probes/")) {
+      continue;
+    }
+    ++arrays;
+    for (const int change : {+1, -1}) {
+      SCOPED_TRACE(fmt::format("{} with {} element", path, change > 0 ? "one more" : "one fewer"));
+      const std::filesystem::path out = dir / fmt::format("edited-{}-{}", arrays, change);
+      const std::filesystem::path file = CopyOfStopped(stopped, out);
+      StateSnapshot edited = saved;
+      auto& bytes = edited.at(path).bytes;
+      if (change > 0) {
+        bytes.resize(bytes.size() + element);
+      } else {
+        bytes.resize(bytes.size() - element);
+      }
+      WriteStateFile(file, edited);
+      EXPECT_THAT(UserErrorOf([&] { Resume(spec, out); }),
+                  ::testing::AnyOf(HasSubstr("as this run has"), HasSubstr("but this run has d")));
+      std::filesystem::remove_all(out);
+    }
+  }
+  EXPECT_GT(arrays, 10);
+
+  // A count far beyond what the file holds is refused before anything is sized by it.
+  int counts = 0;
+  for (const auto& [path, item] : saved) {
+    // A container's count (its elements follow as .../0, ...), not a scalar named count.
+    const std::string first = path.substr(0, path.size() - 5) + "0";
+    const auto next = saved.lower_bound(first);
+    if (!path.ends_with("/count") || next == saved.end() || !next->first.starts_with(first)) {
+      continue;
+    }
+    ++counts;
+    SCOPED_TRACE(path);
+    const std::filesystem::path out = dir / fmt::format("count-{}", counts);
+    const std::filesystem::path file = CopyOfStopped(stopped, out);
+    StateSnapshot edited = saved;
+    const std::uint64_t huge = 50'000'000;
+    std::memcpy(edited.at(path).bytes.data(), &huge, sizeof(huge));
+    WriteStateFile(file, edited);
+    const std::string error = UserErrorOf([&] { Resume(spec, out); });
+    EXPECT_THAT(
+        error, ::testing::AnyOf(HasSubstr("but it says 50000000"), HasSubstr("(as this run has)")));
+    std::filesystem::remove_all(out);
+  }
+  EXPECT_GT(counts, 0);
+}
+
+// Issue 33, finding 1: a checkpoint resumed by another job (another number of processes, or
+// another rank's state file) crashed a rank. The state file says which job and rank wrote it and
+// for what sizes; the results say how many processes; each is compared before anything is
+// restored, and the refusal gives the command that resumes it.
+TEST(Resume, ACheckpointResumesOnlyInTheJobThatWroteIt) {
+  TempDir dir;
+  const RunSpec spec = Spec(dir.path());
+  const std::filesystem::path stopped = dir / "stopped";
+  RunAndStop(spec, stopped, 1, 30);
+  const StateSnapshot saved = ReadStateFile(CopyOfStopped(stopped, dir / "read"));
+  for (const auto& [item, value, says] :
+       {std::tuple{"origin/rank", 2,
+                   "the state file was written with rank = 2, but this process "
+                   "has rank = 0"},
+        std::tuple{"origin/processes", 4, "written with processes = 4"},
+        std::tuple{"origin/workers", 5, "written with workers = 5"},
+        std::tuple{"origin/dimension", 25, "written with dimension = 25"}}) {
+    SCOPED_TRACE(item);
+    const std::filesystem::path out = dir / fmt::format("origin-{}", value);
+    const std::filesystem::path file = CopyOfStopped(stopped, out);
+    StateSnapshot edited = saved;
+    const std::int64_t v = value;
+    std::memcpy(edited.at(item).bytes.data(), &v, sizeof(v));
+    WriteStateFile(file, edited);
+    EXPECT_THAT(UserErrorOf([&] { Resume(spec, out); }), HasSubstr(says));
+  }
+  // The results say the job had 4 processes: the refusal says how to resume it.
+  const std::filesystem::path out = dir / "mpi";
+  CopyOfStopped(stopped, out);
+  EditWithSql(out / ".results/next/results.sqlite",
+              "UPDATE meta SET value = '4' WHERE key = 'processes'");
+  EXPECT_THAT(UserErrorOf([&] { Resume(spec, out); }),
+              HasSubstr("the checkpoint was written by mpirun with 4 processes and this is one "
+                        "process; resume it as it was started: mpirun -np 4 lemmalab run"));
+}
+
 // Only `lemmalab run` saves checkpoints: nothing would resume a check's, sweep's or trace's.
 TEST(Resume, CheckpointsAreRefusedWhereNothingCanResumeThem) {
   TempDir dir;
@@ -299,10 +432,14 @@ TEST(ResultFolder, AFolderThatCannotChangeKeepsItsWholeEarlierSet) {
   TempDir dir;
   const RunSpec spec = Spec(dir.path(), kSpec, {"checkpoint_every=1000"});
   const std::filesystem::path out = dir / "out";
-  // The layout of earlier versions: plain files, results.sqlite immutable.
+  // The layout of earlier versions: plain files (an earlier run's), results.sqlite immutable.
+  RunExperiment(Spec(dir.path(), kSpec, {"checkpoint_every=1000", "seed=13"}),
+                Options(dir / "earlier"));
   std::filesystem::create_directories(out);
+  std::map<std::string, std::string> earlier;
   for (const char* name : {"results.sqlite", "metrics.csv", "runs.csv", "params.npy"}) {
-    WriteFile(out / name, std::string("earlier ") + name);
+    std::filesystem::copy_file(dir / "earlier" / name, out / name);
+    earlier[name] = ReadFile(out / name);
   }
   if (!SetImmutable(out / "results.sqlite", true)) {
     GTEST_SKIP() << "no immutable attribute on this file system (or not root)";
@@ -311,7 +448,7 @@ TEST(ResultFolder, AFolderThatCannotChangeKeepsItsWholeEarlierSet) {
   SetImmutable(out / "results.sqlite", false);
   EXPECT_THAT(error, HasSubstr("results.sqlite"));
   for (const char* name : {"results.sqlite", "metrics.csv", "runs.csv", "params.npy"}) {
-    EXPECT_EQ(ReadFile(out / name), std::string("earlier ") + name) << name;
+    EXPECT_EQ(ReadFile(out / name), earlier[name]) << name;
   }
   // The store itself immutable: the new set cannot become a generation; the old set stays.
   RunExperiment(spec, Options(out));
