@@ -6,8 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -103,14 +105,29 @@ void RequireNoSweep(const RunSpec& spec, std::string_view command) {
       spec.path.string(), spec.path.string(), command));
 }
 
-// What an interrupted run left: its last checkpoint when it has one.
-std::string AfterInterrupt(const RunSpec& spec, const std::string& out_dir) {
+// results/<the spec's name>, the name made a plain folder name: a spec named "...toml" or
+// "-x.toml" cannot send it out of results/ or make it look like an option.
+std::string DefaultOutDir(const std::filesystem::path& spec) {
+  std::string name = spec.stem().string();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  while (!name.empty() && (name.front() == '.' || name.front() == '-')) name.erase(0, 1);
+  return (std::filesystem::path("results") / (name.empty() ? "spec" : name)).string();
+}
+
+// What an interrupted run left: its last checkpoint when it has one, and the command that
+// continues it (under mpirun, with as many processes as this job has).
+std::string AfterInterrupt(const RunSpec& spec, const std::string& out_dir,
+                           const Transport* transport) {
   const std::optional<CheckpointMark> mark = ResultsWriter::StagedCheckpoint(out_dir);
   if (!mark) return "no results written";
   return fmt::format(
-      "no results written; the checkpoint at step {} of run {} is kept: lemmalab run {} --resume "
-      "{} continues it",
-      mark->step, mark->run + 1, spec.path.string(), out_dir);
+      "no results written; the checkpoint at step {} of run {} is kept: {}lemmalab run {} "
+      "--resume {} continues it",
+      mark->step, mark->run + 1,
+      transport == nullptr ? "" : fmt::format("mpirun -np {} ", transport->workers()),
+      spec.path.string(), out_dir);
 }
 
 // --max-memory and --max-results as given (0: not given, the machine's and the disk's limits).
@@ -127,25 +144,44 @@ struct Limits {
                ? std::optional(MemoryLimit::Given(static_cast<double>(results), "--max-results"))
                : std::nullopt;
   }
-  // Adds the two options to `command`.
+  // Adds the two options to `command`. A limit is a size above 0: "no limit" is leaving the
+  // option out, never a value that means it.
   void AddTo(CLI::App* command) {
-    command
-        ->add_option("--max-memory", memory,
-                     "Refuse a run whose estimated memory is larger (e.g. 8GiB; default: what "
-                     "the machine has available)")
-        ->transform(CLI::AsSizeValue(false));
-    command
-        ->add_option("--max-results", results,
-                     "Refuse a run whose estimated results are larger on disk (e.g. 500MiB; "
-                     "default: the free space where they go)")
-        ->transform(CLI::AsSizeValue(false));
+    const CLI::Validator positive(
+        [](std::string& bytes) -> std::string {
+          std::uint64_t n = 0;
+          const auto [end, ec] = std::from_chars(bytes.data(), bytes.data() + bytes.size(), n);
+          if (ec != std::errc() || end != bytes.data() + bytes.size() || n == 0) {
+            return "must be a size above 0 bytes (e.g. 512MiB, 8GiB), got " + bytes;
+          }
+          return {};
+        },
+        "SIZE > 0");
+    const auto size_option = [&](const char* name, std::uint64_t& value, const char* help) {
+      command->add_option(name, value, help)
+          ->check(CLI::Validator(
+              [](std::string& text) -> std::string {
+                return !text.empty() && text.front() == '-'
+                           ? "must be a size above 0 bytes (e.g. 512MiB, 8GiB), got " + text
+                           : std::string();
+              },
+              ""))
+          ->transform(CLI::AsSizeValue(false))
+          ->check(positive);
+    };
+    size_option("--max-memory", memory,
+                "Refuse a run whose estimated memory is larger (e.g. 8GiB; default: what the "
+                "machine has available)");
+    size_option("--max-results", results,
+                "Refuse a run whose estimated results are larger on disk (e.g. 500MiB; default: "
+                "the free space where they go)");
   }
 };
 
 int RunCommand(const RunSpec& spec, std::string out_dir, bool resume, int threads,
                const Limits& limits, Transport* transport) {
   RequireNoSweep(spec, "run");
-  if (out_dir.empty()) out_dir = (std::filesystem::path("results") / spec.path.stem()).string();
+  if (out_dir.empty()) out_dir = DefaultOutDir(spec.path);
   ExperimentOptions options;
   options.out_dir = out_dir;
   options.threads = threads;
@@ -170,7 +206,7 @@ int RunCommand(const RunSpec& spec, std::string out_dir, bool resume, int thread
     const int signal = e.signal() != 0 ? e.signal() : g_signal.load();
     if (reporting) {
       fmt::print(stderr, "\ninterrupted ({}): {}\n", strsignal(signal),
-                 AfterInterrupt(spec, out_dir));
+                 AfterInterrupt(spec, out_dir, transport));
     }
     return 128 + signal;
   }
@@ -185,7 +221,7 @@ int CheckCommand(const std::string& spec_path, const std::vector<std::string>& s
   CheckOptions options;
   options.from = !from.empty();
   if (options.from) out_dir = from;
-  if (out_dir.empty()) out_dir = (std::filesystem::path("results") / spec.path.stem()).string();
+  if (out_dir.empty()) out_dir = DefaultOutDir(spec.path);
   options.out_dir = out_dir;
   options.threads = threads;
   options.stop = &g_interrupted;
@@ -201,8 +237,7 @@ int CheckCommand(const std::string& spec_path, const std::vector<std::string>& s
 // `lemmalab sweep`: the points of a [sweep] grid into one database; resumable.
 int SweepCommand(const std::string& spec_path, const std::vector<std::string>& settings,
                  std::string out_dir, int jobs, const Limits& limits) {
-  if (out_dir.empty())
-    out_dir = (std::filesystem::path("results") / std::filesystem::path(spec_path).stem()).string();
+  if (out_dir.empty()) out_dir = DefaultOutDir(spec_path);
   SweepOptions options;
   options.out_dir = out_dir;
   options.jobs = jobs;
@@ -269,9 +304,8 @@ int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
 }
 #endif
 
-}  // namespace
-
-int Main(int argc, char** argv) {
+// The command line's commands; Main adds the check of standard output.
+int Dispatch(int argc, char** argv) {
   CLI::App app{
       "lemmalab: a convergence testbed for communication-compressed distributed "
       "optimizers"};
@@ -485,20 +519,46 @@ int Main(int argc, char** argv) {
   }
 }
 
+}  // namespace
+
+int Main(int argc, char** argv) {
+  const int code = Dispatch(argc, argv);
+  // What went to standard output (a table, a listing) is part of the result: a write that
+  // failed (a full disk, /dev/full) is reported, not lost behind exit code 0.
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (!flushed || std::ferror(stdout)) {
+    const int reason = errno;
+    std::clearerr(stdout);
+    fmt::print(stderr, "error: standard output: cannot write: {}\n",
+               !flushed && reason != 0 ? std::strerror(reason) : "the stream reported failure");
+    return code == kExitOk ? kExitUserError : code;
+  }
+  return code;
+}
+
 Failure CurrentFailure(int signal) {
   try {
     throw;
   } catch (const UserError& e) {
     return {fmt::format("error: {}", e.what()), kExitUserError};
   } catch (const std::bad_alloc&) {
-    return {"error: out of memory: the spec asks for more than this machine has (data size, "
-            "batch_size, workers)",
+    return {
+        "error: out of memory: the spec asks for more than this machine has (data size, "
+        "batch_size, workers)",
+        kExitUserError};
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A file-system condition met on a path the user gave (a link loop, a name too long, a file
+    // where a folder must be): theirs to fix, not a bug.
+    std::string paths = e.path1().string();
+    if (!e.path2().empty()) paths += fmt::format(" -> {}", e.path2().string());
+    return {Printable(
+                fmt::format("error: {}: {}", paths.empty() ? "a path" : paths, e.code().message())),
             kExitUserError};
   } catch (const Interrupted& e) {
     if (e.signal() != 0) signal = e.signal();
     // A newline first: the progress line may be unfinished.
-    return {fmt::format("\ninterrupted ({}): no results written", strsignal(signal)),
-            128 + signal};
+    return {fmt::format("\ninterrupted ({}): no results written", strsignal(signal)), 128 + signal};
   } catch (const std::exception& e) {
     return {fmt::format("internal error (please report): {}", e.what()), kExitInternalError};
   } catch (...) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 
+#include "cli/result_folder.h"
 #include "core/error.h"
 
 namespace lemmalab {
@@ -31,7 +32,8 @@ std::map<std::string, Held> g_held;  // this process's locks, by folder
 // unlinked it, and a lock on an unlinked file locks nothing.
 int LockFile(const std::filesystem::path& file) {
   for (;;) {
-    const int fd = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // Never through a link: a .lock linked to a file elsewhere would have that file truncated.
+    const int fd = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return -1;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
@@ -50,7 +52,7 @@ int LockFile(const std::filesystem::path& file) {
 }
 
 std::string Holder(const std::filesystem::path& file) {
-  const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return "pid unknown";
   std::string text(256, '\0');
   const ssize_t n = read(fd, text.data(), text.size());
@@ -86,8 +88,23 @@ DirectoryLock::DirectoryLock(const std::filesystem::path& dir, std::string_view 
           "to finish or choose another --out",
           dir.string(), Holder(dir / kFile)));
     }
+    if (error == ELOOP) {
+      throw UserError(fmt::format(
+          "--out {}: {} is a link that lemmalab did not make; lemmalab follows no link in a "
+          "results folder: remove it, or choose another --out",
+          dir.string(), (dir / kFile).string()));
+    }
     throw UserError(fmt::format("--out {}: cannot lock {}: {}", dir.string(),
                                 (dir / kFile).string(), std::strerror(error)));
+  }
+  try {
+    RequireFolderFor(dir, command);
+  } catch (...) {
+    unlink(held.file.c_str());
+    close(held.fd);
+    g_held.erase(key_);
+    if (created) std::filesystem::remove(dir, ec);
+    throw;
   }
   const std::string holder = fmt::format("{}, pid {}", command, getpid());
   // The text only helps a refused process's message; the lock holds without it.

@@ -233,13 +233,20 @@ class Checkpoints {
     Evaluation initial;
     std::uint32_t data_checksum = 0;
   };
+  // Which process of which job wrote a state file, and the sizes everything in it has: compared
+  // before anything else is restored, so that another rank's file, or one of another job, is
+  // refused with its reason instead of restoring state of the wrong shape.
+  struct Origin {
+    std::int64_t processes = 1, rank = 0, dimension = 0, workers = 0;
+  };
 
   Checkpoints(Checkpointer& checkpointer, std::vector<Constant>& constants,
-              std::vector<RunReport>& finished, Identity& identity)
+              std::vector<RunReport>& finished, Identity& identity, Origin origin)
       : checkpointer_(checkpointer),
         constants_(constants),
         finished_(finished),
-        identity_(identity) {}
+        identity_(identity),
+        origin_(origin) {}
 
   // Restores the constants and the finished runs from the checkpoint `mark`; the run in
   // progress restores itself from restoring() (ResumeRun), then Finish checks nothing was left.
@@ -274,16 +281,53 @@ class Checkpoints {
 
  private:
   void PersistExperiment(StateArchive& archive) {
+    Origin saved = origin_;
+    archive.Scope("origin", [&] {
+      archive("processes", saved.processes);
+      archive("rank", saved.rank);
+      archive("dimension", saved.dimension);
+      archive("workers", saved.workers);
+    });
+    if (archive.restoring()) RequireOrigin(saved);
     archive.Scope("initial", [&] { PersistEvaluation(archive, identity_.initial); });
     archive("data_checksum", identity_.data_checksum);
     PersistConstants(archive, constants_);
     archive.List("finished", finished_, [&](RunReport& report) { PersistReport(archive, report); });
+    if (!archive.restoring()) return;
+    // A finished run's parameters were sized by the file: they must be the run's d.
+    for (std::size_t k = 0; k < finished_.size(); ++k) {
+      const RunReport& report = finished_[k];
+      const auto held = static_cast<std::int64_t>(report.final_params.size());
+      if (report.dimension != origin_.dimension || held != origin_.dimension) {
+        throw UserError(fmt::format(
+            "{}: finished run {} holds {} parameters of dimension {}, but this run has d = {} "
+            "(was the file edited?)",
+            checkpointer_.StateFile(mark_).string(), k + 1, held, report.dimension,
+            origin_.dimension));
+      }
+    }
+  }
+
+  void RequireOrigin(const Origin& saved) const {
+    const auto require = [&](std::string_view what, std::int64_t then, std::int64_t now) {
+      if (then == now) return;
+      throw UserError(fmt::format(
+          "{}: the state file was written with {} = {}, but this process has {} = {}; a "
+          "checkpoint resumes only in the job that wrote it (is the file another rank's, or "
+          "another run's?)",
+          checkpointer_.StateFile(mark_).string(), what, then, what, now));
+    };
+    require("processes", saved.processes, origin_.processes);
+    require("rank", saved.rank, origin_.rank);
+    require("dimension", saved.dimension, origin_.dimension);
+    require("workers", saved.workers, origin_.workers);
   }
 
   Checkpointer& checkpointer_;
   std::vector<Constant>& constants_;
   std::vector<RunReport>& finished_;
   Identity& identity_;
+  Origin origin_;
   CheckpointMark mark_;
   StateSnapshot snapshot_;
   std::optional<RestoringArchive> restoring_;
@@ -309,6 +353,11 @@ int ProcessRank(const ExperimentOptions& options) {
     if (options.transport->Runs(w)) return w;
   }
   return 0;
+}
+
+// The number of processes of the job: one per worker under MPI, 1 in one process.
+std::int64_t ProcessCount(const ExperimentOptions& options) {
+  return options.transport == nullptr ? 1 : options.transport->workers();
 }
 
 // Throws Interrupted when any process was asked to stop: decided together, so that every rank
@@ -742,9 +791,10 @@ void Agreed(const ExperimentOptions& options, F&& f) {
 }
 
 // What a resumed run must share with the run it continues: the spec as given (text and --set
-// arguments) and the build (a checkpoint restores bits, which another build need not
-// reproduce).
-void RequireSameRun(const RunSpec& spec, ResultsWriter& writer, const std::filesystem::path& dir) {
+// arguments), the build (a checkpoint restores bits, which another build need not reproduce)
+// and the number of processes.
+void RequireSameRun(const RunSpec& spec, ResultsWriter& writer, const std::filesystem::path& dir,
+                    std::int64_t processes) {
   const auto differ = [&](std::string_view what, const std::string& then, const std::string& now) {
     return UserError(fmt::format(
         "--resume {}: the checkpoint was written by another {} ({} then, {} now); a run resumes "
@@ -765,6 +815,18 @@ void RequireSameRun(const RunSpec& spec, ResultsWriter& writer, const std::files
     throw differ("build of lemmalab",
                  fmt::format("commit {}, {}", writer.Meta("commit"), writer.Meta("build")),
                  fmt::format("commit {}, {}", build.commit, build.build));
+  }
+  // Each process restores its own workers' state: the job must have as many as the one that
+  // wrote the checkpoint (an MPI checkpoint does not resume in one process, nor the reverse).
+  const std::string then = writer.Meta("processes");
+  if (then != fmt::format("{}", processes)) {
+    const bool one = then == "1" || then.empty();
+    throw UserError(fmt::format(
+        "--resume {}: the checkpoint was written by {} and this is {}; resume it as it was "
+        "started: {}lemmalab run {} --resume {}",
+        dir.string(), one ? "one process" : fmt::format("mpirun with {} processes", then),
+        processes == 1 ? "one process" : fmt::format("mpirun with {} processes", processes),
+        one ? "" : fmt::format("mpirun -np {} ", then), spec.path.string(), dir.string()));
   }
 }
 
@@ -894,7 +956,9 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
     writer.emplace(reporting && !options.discard_results
                        ? ResultsWriter(options.out_dir, options.database_only, mode)
                        : ResultsWriter::Discarding());
-    if (options.resume && reporting) RequireSameRun(spec, *writer, options.out_dir);
+    if (options.resume && reporting) {
+      RequireSameRun(spec, *writer, options.out_dir, ProcessCount(options));
+    }
   });
 
   if (validate_only) {
@@ -921,7 +985,9 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
   const Checkpoints::Identity now = identity;
   Checkpointer checkpointer(*writer, ResultFolder(options.out_dir).staging(), spec.checkpoint_every,
                             options.transport, ProcessRank(options));
-  Checkpoints checkpoints(checkpointer, constants, finished, identity);
+  const Checkpoints::Origin origin{ProcessCount(options), ProcessRank(options),
+                                   problem->dimension(), spec.workers};
+  Checkpoints checkpoints(checkpointer, constants, finished, identity, origin);
   if (options.resume) {
     const CheckpointMark mark = checkpointer.SharedMark();
     Agreed(options, [&] {
@@ -967,6 +1033,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
       writer->SetMeta("seed", fmt::format("{}", spec.seed));
       writer->SetMeta("steps", fmt::format("{}", spec.steps));
       writer->SetMeta("workers", fmt::format("{}", spec.workers));
+      writer->SetMeta("processes", fmt::format("{}", ProcessCount(options)));
       writer->SetMeta("precision", PrecisionName(spec.precision));
       writer->SetMeta("problem", problem->Describe());
       writer->SetMeta("dimension", fmt::format("{}", problem->dimension()));

@@ -2,14 +2,17 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <vector>
 
+#include "cli/results.h"
 #include "core/error.h"
 
 namespace lemmalab {
@@ -27,7 +30,146 @@ long long GenerationNumber(const std::string& name) {
   return ec == std::errc() && end == name.data() + name.size() ? n : -1;
 }
 
+// The names a command writes into its folder, besides the derived files.
+constexpr std::string_view kResultFiles[] = {"results.sqlite", "metrics.csv", "runs.csv",
+                                             "params.npy",     "trace.csv",   "symbols.csv"};
+
+[[noreturn]] void Refuse(const std::filesystem::path& dir, const std::string& why) {
+  throw UserError(fmt::format("--out {}: {}", dir.string(), why));
+}
+
+bool IsLink(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec));
+}
+
+bool Exists(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::symlink_status(path, ec));
+}
+
+// The links lemmalab makes, and nothing else: see RequireFolderFor.
+void RequireOwnLinks(const std::filesystem::path& dir) {
+  const std::filesystem::path store = dir / ResultFolder::kStore;
+  const auto foreign_link = [&](const std::filesystem::path& path) {
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+    Refuse(dir, fmt::format("{} is a link (to {}) that lemmalab did not make; lemmalab follows no "
+                            "link in a results folder: remove it, or choose another --out",
+                            path.string(), target.string()));
+  };
+  if (IsLink(store)) foreign_link(store);
+  if (Exists(store)) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(store, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name == kCurrent) {
+        if (!IsLink(entry.path()) ||
+            GenerationNumber(std::filesystem::read_symlink(entry.path(), ec).string()) < 0) {
+          foreign_link(entry.path());
+        }
+      } else if (IsLink(entry.path())) {
+        foreign_link(entry.path());
+      }
+    }
+  }
+  for (const std::string_view name : kResultFiles) {
+    const std::filesystem::path path = dir / name;
+    if (!IsLink(path)) {
+      // Beside a store, every results file is one of its links: a plain one is not lemmalab's.
+      if (Exists(store) && Exists(path)) {
+        Refuse(dir, fmt::format("{} was not written by lemmalab (its results are links into {}); "
+                                "lemmalab replaces only results it wrote: move it, or choose "
+                                "another --out",
+                                path.string(), store.string()));
+      }
+      continue;
+    }
+    std::error_code ec;
+    if (std::filesystem::read_symlink(path, ec) !=
+        std::filesystem::path(ResultFolder::kStore) / kCurrent / name) {
+      foreign_link(path);
+    }
+  }
+  for (const std::string_view name : kDerivedFiles) {
+    if (IsLink(dir / name)) foreign_link(dir / name);
+  }
+}
+
+// The value of `key` in the meta table of the lemmalab database `file`; nullopt when the file is
+// no lemmalab results database (no meta table with lemmalab's commit).
+std::optional<std::string> DatabaseMeta(const std::filesystem::path& file, std::string_view key) {
+  sqlite3* db = nullptr;
+  std::optional<std::string> value;
+  if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* query = nullptr;
+    const std::string sql = fmt::format(
+        "SELECT (SELECT value FROM meta WHERE key = 'commit'), (SELECT value FROM meta WHERE key "
+        "= '{}')",
+        key);
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &query, nullptr) == SQLITE_OK &&
+        sqlite3_step(query) == SQLITE_ROW && sqlite3_column_type(query, 0) != SQLITE_NULL) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
+      value = text != nullptr ? text : "";
+    }
+    sqlite3_finalize(query);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
 }  // namespace
+
+void RequireFolderFor(const std::filesystem::path& dir, std::string_view command) {
+  RequireOwnLinks(dir);
+  // The kind of results the folder holds, from the files each kind writes.
+  std::string kind;
+  const std::filesystem::path database = dir / ResultsWriter::kDatabase;
+  if (Exists(database)) {
+    const std::optional<std::string> meta = DatabaseMeta(database, "kind");
+    if (!meta) {
+      Refuse(dir, fmt::format("{} is not a lemmalab results database; lemmalab replaces only "
+                              "results it wrote: move it, or choose another --out",
+                              database.string()));
+    }
+    kind = *meta == "sweep" ? "sweep" : Exists(dir / "check.json") ? "check" : "run";
+  } else if (Exists(dir / "check.json")) {
+    kind = "check";  // a check over several seeds: its runs are in folders of their own
+  } else if (Exists(dir / ResultFolder::kStore)) {
+    kind = "run";  // a run stopped before its first publication
+  } else if (Exists(dir / "trace.csv")) {
+    kind = "trace";
+  } else {
+    std::vector<std::string_view> names(std::begin(kResultFiles), std::end(kResultFiles));
+    names.insert(names.end(), std::begin(kDerivedFiles), std::end(kDerivedFiles));
+    for (const std::string_view name : names) {
+      if (Exists(dir / name)) {
+        Refuse(dir, fmt::format("{} was not written by lemmalab (no lemmalab results database is "
+                                "beside it); lemmalab replaces only results it wrote: move it, "
+                                "or choose another --out",
+                                (dir / name).string()));
+      }
+    }
+    return;
+  }
+  const std::string_view wanted = command.substr(command.rfind(' ') + 1);
+  if (kind != wanted) {
+    Refuse(dir, fmt::format("it holds the results of a lemmalab {}, which {} would replace or mix "
+                            "with its own; choose another --out (a folder holds one kind of "
+                            "results)",
+                            kind, command));
+  }
+}
+
+std::ofstream CreateFresh(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);  // a link is removed, not what it points to
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    throw UserError(fmt::format("{}: cannot create: {}", path.string(), std::strerror(errno)));
+  }
+  return out;
+}
 
 void SyncToDisk(const std::filesystem::path& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -150,6 +292,11 @@ void ResultFolder::Publish(std::span<const std::string_view> names) {
   Switch(generation);
   for (const std::string_view name : names) LinkIntoPlace(name);
   SyncToDisk(Store());
+  // What described the earlier results (a report, verdicts) describes them no longer.
+  for (const std::string_view name : kDerivedFiles) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_ / name, ignored);  // a link goes, not what it points to
+  }
   SyncToDisk(dir_);
   // Earlier generations: a reader that still holds one of their files keeps reading it.
   for (const auto& entry : std::filesystem::directory_iterator(Store(), ec)) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <filesystem>
+#include <fstream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +57,26 @@ class ResultFolder {
 
   std::filesystem::path dir_;
 };
+
+// The rules of a results folder, checked when a command takes it (DirectoryLock):
+//  - lemmalab follows no link in it that it did not make: .results, its generations and its
+//    staging folder are folders, `current` names a generation, and each results file is absent,
+//    a plain file of an older layout, or the link lemmalab made;
+//  - it holds one kind of results, the command's (run, check, sweep or trace): another command
+//    is refused, since writing there would replace or mix with results not its own;
+//  - a file of a name lemmalab writes (metrics.csv, runs.csv, ...) that no lemmalab results
+//    database accompanies is the user's, and is never adopted, replaced or deleted: refused.
+// UserError naming the folder, the file and what to do.
+void RequireFolderFor(const std::filesystem::path& dir, std::string_view command);
+
+// The files that describe a folder's results (lemmalab report's tables and figures, a check's
+// verdicts): removed whenever the results change, so that none describes results that are gone.
+inline constexpr std::string_view kDerivedFiles[] = {"summary.csv", "report.md", "plots",
+                                                     "check.json", "check.md"};
+
+// Opens `path` as a new file for writing: whatever had that name (a file, or a link to somewhere
+// else) is removed first, so that a write never goes through a link. UserError when it cannot.
+std::ofstream CreateFresh(const std::filesystem::path& path);
 
 // fsync(2) of a file or folder, so that a rename that follows is not ordered before the data
 // on a crash of the machine; UserError when the file system reports a failure (a folder it

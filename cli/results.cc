@@ -134,15 +134,17 @@ void WriteTextFile(const std::filesystem::path& path, std::string_view text) {
   std::filesystem::path partial = path;
   partial += ".partial";
   {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    std::ofstream out = CreateFresh(partial);
     out << text;
     out.close();
     if (!out) {
       std::filesystem::remove(partial);
-      throw UserError(fmt::format("{}: cannot write this file", path.string()));
+      throw WriteFailed(partial.string());
     }
   }
-  std::filesystem::rename(partial, path);
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  CheckFileOperation(ec, "move into place", path);
 }
 
 std::string CsvText(std::string_view text) {
@@ -195,10 +197,12 @@ void AddRunsColumns(sqlite3* db, const std::vector<std::string>& names, std::str
 
 void WriteRunsCsv(sqlite3* db, const std::filesystem::path& partial) {
   sqlite3_stmt* query = Prepare(db, "SELECT * FROM runs ORDER BY run_id");
-  std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-  if (!out) {
+  std::ofstream out;
+  try {
+    out = CreateFresh(partial);
+  } catch (const UserError&) {
     sqlite3_finalize(query);
-    throw UserError(fmt::format("{}: cannot write: {}", partial.string(), strerror(errno)));
+    throw;
   }
   // Text quoted (labels and statuses may hold commas), numbers as the shortest text that reads
   // back the same double.
@@ -473,8 +477,7 @@ void ResultsWriter::WriteCsv(const std::filesystem::path& path) {
       FROM probes p JOIN runs USING (run_id)
     ORDER BY run_id, step, kind, seq)sql";
   sqlite3_stmt* query = Prepare(db_, kQuery);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw UserError(fmt::format("{}: cannot write: {}", path.string(), strerror(errno)));
+  std::ofstream out = CreateFresh(path);
   out << "run,label,step,name,worker,value\n";
   const auto text = [&](int column) {
     return std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(query, column)));

@@ -1,13 +1,16 @@
 #include "cli/spec.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <pthread.h>
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -33,11 +36,61 @@ constexpr std::size_t kMaxNesting = 64;
 OptionValue Convert(const toml::node& node, const std::string& file, const std::string& context,
                     std::size_t depth);
 
+// The document being converted, for the literal text of a number (see RequireRepresentable).
+thread_local std::string_view g_document;
+
+// The text of a one-line node as written in the document.
+std::string_view Literal(const toml::source_region& region) {
+  std::string_view rest = g_document;
+  for (auto line = region.begin.line; line > 1 && !rest.empty(); --line) {
+    const std::size_t newline = rest.find('\n');
+    rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
+  }
+  if (region.end.line != region.begin.line || region.begin.column < 1) return {};
+  const std::size_t from = region.begin.column - 1;
+  if (from >= rest.size() || region.end.column <= region.begin.column) return {};
+  return rest.substr(from, region.end.column - region.begin.column);
+}
+
+// A number written with a value a double cannot hold is refused, not read as 0 or infinity:
+// 1e-400 read as 0 was reported as "must be > 0, got 0".
+void RequireRepresentable(double value, const toml::source_region& region, const std::string& where,
+                          const std::string& context) {
+  if (value != 0 && !std::isinf(value)) return;
+  const std::string_view literal = Literal(region);
+  const std::string_view mantissa = literal.substr(0, literal.find_first_of("eE"));
+  const bool zero_written = mantissa.find_first_of("123456789") == std::string_view::npos;
+  const bool inf_written = literal.find("inf") != std::string_view::npos;
+  if (literal.empty() || (value == 0 && zero_written) || (std::isinf(value) && inf_written)) {
+    return;
+  }
+  throw UserError(fmt::format("{}: {}: the number {} is {} for a double (it would be read as {})",
+                              where, context, literal, value == 0 ? "too small" : "too large",
+                              value));
+}
+
+// A key or string value with a control character (a NUL, an escape sequence; in a key also a
+// newline) is refused: it would cut or rewrite every message and file name that shows it.
+void RequirePrintable(std::string_view text, const std::string& where, const std::string& context,
+                      std::string_view what, bool lines_allowed) {
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool line = c == '\n' || c == '\t';
+    if ((byte < 0x20 && !(lines_allowed && line)) || byte == 0x7f) {
+      throw UserError(
+          fmt::format("{}: {}: the {} '{}' holds the control character \\x{:02x}; {}s "
+                      "hold printable text only",
+                      where, context, what, Printable(text), byte, what));
+    }
+  }
+}
+
 std::shared_ptr<OptionTable> ConvertTable(const toml::table& table, const std::string& file,
                                           const std::string& context, std::size_t depth = 0) {
   auto out = std::make_shared<OptionTable>(context, Where(file, table.source()));
   for (const auto& [key, value] : table) {
     // Messages point at the key: "spec.toml:12:1" is the line that sets it.
+    RequirePrintable(key.str(), Where(file, key.source()), context, "key", false);
     OptionValue converted = Convert(value, file, context, depth + 1);
     converted.where = Where(file, key.source());
     out->Set(std::string(key.str()), std::move(converted));
@@ -56,8 +109,14 @@ OptionValue Convert(const toml::node& node, const std::string& file, const std::
   }
   if (const auto* v = node.as_boolean()) return {v->get(), where};
   if (const auto* v = node.as_integer()) return {v->get(), where};
-  if (const auto* v = node.as_floating_point()) return {v->get(), where};
-  if (const auto* v = node.as_string()) return {v->get(), where};
+  if (const auto* v = node.as_floating_point()) {
+    RequireRepresentable(v->get(), node.source(), where, context);
+    return {v->get(), where};
+  }
+  if (const auto* v = node.as_string()) {
+    RequirePrintable(v->get(), where, context, "string", true);
+    return {v->get(), where};
+  }
   if (const auto* v = node.as_table()) return {ConvertTable(*v, file, context, depth), where};
   if (const auto* v = node.as_array()) {
     OptionValue::Array items;
@@ -131,6 +190,7 @@ std::shared_ptr<OptionTable> ParseToml(const std::string& text, const std::strin
                                        const std::string& context, std::string_view error_prefix) {
   return OnParserStack([&] {
     toml::table document;
+    g_document = text;
     try {
       document = toml::parse(text, file);
     } catch (const toml::parse_error& e) {
@@ -266,21 +326,36 @@ std::string ReadSpecText(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ignored)) {
     throw UserError(fmt::format("{}: is a folder; give the run spec's .toml file", path.string()));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // Opened without blocking: a FIFO nobody writes to would otherwise hang the open. Reads then
+  // block as usual, and a FIFO without a writer reads as empty.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     throw UserError(
-        fmt::format("{}: cannot read the run spec: {}", path.string(),
-                    std::filesystem::exists(path) ? "permission denied" : "no such file"));
+        fmt::format("{}: cannot read the run spec: {}", path.string(), std::strerror(errno)));
   }
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   // Read one byte past the limit, so that an endless input (/dev/zero) stops there.
   std::string text(kMaxSpecBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t size = 0;
+  while (size < text.size()) {
+    const ssize_t n = read(fd, text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      close(fd);
+      throw UserError(
+          fmt::format("{}: cannot read the run spec: {}", path.string(), std::strerror(error)));
+    }
+    if (n == 0) break;
+    size += static_cast<std::size_t>(n);
+  }
+  close(fd);
+  text.resize(size);
   if (text.size() > kMaxSpecBytes) {
     throw UserError(fmt::format("{}: a run spec is at most {} KiB of text; this one is larger",
                                 path.string(), kMaxSpecBytes >> 10));
   }
-  if (in.bad()) throw UserError(fmt::format("{}: cannot read the run spec", path.string()));
   return text;
 }
 
@@ -402,6 +477,20 @@ std::pair<std::string, OptionValue> ParseSetting(std::string_view assignment) {
         fmt::format("{}: expected PATH=VALUE, e.g. --set steps=10 or --set "
                     "optimizer.compressor=sign",
                     where));
+  }
+  if (const auto c = std::find_if(assignment.begin(), assignment.end(),
+                                  [](char k) { return static_cast<unsigned char>(k) < 0x20; });
+      c != assignment.end()) {
+    std::string shown;  // the flag as given, every control character written out
+    for (const char k : where) {
+      shown += static_cast<unsigned char>(k) < 0x20
+                   ? fmt::format("\\x{:02x}", static_cast<unsigned char>(k))
+                   : std::string(1, k);
+    }
+    throw UserError(fmt::format(
+        "{}: holds the control character \\x{:02x}; each --set is one PATH=VALUE on one line "
+        "(give --set again for another)",
+        shown, static_cast<unsigned char>(*c)));
   }
   const std::string path(assignment.substr(0, equals));
   const std::string text(assignment.substr(equals + 1));

@@ -528,14 +528,8 @@ ReportResult WriteReport(const ReportOptions& options) {
 
   ReportResult result;
   const auto write = [&](const std::string& name, const std::string& text) {
-    const std::filesystem::path path = dir / name, partial = dir / (name + ".partial");
-    {
-      std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-      out << text;
-      if (!out.flush()) throw UserError(fmt::format("{}: cannot write", partial.string()));
-    }
-    std::filesystem::rename(partial, path);
-    result.written.push_back(path.string());
+    WriteTextFile(dir / name, text);
+    result.written.push_back((dir / name).string());
   };
 
   std::size_t seeds = 0;
@@ -562,8 +556,24 @@ ReportResult WriteReport(const ReportOptions& options) {
 
   if (options.plots) {
     std::string output;
-    const std::filesystem::path plots = dir / "plots";
-    const int status = DrawPlots(dir, plots, output);
+    // Drawn afresh into a folder of their own, which then replaces the earlier figures whole:
+    // none of those describes results that are gone, and nothing is drawn through a link.
+    const std::filesystem::path plots = dir / "plots", drawing = dir / "plots.partial";
+    std::error_code ec;
+    std::filesystem::remove_all(drawing, ec);
+    CheckFileOperation(ec, "remove", drawing);
+    const int status = DrawPlots(dir, drawing, output);
+    if (status == 0) {
+      std::filesystem::remove_all(plots, ec);  // a link goes, not what it points to
+      CheckFileOperation(ec, "remove", plots);
+      std::filesystem::rename(drawing, plots, ec);
+      CheckFileOperation(ec, "move into place", plots);
+      for (std::size_t at; (at = output.find(drawing.string())) != std::string::npos;) {
+        output.replace(at, drawing.string().size(), plots.string());
+      }
+    } else {
+      std::filesystem::remove_all(drawing, ec);
+    }
     if (status == 0) {
       std::vector<std::string> pngs;
       std::istringstream lines(output);

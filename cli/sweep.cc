@@ -204,7 +204,13 @@ class Sweep {
           run.data_cache = &data_cache_;
           run.probes_may_not_apply = true;
           run.stop = &halt_;
-          run.max_memory = options_.max_memory;
+          // The memory limit (--max-memory, or what the machine has) bounds the sweep, all
+          // jobs together: each point running at once gets its share.
+          const MemoryLimit& limit =
+              options_.max_memory ? *options_.max_memory : MemoryLimit::Machine();
+          run.max_memory = MemoryLimit{
+              limit.bytes / jobs,
+              jobs == 1 ? limit.source : fmt::format("{} shared by {} jobs", limit.source, jobs)};
           run.max_results = options_.max_results;
           run.on_step = [&slot](std::int64_t step, double loss) {
             slot.step = step;

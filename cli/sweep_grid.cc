@@ -239,6 +239,28 @@ SweepGrid ExpandSweep(OptionTable& sweep) {
     }
   }
 
+  // The size of the product, counted before anything is expanded: each point is a whole run,
+  // and a few dozen short axes multiply to more points than memory holds labels for.
+  std::uint64_t product = 1;
+  bool more = false;  // the product stopped being counted past the limit
+  std::vector<std::string> factors;
+  for (const std::vector<std::size_t>& unit : units) {
+    const std::uint64_t n = grid.axes[unit.front()].values.size();
+    factors.push_back(fmt::format("{}", n));
+    if (product > kMaxSweepPoints) {
+      more = true;
+    } else {
+      product *= n;  // at most 100 000 x the values a 256 KiB spec can list: no overflow
+    }
+  }
+  if (product > kMaxSweepPoints) {
+    sweep.Fail(
+        SplitPath(grid.axes[units.front().front()].path).front(),
+        fmt::format("the axes make {}{} points ({}); a sweep runs at most {} (split it "
+                    "into several sweeps, or zip axes that advance together)",
+                    more ? "more than " : "", product, fmt::join(factors, " x "), kMaxSweepPoints));
+  }
+
   // The product, the last unit varying fastest.
   std::vector<std::size_t> position(units.size(), 0);
   for (int index = 1;; ++index) {

@@ -22,6 +22,7 @@
 // point's values are valid options is checked by building the point (cli/sweep.cc).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,6 +37,9 @@ struct SweepAxis {
   std::string name;  // how labels and columns show it: "beta"
   std::vector<OptionValue> values;
 };
+
+// The most points a sweep may have (before exclusions): each is a whole run.
+inline constexpr std::uint64_t kMaxSweepPoints = 100'000;
 
 struct SweepPoint {
   int index = 0;      // 1, 2, ... in expansion order (exclusions leave gaps)

@@ -11,13 +11,20 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace lemmalab {
 
 class UserError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // The message is kept whole and printable: control characters that came from user input (a
+  // NUL, a terminal escape sequence) are shown as \xNN (Printable), so that no input can cut a
+  // message short or rewrite the terminal that shows it.
+  explicit UserError(std::string_view message);
 };
+
+// `text` with every control character other than a newline or tab written as \xNN. Idempotent.
+std::string Printable(std::string_view text);
 
 class InternalError : public std::logic_error {
  public:

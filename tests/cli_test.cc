@@ -235,8 +235,8 @@ TEST(Cli, ASecondRunIntoAFolderInUseIsRefusedAndTouchesNothingThere) {
   Case first("steps = 5",
              "steps = 4000000000\nmetrics_every = 1000000000\neval_every = 1000000000\n"
              "probe_every = 1000000000");
-  const int pid = testing::SpawnLemmalab(first.Arguments(), first.dir / "stdout",
-                                         first.dir / "stderr");
+  const int pid =
+      testing::SpawnLemmalab(first.Arguments(), first.dir / "stdout", first.dir / "stderr");
   const std::filesystem::path staged = first.dir / "out/.results/next/results.sqlite";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!std::filesystem::exists(staged) && std::chrono::steady_clock::now() < deadline) {
@@ -550,8 +550,9 @@ TEST(Cli, AFullDiskIsSaidSo) {
 TEST(Cli, MissingSpecFileAndBadCommandLine) {
   const CommandResult missing = RunLemmalab({"run", "/nonexistent/spec.toml"});
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_THAT(missing.err,
-              HasSubstr("/nonexistent/spec.toml: cannot read the run spec: no such file"));
+  EXPECT_THAT(
+      missing.err,
+      HasSubstr("/nonexistent/spec.toml: cannot read the run spec: No such file or directory"));
   EXPECT_EQ(RunLemmalab({"run"}).exit_code, 2);
   const CommandResult unknown = RunLemmalab({"frobnicate"});
   EXPECT_EQ(unknown.exit_code, 2);

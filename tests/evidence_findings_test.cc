@@ -22,10 +22,6 @@ CheckReport Check(const std::string& text, const testing::TempDir& dir, bool fro
   return testing::CheckSpecText(text, dir.path(), from);
 }
 
-bool Positive(const Verdict& v) {
-  return v.kind == VerdictKind::kHolds || v.kind == VerdictKind::kVacuous;
-}
-
 // A quadratic whose gradient noise dominates its gradient, so that Adam's variance settles.
 constexpr std::string_view kNoisyQuadratic = R"(seed = 5
 steps = 300

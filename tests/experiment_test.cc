@@ -391,7 +391,7 @@ TEST(Experiment, ResultsThatCannotBeReplacedAreRefusedBeforeRunning) {
   TempDir dir;
   std::filesystem::create_directories(dir / "metrics.csv");
   EXPECT_THAT(testing::UserErrorOf([&] { RunQuietly(Spec("fp32"), dir.path()); }),
-              HasSubstr("'metrics.csv' exists and is not a file"));
+              HasSubstr("metrics.csv was not written by lemmalab"));
   EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite"));
   EXPECT_FALSE(std::filesystem::exists(dir / "results.sqlite.partial"));
 }
