@@ -72,6 +72,9 @@ struct ExperimentOptions {
   bool probes_may_not_apply = false;
   // Where to find data already loaded; null: load the spec's data.
   DataCache* data_cache = nullptr;
+  // Whether other runs share this process at the same time (a sweep's points): the memory check
+  // then cannot take this process's resident set as this run's own, and estimates it instead.
+  bool shares_process = false;
   // results.sqlite alone, without metrics.csv and params.npy (a sweep's run).
   bool database_only = false;
   // Called after every step of every run with the step and its minibatch loss (a sweep's
@@ -132,6 +135,10 @@ struct ExperimentReport {
   std::vector<RunReport> runs;
   std::vector<std::string> unused_probes;  // listed, applying to no run (probes_may_not_apply)
 };
+
+// Throws UserError when this process holds more than 10% past `limit` at step `t`: the run loop
+// checks it every 16 steps when --max-memory was given (and the run has the process alone).
+void RequireResidentWithin(const MemoryLimit& limit, std::int64_t t);
 
 // Runs the spec. UserError for bad input; Interrupted when options.stop was set (under MPI on
 // every rank at the same step: a stop any rank sees stops them all between two steps); under

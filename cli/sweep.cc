@@ -202,6 +202,7 @@ class Sweep {
           run.progress = false;
           run.database_only = true;
           run.data_cache = &data_cache_;
+          run.shares_process = true;
           run.probes_may_not_apply = true;
           run.stop = &halt_;
           // The memory limit (--max-memory, or what the machine has) bounds the sweep, all

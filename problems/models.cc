@@ -7,6 +7,7 @@
 
 #include <boost/random/uniform_real_distribution.hpp>
 #include <cmath>
+#include <numeric>
 
 #include "core/blas.h"
 #include "core/error.h"
@@ -33,6 +34,7 @@ class LogisticModel final : public Model<T> {
 
   std::int64_t dimension() const override { return features_ + (intercept_ ? 1 : 0); }
 
+  std::int64_t OutputsPerSample() const override { return 1; }
   std::vector<Layer> Layers() const override {
     std::vector<Layer> layers = {{"weight", 0, features_, 1}};
     if (intercept_) layers.push_back({"bias", features_, 1, 1});
@@ -98,6 +100,9 @@ class Mlp final : public Model<T> {
     dimension_ = offset;
   }
 
+  std::int64_t OutputsPerSample() const override {
+    return std::accumulate(widths_.begin() + 1, widths_.end(), std::int64_t{0});
+  }
   std::int64_t dimension() const override { return dimension_; }
   std::vector<Layer> Layers() const override { return layers_; }
 

@@ -117,15 +117,17 @@ class SupervisedProblem final : public Problem<T> {
     }
     if (test_) chunks += (test_->size() + kChunkRows - 1) / kChunkRows;
     const std::int64_t batch = options_.batch_size > 0 ? options_.batch_size : largest_shard;
-    double outputs = 0;  // per sample, summed over the layers
-    for (const Layer& layer : model_->Layers()) outputs += static_cast<double>(layer.rows);
+    const auto outputs = static_cast<double>(model_->OutputsPerSample());
     const auto features = static_cast<double>(features_);
-    const double rows = std::max<double>(static_cast<double>(batch), kChunkRows);
+    // A chunk is as long as the longest part a pass goes through, up to kChunkRows: 11 samples
+    // were estimated as 2048 rows, and refused as needing gigabytes they never used.
+    const std::int64_t longest_part = std::max(largest_shard, test_ ? test_->size() : 0);
+    const auto chunk = static_cast<double>(std::min(kChunkRows, longest_part));
+    const double rows = std::max<double>(static_cast<double>(batch), chunk);
     estimate.Add("the minibatches", local_workers * static_cast<double>(batch) * features * t,
                  fmt::format("{} workers x batch_size = {} x {} features x {} bytes", local_workers,
                              batch, features_, t));
-    estimate.Add("the model's activations",
-                 threads * (3 * rows * outputs + kChunkRows * features) * t,
+    estimate.Add("the model's activations", threads * (3 * rows * outputs + chunk * features) * t,
                  fmt::format("{} threads x {} rows x 3 x {:.0f} layer outputs ({})", threads, rows,
                              outputs, model_->Describe()));
     estimate.Add("the full-batch passes' gradients",
@@ -374,8 +376,13 @@ class SupervisedProblem final : public Problem<T> {
         largest_row = std::max(largest_row, std::sqrt(sq));
         mean_sq_norm += sq / static_cast<double>(count);
       }
-      // The Gram matrix costs N d^2; past a budget, its trace (>= lambda_max) bounds it.
-      if (static_cast<double>(count) * static_cast<double>(columns * columns) > 2e9) {
+      // lambda_max(A^T A) = lambda_max(A A^T): the smaller of the two Gram matrices (m x m,
+      // m = min(N, d)) costs N d m to form and m^3 to solve, and N d + m^2 doubles. Past a
+      // budget of either (a shard of 12 000 columns and few rows took minutes and gigabytes with
+      // the d x d one), the trace (>= lambda_max) bounds it.
+      const double m = static_cast<double>(std::min(count, columns));
+      const double cells = static_cast<double>(count) * static_cast<double>(columns);
+      if (cells * m + m * m * m > 2e9 || cells + m * m > 32e6) {
         exact_eigenvalues = false;
         largest_curvature = std::max(largest_curvature, mean_sq_norm);
         continue;
@@ -386,7 +393,9 @@ class SupervisedProblem final : public Problem<T> {
         a.row(r).head(features) = row;
         if (bounds->intercept) a(r, features) = 1;
       }
-      const Eigen::MatrixXd gram = a.transpose() * a / static_cast<double>(count);
+      const Eigen::MatrixXd gram = (count < columns ? Eigen::MatrixXd(a * a.transpose())
+                                                    : Eigen::MatrixXd(a.transpose() * a)) /
+                                   static_cast<double>(count);
       const double top =
           Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(gram, Eigen::EigenvaluesOnly)
               .eigenvalues()

@@ -38,6 +38,10 @@ class Model {
 
   virtual std::int64_t dimension() const = 0;
   virtual std::vector<Layer> Layers() const = 0;
+  // The values one sample's pass through the model computes, over all layers (the logits of
+  // logistic regression: 1; an MLP's layer widths summed): what its activation buffers hold per
+  // row, for the memory estimate.
+  virtual std::int64_t OutputsPerSample() const = 0;
   virtual Vector<T> InitialPoint(std::uint64_t seed) const = 0;
 
   // Sums over the rows of `a` with labels `y`: returns the sum of the per-sample losses (in

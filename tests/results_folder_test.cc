@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/experiment.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
@@ -338,6 +339,16 @@ TEST(ResultsFolder, ASweepTooLargeIsRefusedBeforeItIsExpanded) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("points (3 x 3 x"));
   EXPECT_THAT(r.err, HasSubstr("a sweep runs at most 100000"));
+}
+
+// Finding 6: --max-memory was not an upper bound (peaks 1.15-1.60x the limit). Beyond the
+// estimate, the run watches its resident set: past the limit by more than 10%, it stops.
+TEST(ResultsFolder, ARunPastItsMemoryLimitStops) {
+  EXPECT_NO_THROW(RequireResidentWithin(MemoryLimit{1e15, "--max-memory 1 PiB"}, 16));
+  EXPECT_THAT(testing::UserErrorOf([] {
+                RequireResidentWithin(MemoryLimit{1 << 20, "--max-memory 1 MiB"}, 32);
+              }),
+              HasSubstr("at step 32, more than --max-memory 1 MiB allows (1.00 MiB) by over 10%"));
 }
 
 // The property: random sequences of run, check, sweep, trace and report into one folder, with

@@ -438,6 +438,30 @@ TEST(Supervised, ReportedLCatchesAPlantedCurvature) {
   EXPECT_NEAR(testing::ConstantValue(stiff->Constants(), "L"), plain_l + 5, 1e-12);
 }
 
+// Issue 33, finding 5: a two-row LIBSVM file with feature index 20 000 made logistic regression
+// form the d x d Gram matrix (3.2 GB) and solve it (minutes, deaf to signals). lambda_max(A^T A)
+// is lambda_max(A A^T): with N = 2 samples the 2 x 2 one gives the same L, by hand here.
+TEST(Supervised, LFromFewWideSamplesUsesTheSmallGramMatrix) {
+  constexpr Eigen::Index kFeatures = 30000;
+  Dataset data;
+  data.train.features = Eigen::MatrixXd::Zero(2, kFeatures);
+  data.train.features(0, 0) = 3;
+  data.train.features(0, 1) = 4;              // ||a_1||^2 = 25
+  data.train.features(1, kFeatures - 1) = 2;  // ||a_2||^2 = 4, orthogonal to a_1
+  data.train.labels = Labels({1, 0});
+  const auto problem = Make(MakeLogisticModel<double>(kFeatures, false), data, {{0, 1}});
+  // L = 1/4 lambda_max(A^T A / 2) = 1/4 * 25 / 2.
+  EXPECT_NEAR(testing::ConstantValue(problem->Constants(), "L"), 25.0 / 8, 1e-12);
+  // The activations of a pass are as many rows as the data has, not a chunk of 2048.
+  MemoryEstimate estimate;
+  problem->AddWorkingMemory(1, 2, estimate);
+  for (const MemoryEstimate::Part& part : estimate.parts) {
+    if (part.what == "the model's activations") {
+      EXPECT_EQ(part.bytes, 2 * (3 * 2 * 1 + 2 * kFeatures) * 8.0) << part.drivers;
+    }
+  }
+}
+
 // Builds `name` from options given as (key, value) pairs on `data` with 4 workers.
 std::string ProblemError(const Dataset& data,
                          const std::vector<std::pair<std::string, OptionValue>>& values) {
