@@ -958,6 +958,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
       run.schedule = MakeSchedule(*o.schedule, {spec.steps, spec.workers});
       try {
         run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
+        RequireSchemeFits(spec.comm, *run.algorithm, "it");
       } catch (const UserError& e) {
         // A refusal that did not come from reading an option (a chunked scheme's, say) is given
         // the optimizer's table, so that every message names the file and line it is about.

@@ -113,9 +113,14 @@ std::vector<Run> ReadRuns(const std::filesystem::path& file, std::int64_t order_
   std::vector<std::string> axis_paths;
   db.ForEachRow("SELECT value FROM meta WHERE key = 'sweep_axis_paths'", [&](sqlite3_stmt* s) {
     const nlohmann::json paths = nlohmann::json::parse(ShowCell(cell(s, 0)), nullptr, false);
-    if (paths.is_array()) {
-      for (const auto& p : paths) axis_paths.push_back(p.get<std::string>());
+    if (!paths.is_array() ||
+        !std::all_of(paths.begin(), paths.end(), [](const auto& p) { return p.is_string(); })) {
+      throw UserError(fmt::format(
+          "{}: meta 'sweep_axis_paths' is not a list of option paths; the database was not "
+          "written by lemmalab sweep, or was edited",
+          file.string()));
     }
+    for (const auto& p : paths) axis_paths.push_back(p.get<std::string>());
   });
   // In the axes' order (ordered_json keeps the order they were written in).
   std::map<std::string, std::pair<std::int64_t, nlohmann::ordered_json>> points;

@@ -12,6 +12,24 @@
 namespace lemmalab {
 
 template <typename T>
+void RequireSchemeFits(const CommSpec& comm, const DistributedOptimizer<T>& optimizer,
+                       std::string_view label) {
+  const std::string_view scheme = SchemeName(comm.scheme);
+  if (comm.scheme == Scheme::kAllreduce && !optimizer.SupportsChunks()) {
+    throw UserError(
+        fmt::format("{} cannot run under scheme '{}': its server phase needs the whole vector (use "
+                    "\"parameter-server\" or \"allgather\")",
+                    label, scheme));
+  }
+  if (comm.scheme == Scheme::kHierarchical && !optimizer.SupportsHierarchy()) {
+    throw UserError(fmt::format(
+        "{} cannot run under scheme '{}': its workers' messages cannot be averaged inside a node "
+        "before they are compressed (use \"parameter-server\", \"allgather\" or \"allreduce\")",
+        label, scheme));
+  }
+}
+
+template <typename T>
 Cluster<T>::Cluster(const Problem<T>& problem, DistributedOptimizer<T>& optimizer,
                     const CommSpec& comm, int threads, Transport* transport, std::string_view label)
     : problem_(problem),
@@ -31,19 +49,7 @@ Cluster<T>::Cluster(const Problem<T>& problem, DistributedOptimizer<T>& optimize
   }
   LEMMALAB_CHECK(transport_->workers() == workers_, "a transport of {} workers for {}",
                  transport_->workers(), workers_);
-  const std::string_view scheme = SchemeName(comm_.scheme);
-  if (comm_.scheme == Scheme::kAllreduce && !optimizer_.SupportsChunks()) {
-    throw UserError(
-        fmt::format("{} cannot run under scheme '{}': its server phase needs the whole vector (use "
-                    "\"parameter-server\" or \"allgather\")",
-                    label, scheme));
-  }
-  if (comm_.scheme == Scheme::kHierarchical && !optimizer_.SupportsHierarchy()) {
-    throw UserError(fmt::format(
-        "{} cannot run under scheme '{}': its workers' messages cannot be averaged inside a node "
-        "before they are compressed (use \"parameter-server\", \"allgather\" or \"allreduce\")",
-        label, scheme));
-  }
+  RequireSchemeFits(comm_, optimizer_, label);
   for (int i = 0; i < workers_; ++i) {
     if (transport_->Runs(i)) local_.push_back(i);
   }
@@ -317,5 +323,9 @@ void Cluster<T>::Gather() {
 
 template class Cluster<float>;
 template class Cluster<double>;
+template void RequireSchemeFits(const CommSpec&, const DistributedOptimizer<float>&,
+                                std::string_view);
+template void RequireSchemeFits(const CommSpec&, const DistributedOptimizer<double>&,
+                                std::string_view);
 
 }  // namespace lemmalab

@@ -46,6 +46,13 @@ struct StepResult {
   StepTraffic traffic;
 };
 
+// UserError when `optimizer` cannot run under the scheme of `comm` (a server phase that needs the
+// whole vector, under allreduce; messages that cannot be averaged inside a node, under
+// hierarchical), naming it `label`. A run checks it before its first step; every Cluster does.
+template <typename T>
+void RequireSchemeFits(const CommSpec& comm, const DistributedOptimizer<T>& optimizer,
+                       std::string_view label);
+
 template <typename T>
 class Cluster {
  public:

@@ -8,7 +8,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 
@@ -40,9 +42,62 @@ std::size_t GzipReader::Read(void* data, std::size_t size) {
     offset_ += static_cast<std::uint64_t>(got);
     // Z_BUF_ERROR: the compressed input ended inside a gzip stream ("unexpected end of file").
     if (error == Z_BUF_ERROR) cut_off_ = true;
-    if (static_cast<unsigned>(got) < want) break;
+    if (static_cast<unsigned>(got) < want) {
+      if (!ended_ && !cut_off_ && gzdirect(in_) == 0) RequireNothingAfterTheStreams();
+      ended_ = true;
+      break;
+    }
   }
   return done;
+}
+
+void GzipReader::RequireNothingAfterTheStreams() const {
+  std::ifstream file(file_, std::ios::binary | std::ios::ate);
+  const std::streamoff size = file.tellg();
+  // A gzip stream's header and trailer alone take 18 bytes; inflate counts in 32 bits.
+  if (!file || size < 18 || size > (std::streamoff{1} << 30)) return;
+  // The usual case, one stream: its trailer ends the file, and its last four bytes are the
+  // length of the data mod 2^32.
+  unsigned char tail[4];
+  file.seekg(size - 4);
+  file.read(reinterpret_cast<char*>(tail), 4);
+  const std::uint32_t length =
+      tail[0] | (tail[1] << 8) | (tail[2] << 16) | (static_cast<std::uint32_t>(tail[3]) << 24);
+  if (file && length == static_cast<std::uint32_t>(offset_)) return;
+  // Otherwise (several streams one after another, or bytes after them): inflated again, stream
+  // by stream, to find where the last one ends. (The compressed file is smaller than the data
+  // already read from it.)
+  std::vector<unsigned char> in(static_cast<std::size_t>(size)), out(1 << 16);
+  file.clear();
+  file.seekg(0);
+  file.read(reinterpret_cast<char*>(in.data()), size);
+  if (file.gcount() != size) return;
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return;
+  z.next_in = in.data();
+  z.avail_in = static_cast<uInt>(std::min<std::size_t>(in.size(), 1u << 30));
+  std::uint64_t consumed = 0;  // compressed bytes up to the end of the last whole stream
+  for (;;) {
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(out.size());
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) {
+      consumed = static_cast<std::uint64_t>(z.next_in - in.data());
+      // Another stream follows only where its magic bytes do.
+      if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b) break;
+      inflateReset(&z);
+    } else if (rc != Z_OK) {
+      break;  // gzread reported what it found; only what follows whole streams is judged here
+    }
+  }
+  inflateEnd(&z);
+  const auto total = static_cast<std::uint64_t>(size);
+  if (consumed > 0 && consumed < total) {
+    throw UserError(fmt::format(
+        "{}: {} bytes follow the end of the gzip data (at byte {} of {}) and are not gzip data; "
+        "the file was damaged or appended to",
+        file_, total - consumed, consumed, total));
+  }
 }
 
 void GzipReader::FailRead(int error, const char* message) const {

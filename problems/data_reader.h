@@ -58,10 +58,16 @@ class GzipReader {
   // corrupt compressed data, each said so.
   [[noreturn]] void FailRead(int error, const char* message) const;
 
+  // At the end of a gzip file's data: UserError when bytes that are not gzip data follow its
+  // last stream (zlib's gzread skips them silently; a plain file's extra bytes are data, which
+  // the readers refuse).
+  void RequireNothingAfterTheStreams() const;
+
   std::string file_;
   gzFile in_ = nullptr;
   std::uint64_t offset_ = 0;
   bool cut_off_ = false;  // zlib saw the compressed input end inside a gzip stream
+  bool ended_ = false;    // a Read reached the end of the data
 };
 
 // The most rows of `row_bytes` bytes each that fit in `limit` (0 when none does). The readers

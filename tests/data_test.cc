@@ -128,6 +128,29 @@ TEST(Csv, TruncatedGzipIsAnErrorNotAShortTable) {
   EXPECT_THAT(CsvError(dir / "cut.csv.gz"), HasSubstr("truncated or corrupt"));
 }
 
+// Issue 33, finding 8: bytes after a gzip stream were skipped (zlib ignores them), while a plain
+// file's extra bytes are refused. Streams written one after another are still one file's data.
+TEST(Csv, BytesAfterTheGzipDataAreAnError) {
+  TempDir dir;
+  std::string text = "a,b,y\n";
+  for (int i = 0; i < 200; ++i) text += fmt::format("{},{},{}\n", i, 2 * i, i % 2);
+  WriteGzipFile(dir / "t.csv.gz", text);
+  const std::string bytes = testing::ReadFile(dir / "t.csv.gz");
+  WriteFile(dir / "garbage.csv.gz", bytes + "appended later");
+  EXPECT_THAT(CsvError(dir / "garbage.csv.gz"),
+              HasSubstr("14 bytes follow the end of the gzip data"));
+  WriteFile(dir / "zeros.csv.gz", bytes + std::string(512, '\0'));
+  EXPECT_THAT(CsvError(dir / "zeros.csv.gz"), HasSubstr("512 bytes follow the end"));
+  // Two streams: the second half of the table compressed after the first.
+  const std::size_t half = text.find('\n', text.size() / 2) + 1;
+  WriteGzipFile(dir / "first.gz", text.substr(0, half));
+  WriteGzipFile(dir / "second.gz", text.substr(half));
+  WriteFile(dir / "two.csv.gz",
+            testing::ReadFile(dir / "first.gz") + testing::ReadFile(dir / "second.gz"));
+  EXPECT_EQ(ReadCsv(dir / "two.csv.gz", "y").samples.features,
+            ReadCsv(dir / "t.csv.gz", "y").samples.features);
+}
+
 TEST(Dataset, StandardizeGivesZeroMeanUnitVarianceAndZeroesConstantColumns) {
   // 0.1 is not a binary fraction: the mean of 569 copies is not exactly 0.1, and a naive
   // (x - mean) / sd turns the rounding noise into +-1.

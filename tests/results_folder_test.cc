@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -304,6 +305,34 @@ TEST(ResultsFolder, InputIsRefusedWholeRatherThanTruncated) {
     EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
     EXPECT_FALSE(fs::exists(dir / "out"));
   }
+}
+
+// Finding 8: SPAMS under allreduce was refused naming no file or line; finding 7: a sweep
+// database whose sweep_axis_paths held non-strings was an internal error.
+TEST(ResultsFolder, RefusalsNameTheFileTheyAreAbout) {
+  TempDir dir;
+  WriteFile(dir / "spams.toml",
+            "seed = 1\nsteps = 5\nworkers = 2\n[communication]\nscheme = \"allreduce\"\n"
+            "[problem]\nname = \"quadratic\"\n[[optimizer]]\nname = \"spams\"\n"
+            "schedule = { name = \"constant\", lr = 0.1 }\n");
+  const CommandResult spams =
+      Lemmalab({"run", (dir / "spams.toml").string(), "--out", (dir / "a").string()});
+  EXPECT_EQ(spams.exit_code, 2);
+  EXPECT_THAT(spams.err, HasSubstr((dir / "spams.toml").string() +
+                                   ":8:1: optimizer 'spams': it cannot run under scheme "
+                                   "'allreduce'"));
+  WriteFile(dir / "sweep.toml", SweepSpec(3));
+  const fs::path out = dir / "sweep";
+  ASSERT_EQ(Lemmalab({"sweep", (dir / "sweep.toml").string(), "--out", out.string()}).exit_code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((out / "results.sqlite").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '[1, 2]' WHERE key = 'sweep_axis_paths'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const CommandResult report = Lemmalab({"report", out.string(), "--no-plots"});
+  EXPECT_EQ(report.exit_code, 2) << report.err;
+  EXPECT_THAT(report.err, HasSubstr("meta 'sweep_axis_paths' is not a list of option paths"));
 }
 
 // Finding 8: a FIFO as the spec blocked forever; with nobody writing it reads as empty.
