@@ -618,6 +618,7 @@ schedule = { name = "constant", lr = 0.06 }
            .source = "0/1 Adam (Lu et al., ICLR 2023) abstract (up to 87% less data volume than "
                      "1-bit Adam); "
                      "its T_v, T_u policies (DeepSpeed tutorial)",
+           .probes = {},  // it reads the runs' bit counts, not a probe
            .make = &MakeZeroOneAdamVolumeCheck,
            .algorithms = {"zero-one-adam"},
            .example = {Spec(kNoisyQuadratic, R"(
