@@ -162,6 +162,7 @@ schedule = { name = "inv-sqrt", lr = 0.05 }
            .source = "the sigma/sqrt(nT) term of onebit-adam ICML Cor. 1, spams.txt Cor. 1, "
                      "onebit-lamb Cor. "
                      "1",
+           .probes = {},
            .scope = AssertionScope::kAcrossWorkers,
            .make = &MakeSpeedupCheck,
            .premise_probes = {"min-b", "birder-z", "ef-norm", "spams-ef", "q-deviate",
@@ -200,6 +201,7 @@ offset = false
           {.name = "optimality-gap",
            .summary = "f(x_T) - f* <= tolerance at the end of the run",
            .source = "convergence to a minimiser (the signSGD counterexamples violate it)",
+           .probes = {},
            .make = &MakeOptimalityGapCheck,
            .judges_failure = true,
            .example = {Spec(kFullGradients, R"(
@@ -256,6 +258,7 @@ schedule = { name = "constant", lr = 0.05 }
           {.name = "rate",
            .summary = "the running average of ||grad f||^2 decays like T^-p with the theorem's p",
            .source = "birder.txt Thm 1; spams.txt Thm 1; onebit-adam-icml-with-appendix.txt Thm 1",
+           .probes = {},
            .scope = AssertionScope::kAcrossSeeds,
            .make = &MakeRateCheck,
            .premise_probes = {"min-b", "birder-z", "ef-norm", "spams-ef", "q-deviate",
@@ -289,6 +292,7 @@ assertion = "rate"
           {.name = "tracks-reference",
            .summary = "the run ends within tolerance of a reference run",
            .source = "onebit-adam.txt Sec. 3.2, Fig. 6 (naive compression drifts from Adam)",
+           .probes = {},
            .make = &MakeTracksReferenceCheck,
            .judges_failure = true,
            .example = {Spec(kNoisyQuadratic, R"(
@@ -618,7 +622,7 @@ schedule = { name = "constant", lr = 0.06 }
            .source = "0/1 Adam (Lu et al., ICLR 2023) abstract (up to 87% less data volume than "
                      "1-bit Adam); "
                      "its T_v, T_u policies (DeepSpeed tutorial)",
-           .probes = {},  // it reads the runs' bit counts, not a probe
+           .probes = {},
            .make = &MakeZeroOneAdamVolumeCheck,
            .algorithms = {"zero-one-adam"},
            .example = {Spec(kNoisyQuadratic, R"(
