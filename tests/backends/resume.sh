@@ -63,6 +63,21 @@ every=$(sed -n 's/^checkpoint_every *= *\([0-9]*\).*/\1/p' "$spec")
 kill_after_checkpoints 0 --out "$out"
 first=$(latest_step)
 kill_after_checkpoints "$first" --resume "$out"
+# Issue 33, finding 1: a checkpoint of mpirun -np N resumed in one process crashed a rank. It is
+# refused (exit 2) with the command that resumes it, and the checkpoint stays.
+if [[ $# -ge 5 ]]; then
+  set +e
+  "$lemmalab" run "$spec" --resume "$out" > "$work/one-process.log" 2>&1
+  code=$?
+  set -e
+  expected="resume it as it was started: mpirun -np $5 lemmalab run"
+  if ((code != 2)) || ! grep -q "$expected" "$work/one-process.log"; then
+    echo "FAIL: resuming an mpirun -np $5 checkpoint in one process gave exit $code, not 2 with"
+    echo "'$expected':"
+    cat "$work/one-process.log"
+    exit 1
+  fi
+fi
 "${launch[@]}" run "$spec" --resume "$out" > "$work/resumed.log"
 
 for f in params.npy metrics.csv; do
