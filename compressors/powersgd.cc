@@ -148,6 +148,17 @@ class PowerSgd final : public Compressor<T> {
   void Persist(StateArchive& archive) override {
     archive("q", q_);
     archive("started", started_);
+    // Each matrix layer's Q is drawn at the first encode: empty before, then columns x rank.
+    for (std::size_t l = 0; archive.restoring() && l < q_.size() && l < layers_.size(); ++l) {
+      const Eigen::Index cols = IsMatrix(layers_[l]) ? layers_[l].cols : 0;
+      const Eigen::Index rank = IsMatrix(layers_[l]) ? ranks_[l] : 0;
+      if (q_[l].size() != 0 && (q_[l].rows() != cols || q_[l].cols() != rank)) {
+        throw UserError(fmt::format(
+            "checkpoint: PowerSGD's Q of layer {} is {} x {}, not {} x {} (as this run has); was "
+            "the state file edited?",
+            l, q_[l].rows(), q_[l].cols(), cols, rank));
+      }
+    }
   }
 
  private:

@@ -230,6 +230,13 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
       archive("m", w.m);
       archive("x", w.x);
       archive("u", w.u);
+      // Local parameters exist from the first local step on: empty or of length d.
+      if (archive.restoring() && w.x.size() != 0 && w.x.size() != d_) {
+        throw UserError(fmt::format(
+            "checkpoint: a worker's local x holds {} values, not {} (as this run has); was the "
+            "state file edited?",
+            w.x.size(), d_));
+      }
     });
     archive("m", m_);
     archive("v", v_);

@@ -261,11 +261,12 @@ TEST_P(EveryOptimizerCheckpoint, ContinuesFromItsSavedStateBitForBit) {
   }
 }
 
-// Issue 33: restore sizes nothing the run has sized by the file. Every number array of every
-// optimizer's state that a fresh instance already holds, one element longer or shorter in the
-// file, is refused by its length (a longer parameter vector crashed Birder::Apply); a count is
-// refused when the file holds fewer elements than it says. (State an instance sizes at its first
-// step, empty before, takes the saved length; the state file's checksum guards it.)
+// Issue 33: restore sizes nothing by the file. Every number array of every optimizer's state
+// (its compressors' included), one element longer or shorter in the file than the run has it, is
+// refused by its length (a longer parameter vector crashed Birder::Apply): state the run sizes
+// before its first step by the run's size, state sized at a later step (local parameters, a
+// frozen denominator, PowerSGD's Q) by its component's check after the restore. A count is
+// refused when the file holds fewer elements than it says.
 template <typename T>
 void ExpectRefusesEveryOtherLength(const std::string& toml) {
   SCOPED_TRACE(toml);
@@ -275,12 +276,7 @@ void ExpectRefusesEveryOtherLength(const std::string& toml) {
   Vector<T> x = problem->InitialPoint();
   for (std::int64_t t = 1; t <= kSaveAfter; ++t) cluster.Step({t, Rate(t), 11}, x);
   const StateSnapshot saved = SaveState(*original);
-  auto unstarted = Build<T>(toml);
-  Cluster<T> unstarted_cluster(*problem, *unstarted);
-  const StateSnapshot sized = SaveState(*unstarted);
   for (const auto& [path, item] : saved) {
-    const auto before = sized.find(path);
-    if (before == sized.end() || before->second.bytes.size() != item.bytes.size()) continue;
     const std::size_t element = item.kind == StateKind::kF32   ? 4
                                 : item.kind == StateKind::kF64 ? 8
                                 : item.kind == StateKind::kU64 ? 8
@@ -294,7 +290,8 @@ void ExpectRefusesEveryOtherLength(const std::string& toml) {
       auto fresh = Build<T>(toml);
       Cluster<T> fresh_cluster(*problem, *fresh);
       EXPECT_THAT(UserErrorOf([&] { RestoreState(edited, *fresh); }),
-                  ::testing::HasSubstr("as this run has"));
+                  ::testing::AnyOf(::testing::HasSubstr("as this run has"),
+                                   ::testing::HasSubstr("expected whole rows")));
     }
   }
   for (const auto& [path, item] : saved) {
