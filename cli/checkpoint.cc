@@ -27,27 +27,28 @@ struct Database {
 // A CRC-32 (zlib) of a snapshot: every item's path, kind and bytes, in path order. A state file
 // records it, and a restore recomputes it: a file damaged or edited since is refused whole.
 std::uint32_t Checksum(const StateSnapshot& snapshot) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  const auto add = [&](const void* data, std::size_t size) {
-    const auto* bytes = static_cast<const Bytef*>(data);
-    while (size > 0) {  // crc32 takes an unsigned int length
-      const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
-      crc = crc32(crc, bytes, chunk);
-      bytes += chunk;
-      size -= chunk;
-    }
-  };
+  std::uint32_t crc = 0;
   for (const auto& [name, item] : snapshot) {
     const std::uint64_t sizes[2] = {name.size(), item.bytes.size()};
-    add(sizes, sizeof(sizes));
-    add(name.data(), name.size());
-    add(&item.kind, sizeof(item.kind));
-    add(item.bytes.data(), item.bytes.size());
+    crc = Crc32(crc, std::as_bytes(std::span(sizes)));
+    crc = Crc32(crc, std::as_bytes(std::span(name.data(), name.size())));
+    crc = Crc32(crc, std::as_bytes(std::span(&item.kind, 1)));
+    crc = Crc32(crc, item.bytes);
   }
-  return static_cast<std::uint32_t>(crc);
+  return crc;
 }
 
 }  // namespace
+
+std::uint32_t Crc32(std::uint32_t crc, std::span<const std::byte> bytes) {
+  uLong sum = crc;
+  while (!bytes.empty()) {
+    const std::size_t chunk = std::min<std::size_t>(bytes.size(), 1u << 30);
+    sum = crc32(sum, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(chunk));
+    bytes = bytes.subspan(chunk);
+  }
+  return static_cast<std::uint32_t>(sum);
+}
 
 void WriteStateFile(const std::filesystem::path& path, const StateSnapshot& snapshot) {
   std::filesystem::path partial = path;

@@ -25,12 +25,17 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 
 #include "cli/results.h"
 #include "comm/transport.h"
 #include "core/state.h"
 
 namespace lemmalab {
+
+// zlib's CRC-32 of `bytes` continued from `crc` (start from 0), for buffers of any length (zlib
+// counts in unsigned int): the state files' checksum and the data's.
+std::uint32_t Crc32(std::uint32_t crc, std::span<const std::byte> bytes);
 
 // Writes `snapshot` to `path` (under a temporary name, synced, then renamed); UserError naming
 // the file when it cannot be written.

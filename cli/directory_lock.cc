@@ -61,6 +61,20 @@ std::string Holder(const std::filesystem::path& file) {
   return text.empty() ? "pid unknown" : text;
 }
 
+// Releases the lock `it` holds and forgets it (g_mutex held). The file is unlinked while still
+// locked: a process that opened it meanwhile finds, once it gets the lock, that the path no
+// longer names it, and starts over (LockFile). A folder the lock created goes too when nothing
+// was written there.
+void Release(std::map<std::string, Held>::iterator it) {
+  unlink(it->second.file.c_str());
+  close(it->second.fd);
+  if (it->second.created) {
+    std::error_code ignored;  // fails, as it should, when results were written there
+    std::filesystem::remove(it->second.file.parent_path(), ignored);
+  }
+  g_held.erase(it);
+}
+
 }  // namespace
 
 DirectoryLock::DirectoryLock(const std::filesystem::path& dir, std::string_view command) {
@@ -100,10 +114,7 @@ DirectoryLock::DirectoryLock(const std::filesystem::path& dir, std::string_view 
   try {
     RequireFolderFor(dir, command);
   } catch (...) {
-    unlink(held.file.c_str());
-    close(held.fd);
-    g_held.erase(key_);
-    if (created) std::filesystem::remove(dir, ec);
+    Release(g_held.find(key_));
     throw;
   }
   const std::string holder = fmt::format("{}, pid {}", command, getpid());
@@ -118,15 +129,7 @@ DirectoryLock::~DirectoryLock() {
   const std::lock_guard guard(g_mutex);
   const auto it = g_held.find(key_);
   if (it == g_held.end() || --it->second.count > 0) return;
-  // Unlink while still holding the lock: a process that opened the file meanwhile finds, once it
-  // gets the lock, that the path no longer names it, and starts over (LockFile).
-  unlink(it->second.file.c_str());
-  close(it->second.fd);
-  if (it->second.created) {
-    std::error_code ignored;  // fails, as it should, when results were written there
-    std::filesystem::remove(it->second.file.parent_path(), ignored);
-  }
-  g_held.erase(it);
+  Release(it);
 }
 
 }  // namespace lemmalab

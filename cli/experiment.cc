@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <omp.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -337,15 +336,9 @@ class Checkpoints {
 
 // A CRC-32 (zlib) of a data set's samples: features, labels, test set.
 std::uint32_t DataChecksum(const Dataset& data) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (std::span<const std::byte> buffer : data.Buffers()) {
-    while (!buffer.empty()) {  // crc32 takes an unsigned int length
-      const std::size_t chunk = std::min<std::size_t>(buffer.size(), 1u << 30);
-      crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), static_cast<uInt>(chunk));
-      buffer = buffer.subspan(chunk);
-    }
-  }
-  return static_cast<std::uint32_t>(crc);
+  std::uint32_t crc = 0;
+  for (const std::span<const std::byte> buffer : data.Buffers()) crc = Crc32(crc, buffer);
+  return crc;
 }
 
 // The memory this process holds now (its resident set, /proc/self/statm), in bytes; 0 where it

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "cli/results.h"
+#include "cli/results_reader.h"
 #include "core/error.h"
 
 namespace lemmalab {
@@ -99,23 +99,19 @@ void RequireOwnLinks(const std::filesystem::path& dir) {
 // The value of `key` in the meta table of the lemmalab database `file`; nullopt when the file is
 // no lemmalab results database (no meta table with lemmalab's commit).
 std::optional<std::string> DatabaseMeta(const std::filesystem::path& file, std::string_view key) {
-  sqlite3* db = nullptr;
-  std::optional<std::string> value;
-  if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-    sqlite3_stmt* query = nullptr;
-    const std::string sql = fmt::format(
-        "SELECT (SELECT value FROM meta WHERE key = 'commit'), (SELECT value FROM meta WHERE key "
-        "= '{}')",
-        key);
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &query, nullptr) == SQLITE_OK &&
-        sqlite3_step(query) == SQLITE_ROW && sqlite3_column_type(query, 0) != SQLITE_NULL) {
-      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
-      value = text != nullptr ? text : "";
-    }
-    sqlite3_finalize(query);
+  bool lemmalab = false;
+  std::string value;
+  try {
+    ResultsReader reader(file);
+    reader.ForEachRow("SELECT key, value FROM meta", [&](sqlite3_stmt* row) {
+      const std::string name = ResultsReader::Text(row, 0);
+      lemmalab = lemmalab || name == "commit";
+      if (name == key) value = ResultsReader::Text(row, 1);
+    });
+  } catch (const UserError&) {
+    return std::nullopt;  // not a database, or no meta table
   }
-  sqlite3_close(db);
-  return value;
+  return lemmalab ? std::optional(value) : std::nullopt;
 }
 
 }  // namespace

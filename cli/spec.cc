@@ -71,17 +71,23 @@ void RequireRepresentable(double value, const toml::source_region& region, const
 
 // A key or string value with a control character (a NUL, an escape sequence; in a key also a
 // newline) is refused: it would cut or rewrite every message and file name that shows it.
+// Where the first control character of `text` is (a newline or tab counts only without
+// `lines_allowed`).
+std::optional<std::size_t> FirstControlCharacter(std::string_view text, bool lines_allowed) {
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    const auto byte = static_cast<unsigned char>(text[k]);
+    const bool line = text[k] == '\n' || text[k] == '\t';
+    if ((byte < 0x20 && !(lines_allowed && line)) || byte == 0x7f) return k;
+  }
+  return std::nullopt;
+}
+
 void RequirePrintable(std::string_view text, const std::string& where, const std::string& context,
                       std::string_view what, bool lines_allowed) {
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    const bool line = c == '\n' || c == '\t';
-    if ((byte < 0x20 && !(lines_allowed && line)) || byte == 0x7f) {
-      throw UserError(
-          fmt::format("{}: {}: the {} '{}' holds the control character \\x{:02x}; {}s "
-                      "hold printable text only",
-                      where, context, what, Printable(text), byte, what));
-    }
+  if (const std::optional<std::size_t> k = FirstControlCharacter(text, lines_allowed)) {
+    throw UserError(fmt::format(
+        "{}: {}: the {} '{}' holds the control character \\x{:02x}; {}s hold printable text only",
+        where, context, what, Printable(text), static_cast<unsigned char>(text[*k]), what));
   }
 }
 
@@ -478,19 +484,13 @@ std::pair<std::string, OptionValue> ParseSetting(std::string_view assignment) {
                     "optimizer.compressor=sign",
                     where));
   }
-  if (const auto c = std::find_if(assignment.begin(), assignment.end(),
-                                  [](char k) { return static_cast<unsigned char>(k) < 0x20; });
-      c != assignment.end()) {
-    std::string shown;  // the flag as given, every control character written out
-    for (const char k : where) {
-      shown += static_cast<unsigned char>(k) < 0x20
-                   ? fmt::format("\\x{:02x}", static_cast<unsigned char>(k))
-                   : std::string(1, k);
-    }
+  // A newline would make the value two TOML lines, the second silently dropped.
+  if (const std::optional<std::size_t> k = FirstControlCharacter(assignment, false)) {
     throw UserError(fmt::format(
-        "{}: holds the control character \\x{:02x}; each --set is one PATH=VALUE on one line "
-        "(give --set again for another)",
-        shown, static_cast<unsigned char>(*c)));
+        "--set {}...: holds the control character \\x{:02x}; each --set is one PATH=VALUE on one "
+        "line (give --set again for another)",
+        assignment.substr(0, std::min<std::size_t>(*k, kShown)),
+        static_cast<unsigned char>(assignment[*k])));
   }
   const std::string path(assignment.substr(0, equals));
   const std::string text(assignment.substr(equals + 1));

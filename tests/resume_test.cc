@@ -215,6 +215,16 @@ std::filesystem::path CopyOfStopped(const std::filesystem::path& from,
   return to / ".results/next/state-run1-step30-rank0.sqlite";
 }
 
+// The refusal of resuming `spec` from a copy (at `out`) of the stopped run `stopped` whose state
+// file holds `edited`, written with its checksum as lemmalab writes it; the copy is removed.
+std::string ResumeEdited(const RunSpec& spec, const std::filesystem::path& stopped,
+                         const std::filesystem::path& out, const StateSnapshot& edited) {
+  WriteStateFile(CopyOfStopped(stopped, out), edited);
+  const std::string error = UserErrorOf([&] { Resume(spec, out); });
+  std::filesystem::remove_all(out);
+  return error;
+}
+
 // Runs SQL on a file (a state file or a results database) as a hand with sqlite3 would.
 void EditWithSql(const std::filesystem::path& file, const std::string& sql) {
   sqlite3* db = nullptr;
@@ -257,19 +267,11 @@ TEST(Resume, ADamagedStateFileIsRefusedWhole) {
     ++arrays;
     for (const int change : {+1, -1}) {
       SCOPED_TRACE(fmt::format("{} with {} element", path, change > 0 ? "one more" : "one fewer"));
-      const std::filesystem::path out = dir / fmt::format("edited-{}-{}", arrays, change);
-      const std::filesystem::path file = CopyOfStopped(stopped, out);
       StateSnapshot edited = saved;
       auto& bytes = edited.at(path).bytes;
-      if (change > 0) {
-        bytes.resize(bytes.size() + element);
-      } else {
-        bytes.resize(bytes.size() - element);
-      }
-      WriteStateFile(file, edited);
-      EXPECT_THAT(UserErrorOf([&] { Resume(spec, out); }),
+      bytes.resize(change > 0 ? bytes.size() + element : bytes.size() - element);
+      EXPECT_THAT(ResumeEdited(spec, stopped, dir / "edited", edited),
                   ::testing::AnyOf(HasSubstr("as this run has"), HasSubstr("but this run has d")));
-      std::filesystem::remove_all(out);
     }
   }
   EXPECT_GT(arrays, 10);
@@ -285,16 +287,12 @@ TEST(Resume, ADamagedStateFileIsRefusedWhole) {
     }
     ++counts;
     SCOPED_TRACE(path);
-    const std::filesystem::path out = dir / fmt::format("count-{}", counts);
-    const std::filesystem::path file = CopyOfStopped(stopped, out);
     StateSnapshot edited = saved;
     const std::uint64_t huge = 50'000'000;
     std::memcpy(edited.at(path).bytes.data(), &huge, sizeof(huge));
-    WriteStateFile(file, edited);
-    const std::string error = UserErrorOf([&] { Resume(spec, out); });
     EXPECT_THAT(
-        error, ::testing::AnyOf(HasSubstr("but it says 50000000"), HasSubstr("(as this run has)")));
-    std::filesystem::remove_all(out);
+        ResumeEdited(spec, stopped, dir / "edited", edited),
+        ::testing::AnyOf(HasSubstr("but it says 50000000"), HasSubstr("(as this run has)")));
   }
   EXPECT_GT(counts, 0);
 }
@@ -317,13 +315,10 @@ TEST(Resume, ACheckpointResumesOnlyInTheJobThatWroteIt) {
         std::tuple{"origin/workers", 5, "written with workers = 5"},
         std::tuple{"origin/dimension", 25, "written with dimension = 25"}}) {
     SCOPED_TRACE(item);
-    const std::filesystem::path out = dir / fmt::format("origin-{}", value);
-    const std::filesystem::path file = CopyOfStopped(stopped, out);
     StateSnapshot edited = saved;
     const std::int64_t v = value;
     std::memcpy(edited.at(item).bytes.data(), &v, sizeof(v));
-    WriteStateFile(file, edited);
-    EXPECT_THAT(UserErrorOf([&] { Resume(spec, out); }), HasSubstr(says));
+    EXPECT_THAT(ResumeEdited(spec, stopped, dir / "edited", edited), HasSubstr(says));
   }
   // The results say the job had 4 processes: the refusal says how to resume it.
   const std::filesystem::path out = dir / "mpi";
