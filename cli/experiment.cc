@@ -194,7 +194,6 @@ void PersistRecord(StateArchive& archive, RunRecord& r) {
 // preparation's, not saved).
 void PersistReport(StateArchive& archive, RunReport& report) {
   archive.Scope("record", [&] { PersistRecord(archive, report.record); });
-  archive("dimension", report.dimension);
   archive.List("probe_lines", report.probe_lines,
                [&](std::string& line) { archive("text", line); });
   archive("threads", report.threads);
@@ -293,20 +292,14 @@ class Checkpoints {
     archive.Scope("initial", [&] { PersistEvaluation(archive, identity_.initial); });
     archive("data_checksum", identity_.data_checksum);
     PersistConstants(archive, constants_);
-    archive.List("finished", finished_, [&](RunReport& report) { PersistReport(archive, report); });
-    if (!archive.restoring()) return;
-    // A finished run's parameters were sized by the file: they must be the run's d.
-    for (std::size_t k = 0; k < finished_.size(); ++k) {
-      const RunReport& report = finished_[k];
-      const auto held = static_cast<std::int64_t>(report.final_params.size());
-      if (report.dimension != origin_.dimension || held != origin_.dimension) {
-        throw UserError(fmt::format(
-            "{}: finished run {} holds {} parameters of dimension {}, but this run has d = {} "
-            "(was the file edited?)",
-            checkpointer_.StateFile(mark_).string(), k + 1, held, report.dimension,
-            origin_.dimension));
+    archive.List("finished", finished_, [&](RunReport& report) {
+      // A finished run's parameters are the run's d, whatever the file says.
+      if (archive.restoring()) {
+        report.dimension = origin_.dimension;
+        report.final_params.resize(origin_.dimension);
       }
-    }
+      PersistReport(archive, report);
+    });
   }
 
   void RequireOrigin(const Origin& saved) const {

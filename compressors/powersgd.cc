@@ -146,19 +146,15 @@ class PowerSgd final : public Compressor<T> {
   }
 
   void Persist(StateArchive& archive) override {
-    archive("q", q_);
-    archive("started", started_);
-    // Each matrix layer's Q is drawn at the first encode: empty before, then columns x rank.
-    for (std::size_t l = 0; archive.restoring() && l < q_.size() && l < layers_.size(); ++l) {
-      const Eigen::Index cols = IsMatrix(layers_[l]) ? layers_[l].cols : 0;
-      const Eigen::Index rank = IsMatrix(layers_[l]) ? ranks_[l] : 0;
-      if (q_[l].size() != 0 && (q_[l].rows() != cols || q_[l].cols() != rank)) {
-        throw UserError(fmt::format(
-            "checkpoint: PowerSGD's Q of layer {} is {} x {}, not {} x {} (as this run has); was "
-            "the state file edited?",
-            l, q_[l].rows(), q_[l].cols(), cols, rank));
+    // Each matrix layer's Q is drawn at the first encode: columns x r'.
+    archive.Scope("q", [&] {
+      for (std::size_t l = 0; l < q_.size(); ++l) {
+        const bool matrix = IsMatrix(layers_[l]);
+        archive.Later(std::to_string(l), q_[l], matrix ? layers_[l].cols : 0,
+                      matrix ? ranks_[l] : 0);
       }
-    }
+    });
+    archive("started", started_);
   }
 
  private:

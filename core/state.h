@@ -12,7 +12,9 @@
 //
 // Names form paths ("run/optimizer/worker 2/e"). Restoring checks the kind and requires every
 // name the save wrote to be read exactly once, so a checkpoint is restored whole or not at all.
-// Values are stored as their bytes: a restored float is the saved float, bit for bit.
+// Sizes come from the run, never from the file: an array is restored only at the length the run
+// gave it, or, for state sized at a later step, declared with Later(), at the length it will
+// have. Values are stored as their bytes: a restored float is the saved float, bit for bit.
 #pragma once
 
 #include <fmt/format.h>
@@ -58,55 +60,53 @@ class StateArchive {
 
   virtual bool restoring() const = 0;
 
-  // Arrays of numbers (Eigen vectors and matrices, std::vectors), resized on restore; a
-  // matrix also saves its number of rows, under name/rows.
+  // Arrays of numbers (Eigen vectors and matrices, std::vectors); a matrix also saves its number
+  // of rows, under name/rows. Restoring requires the shape the run gave the member before the
+  // restore: no size comes from the file.
   template <EigenDense D>
   void operator()(std::string_view name, D& m) {
-    Eigen::Index rows = m.rows();
-    if constexpr (D::ColsAtCompileTime != 1) (*this)(std::string(name) + "/rows", rows);
-    Array(name, m.data(), static_cast<std::size_t>(m.size()), [&](std::size_t n) {
-      const auto size = static_cast<Eigen::Index>(n);
-      if constexpr (D::ColsAtCompileTime == 1) {
-        m.resize(size);
-      } else {
-        Require(name, rows > 0 ? size % rows == 0 : size == 0, "whole rows");
-        m.resize(rows, rows > 0 ? size / rows : 0);
-      }
-      return m.data();
-    });
+    Dense(name, m, m.rows(), m.cols(), /*may_be_empty=*/false);
   }
   template <typename E>
   requires std::is_arithmetic_v<E>
   void operator()(std::string_view name, std::vector<E>& v) {
-    Array(name, v.data(), v.size(), [&](std::size_t n) {
+    Array(name, v.data(), v.size(), v.size(), false, [&](std::size_t n) {
+      v.resize(n);
+      return v.data();
+    });
+  }
+  // State a component sizes at a later step than its construction (local parameters at the first
+  // local step, a frozen denominator when the warm-up ends): empty until then, `rows` x `cols`
+  // afterwards. Restoring accepts these two shapes and no other.
+  template <EigenDense D>
+  void Later(std::string_view name, D& m, Eigen::Index rows, Eigen::Index cols = 1) {
+    Dense(name, m, rows, cols, /*may_be_empty=*/true);
+  }
+  template <typename E>
+  requires std::is_arithmetic_v<E>
+  void Later(std::string_view name, std::vector<E>& v, std::size_t length) {
+    Array(name, v.data(), v.size(), length, true, [&](std::size_t n) {
       v.resize(n);
       return v.data();
     });
   }
   // One vector or matrix per worker (or per layer): name/count, then name/0, name/1, ...
-  // A run that already holds vectors (one per worker) restores exactly as many.
+  // Restoring requires as many as the run holds, each of its shape (or, with Later, each empty
+  // or rows x cols).
   template <EigenDense D>
   void operator()(std::string_view name, std::vector<D>& vectors) {
-    const std::size_t had = vectors.size();
-    Scope(name, [&] {
-      std::uint64_t count = vectors.size();
-      (*this)("count", count);
-      if (restoring()) {
-        Require("count", had == 0 || count == had, fmt::format("{} (as this run has)", had));
-        RequireStored("", count);
-      }
-      vectors.resize(count);
-      for (std::size_t i = 0; i < vectors.size(); ++i) (*this)(std::to_string(i), vectors[i]);
-    });
+    Vectors(name, vectors, [&](std::string_view item, D& v) { (*this)(item, v); });
+  }
+  template <EigenDense D>
+  void Later(std::string_view name, std::vector<D>& vectors, Eigen::Index rows,
+             Eigen::Index cols = 1) {
+    Vectors(name, vectors, [&](std::string_view item, D& v) { Later(item, v, rows, cols); });
   }
   // Scalars.
   template <typename E>
   requires std::is_arithmetic_v<E>
   void operator()(std::string_view name, E& x) {
-    Array(name, &x, 1, [&](std::size_t n) {
-      Require(name, n == 1, "one value");
-      return &x;
-    });
+    Array(name, &x, 1, 1, false, [&](std::size_t) { return &x; });
   }
   template <typename E>
   void operator()(std::string_view name, std::optional<E>& x) {
@@ -158,11 +158,7 @@ class StateArchive {
   // that the path exists, has `kind` and has not been read before.
   virtual void Save(std::string_view name, StateKind kind, std::span<const std::byte> bytes) = 0;
   virtual std::span<const std::byte> Load(std::string_view name, StateKind kind) = 0;
-  // Restoring: UserError naming the checkpoint and the path when `ok` is false ("expected
-  // <what>").
-  void Require(std::string_view name, bool ok, std::string_view what) const {
-    if (!ok) Fail(name, what);
-  }
+  // Restoring: UserError naming the checkpoint and the path ("expected <what>").
   [[noreturn]] virtual void Fail(std::string_view name, std::string_view what) const = 0;
   // Restoring: the number of stored items under the current scope. A count read from a
   // checkpoint is checked against it before anything is sized by it, so that a damaged count
@@ -172,9 +168,11 @@ class StateArchive {
   // element is at least one item).
   void RequireStored(std::string_view name, std::uint64_t count) const {
     const std::size_t stored = StoredItems();
-    Require(name.empty() ? "count" : name, stored > 0 && count <= stored - 1,
-            fmt::format("at most {} elements (the items stored), but it says {}",
-                        stored > 0 ? stored - 1 : 0, count));
+    if (stored == 0 || count > stored - 1) {
+      Fail(name.empty() ? "count" : name,
+           fmt::format("at most {} elements (the items stored), but it says {}",
+                       stored > 0 ? stored - 1 : 0, count));
+    }
   }
 
  private:
@@ -190,8 +188,48 @@ class StateArchive {
       return std::is_signed_v<E> ? StateKind::kI64 : StateKind::kU64;
   }
 
+  template <EigenDense D, typename F>
+  void Vectors(std::string_view name, std::vector<D>& vectors, F&& each) {
+    Scope(name, [&] {
+      std::uint64_t count = vectors.size();
+      (*this)("count", count);
+      if (restoring() && count != vectors.size()) {
+        Fail("count", fmt::format("{} (as this run has), but it says {}", vectors.size(), count));
+      }
+      for (std::size_t i = 0; i < vectors.size(); ++i) each(std::to_string(i), vectors[i]);
+    });
+  }
+
+  // A matrix (or vector) whose shape before the restore must be `rows` x `cols`, or empty
+  // where `may_be_empty`.
+  template <EigenDense D>
+  void Dense(std::string_view name, D& m, Eigen::Index rows, Eigen::Index cols, bool may_be_empty) {
+    if constexpr (D::ColsAtCompileTime != 1) {
+      Eigen::Index saved_rows = m.rows();
+      (*this)(std::string(name) + "/rows", saved_rows);
+      if (restoring() && saved_rows != rows && !(may_be_empty && saved_rows == 0)) {
+        Fail(name, fmt::format("{} rows (as this run has), but it holds {}", rows, saved_rows));
+      }
+    }
+    const auto length = static_cast<std::size_t>(rows * cols);
+    Array(name, m.data(), static_cast<std::size_t>(m.size()), length, may_be_empty,
+          [&](std::size_t n) {
+            if (n == 0) {
+              m.resize(D::RowsAtCompileTime == 1 ? 1 : 0, D::ColsAtCompileTime == 1 ? 1 : 0);
+            } else if constexpr (D::ColsAtCompileTime == 1) {
+              m.resize(rows);
+            } else {
+              m.resize(rows, cols);
+            }
+            return m.data();
+          });
+  }
+
+  // Saving: stores the `count` elements at `data`. Restoring: requires the stored elements to
+  // number `expected` (or none, where `may_be_empty`), then copies them into resize(n).
   template <typename E, typename Resize>
-  void Array(std::string_view name, E* data, std::size_t count, Resize resize) {
+  void Array(std::string_view name, E* data, std::size_t count, std::size_t expected,
+             bool may_be_empty, Resize resize) {
     static_assert(std::is_trivially_copyable_v<E>);
     constexpr StateKind kind = KindOf<E>();
     if (!restoring()) {
@@ -199,13 +237,12 @@ class StateArchive {
       return;
     }
     const std::span<const std::byte> bytes = Load(name, kind);
-    Require(name, bytes.size() % sizeof(E) == 0, "a whole number of elements");
     const std::size_t n = bytes.size() / sizeof(E);
-    // Sizes come from the run, never from the file: what the run already sized (parameters,
-    // per-worker buffers) is restored only at its own length. State a run sizes lazily is empty
-    // until its first step, and takes the saved length.
-    Require(name, count == 0 || n == count,
-            fmt::format("{} elements (as this run has), but it holds {}", count, n));
+    if (bytes.size() % sizeof(E) != 0) Fail(name, "a whole number of elements");
+    if (n != expected && !(may_be_empty && n == 0)) {
+      Fail(name, fmt::format("{}{} elements (as this run has), but it holds {}",
+                             may_be_empty ? "none or " : "", expected, n));
+    }
     E* out = resize(n);
     if (n > 0) std::memcpy(out, bytes.data(), bytes.size());
   }

@@ -373,15 +373,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     archive.Nested("exchange", exchange_);
     archive.Each("worker", workers_, [&](Worker& w) { archive("m", w.m); });
     archive("v_frozen", v_frozen_);
-    archive("frozen_denominator", frozen_denominator_);
-    // Set when the warm-up ends: empty before, then as long as v_frozen.
-    if (archive.restoring() && frozen_denominator_.size() != 0 &&
-        frozen_denominator_.size() != v_frozen_.size()) {
-      throw UserError(fmt::format(
-          "checkpoint: frozen_denominator holds {} values, not {} (as this run has); was the "
-          "state file edited?",
-          frozen_denominator_.size(), v_frozen_.size()));
-    }
+    archive.Later("frozen_denominator", frozen_denominator_, v_frozen_.size());  // at T_w
     archive("c_avg", c_avg_);
     archive("r", r_);
     archive("target", target_);

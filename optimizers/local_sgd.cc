@@ -76,15 +76,8 @@ class LocalSgd final : public DistributedOptimizer<T> {
 
   void Persist(StateArchive& archive) override {
     archive.Each("worker", workers_, [&](Worker& w) {
-      archive("x", w.x);
+      archive.Later("x", w.x, d_);  // the replica, from the first step on
       archive("m", w.m);
-      // Local parameters exist from the first step on: empty or of length d, never the file's.
-      if (archive.restoring() && w.x.size() != 0 && w.x.size() != d_) {
-        throw UserError(fmt::format(
-            "checkpoint: a worker's local x holds {} values, not {} (as this run has); was the "
-            "state file edited?",
-            w.x.size(), d_));
-      }
     });
   }
 

@@ -228,15 +228,8 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
     archive.Nested("exchange", exchange_);
     archive.Each("worker", workers_, [&](Worker& w) {
       archive("m", w.m);
-      archive("x", w.x);
+      archive.Later("x", w.x, d_);  // the replica, from the first local step on
       archive("u", w.u);
-      // Local parameters exist from the first local step on: empty or of length d.
-      if (archive.restoring() && w.x.size() != 0 && w.x.size() != d_) {
-        throw UserError(fmt::format(
-            "checkpoint: a worker's local x holds {} values, not {} (as this run has); was the "
-            "state file edited?",
-            w.x.size(), d_));
-      }
     });
     archive("m", m_);
     archive("v", v_);

@@ -135,6 +135,7 @@ TEST(OnebitProbes, LambRatiosEqualIndependentRecomputation) {
   auto ratios = MakeLambRatiosProbe<double>({d, n, 0, run.hyperparameters});
   ASSERT_TRUE(ratios->AppliesTo(*lamb));
   Eigen::VectorXd x = problem->InitialPoint();
+  ratios->Attach(*lamb, x);
   Eigen::VectorXd m = Eigen::VectorXd::Zero(d), v = m;
   const std::vector<std::pair<Eigen::Index, Eigen::Index>> layers = {{0, 6}, {6, 1}};
   std::vector<double> c_avg(2, 0.0);
@@ -332,6 +333,7 @@ RunEvidence LambEvidence(const Plant& plant = {}, std::string optimizer = "onebi
     run.hyperparameters = testing::MakeFromTomlHyperparameters("name = 'lamb'");
   }
   LambRules rules(run.hyperparameters);
+  rules.SetLayers(2);
   const std::vector<std::vector<double>> warmup_c = {{0.01, 0.1, 0.3, 0.2},
                                                      {0.05, 0.05, 0.06, 0.3}};
   const std::vector<double> ratios = {1.05, 1.1, 1.2, 1.3, 1.4, 1.5};

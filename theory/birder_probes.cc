@@ -146,7 +146,9 @@ template <typename T>
 class MinDenominatorProbe final : public Probe<T> {
  public:
   explicit MinDenominatorProbe(const ProbeContext& context)
-      : workers_(context.workers), d_(context.dimension) {}
+      : workers_(context.workers),
+        d_(context.dimension),
+        previous_(static_cast<std::size_t>(context.workers)) {}
 
   std::string_view name() const override { return "min-b"; }
 
@@ -157,7 +159,6 @@ class MinDenominatorProbe final : public Probe<T> {
 
   void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const std::int64_t t = step.t;
-    previous_.resize(static_cast<std::size_t>(workers_));
     for (int i = 0; i < workers_; ++i) {
       const Vector<T>& b = *optimizer.Observe(Quantity::kRawDenominator, i);
       const Vector<T>& denominator = *optimizer.Observe(Quantity::kDenominator, i);
@@ -196,7 +197,7 @@ class MinDenominatorProbe final : public Probe<T> {
     archive("min_b_worker", min_b_worker_);
     archive("min_denominator", min_denominator_);
     archive("max_at_constant", max_at_constant_);
-    archive("previous", previous_);
+    archive.Later("previous", previous_, d_);  // from step 1 on
     archive("lr", lr_);
   }
 
@@ -310,11 +311,13 @@ class ZSequenceProbe final : public Probe<T> {
 
   void Persist(StateArchive& archive) override {
     archive("x", x_);
-    archive("z", z_);
     archive("e", e_);
-    archive("m", m_);
-    archive("b", b_);
-    archive("delta", delta_);
+    // Sized at step 1.
+    const Eigen::Index d = x_.size();
+    archive.Later("z", z_, d);
+    archive.Later("m", m_, d);
+    archive.Later("b", b_, d);
+    archive.Later("delta", delta_, d);
     archive("alpha", alpha_);
     archive("worst", worst_);
     archive("worst_step", worst_step_);

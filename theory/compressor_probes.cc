@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "theory/statistics.h"
@@ -49,6 +51,19 @@ class CompressionProbe : public Probe<T> {
   }
 
  protected:
+  // A sender's index among the per-sender state: the workers, then the server.
+  std::size_t Slot(int sender) const {
+    return static_cast<std::size_t>(sender == kServer ? workers_ : sender);
+  }
+  // One flag per sender, for what is recorded once per sender.
+  std::vector<std::uint8_t> SenderFlags() const {
+    return std::vector<std::uint8_t>(static_cast<std::size_t>(workers_) + 1);
+  }
+  // Whether `sender` comes for the first time, by its flag in `seen` (which it sets).
+  bool FirstTime(std::vector<std::uint8_t>& seen, int sender) const {
+    return std::exchange(seen[Slot(sender)], std::uint8_t{1}) == 0;
+  }
+
   int workers_;
   std::uint64_t seed_;
 };
@@ -79,8 +94,7 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
           SampleUnbiasedness(*fresh, record.input, kUnbiasednessDraws, stream);
       // Whether the sender's draws can differ at all: a deterministic compressor's are one
       // value, whose bias the check judges exactly. Once per sender.
-      if (std::find(flagged_.begin(), flagged_.end(), sender) == flagged_.end()) {
-        flagged_.push_back(sender);
+      if (this->FirstTime(flagged_, sender)) {
         sink.Record("deterministic", sender, record.compressor->deterministic() ? 1 : 0);
       }
       sink.Record("z", sender, s.z);
@@ -119,7 +133,7 @@ class UnbiasednessProbe final : public CompressionProbe<T> {
   std::int64_t calls_ = 0;
   double z_sum_ = 0;
   double max_bias_ = 0;
-  std::vector<int> flagged_;  // the senders whose `deterministic` flag is recorded
+  std::vector<std::uint8_t> flagged_ = this->SenderFlags();  // `deterministic` recorded
 };
 
 template <typename T>
@@ -134,9 +148,7 @@ class DeviationProbe final : public CompressionProbe<T> {
       const CompressionRecord<T>& record = *optimizer.LastCompression(sender);
       // What the compressor declares, at the sender's first compression (step 1, or later for
       // an algorithm whose first round sends full precision, as MARINA's does).
-      if (std::find(declared_senders_.begin(), declared_senders_.end(), sender) ==
-          declared_senders_.end()) {
-        declared_senders_.push_back(sender);
+      if (this->FirstTime(declared_senders_, sender)) {
         const Compressor<T>& compressor = *record.compressor;
         if (const std::optional<double> q = compressor.q()) {
           sink.Record("declared_q", sender, *q);
@@ -167,7 +179,7 @@ class DeviationProbe final : public CompressionProbe<T> {
       // Every call, whether or not probe_every keeps this step's values: the running largest
       // ratio and the sums of ratio^2 and ratio^4, so the values kept at the last step speak for
       // all the sender's calls (a deterministic bound needs every call, a mean all of them).
-      Totals& totals = totals_[Slot(sender)];
+      Totals& totals = totals_[this->Slot(sender)];
       totals.max_ratio = NanMax(totals.max_ratio, ratio);
       totals.calls += 1;
       totals.sq_sum += ratio * ratio;
@@ -208,16 +220,12 @@ class DeviationProbe final : public CompressionProbe<T> {
   std::int64_t worst_step_ = 0;
   int worst_sender_ = 0;
   double declared_ = -1;
-  std::vector<int> declared_senders_;  // the senders whose declarations are recorded
+  std::vector<std::uint8_t> declared_senders_ = this->SenderFlags();  // declarations recorded
   // Per sender (workers, then the server): the running totals of its calls.
   struct Totals {
     double max_ratio = 0, calls = 0, sq_sum = 0, sq_sq_sum = 0;
   };
   std::vector<Totals> totals_ = std::vector<Totals>(static_cast<std::size_t>(this->workers_) + 1);
-  std::size_t Slot(int sender) const {
-    return sender == kServer ? static_cast<std::size_t>(this->workers_)
-                             : static_cast<std::size_t>(sender);
-  }
 };
 
 }  // namespace

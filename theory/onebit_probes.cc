@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/error.h"
 #include "theory/tally.h"
 
 namespace lemmalab {
@@ -142,6 +143,11 @@ class LambRatiosProbe final : public Probe<T> {
     return optimizer.Observe(Quantity::kLayerScale, kServer) != nullptr;
   }
 
+  void Attach(Observable<T>& optimizer, const Vector<T>& /*x1*/) override {
+    rules_.SetLayers(
+        static_cast<std::size_t>(optimizer.Observe(Quantity::kLayerScale, kServer)->size()));
+  }
+
   void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     // The `worker` field carries the layer index l: r and c are per layer, the same on every
     // replica (onebit-lamb.txt Alg. 1 lines 17-20).
@@ -233,12 +239,14 @@ LambRules::LambRules(const Hyperparameters& h)
       beta3_(h.Number("beta3").value_or(0)),
       zero_norm_one_(h.Text("zero_norm").value_or("clip") == "one") {}
 
+void LambRules::SetLayers(std::size_t layers) {
+  c_avg_.assign(layers, 0.0);       // c_avg starts at 0 (line 1)
+  r_previous_.assign(layers, 1.0);  // r_{T_w} = 1 (line 1)
+}
+
 void LambRules::Step(std::int64_t t, std::size_t layer, double c, std::optional<double> r,
                      const std::function<void(std::string_view, double)>& excess) {
-  if (layer >= c_avg_.size()) {
-    c_avg_.resize(layer + 1, 0.0);       // c_avg starts at 0 (line 1)
-    r_previous_.resize(layer + 1, 1.0);  // r_{T_w} = 1 (line 1)
-  }
+  LEMMALAB_CHECK(layer < c_avg_.size(), "layer {} of {} (SetLayers)", layer, c_avg_.size());
   if (!warmup_ || t <= *warmup_) {  // LAMB clips c at every step
     // Eq. (1)'s clip; with zero_norm = "one", c = 1 where a norm is 0 (docs/conventions.md).
     excess("c_clip_excess", zero_norm_one_ && c == 1 ? 0.0 : Excess(c, c_min_, c_max_));

@@ -42,10 +42,12 @@ namespace lemmalab {
 //                                                      only where r_{t-1} is in [r_min, r_max])
 //                                    c_product_excess  c = r c_avg (line 20), c_avg the
 //                                                      beta3-average from 0 of the warmup's c
-// The steps of each layer must come in order, every one of them.
+// The steps of each layer (of those SetLayers sized) must come in order, every one of them.
 class LambRules {
  public:
   explicit LambRules(const Hyperparameters& options);
+  // Sizes the per-layer state: before the first step, once the layers are known.
+  void SetLayers(std::size_t layers);
   // Whether step t is in 1-bit LAMB's compression phase (t > T_w), where r and line 17's target
   // exist; never for LAMB.
   bool Compressing(std::int64_t t) const { return warmup_ && t > *warmup_; }

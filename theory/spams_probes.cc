@@ -215,7 +215,10 @@ template <typename T>
 class SpamsMomentsProbe final : public Probe<T> {
  public:
   explicit SpamsMomentsProbe(const ProbeContext& context)
-      : workers_(context.workers), beta1_(context.hyperparameters.Number("beta1")) {}
+      : workers_(context.workers),
+        beta1_(context.hyperparameters.Number("beta1")),
+        momentum_(Eigen::VectorXd::Zero(context.dimension)),
+        error_average_(Eigen::VectorXd::Zero(context.dimension)) {}
 
   std::string_view name() const override { return "spams-moments"; }
 
@@ -228,10 +231,6 @@ class SpamsMomentsProbe final : public Probe<T> {
 
   void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const auto d = step.x.size();
-    if (momentum_.size() != d) {
-      momentum_ = Eigen::VectorXd::Zero(d);
-      error_average_ = Eigen::VectorXd::Zero(d);
-    }
     Eigen::VectorXd g_bar = Eigen::VectorXd::Zero(d), e_bar = Eigen::VectorXd::Zero(d);
     int senders = 0;
     for (int i = 0; i < workers_; ++i) {
