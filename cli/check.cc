@@ -268,6 +268,9 @@ std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
       run.max_memory = options.max_memory;
       run.max_results = options.max_results;
       run.data_cache = &data;
+      // A check over one seed keeps its run beside its verdicts; over several, each run is in a
+      // run folder of its own.
+      run.command = sweep ? "lemmalab run" : "lemmalab check";
       if (options.progress) {
         fmt::print(stderr, "running seed {}, {} workers -> {}\n", p.seed, p.workers,
                    e.dir.string());

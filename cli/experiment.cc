@@ -19,6 +19,7 @@
 #include "cli/app.h"
 #include "cli/checkpoint.h"
 #include "cli/progress.h"
+#include "cli/result_folder.h"
 #include "cli/sweep_grid.h"
 #include "comm/cluster.h"
 #include "comm/network.h"
@@ -992,9 +993,10 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
     const Mode mode = options.resume              ? Mode::kResume
                       : spec.checkpoint_every > 0 ? Mode::kCheckpointed
                                                   : Mode::kFresh;
-    writer.emplace(reporting && !options.discard_results
-                       ? ResultsWriter(options.out_dir, options.database_only, mode)
-                       : ResultsWriter::Discarding());
+    writer.emplace(
+        reporting && !options.discard_results
+            ? ResultsWriter(options.out_dir, options.database_only, mode, options.command)
+            : ResultsWriter::Discarding());
     if (options.resume && reporting) {
       RequireSameRun(spec, *writer, options.out_dir, ProcessCount(options));
     }
@@ -1062,6 +1064,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
               ReferenceConstants(*exact, spec.seed, spec.reference_iterations, options.stop);
         }
       }
+      writer->SetMeta("kind", KindOfCommand(options.command));
       writer->SetMeta("lemmalab_version", Build().version);
       writer->SetMeta("commit", Build().commit);
       writer->SetMeta("build", Build().build);

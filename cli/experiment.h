@@ -77,6 +77,9 @@ struct ExperimentOptions {
   bool shares_process = false;
   // results.sqlite alone, without metrics.csv and params.npy (a sweep's run).
   bool database_only = false;
+  // The command whose results the run writes ("lemmalab check" for a check's runs): it takes the
+  // folder under that name, and the database records its kind (cli/result_folder.h).
+  std::string_view command = "lemmalab run";
   // Called after every step of every run with the step and its minibatch loss (a sweep's
   // progress display); may be empty.
   std::function<void(std::int64_t step, double minibatch_loss)> on_step;

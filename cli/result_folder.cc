@@ -128,7 +128,9 @@ void RequireFolderFor(const std::filesystem::path& dir, std::string_view command
                               "results it wrote: move it, or choose another --out",
                               database.string()));
     }
-    kind = *meta == "sweep" ? "sweep" : Exists(dir / "check.json") ? "check" : "run";
+    // Databases before the run's kind was recorded: a check's has check.json beside it (unless
+    // the check stopped between publishing its run and its verdicts).
+    kind = !meta->empty() ? *meta : Exists(dir / "check.json") ? "check" : "run";
   } else if (Exists(dir / "check.json")) {
     kind = "check";  // a check over several seeds: its runs are in folders of their own
   } else if (Exists(dir / ResultFolder::kStore)) {
@@ -148,13 +150,16 @@ void RequireFolderFor(const std::filesystem::path& dir, std::string_view command
     }
     return;
   }
-  const std::string_view wanted = command.substr(command.rfind(' ') + 1);
-  if (kind != wanted) {
+  if (kind != KindOfCommand(command)) {
     Refuse(dir, fmt::format("it holds the results of a lemmalab {}, which {} would replace or mix "
                             "with its own; choose another --out (a folder holds one kind of "
                             "results)",
                             kind, command));
   }
+}
+
+std::string_view KindOfCommand(std::string_view command) {
+  return command.substr(command.rfind(' ') + 1);
 }
 
 std::ofstream CreateFresh(const std::filesystem::path& path) {

@@ -62,12 +62,16 @@ class ResultFolder {
 //  - lemmalab follows no link in it that it did not make: .results, its generations and its
 //    staging folder are folders, `current` names a generation, and each results file is absent,
 //    a plain file of an older layout, or the link lemmalab made;
-//  - it holds one kind of results, the command's (run, check, sweep or trace): another command
-//    is refused, since writing there would replace or mix with results not its own;
+//  - it holds one kind of results, the command's (run, check, sweep or trace; the database's
+//    meta "kind" says which, or else the files each kind writes): another command is refused,
+//    since writing there would replace or mix with results not its own;
 //  - a file of a name lemmalab writes (metrics.csv, runs.csv, ...) that no lemmalab results
 //    database accompanies is the user's, and is never adopted, replaced or deleted: refused.
 // UserError naming the folder, the file and what to do.
 void RequireFolderFor(const std::filesystem::path& dir, std::string_view command);
+
+// The kind of results `command` writes: "lemmalab check" -> "check".
+std::string_view KindOfCommand(std::string_view command);
 
 // The files that describe a folder's results (lemmalab report's tables and figures, a check's
 // verdicts): removed whenever the results change, so that none describes results that are gone.

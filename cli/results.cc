@@ -269,9 +269,10 @@ std::optional<CheckpointMark> ResultsWriter::StagedCheckpoint(const std::filesys
   return mark;
 }
 
-ResultsWriter::ResultsWriter(std::filesystem::path dir, bool database_only, Mode mode)
+ResultsWriter::ResultsWriter(std::filesystem::path dir, bool database_only, Mode mode,
+                             std::string_view command)
     : dir_(std::move(dir)), folder_(dir_), mode_(mode), database_only_(database_only) {
-  lock_.emplace(dir_, "lemmalab run");
+  lock_.emplace(dir_, command);
   for (const std::string_view name : {kDatabase, kMetrics, kRuns, kParams}) {
     const std::filesystem::path target = dir_ / name;
     if (std::filesystem::exists(target) && !std::filesystem::is_regular_file(target)) {

@@ -168,12 +168,12 @@ class ResultsWriter {
     kCheckpointed,  // a new set, committed at every CommitCheckpoint
     kResume,        // continue the staged set of DIR's last checkpoint
   };
-  // Writes into `dir`; with `database_only`, results.sqlite alone (a sweep's run, whose
-  // database is merged into the sweep's). A new set is refused (UserError) where DIR holds a
-  // checkpoint, which only --resume may continue or the user may remove; kResume is refused
-  // where it holds none.
+  // Writes into `dir` the results of `command` (which takes the folder: result_folder.h); with
+  // `database_only`, results.sqlite alone (a sweep's run, whose database is merged into the
+  // sweep's). A new set is refused (UserError) where DIR holds a checkpoint, which only --resume
+  // may continue or the user may remove; kResume is refused where it holds none.
   explicit ResultsWriter(std::filesystem::path dir, bool database_only = false,
-                         Mode mode = Mode::kFresh);
+                         Mode mode = Mode::kFresh, std::string_view command = "lemmalab run");
   // A writer that keeps nothing: an in-memory database, no files (the MPI ranks that do not
   // report run the same code as the one that does).
   static ResultsWriter Discarding() { return ResultsWriter(); }

@@ -188,6 +188,26 @@ TEST(ResultsFolder, ResultsOfAnotherKindAreNeverReplaced) {
   }
 }
 
+// A check stopped after it published its run but before its verdicts (check.json) left a folder
+// that looked like a run's, so that the same check was refused there and a run was not. The
+// database records the kind of command that wrote it.
+TEST(ResultsFolder, AStoppedCheckIsStillACheckFolder) {
+  TempDir dir;
+  WriteFile(dir / "check.toml", CheckSpec(5));
+  WriteFile(dir / "spec.toml", TinySpec(5));
+  const fs::path out = dir / "out";
+  ASSERT_EQ(Lemmalab({"check", (dir / "check.toml").string(), "--out", out.string()}).exit_code, 0);
+  fs::remove(out / "check.json");
+  fs::remove(out / "check.md");
+  const CommandResult run = Lemmalab({"run", (dir / "spec.toml").string(), "--out", out.string()});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("it holds the results of a lemmalab check"));
+  const CommandResult again =
+      Lemmalab({"check", (dir / "check.toml").string(), "--out", out.string()});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(fs::exists(out / "check.json"));
+}
+
 // Finding 4: a plain metrics.csv, runs.csv, params.npy or results.sqlite in --out was adopted as
 // old results and later deleted without checking it was lemmalab's.
 TEST(ResultsFolder, FilesItDidNotWriteAreNeverAdoptedOrDeleted) {
