@@ -507,7 +507,10 @@ RunReport Execute(const RunSpec& spec, std::int64_t run_index, PreparedRun<T>& r
   for (; t <= steps; ++t) {
     StopIfRequested(options);
     if (watch_memory && t % 16 == 0) RequireResidentWithin(*options.max_memory, t);
-    const StepContext ctx{t, run.schedule->Rate(t), spec.seed, options.trace};
+    // In one process a stop may abandon the step (nothing of it is kept); under MPI every rank
+    // finishes it, and they stop together at the next StopIfRequested.
+    const StepContext ctx{t, run.schedule->Rate(t), spec.seed, options.trace,
+                          options.transport == nullptr ? options.stop : nullptr};
     const auto step_start = std::chrono::steady_clock::now();
     const StepResult& result = cluster.Step(ctx, x);
     p.step_seconds +=

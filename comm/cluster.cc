@@ -107,6 +107,8 @@ const StepResult& Cluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
   std::fill(result_.gradient_norm.begin(), result_.gradient_norm.end(), 0.0);
   result_.traffic.rounds.clear();
   const int team = ParallelFor(static_cast<int>(local_.size()), threads_, [&](int k) {
+    // A stop need not wait for every worker of a long step (a run of 100 000 workers).
+    if (ctx.stop != nullptr && ctx.stop->load(std::memory_order_relaxed)) throw Interrupted();
     const int i = local_[static_cast<std::size_t>(k)];
     const auto w = static_cast<std::size_t>(i);
     const Vector<T>* local = optimizer_.LocalParameters(i);

@@ -76,7 +76,9 @@ class Cluster {
   // another process runs).
   std::span<const Vector<T>> gradients() const { return gradients_; }
 
-  // One synchronous step t (ctx.t) from parameters x, which are updated in place.
+  // One synchronous step t (ctx.t) from parameters x, which are updated in place. Throws
+  // Interrupted, with the step half done, when ctx.stop is set before every worker has started:
+  // nothing of the cluster or its optimizer may be used after that.
   const StepResult& Step(const StepContext& ctx, VectorRef<T> x);
 
  private:

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -47,6 +48,10 @@ struct StepContext {
   double lr = 0.0;     // alpha_t
   std::uint64_t seed = 0;
   StepTrace* trace = nullptr;  // set when the run is traced (optimizers/trace.h)
+  // Set (by SIGINT, say) to abandon the step: a worker that has not started yet throws
+  // Interrupted instead (comm/cluster.h). Null where a step must run whole: under MPI, whose
+  // ranks agree on a stop between steps.
+  const std::atomic<bool>* stop = nullptr;
 
   PhiloxStream Stream(Purpose purpose, std::uint32_t worker) const {
     return PhiloxStream({seed, purpose, worker, static_cast<std::uint64_t>(t)});

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
+#include "core/error.h"
 #include "optimizers/sgd.h"
 
 namespace lemmalab {
@@ -59,6 +62,57 @@ TEST(Cluster, ChoosesOneThreadForTinySteps) {
   auto sgd = SgdFromOptions<double>(no_options, {2, 3});
   EXPECT_EQ(Cluster<double>(problem, *sgd).threads(), 1);
   EXPECT_EQ(Cluster<double>(problem, *sgd, {}, 2).threads(), 2);
+}
+
+// A problem whose worker `stop_at` asks the run to stop while computing its gradient (a SIGINT
+// during the step), and which counts the gradients computed.
+class StopsAtWorker final : public Problem<double> {
+ public:
+  StopsAtWorker(std::atomic<bool>& stop, int stop_at) : stop_(stop), stop_at_(stop_at) {}
+  std::int64_t dimension() const override { return 2; }
+  int num_workers() const override { return 4; }
+  Vector<double> InitialPoint() const override { return Vector<double>::Ones(2); }
+  double StochasticGradient(int worker, ConstVectorRef<double> /*x*/, PhiloxStream& /*stream*/,
+                            VectorRef<double> g) const override {
+    ++gradients;
+    if (worker == stop_at_) stop_ = true;
+    g.setOnes();
+    return 0;
+  }
+  double Objective(ConstVectorRef<double> /*x*/, Vector<double>* /*g*/) const override { return 0; }
+  Evaluation Evaluate(ConstVectorRef<double> /*x*/) const override { return {}; }
+  std::string Describe() const override { return "stops at a worker"; }
+  mutable std::atomic<int> gradients{0};
+
+ private:
+  std::atomic<bool>& stop_;
+  int stop_at_;
+};
+
+// Issue 33: a stop waited for the whole step (58-78 s with 100 000 workers). The workers that
+// have not started when the stop comes do not start, the step throws Interrupted and leaves x as
+// it was; without ctx.stop (an MPI rank) the step runs whole.
+TEST(Cluster, AStopAbandonsTheStepAtTheNextWorker) {
+  OptionTable no_options("sgd", "");
+  auto sgd = SgdFromOptions<double>(no_options, {2, 4});
+  std::atomic<bool> stop{false};
+  const StopsAtWorker problem(stop, 1);
+  Cluster<double> cluster(problem, *sgd, {}, 1);
+  Eigen::VectorXd x = Eigen::VectorXd::Ones(2);
+  StepContext ctx{1, 0.5, 3};
+  ctx.stop = &stop;
+  EXPECT_THROW(cluster.Step(ctx, x), Interrupted);
+  EXPECT_EQ(problem.gradients, 2);  // workers 0 and 1; 2 and 3 never started
+  EXPECT_EQ(x, Eigen::VectorXd::Ones(2));
+
+  stop = false;
+  const StopsAtWorker whole_problem(stop, 1);
+  auto whole_sgd = SgdFromOptions<double>(no_options, {2, 4});
+  Cluster<double> whole(whole_problem, *whole_sgd, {}, 1);
+  ctx.stop = nullptr;
+  whole.Step(ctx, x);
+  EXPECT_EQ(whole_problem.gradients, 4);
+  EXPECT_EQ(x, Eigen::VectorXd::Constant(2, 0.5));
 }
 
 }  // namespace
