@@ -335,16 +335,14 @@ std::uint32_t DataChecksum(const Dataset& data) {
   return crc;
 }
 
-// The memory this process holds now (its resident set, /proc/self/statm), in bytes; 0 where it
-// cannot be read.
+}  // namespace
+
 double ResidentBytes() {
   std::ifstream statm("/proc/self/statm");
   double size = 0, resident = 0;
   if (!(statm >> size >> resident)) return 0;
   return resident * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
-
-}  // namespace
 
 void RequireResidentWithin(const MemoryLimit& limit, std::int64_t t) {
   const double resident = ResidentBytes();
@@ -1008,6 +1006,7 @@ ExperimentReport RunTyped(const RunSpec& spec, const ExperimentOptions& options,
   if (validate_only) {
     ExperimentReport report;
     report.unused_probes = std::move(unused_probes);
+    report.result_values = EstimateResults(spec, runs).total() / kBytesPerResultRow;
     for (PreparedRun<T>& run : runs) {
       RunReport& r = report.runs.emplace_back();
       r.record.label = run.spec->label;

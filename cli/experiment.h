@@ -137,7 +137,14 @@ struct ExperimentReport {
   std::string communication;  // scheme, topology, backend and network model, in words
   std::vector<RunReport> runs;
   std::vector<std::string> unused_probes;  // listed, applying to no run (probes_may_not_apply)
+  // About how many values (metrics, evaluations, probe series) its results will hold, estimated
+  // before the first step: what a check keeps of the experiment in memory until it judges it.
+  double result_values = 0;
 };
+
+// The memory this process holds now (its resident set, /proc/self/statm), in bytes; 0 where it
+// cannot be read.
+double ResidentBytes();
 
 // Throws UserError when this process holds more than 10% past `limit` at step `t`: the run loop
 // checks it every 16 steps when --max-memory was given (and the run has the process alone).

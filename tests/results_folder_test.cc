@@ -392,6 +392,30 @@ TEST(ResultsFolder, ASweepTooLargeIsRefusedBeforeItIsExpanded) {
 
 // Finding 6: --max-memory was not an upper bound (peaks 1.15-1.60x the limit). Beyond the
 // estimate, the run watches its resident set: past the limit by more than 10%, it stops.
+// Finding 6: a check grew with its seeds (it keeps every experiment's evidence until it judges
+// them), bounded by nothing. 4 000 seeds of 200 steps fit one at a time in 256 MiB, but not all
+// their evidence: refused before the first run, which writes nothing; 4 seeds run.
+TEST(ResultsFolder, ACheckWhoseEvidenceCannotFitIsRefusedBeforeItRuns) {
+  TempDir dir;
+  const auto spec = [](int seeds) {
+    std::string list;
+    for (int s = 1; s <= seeds; ++s) list += fmt::format("{}, ", s);
+    return CheckSpec(200) + fmt::format("\n[check]\nseeds = [{}]\n", list);
+  };
+  WriteFile(dir / "many.toml", spec(4000));
+  WriteFile(dir / "few.toml", spec(4));
+  const fs::path out = dir / "out";
+  const CommandResult many = Lemmalab(
+      {"check", (dir / "many.toml").string(), "--out", out.string(), "--max-memory", "256MiB"});
+  EXPECT_EQ(many.exit_code, 2) << many.err;
+  EXPECT_THAT(many.err, HasSubstr("the evidence kept until the verdicts"));
+  EXPECT_THAT(many.err, HasSubstr("4000 experiments ([check] seeds x workers)"));
+  EXPECT_FALSE(fs::exists(out / "seed-1-workers-2"));
+  const CommandResult few = Lemmalab(
+      {"check", (dir / "few.toml").string(), "--out", out.string(), "--max-memory", "256MiB"});
+  EXPECT_EQ(few.exit_code, 0) << few.err;
+}
+
 TEST(ResultsFolder, ARunPastItsMemoryLimitStops) {
   EXPECT_NO_THROW(RequireResidentWithin(MemoryLimit{1e15, "--max-memory 1 PiB"}, 16));
   EXPECT_THAT(testing::UserErrorOf([] {
