@@ -1,4 +1,4 @@
-// The CPU side of the CUDA equality contract (README, GPU): every 1-bit format's message, error
+// The CPU side of the CUDA equality contract (docs/gpu.md): every 1-bit format's message, error
 // feedback and stream position, as the CPU compressor computes them (SIMD kernels, fused Philox),
 // equal the element-wise definition of compressors/one_bit_element.h evaluated one element at a
 // time with element j drawing word position + j: exactly what the CUDA kernels compute, in

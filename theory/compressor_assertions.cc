@@ -34,7 +34,7 @@ std::string ContractSource(const RunEvidence& run, std::string_view birder_sourc
     }
   }
   if (names.empty()) return std::string(birder_source);
-  return fmt::format("the {} compressor's declared contract (compressors/, README Compressors)",
+  return fmt::format("the {} compressor's declared contract (compressors/, docs/compressors.md)",
                      fmt::join(names, " and "));
 }
 

@@ -387,7 +387,7 @@ class _Inline:
 
 def _normalise_table(table: Mapping, top: bool) -> dict:
     """Top-level dicts become [sections] and top-level lists of dicts [[arrays of tables]];
-    every dict below those is an inline table, as the README writes specs."""
+    every dict below those is an inline table, as docs/commands.md writes specs."""
     result = {}
     for key, value in table.items():
         value = _plain(value)
