@@ -571,9 +571,7 @@ RunReport Execute(const RunSpec& spec, std::int64_t run_index, PreparedRun<T>& r
     }
     record_position(t, metrics_recorded);
     if (!run.probes.empty()) {
-      const std::span<const Vector<T>> consumed = view.ConsumedGradients();
-      const ProbeStep<T> probe_step{t, ctx.lr, x, consumed.empty() ? cluster.gradients() : consumed,
-                                    problem};
+      const ProbeStep<T> probe_step{t, ctx.lr, x, cluster.consumed_gradients(), problem};
       for (auto& probe : run.probes) {
         sink.At(t, probe->name(), last_step || t % probe_every == 0);
         probe->Observe(probe_step, view, sink);

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "optimizers/weight_decay.h"
 
 namespace lemmalab {
 
@@ -60,6 +61,7 @@ Cluster<T>::Cluster(const Problem<T>& problem, DistributedOptimizer<T>& optimize
   const auto n = static_cast<std::size_t>(workers_);
   gradients_.assign(n, Vector<T>());
   for (const int i : local_) gradients_[static_cast<std::size_t>(i)].resize(problem.dimension());
+  decayed_ = optimizer.weight_decay().l2() ? gradients_ : std::vector<Vector<T>>(n);
   uplink_.resize(n);
   parts_.resize(n);
   node_parts_.resize(n);
@@ -120,7 +122,10 @@ const StepResult& Cluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
     if (const TraceScope trace = ctx.Trace(i)) {
       trace.Vector<T>(optimizer_.step_symbols().gradient, gradients_[w]);
     }
-    optimizer_.WorkerStep(ctx, i, x_i, gradients_[w], uplink_[w]);
+    optimizer_.WorkerStep(
+        ctx, i, x_i,
+        ConsumedGradient<T>(optimizer_.weight_decay(), ctx, i, gradients_[w], x_i, decayed_[w]),
+        uplink_[w]);
     if (split) optimizer_.Split(ctx, i, uplink_[w], parts_[w]);
   });
   largest_team_ = std::max(largest_team_, team);
@@ -138,6 +143,7 @@ const StepResult& Cluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
       Hierarchical(ctx);
       break;
   }
+  DecayBeforeApply<T>(optimizer_.weight_decay(), ctx, x);
   optimizer_.Apply(ctx, replies_, x);
   if (const TraceScope trace = ctx.Trace(kServer)) {
     trace.Vector<T>(optimizer_.step_symbols().parameters, x);

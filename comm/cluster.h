@@ -75,6 +75,11 @@ class Cluster {
   // The stochastic gradients g_t^(i) of the last step, one per worker (empty for the workers
   // another process runs).
   std::span<const Vector<T>> gradients() const { return gradients_; }
+  // The gradients the worker phases consumed at the last step: the stochastic gradients, or
+  // under l2 weight decay g + lambda x (optimizers/weight_decay.h). What probes replay.
+  std::span<const Vector<T>> consumed_gradients() const {
+    return optimizer_.weight_decay().l2() ? decayed_ : gradients_;
+  }
 
   // One synchronous step t (ctx.t) from parameters x, which are updated in place. Throws
   // Interrupted, with the step half done, when ctx.stop is set before every worker has started:
@@ -105,6 +110,7 @@ class Cluster {
   int threads_;
   int largest_team_ = 0;
   std::vector<Vector<T>> gradients_;
+  std::vector<Vector<T>> decayed_;                // l2 weight decay: g + lambda x, per worker
   std::vector<Message> uplink_;                   // per worker: its whole message
   std::vector<std::vector<Message>> parts_;       // per worker: its message split by the layout
   std::vector<std::vector<Message>> node_parts_;  // hierarchical, per worker: its node step's

@@ -104,9 +104,7 @@ struct CompressionRecord {
 };
 
 // What probes may observe of an optimizer: its state vectors, its encode statistics and, on
-// request, its compression records. An interface of its own, reached only through
-// DistributedOptimizer::observable(), so that a wrapper (weight decay) hands on the inner
-// optimizer's view whole instead of forwarding its methods one by one (and dropping one).
+// request, its compression records, reached through DistributedOptimizer::observable().
 template <typename T>
 class Observable {
  public:
@@ -124,9 +122,20 @@ class Observable {
   virtual bool CanKeepCompressionRecords() const { return false; }
   // Worker `worker`'s (or, with one server chunk, kServer's) last compression, or nullptr.
   virtual const CompressionRecord<T>* LastCompression(int /*worker*/) const { return nullptr; }
-  // The stochastic gradients the worker phases consumed at the last step, one per worker, when
-  // they are not the problem's (l2 weight decay adds lambda x); empty: the problem's.
-  virtual std::span<const Vector<T>> ConsumedGradients() const { return {}; }
+};
+
+// Weight decay, in the two forms the literature uses (optimizers/weight_decay.h applies them):
+//   decoupled (Loshchilov & Hutter, ICLR 2019, AdamW): every replica shrinks x <- (1 - alpha_t
+//     lambda) x before applying the algorithm's update, as PyTorch's AdamW does;
+//   l2: each worker adds lambda x to its stochastic gradient before its worker phase, i.e. the
+//     objective gains (lambda/2)||x||^2 (PyTorch's `weight_decay` of SGD and Adam).
+enum class WeightDecayMode { kDecoupled, kL2 };
+struct WeightDecay {
+  double lambda = 0;  // >= 0; 0 turns weight decay off
+  WeightDecayMode mode = WeightDecayMode::kDecoupled;
+
+  bool l2() const { return lambda != 0 && mode == WeightDecayMode::kL2; }
+  bool decoupled() const { return lambda != 0 && mode == WeightDecayMode::kDecoupled; }
 };
 
 // What a trace calls a step's input and result, which the cluster records for every algorithm:
@@ -182,13 +191,19 @@ class DistributedOptimizer : public Observable<T> {
   // there. nullptr (the default) means every replica equals the synchronised x.
   virtual const Vector<T>* LocalParameters(int /*worker*/) const { return nullptr; }
 
-  // What probes may observe: the optimizer itself (it implements Observable's methods it has
-  // state for), or, for a wrapper, the wrapped optimizer's view. Probes and the run loop read an
-  // optimizer's state through this and nothing else.
-  virtual Observable<T>& observable() { return *this; }
-  const Observable<T>& observable() const {
-    return const_cast<DistributedOptimizer*>(this)->observable();
-  }
+  // What probes may observe: the optimizer itself, which implements Observable's methods it has
+  // state for. Probes and the run loop read an optimizer's state through this and nothing else.
+  Observable<T>& observable() { return *this; }
+  const Observable<T>& observable() const { return *this; }
+
+  // The weight decay the `weight_decay` options ask for (MakeOptimizer sets it), which whoever
+  // runs the phases applies around them (optimizers/weight_decay.h): no algorithm sees it but
+  // through its gradients (l2) or its parameters (decoupled).
+  const WeightDecay& weight_decay() const { return weight_decay_; }
+  void set_weight_decay(const WeightDecay& decay) { weight_decay_ = decay; }
+
+ private:
+  WeightDecay weight_decay_;
 };
 
 // How the scheme cuts the aggregation (see the top of this file). The default, an empty

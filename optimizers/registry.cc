@@ -116,8 +116,8 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> Build(const OptimizerInfo& info, OptionTable& options,
                                                const OptimizerContext& context) {
   std::unique_ptr<DistributedOptimizer<T>> optimizer = FactoryFor<T>(info)(options, context);
-  const WeightDecay decay = WeightDecayFromOptions(options, info.weight_decay);
-  return WithWeightDecay<T>(std::move(optimizer), decay, context);
+  optimizer->set_weight_decay(WeightDecayFromOptions(options, info.weight_decay));
+  return optimizer;
 }
 
 }  // namespace

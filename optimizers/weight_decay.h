@@ -1,33 +1,43 @@
-// Weight decay for any optimizer, in the two forms the literature uses:
-//   decoupled (Loshchilov & Hutter, ICLR 2019, AdamW): every replica shrinks x <- (1 - alpha_t
-//     lambda) x before applying the algorithm's update, as PyTorch's AdamW does;
-//   l2: each worker adds lambda x to its stochastic gradient before its worker phase, i.e. the
-//     objective gains (lambda/2)||x||^2 (PyTorch's `weight_decay` of SGD and Adam).
-// With l2 the decay goes through the algorithm (and its compressor); decoupled never touches
-// the wire. For algorithms whose replicas drift (local SGD), decoupled decay acts on the
-// synchronised parameters at Apply; l2 on each worker's own replica.
+// Weight decay for any optimizer (WeightDecay in optimizers/optimizer.h), applied by whoever runs
+// the phases (comm/cluster.h, and the tests' step helpers) around them, so that no algorithm
+// knows of it: with l2 the decay goes through the algorithm (and its compressor) as part of the
+// gradient; decoupled never touches the wire. For algorithms whose replicas drift (local SGD),
+// decoupled decay acts on the synchronised parameters before Apply; l2 on each worker's own
+// replica, whose gradient it changes.
 #pragma once
-
-#include <memory>
 
 #include "optimizers/optimizer.h"
 
 namespace lemmalab {
 
-enum class WeightDecayMode { kDecoupled, kL2 };
-
-struct WeightDecay {
-  double lambda = 0;  // >= 0; 0 turns weight decay off
-  WeightDecayMode mode = WeightDecayMode::kDecoupled;
-};
-
 // Reads `weight_decay` (default `fallback`) and `weight_decay_mode` ("decoupled" or "l2").
 WeightDecay WeightDecayFromOptions(OptionTable& options, double fallback);
 
-// `inner` with weight decay; `inner` itself when lambda = 0.
+// The gradient worker `worker`'s phase consumes at parameters x: g itself, or under l2 decay
+// g + lambda x, computed into `scratch` (and traced).
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> WithWeightDecay(
-    std::unique_ptr<DistributedOptimizer<T>> inner, const WeightDecay& decay,
-    const OptimizerContext& context);
+const Vector<T>& ConsumedGradient(const WeightDecay& decay, const StepContext& ctx, int worker,
+                                  const Vector<T>& g, ConstVectorRef<T> x, Vector<T>& scratch) {
+  if (!decay.l2()) return g;
+  scratch = g + static_cast<T>(decay.lambda) * x;
+  if (const TraceScope trace = ctx.Trace(worker)) {
+    trace.Vector<T>({"g+lambda x", "weight_decay_mode = \"l2\" (optimizers/weight_decay.h)",
+                     "the gradient the algorithm consumes: g_t^(i) + lambda x_t"},
+                    scratch);
+  }
+  return scratch;
+}
+
+// Before Apply: under decoupled decay, x <- (1 - alpha_t lambda) x (and traced).
+template <typename T>
+void DecayBeforeApply(const WeightDecay& decay, const StepContext& ctx, VectorRef<T> x) {
+  if (!decay.decoupled()) return;
+  x *= static_cast<T>(1.0 - ctx.lr * decay.lambda);
+  if (const TraceScope trace = ctx.Trace(kServer)) {
+    trace.Vector<T>({"(1-alpha lambda) x", "weight_decay_mode = \"decoupled\"",
+                     "x_t scaled by 1 - alpha_t lambda before the algorithm's update"},
+                    x);
+  }
+}
 
 }  // namespace lemmalab

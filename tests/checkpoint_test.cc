@@ -400,10 +400,8 @@ TEST(EveryProbeCheckpoint, ContinuesFromItsSavedStateOnEveryOptimizer) {
         for (std::int64_t t = first; t <= last; ++t) {
           cluster.Step({t, Rate(t), 11}, x);
           sink.step = t;
-          const std::span<const Eigen::VectorXd> consumed = opt.observable().ConsumedGradients();
-          instance.Observe(
-              {t, Rate(t), x, consumed.empty() ? cluster.gradients() : consumed, *problem},
-              opt.observable(), sink);
+          instance.Observe({t, Rate(t), x, cluster.consumed_gradients(), *problem},
+                           opt.observable(), sink);
         }
       };
       auto original = FactoryFor<double>(probe)(context);

@@ -24,6 +24,7 @@ Vector<T> RunQuadratic(DistributedOptimizer<T>& opt, int workers, int steps, dou
   std::vector<Vector<T>> g(static_cast<std::size_t>(workers));
   std::vector<Message> up(static_cast<std::size_t>(workers));
   Message down;
+  Vector<T> decayed;
   for (int t = 1; t <= steps; ++t) {
     const StepContext ctx{t, lr, 99};
     for (int i = 0; i < workers; ++i) {
@@ -32,9 +33,11 @@ Vector<T> RunQuadratic(DistributedOptimizer<T>& opt, int workers, int steps, dou
       const T noise = static_cast<T>(0.1 * (2 * i - (workers - 1)) * std::cos(t));
       auto& gi = g[static_cast<std::size_t>(i)];
       gi = at.array() + noise;
-      opt.WorkerStep(ctx, i, at, gi, up[static_cast<std::size_t>(i)]);
+      opt.WorkerStep(ctx, i, at, ConsumedGradient<T>(opt.weight_decay(), ctx, i, gi, at, decayed),
+                     up[static_cast<std::size_t>(i)]);
     }
     opt.ServerStep(ctx, 0, up, down);
+    DecayBeforeApply<T>(opt.weight_decay(), ctx, x);
     opt.Apply(ctx, std::span<const Message>(&down, 1), x);
     if (wire != nullptr) {
       for (const Message& m : up) wire->insert(wire->end(), m.bytes.begin(), m.bytes.end());

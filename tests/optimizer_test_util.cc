@@ -39,9 +39,13 @@ void StepChunked(DistributedOptimizer<double>& opt, int chunks, std::int64_t t, 
                  const std::vector<Eigen::VectorXd>& g, Eigen::VectorXd& x) {
   const StepContext ctx{t, lr, kStepSeed};
   std::vector<std::vector<Message>> parts(g.size());
+  Eigen::VectorXd decayed;
   for (std::size_t i = 0; i < g.size(); ++i) {
     Message whole;
-    opt.WorkerStep(ctx, static_cast<int>(i), x, g[i], whole);
+    const auto worker = static_cast<int>(i);
+    opt.WorkerStep(ctx, worker, x,
+                   ConsumedGradient<double>(opt.weight_decay(), ctx, worker, g[i], x, decayed),
+                   whole);
     opt.Split(ctx, static_cast<int>(i), whole, parts[i]);
     ASSERT_EQ(parts[i].size(), static_cast<std::size_t>(chunks));
   }
@@ -51,6 +55,7 @@ void StepChunked(DistributedOptimizer<double>& opt, int chunks, std::int64_t t, 
     for (const auto& p : parts) received.push_back(p[static_cast<std::size_t>(c)]);
     opt.ServerStep(ctx, c, received, replies[static_cast<std::size_t>(c)]);
   }
+  DecayBeforeApply<double>(opt.weight_decay(), ctx, x);
   opt.Apply(ctx, replies, x);
 }
 

@@ -15,6 +15,7 @@
 #include "core/options.h"
 #include "core/registry.h"
 #include "optimizers/optimizer.h"
+#include "optimizers/weight_decay.h"
 
 namespace lemmalab::testing {
 
@@ -28,11 +29,11 @@ struct Traffic {
   std::size_t down = 0;         // bytes the server sent back
 };
 
-// One synchronous step t of the three phases with the given per-worker gradients: every
-// worker's WorkerStep (at its own replica when the optimizer keeps one, LocalParameters, else at
-// x; the gradients are given, not computed there), the ServerStep on the messages in worker
-// order, and Apply of the reply to x. Returns the message sizes; `up_out` and `down_out`, when
-// given, receive the messages themselves.
+// One synchronous step t of the three phases with the given per-worker gradients, as the cluster
+// runs them: every worker's WorkerStep (at its own replica when the optimizer keeps one,
+// LocalParameters, else at x; the gradients are given, not computed there; with the optimizer's
+// weight decay), the ServerStep on the messages in worker order, and Apply of the reply to x.
+// Returns the message sizes; `up_out` and `down_out`, when given, receive the messages themselves.
 template <typename T>
 Traffic Step(DistributedOptimizer<T>& opt, std::int64_t t, double lr,
              const std::vector<Vector<T>>& gradients, Vector<T>& x, std::uint64_t seed = kStepSeed,
@@ -40,12 +41,18 @@ Traffic Step(DistributedOptimizer<T>& opt, std::int64_t t, double lr,
   const StepContext ctx{t, lr, seed};
   std::vector<Message> up(gradients.size());
   Message down;
+  Vector<T> decayed;
   for (std::size_t i = 0; i < gradients.size(); ++i) {
     const int worker = static_cast<int>(i);
     const Vector<T>* local = opt.LocalParameters(worker);
-    opt.WorkerStep(ctx, worker, local != nullptr ? *local : x, gradients[i], up[i]);
+    const ConstVectorRef<T> at =
+        local != nullptr ? ConstVectorRef<T>(*local) : ConstVectorRef<T>(x);
+    opt.WorkerStep(ctx, worker, at,
+                   ConsumedGradient<T>(opt.weight_decay(), ctx, worker, gradients[i], at, decayed),
+                   up[i]);
   }
   opt.ServerStep(ctx, 0, up, down);
+  DecayBeforeApply<T>(opt.weight_decay(), ctx, x);
   opt.Apply(ctx, std::span<const Message>(&down, 1), x);
   Traffic traffic{{}, down.bytes.size()};
   for (const Message& m : up) traffic.up.push_back(m.bytes.size());

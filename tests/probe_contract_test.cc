@@ -1,8 +1,9 @@
-// Every registered probe on every registered optimizer it applies to, bare and wrapped in weight
-// decay (both modes): a wrapper keeps every probe the bare optimizer supports, and the probe
-// records the same series through it. New optimizers and probes are picked up by themselves.
-// The finding this pins: with weight_decay = 0.01 a Birder run lost its q-unbiased and birder-z
-// probes, because the wrapper forwarded only part of what probes read.
+// Every registered probe on every registered optimizer it applies to, bare and with weight decay
+// (both modes): weight decay keeps every probe the bare optimizer supports, and the probe records
+// the same series with it. New optimizers and probes are picked up by themselves. The finding
+// this pins: with weight_decay = 0.01 a Birder run once lost its q-unbiased and birder-z probes,
+// because weight decay was a wrapper that forwarded only part of what probes read (it is now
+// applied by the cluster around the phases, optimizers/weight_decay.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -57,9 +58,7 @@ Recorded Observe(const ProbeInfo& probe, const std::string& optimizer_toml) {
     const double lr = 0.05 / std::sqrt(static_cast<double>(t));
     cluster.Step({t, lr, 11}, x);
     sink.step = t;
-    const std::span<const Eigen::VectorXd> consumed = view.ConsumedGradients();
-    instance->Observe({t, lr, x, consumed.empty() ? cluster.gradients() : consumed, *problem}, view,
-                      sink);
+    instance->Observe({t, lr, x, cluster.consumed_gradients(), *problem}, view, sink);
   }
   for (const auto& [key, series] : out.evidence.probes) out.series.insert(key);
   return out;
@@ -67,7 +66,7 @@ Recorded Observe(const ProbeInfo& probe, const std::string& optimizer_toml) {
 
 constexpr std::array<std::string_view, 2> kDecayModes = {"decoupled", "l2"};
 
-// One registered probe on one registered optimizer, bare and wrapped in weight decay in each of
+// One registered probe on one registered optimizer, bare and with weight decay in each of
 // kDecayModes.
 struct Pairing {
   const OptimizerInfo& optimizer;

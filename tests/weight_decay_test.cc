@@ -1,5 +1,5 @@
-// Weight decay (optimizers/weight_decay.h) on top of any optimizer: decoupled as PyTorch's AdamW,
-// L2 as a gradient term that travels through the algorithm.
+// Weight decay (optimizers/weight_decay.h) around any optimizer's phases: decoupled as PyTorch's
+// AdamW, L2 as a gradient term that travels through the algorithm.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -46,11 +46,13 @@ TEST(WeightDecay, DecoupledAndL2DifferForAdam) {
   EXPECT_NEAR((x2 - Eigen::Vector2d(2 - 0.01, -4 + 0.01)).norm(), 0.0, 1e-9);
 }
 
-TEST(WeightDecay, WrapperForwardsWhatProbesRead) {
+TEST(WeightDecay, LeavesTheOptimizerAsProbesSeeIt) {
   auto plain = MakeFromToml("name = 'birder'", 3);
   auto decayed = MakeFromToml("name = 'birder'\nweight_decay = 0.1", 3);
-  // The wrapper hands on the inner optimizer's view (tests/probe_contract_test.cc runs every
-  // probe through it).
+  // Decay is applied around the phases, so the optimizer probes read is the algorithm itself
+  // (tests/probe_contract_test.cc runs every probe with it).
+  EXPECT_EQ(decayed->weight_decay().lambda, 0.1);
+  EXPECT_TRUE(decayed->weight_decay().decoupled());
   EXPECT_NE(decayed->observable().Observe(Quantity::kRawDenominator, 0), nullptr);
   EXPECT_NE(plain->observable().Observe(Quantity::kRawDenominator, 0), nullptr);
   EXPECT_TRUE(decayed->observable().CanKeepCompressionRecords());
