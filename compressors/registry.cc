@@ -1,4 +1,5 @@
-// The compressor registry: adding a compressor is one file and one line in the table below.
+// The compressor registry: a compressor is registered by one line in the table below (what else
+// adding one takes: docs/extending.md).
 #include <fmt/format.h>
 
 #include "compressors/bernoulli.h"

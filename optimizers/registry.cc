@@ -1,4 +1,5 @@
-// The optimizer registry: adding an optimizer is one file and one line in the table below.
+// The optimizer registry: an optimizer is registered by one line in the table below (what else
+// adding one takes: docs/extending.md).
 #include <fmt/format.h>
 
 #include "optimizers/adam.h"

@@ -1,4 +1,5 @@
-// The problem registry: adding a problem is one file and one line in the table below.
+// The problem registry: a problem is registered by one line in the table below (what else adding
+// one takes: docs/extending.md).
 #include <fmt/format.h>
 
 #include <array>
