@@ -214,8 +214,8 @@ struct Planned {
 // Runs (or reads) every experiment of the sweep. Every experiment's spec is validated (data,
 // problem, optimizers, probes built) before the first one runs, so that a value of the sweep that
 // cannot run is refused before the others spend their time.
-std::vector<Experiment> Gather(RunSpec& spec, const std::vector<Claim>& claims,
-                               const CheckOptions& options, double& confidence) {
+std::vector<Experiment> RunOrReadExperiments(RunSpec& spec, const std::vector<Claim>& claims,
+                                             const CheckOptions& options, double& confidence) {
   std::vector<std::int64_t> seeds = {static_cast<std::int64_t>(spec.seed)};
   std::vector<std::int64_t> workers = {spec.workers};
   confidence = 0.99;
@@ -472,7 +472,8 @@ CheckReport RunCheck(RunSpec spec, const CheckOptions& options) {
   if (!options.from) lock.emplace(options.out_dir, "lemmalab check");
   CheckReport report;
   report.spec = spec.path.string();
-  const std::vector<Experiment> experiments = Gather(spec, claims, options, report.confidence);
+  const std::vector<Experiment> experiments =
+      RunOrReadExperiments(spec, claims, options, report.confidence);
   for (const Experiment& e : experiments) report.folders.push_back(e.dir.string());
   for (const Claim& claim : claims) {
     for (CheckRow& row : Judge(claim, experiments, report.confidence)) {
