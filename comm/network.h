@@ -58,8 +58,8 @@ struct NetworkModel {
 // to the caller's RejectUnknownKeys, as with every component table.
 NetworkModel NetworkFromOptions(OptionTable& options);
 
-// The presets, for `lemmalab list` and docs/communication.md: name, link class it is meant for, cost, and a
-// one-line source.
+// The presets, for `lemmalab list` and docs/communication.md: name, link class it is meant for,
+// cost, and a one-line source.
 struct NetworkPreset {
   std::string_view name;
   LinkClass link;

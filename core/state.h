@@ -82,14 +82,6 @@ class StateArchive {
   void Later(std::string_view name, D& m, Eigen::Index rows, Eigen::Index cols = 1) {
     Dense(name, m, rows, cols, /*may_be_empty=*/true);
   }
-  template <typename E>
-  requires std::is_arithmetic_v<E>
-  void Later(std::string_view name, std::vector<E>& v, std::size_t length) {
-    Array(name, v.data(), v.size(), length, true, [&](std::size_t n) {
-      v.resize(n);
-      return v.data();
-    });
-  }
   // One vector or matrix per worker (or per layer): name/count, then name/0, name/1, ...
   // Restoring requires as many as the run holds, each of its shape (or, with Later, each empty
   // or rows x cols).
