@@ -2,7 +2,7 @@
 // dimension d) through the cluster, timed three ways in the same process, interleaved step by
 // step so that the machine's drift hits all three alike:
 //   bare   the step alone (Cluster::Step), no probe code at all;
-//   off    the step as the run loop takes it with no probe attached (cli/experiment.cc: the
+//   off    the step as the run loop takes it with no probe attached (engine/experiment.cc: the
 //          probe pass over an empty list, an optimizer never asked to keep compression records);
 //   on     the step with every probe that applies to Birder attached (ef-norm, min-b, q-domain,
 //          birder-z, q-deviate, q-unbiased, and the SPAMS probes that read error feedback),
@@ -59,7 +59,7 @@ struct Setup {
     }
   }
 
-  // One step as the run loop takes it (cli/experiment.cc).
+  // One step as the run loop takes it (engine/experiment.cc).
   double Step(std::int64_t t, bool bare, NullSink& sink) {
     const auto start = std::chrono::steady_clock::now();
     const StepContext ctx{t, 1e-3, 7};

@@ -1,8 +1,8 @@
-// Training-step time as a run takes it: a spec runs through RunExperiment (cli/experiment.h) with
-// its results discarded, and the time between consecutive steps is measured from the run loop's
-// step callback. Steps next to an evaluation (the first and the last) are left out, so the figure
-// is the step alone: the workers' minibatch gradients, compression, the exchange and the update,
-// plus the metrics the loop records every step.
+// Training-step time as a run takes it: a spec runs through RunExperiment (engine/experiment.h)
+// with its results discarded, and the time between consecutive steps is measured from the run
+// loop's step callback. Steps next to an evaluation (the first and the last) are left out, so the
+// figure is the step alone: the workers' minibatch gradients, compression, the exchange and the
+// update, plus the metrics the loop records every step.
 //
 // Workloads (issue 19): logistic regression on 784 Gaussian features and the 784-256-10 MLP on
 // Fashion-MNIST, 8 workers x 64 samples, fp32, for Adam, Birder and 1-bit Adam. Each benchmark
@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "bench/gemm_ceiling.h"
-#include "cli/experiment.h"
-#include "cli/spec.h"
+#include "engine/experiment.h"
+#include "engine/spec.h"
 #include "problems/supervised.h"
 
 namespace lemmalab {

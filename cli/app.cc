@@ -15,10 +15,9 @@
 #include <optional>
 
 #include "cli/check.h"
-#include "cli/experiment.h"
 #include "cli/list.h"
-#include "cli/spec.h"
-#include "cli/summary.h"
+#include "cli/report.h"
+#include "cli/run_table.h"
 #include "cli/sweep.h"
 #include "cli/trace.h"
 #include "comm/network.h"
@@ -26,6 +25,9 @@
 #include "compressors/compressor.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "engine/experiment.h"
+#include "engine/failure.h"
+#include "engine/spec.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/schedule.h"
 #include "problems/dataset.h"
@@ -85,11 +87,12 @@ Topology TopologyFromHosts(const std::vector<std::string>& hosts, const std::str
   std::sort(distinct.begin(), distinct.end());
   const bool contiguous = std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end();
   if (!contiguous || workers % nodes != 0) {
-    throw UserError(fmt::format(
-        "{}: the MPI ranks are spread over {} hosts in a way that is not nodes x workers_per_node "
-        "with contiguous ranks per host; give the topology in [communication] (nodes, "
-        "workers_per_node)",
-        spec, nodes));
+    throw UserError(
+        fmt::format("{}: the MPI ranks are spread over {} hosts in a way that is not nodes x "
+                    "workers_per_node "
+                    "with contiguous ranks per host; give the topology in [communication] (nodes, "
+                    "workers_per_node)",
+                    spec, nodes));
   }
   return {nodes, workers / nodes};
 }
@@ -198,10 +201,10 @@ int RunCommand(const RunSpec& spec, std::string out_dir, bool resume, int thread
     const ExperimentReport report = RunExperiment(spec, options);
     if (reporting) {
       fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, runs.csv, params.npy)\n",
-                 FormatReport(report), out_dir);
+                 FormatRunTable(report), out_dir);
     }
   } catch (const Interrupted& e) {
-    // Under mpirun every rank stops after the same step (cli/experiment.h): one message, and
+    // Under mpirun every rank stops after the same step (engine/experiment.h): one message, and
     // every rank's exit code is the signalled rank's.
     const int signal = e.signal() != 0 ? e.signal() : g_signal.load();
     if (reporting) {
@@ -535,35 +538,6 @@ int Main(int argc, char** argv) {
     return code == kExitOk ? kExitUserError : code;
   }
   return code;
-}
-
-Failure CurrentFailure(int signal) {
-  try {
-    throw;
-  } catch (const UserError& e) {
-    return {fmt::format("error: {}", e.what()), kExitUserError};
-  } catch (const std::bad_alloc&) {
-    return {
-        "error: out of memory: the spec asks for more than this machine has (data size, "
-        "batch_size, workers)",
-        kExitUserError};
-  } catch (const std::filesystem::filesystem_error& e) {
-    // A file-system condition met on a path the user gave (a link loop, a name too long, a file
-    // where a folder must be): theirs to fix, not a bug.
-    std::string paths = e.path1().string();
-    if (!e.path2().empty()) paths += fmt::format(" -> {}", e.path2().string());
-    return {Printable(
-                fmt::format("error: {}: {}", paths.empty() ? "a path" : paths, e.code().message())),
-            kExitUserError};
-  } catch (const Interrupted& e) {
-    if (e.signal() != 0) signal = e.signal();
-    // A newline first: the progress line may be unfinished.
-    return {fmt::format("\ninterrupted ({}): no results written", strsignal(signal)), 128 + signal};
-  } catch (const std::exception& e) {
-    return {fmt::format("internal error (please report): {}", e.what()), kExitInternalError};
-  } catch (...) {
-    return {"internal error (please report): an exception of unknown type", kExitInternalError};
-  }
 }
 
 }  // namespace lemmalab

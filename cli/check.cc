@@ -12,13 +12,14 @@
 #include <set>
 #include <utility>
 
-#include "cli/directory_lock.h"
 #include "cli/evidence_reader.h"
-#include "cli/experiment.h"
-#include "cli/results.h"
-#include "cli/results_reader.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "engine/directory_lock.h"
+#include "engine/estimates.h"
+#include "engine/experiment.h"
+#include "engine/results.h"
+#include "engine/results_reader.h"
 #include "theory/evidence_rule.h"
 #include "theory/probe.h"
 

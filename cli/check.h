@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/spec.h"
 #include "core/resources.h"
+#include "engine/spec.h"
 #include "theory/assertion.h"
 
 namespace lemmalab {

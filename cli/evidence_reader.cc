@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "cli/results.h"
-#include "cli/results_reader.h"
 #include "core/error.h"
+#include "engine/results.h"
+#include "engine/results_reader.h"
 
 namespace lemmalab {
 namespace {

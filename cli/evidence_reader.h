@@ -1,4 +1,4 @@
-// Reads a results folder written by `lemmalab run` (cli/results.h) back into the RunEvidence the
+// Reads a results folder written by `lemmalab run` (engine/results.h) back into the RunEvidence the
 // assertions judge (theory/evidence.h).
 #pragma once
 

@@ -14,13 +14,13 @@
 #include <thread>
 #include <vector>
 
-#include "cli/directory_lock.h"
-#include "cli/experiment.h"
-#include "cli/results.h"
-#include "cli/spec.h"
 #include "cli/sweep_grid.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "engine/directory_lock.h"
+#include "engine/experiment.h"
+#include "engine/results.h"
+#include "engine/spec.h"
 #include "theory/probe.h"
 
 namespace lemmalab {

@@ -1,5 +1,5 @@
 // `lemmalab sweep SPEC --out DIR [--jobs N]`: runs every point of the spec's [sweep] grid
-// (cli/sweep_grid.h) into one results database, DIR/results.sqlite (cli/results.h, SweepStore).
+// (cli/sweep_grid.h) into one results database, DIR/results.sqlite (engine/results.h, SweepStore).
 //
 // - Every point is built (data, problem, optimizers, probes: every option checked) before the
 //   first one runs; an error names the point. Two points that resolve to the same configuration
@@ -11,7 +11,7 @@
 //   stops the points in flight and keeps the finished ones; SIGKILL loses at most the points in
 //   flight. The same command again skips the points already in DIR. A diverged run is recorded
 //   as diverged, with its step, and the sweep goes on.
-// - DIR is locked (cli/directory_lock.h): a second sweep into it is refused.
+// - DIR is locked (engine/directory_lock.h): a second sweep into it is refused.
 // - Unless the spec sets them, metrics_every and probe_every default to steps / 100, so that a
 //   sweep's database stays small; probe summaries still see every step.
 // - DIR/runs.csv is the runs table, hyperparameters as columns, rewritten at the end.
@@ -31,7 +31,7 @@ struct SweepOptions {
   std::filesystem::path out_dir;
   int jobs = 0;          // points at a time; 0: one per core
   bool progress = true;  // a live display on a terminal; one line per point otherwise
-  // --set PATH=VALUE (cli/spec.h), applied to the spec and again to every point after its axis
+  // --set PATH=VALUE (engine/spec.h), applied to the spec and again to every point after its axis
   // values: a setting pins an option an axis also sets.
   std::vector<std::string> settings;
   const std::atomic<bool>* stop = nullptr;  // set (by SIGINT) to stop; RunSweep then throws

@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
-#include "cli/spec.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "engine/spec.h"
 
 namespace lemmalab {
 namespace {
@@ -103,30 +103,6 @@ void NameAxes(std::vector<SweepAxis>& axes) {
 }
 
 }  // namespace
-
-std::string ShowValue(const OptionValue& value) {
-  if (const auto* s = std::get_if<std::string>(&value.data)) return *s;
-  if (const auto* array = std::get_if<OptionValue::Array>(&value.data)) {
-    std::vector<std::string> items;
-    for (const OptionValue& item : *array) items.push_back(ShowValue(item));
-    return fmt::format("[{}]", fmt::join(items, ","));
-  }
-  if (const auto* table = std::get_if<OptionValue::Table>(&value.data)) {
-    // A component by its name, then its other options: top-k(fraction=0.1).
-    std::string name;
-    std::vector<std::string> options;
-    for (const auto& [key, item] : (*table)->entries()) {
-      if (key == "name") {
-        name = ShowValue(item);
-      } else {
-        options.push_back(fmt::format("{}={}", key, ShowValue(item)));
-      }
-    }
-    if (options.empty()) return name.empty() ? "{}" : name;
-    return fmt::format("{}({})", name, fmt::join(options, ","));
-  }
-  return value.Show();
-}
 
 SweepGrid ExpandSweep(OptionTable& sweep) {
   std::vector<Leaf> leaves;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/options.h"
+#include "engine/spec.h"
 
 namespace lemmalab {
 
@@ -62,8 +63,5 @@ SweepGrid ExpandSweep(OptionTable& sweep);
 // needed, an [[optimizer]] label that does not exist).
 std::shared_ptr<OptionTable> ApplyPoint(const OptionTable& root, const SweepGrid& grid,
                                         const SweepPoint& point);
-
-// An option value as labels and exclusions compare it: 0.9, sign, top-k(fraction=0.1), [1,2].
-std::string ShowValue(const OptionValue& value);
 
 }  // namespace lemmalab

@@ -9,11 +9,11 @@
 #include <map>
 #include <optional>
 
-#include "cli/directory_lock.h"
-#include "cli/results.h"
 #include "cli/table.h"
 #include "comm/scheme.h"
 #include "core/error.h"
+#include "engine/directory_lock.h"
+#include "engine/results.h"
 #include "optimizers/optimizer.h"
 
 namespace lemmalab {

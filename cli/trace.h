@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/experiment.h"
-#include "cli/spec.h"
+#include "engine/experiment.h"
+#include "engine/spec.h"
 #include "optimizers/trace.h"
 
 namespace lemmalab {

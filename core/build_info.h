@@ -1,5 +1,5 @@
 // What built this lemmalab: its version, the source commit and the compiler and flags. Every
-// result records it (cli/results.h), so a number can be traced to the code that produced it.
+// result records it (engine/results.h), so a number can be traced to the code that produced it.
 #pragma once
 
 #include <string>

@@ -4,7 +4,7 @@
 // OptionTable through typed getters that carry their rule ("beta must be in [0, 1), got 1.2").
 // Every getter records the key as known, so after a component has read what it understands,
 // RejectUnknownKeys() reports anything left over as a typo and suggests the closest known key.
-// The table knows nothing about TOML: cli/spec.cc converts the parsed file into tables and keeps
+// The table knows nothing about TOML: engine/spec.cc converts the parsed file into tables and keeps
 // each value's file:line:column for the messages.
 #pragma once
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the run spec parser (ParseSpec, cli/spec.h) on arbitrary text. Lines
+// libFuzzer target: the run spec parser (ParseSpec, engine/spec.h) on arbitrary text. Lines
 // "#set PATH=VALUE" (TOML comments, so the text parses the same) are also applied as --set
 // arguments, which reaches ParseSetting and SetSpecOption. A UserError that says where is the
 // expected answer to a bad spec; anything else (another exception, a crash, a sanitizer report,
@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/spec.h"
 #include "core/error.h"
+#include "engine/spec.h"
 
 namespace lemmalab {
 

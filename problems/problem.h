@@ -114,7 +114,7 @@ class Problem {
   // Adds to `estimate` the memory the problem holds (a quadratic's rotation) and its steps and
   // full-batch passes take, beyond its data and the parameters, with `local_workers` workers
   // stepped in this process on up to `threads` threads, each part with the options that drive
-  // it: what a run checks before it starts (cli/experiment.cc). Nothing where it is negligible.
+  // it: what a run checks before it starts (engine/experiment.cc). Nothing where it is negligible.
   virtual void AddWorkingMemory(int local_workers, int threads, MemoryEstimate& estimate) const {
     (void)local_workers;
     (void)threads;

@@ -8,8 +8,8 @@
 // `lemmalab run --out` writes; trace is None or {"steps": "A:B", "coords": "...", "workers":
 // "..."} as `lemmalab trace` takes them (without out_dir the run ends at the last traced step,
 // as `lemmalab trace` runs it); on_step is None or called as on_step(label, step, last_step,
-// minibatch_loss) after every step. The code is the CLI's (cli/experiment.h, cli/trace.h), so the
-// parameters are the CLI's bit for bit.
+// minibatch_loss) after every step. The code is the CLI's (engine/experiment.h, cli/trace.h), so
+// the parameters are the CLI's bit for bit.
 //
 // The result holds "labels", "params" (one float64 array per run: the final parameters, exact
 // for fp32 runs too), "report" (what `lemmalab run` prints), "notes" (what `lemmalab trace`
@@ -31,10 +31,11 @@
 #include <exception>
 #include <optional>
 
-#include "cli/experiment.h"
-#include "cli/spec.h"
+#include "cli/run_table.h"
 #include "cli/trace.h"
 #include "core/error.h"
+#include "engine/experiment.h"
+#include "engine/spec.h"
 #include "optimizers/optimizer.h"
 
 namespace py = pybind11;
@@ -148,7 +149,7 @@ py::dict Run(const std::string& spec_text, const std::string& spec_path,
     params.append(py::array_t<double>(x.size(), x.data()));
   }
   result["params"] = params;
-  result["report"] = FormatReport(report);
+  result["report"] = FormatRunTable(report);
   if (trace) {
     for (std::string& gap : TraceGaps(report, trace->selection())) notes.push_back(std::move(gap));
     const std::vector<TraceRow> rows = trace->Rows();

@@ -22,8 +22,8 @@
 
 #include "cli/check.h"
 #include "cli/evidence_reader.h"
-#include "cli/spec.h"
 #include "core/registry.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 #include "theory/assertion.h"
 #include "theory/evidence_rule.h"

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cli/spec.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/spec.h"
 #include "comm/cluster.h"
 #include "compressors/compressor.h"
 #include "core/error.h"
 #include "core/state.h"
+#include "engine/spec.h"
 #include "problems/quadratic.h"
 #include "tests/test_util.h"
 #include "tests/theory_doubles.h"

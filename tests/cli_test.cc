@@ -12,8 +12,8 @@
 #include <thread>
 #include <tuple>
 
-#include "cli/npy.h"
 #include "core/error.h"
+#include "engine/npy.h"
 #include "optimizers/optimizer.h"
 #include "tests/test_util.h"
 

@@ -7,10 +7,10 @@
 
 #include <cmath>
 
-#include "cli/spec.h"
 #include "comm/cluster.h"
 #include "comm/scheme.h"
 #include "core/error.h"
+#include "engine/spec.h"
 #include "problems/problem.h"
 
 namespace lemmalab {
@@ -230,9 +230,8 @@ TEST(CompressedAllreduce, EachChunkServerRecompressesWithItsOwnScale) {
 }
 
 // The [communication] tables of the four schemes (the parameter server is the default).
-const std::vector<std::string> kEveryScheme = {"", "scheme = \"allgather\"",
-                                               "scheme = \"allreduce\"",
-                                               "scheme = \"hierarchical\"\nnodes = 2"};
+const std::vector<std::string> kEveryScheme = {
+    "", "scheme = \"allgather\"", "scheme = \"allreduce\"", "scheme = \"hierarchical\"\nnodes = 2"};
 
 // Every registered optimizer, with its defaults, under every scheme: it runs (deterministically,
 // to finite parameters) or is refused by name; the all-gather, which runs the server phase on

@@ -23,9 +23,9 @@
 #include <sstream>
 #include <vector>
 
-#include "cli/spec.h"
 #include "compressors/compressor.h"
 #include "core/bits.h"
+#include "engine/spec.h"
 #include "tests/failures_of.h"
 #include "tests/theory_doubles.h"
 

@@ -21,9 +21,9 @@
 #include <set>
 #include <sstream>
 
-#include "cli/spec.h"
 #include "compressors/compressor.h"
 #include "core/error.h"
+#include "engine/spec.h"
 #include "tests/failures_of.h"
 
 namespace lemmalab {

@@ -1,6 +1,6 @@
 // Whole experiments: bitwise determinism across thread counts, the quickstart's claims, the
 // results files, probe values against independent recomputation, divergence and interruption.
-#include "cli/experiment.h"
+#include "engine/experiment.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "cli/run_table.h"
 #include "comm/cluster.h"
 #include "compressors/stochastic_binary.h"
 #include "core/error.h"
@@ -118,7 +119,7 @@ TEST(Experiment, QuickstartBirderMatchesAdam) {
   EXPECT_THAT(lines, HasSubstr("ef-norm"));
   EXPECT_THAT(lines, HasSubstr("min-b"));
   EXPECT_TRUE(report.runs[1].probe_lines.empty());
-  EXPECT_THAT(FormatReport(report), HasSubstr("birder"));
+  EXPECT_THAT(FormatRunTable(report), HasSubstr("birder"));
 }
 
 // Reads one value with a SQL query.
@@ -259,7 +260,7 @@ schedule = {{ lr = 0.5 }}
   EXPECT_EQ(QueryDouble(db, "SELECT COUNT(DISTINCT worker) FROM shards"), 4);
   EXPECT_EQ(QueryDouble(db, "SELECT SUM(count) FROM shards WHERE label = 1"), 357);
   ASSERT_EQ(report.shards.size(), 4u);
-  const std::string text = FormatReport(report);
+  const std::string text = FormatRunTable(report);
   EXPECT_THAT(text, HasSubstr("Dirichlet(0.5) shards"));
   EXPECT_THAT(text, HasSubstr("f_star"));
   EXPECT_THAT(text, HasSubstr("test acc."));
@@ -357,7 +358,7 @@ eps = 0.0
   EXPECT_EQ(report.runs[0].record.status,
             "diverged at step 1: 1 of 3 inputs to worker 0's compressor are NaN or infinite");
   EXPECT_EQ(report.runs[0].record.steps_done, 1);
-  EXPECT_THAT(FormatReport(report), HasSubstr("DIVERGED"));
+  EXPECT_THAT(FormatRunTable(report), HasSubstr("DIVERGED"));
   EXPECT_TRUE(std::filesystem::exists(dir / "out/results.sqlite"));
 }
 

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "cli/experiment.h"
+#include "engine/experiment.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

@@ -11,10 +11,10 @@
 #include <cstring>
 #include <vector>
 
-#include "cli/spec.h"
 #include "compressors/qsgd.h"
 #include "compressors/quantization.h"
 #include "compressors/terngrad.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cli/spec.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab::testing {

@@ -15,8 +15,8 @@
 #include <cstring>
 #include <numbers>
 
-#include "cli/spec.h"
 #include "compressors/error_feedback.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

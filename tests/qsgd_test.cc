@@ -13,8 +13,8 @@
 #include <limits>
 #include <vector>
 
-#include "cli/spec.h"
 #include "compressors/quantization.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

@@ -12,8 +12,8 @@
 #include <set>
 #include <vector>
 
-#include "cli/spec.h"
 #include "compressors/sparse.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

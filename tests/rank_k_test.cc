@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-#include "cli/spec.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

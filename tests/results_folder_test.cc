@@ -17,7 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/experiment.h"
+#include "engine/estimates.h"
+#include "engine/experiment.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

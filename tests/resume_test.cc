@@ -1,5 +1,5 @@
-// Checkpoints and --resume (cli/checkpoint.h), and the all-or-nothing commit of a results
-// folder (cli/result_folder.h), in one process. The SIGKILL tests, in one process and under
+// Checkpoints and --resume (engine/checkpoint.h), and the all-or-nothing commit of a results
+// folder (engine/result_folder.h), in one process. The SIGKILL tests, in one process and under
 // mpirun, are tests/backends/resume.sh.
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -14,11 +14,11 @@
 #include <set>
 #include <tuple>
 
-#include "cli/checkpoint.h"
-#include "cli/experiment.h"
-#include "cli/result_folder.h"
-#include "cli/spec.h"
 #include "core/error.h"
+#include "engine/checkpoint.h"
+#include "engine/experiment.h"
+#include "engine/result_folder.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "cli/spec.h"
 #include "core/error.h"
+#include "engine/spec.h"
 
 namespace lemmalab {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/spec.h"
 #include "comm/cluster.h"
+#include "engine/spec.h"
 #include "problems/dataset.h"
 #include "problems/sharding.h"
 #include "problems/supervised.h"

@@ -10,9 +10,9 @@
 #include <chrono>
 #include <thread>
 
-#include "cli/directory_lock.h"
-#include "cli/spec.h"
 #include "cli/sweep_grid.h"
+#include "engine/directory_lock.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {

@@ -32,7 +32,7 @@ using ::testing::HasSubstr;
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-// A [problem] table as cli/spec.cc would build it: the table on line 1 of "s.toml", its name on
+// A [problem] table as engine/spec.cc would build it: the table on line 1 of "s.toml", its name on
 // line 2, and each further value on the next line.
 class Spec {
  public:

@@ -10,9 +10,9 @@
 #include <utility>
 
 #include "cli/check.h"
-#include "cli/spec.h"
 #include "compressors/compressor.h"
 #include "compressors/stochastic_binary.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 #include "theory/assertions.h"
 #include "theory/evidence.h"

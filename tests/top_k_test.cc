@@ -14,7 +14,7 @@
 #include <numeric>
 #include <vector>
 
-#include "cli/spec.h"
+#include "engine/spec.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
@@ -116,9 +116,8 @@ std::vector<std::uint32_t> ReferenceKept(const Vector<T>& x, std::int64_t k) {
   };
   std::vector<std::uint32_t> order(static_cast<std::size_t>(x.size()));
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return magnitude(a) > magnitude(b);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return magnitude(a) > magnitude(b); });
   order.resize(static_cast<std::size_t>(k));
   std::sort(order.begin(), order.end());
   return order;
@@ -149,9 +148,13 @@ std::vector<std::pair<std::string, Vector<T>>> SelectionInputs(std::int64_t d) {
   for (auto& v : x) v = static_cast<T>(static_cast<int>(s() % 7) - 3);
   for (std::int64_t j = 0; j < d; j += 1000) x[j] = T(1e6) * (uniform() + 1);
   inputs.emplace_back("few large, many ties", x);
-  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
-                        -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::denorm_min(),
-                        -T(0), T(0), std::numeric_limits<T>::max()};
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(),
+                        std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(),
+                        std::numeric_limits<T>::denorm_min(),
+                        -T(0),
+                        T(0),
+                        std::numeric_limits<T>::max()};
   for (auto& v : x) v = s() % 8 == 0 ? specials[s() % 7] : uniform() - T(0.5);
   inputs.emplace_back("specials", x);
   return inputs;

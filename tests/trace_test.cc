@@ -10,9 +10,9 @@
 #include <map>
 #include <tuple>
 
-#include "cli/experiment.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "engine/experiment.h"
 #include "optimizers/optimizer.h"
 #include "tests/test_util.h"
 

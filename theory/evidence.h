@@ -182,7 +182,7 @@ class Series {
 };
 
 // A run whose loss grows past BlowUpLimit(f(x_0)) = 1000 (1 + |f(x_0)|) has blown up, whether or
-// not its numbers are still finite: the runner stops it as diverged (cli/experiment.cc), and the
+// not its numbers are still finite: the runner stops it as diverged (engine/experiment.cc), and the
 // RunCompleted premise reads it off the recorded series of older results.
 inline double BlowUpLimit(double initial_loss) { return 1e3 * (1 + std::abs(initial_loss)); }
 

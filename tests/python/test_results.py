@@ -21,7 +21,7 @@ from lemmalab import results as lr
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
-# The C++ schema (cli/results.cc) plus probe_series; hyperparameter columns are appended per
+# The C++ schema (engine/results.cc) plus probe_series; hyperparameter columns are appended per
 # fixture, as the writer does.
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

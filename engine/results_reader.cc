@@ -1,4 +1,4 @@
-#include "cli/results_reader.h"
+#include "engine/results_reader.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 //   .results/current                   a link to the generation readers see
 //   .results/gen-<n>/                  one complete set of files
 //   .results/next/                     the set being written (and a run's checkpoints)
-//   .lock                              cli/directory_lock.h
+//   .lock                              engine/directory_lock.h
 // Publish turns `next` into a new generation and then points `current` at it with one rename(2):
 // a reader that opens DIR/metrics.csv and DIR/params.npy sees both files of the old set or both
 // of the new one, never a mix, and a process stopped at any moment leaves one complete set in

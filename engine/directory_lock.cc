@@ -1,4 +1,4 @@
-#include "cli/directory_lock.h"
+#include "engine/directory_lock.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,8 +11,8 @@
 #include <map>
 #include <mutex>
 
-#include "cli/result_folder.h"
 #include "core/error.h"
+#include "engine/result_folder.h"
 
 namespace lemmalab {
 namespace {

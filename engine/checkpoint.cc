@@ -1,4 +1,4 @@
-#include "cli/checkpoint.h"
+#include "engine/checkpoint.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>

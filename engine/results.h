@@ -3,13 +3,13 @@
 // its hyperparameters as columns) and DIR/params.npy (final parameters, one row per run in spec
 // order).
 //
-// The folder is locked (cli/directory_lock.h) while the writer lives: two runs into one folder
+// The folder is locked (engine/directory_lock.h) while the writer lives: two runs into one folder
 // cannot mix their files. The files are written into DIR/.results/next and published together
-// when the whole experiment has finished (cli/result_folder.h): a reader sees the earlier set
+// when the whole experiment has finished (engine/result_folder.h): a reader sees the earlier set
 // or the new one, whole. If anything fails, the staging folder is removed and earlier results
 // in DIR stay as they were; nothing half-written is left looking complete.
 //
-// With checkpoints (cli/checkpoint.h) the database is written in WAL mode and committed at each
+// With checkpoints (engine/checkpoint.h) the database is written in WAL mode and committed at each
 // checkpoint together with the checkpoint's step (table checkpoint(run, step)), so that a run
 // killed at any moment leaves the results of its last checkpoint, which a resumed run continues;
 // the staging folder then stays after a failure, and the table is dropped when the run
@@ -70,10 +70,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/directory_lock.h"
-#include "cli/result_folder.h"
 #include "core/hyperparameters.h"
 #include "core/types.h"
+#include "engine/directory_lock.h"
+#include "engine/result_folder.h"
 #include "problems/problem.h"
 #include "theory/evidence.h"
 

@@ -1,4 +1,4 @@
-// A results database (cli/results.h) opened read-only, row by row: what `check --from` and
+// A results database (engine/results.h) opened read-only, row by row: what `check --from` and
 // `report` read results through. Reading never blocks a sweep writing the same database.
 #pragma once
 

@@ -3,8 +3,8 @@
 // `lemmalab run SPEC --resume DIR` continues from the last one, bit for bit as a run that was
 // never stopped would go on, in one process and under mpirun.
 //
-// A checkpoint is, in DIR's staging folder (cli/result_folder.h):
-//   results.sqlite              the results recorded so far, committed (cli/results.h), with the
+// A checkpoint is, in DIR's staging folder (engine/result_folder.h):
+//   results.sqlite              the results recorded so far, committed (engine/results.h), with the
 //                               checkpoint's run and step in its `checkpoint` table;
 //   state-run<k>-step<t>-rank<r>.sqlite
 //                               each process's state (core/state.h) as rows (path, kind, bytes):
@@ -27,9 +27,9 @@
 #include <filesystem>
 #include <span>
 
-#include "cli/results.h"
 #include "comm/transport.h"
 #include "core/state.h"
+#include "engine/results.h"
 
 namespace lemmalab {
 
@@ -46,7 +46,7 @@ StateSnapshot ReadStateFile(const std::filesystem::path& path);
 class Checkpointer {
  public:
   // Checkpoints every `every` steps (0: never) into `staging` (the results folder's staging
-  // folder, cli/result_folder.h), as `rank` of the processes of `transport` (null: this process
+  // folder, engine/result_folder.h), as `rank` of the processes of `transport` (null: this process
   // alone); `writer` is the process's results writer (rank 0's commits).
   Checkpointer(ResultsWriter& writer, std::filesystem::path staging, std::int64_t every,
                Transport* transport, int rank);

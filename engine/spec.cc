@@ -1,7 +1,8 @@
-#include "cli/spec.h"
+#include "engine/spec.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pthread.h>
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -526,6 +527,30 @@ std::shared_ptr<OptionTable> ApplySettings(std::shared_ptr<OptionTable> root,
 
 RunSpec LoadSpec(const std::filesystem::path& path, const std::vector<std::string>& settings) {
   return ParseSpec(ReadSpecText(path), path, settings);
+}
+
+std::string ShowValue(const OptionValue& value) {
+  if (const auto* s = std::get_if<std::string>(&value.data)) return *s;
+  if (const auto* array = std::get_if<OptionValue::Array>(&value.data)) {
+    std::vector<std::string> items;
+    for (const OptionValue& item : *array) items.push_back(ShowValue(item));
+    return fmt::format("[{}]", fmt::join(items, ","));
+  }
+  if (const auto* table = std::get_if<OptionValue::Table>(&value.data)) {
+    // A component by its name, then its other options: top-k(fraction=0.1).
+    std::string name;
+    std::vector<std::string> options;
+    for (const auto& [key, item] : (*table)->entries()) {
+      if (key == "name") {
+        name = ShowValue(item);
+      } else {
+        options.push_back(fmt::format("{}={}", key, ShowValue(item)));
+      }
+    }
+    if (options.empty()) return name.empty() ? "{}" : name;
+    return fmt::format("{}({})", name, fmt::join(options, ","));
+  }
+  return value.Show();
 }
 
 }  // namespace lemmalab

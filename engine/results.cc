@@ -1,4 +1,4 @@
-#include "cli/results.h"
+#include "engine/results.h"
 
 #include <csv.h>
 #include <fmt/format.h>
@@ -15,9 +15,9 @@
 #include <utility>
 #include <variant>
 
-#include "cli/npy.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "engine/npy.h"
 #include "theory/probe_series.h"
 
 namespace lemmalab {

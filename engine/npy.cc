@@ -1,4 +1,4 @@
-#include "cli/npy.h"
+#include "engine/npy.h"
 
 #include <fmt/format.h>
 

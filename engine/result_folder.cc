@@ -1,4 +1,4 @@
-#include "cli/result_folder.h"
+#include "engine/result_folder.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,9 +11,9 @@
 #include <optional>
 #include <vector>
 
-#include "cli/results.h"
-#include "cli/results_reader.h"
 #include "core/error.h"
+#include "engine/results.h"
+#include "engine/results_reader.h"
 
 namespace lemmalab {
 namespace {

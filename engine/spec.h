@@ -6,10 +6,10 @@
 //   workers = 8                  # n simulated workers
 //   precision = "fp32"           # or "fp64"
 //   eval_every = 1               # full-batch loss/accuracy every k steps (and at the last)
-//   metrics_every = 1            # per-step metrics recorded every k steps (cli/experiment.h);
+//   metrics_every = 1            # per-step metrics recorded every k steps (engine/experiment.h);
 //   probe_every = 1              # probe series likewise (default: 1; a sweep: steps / 100)
 //   checkpoint_every = 1000      # save the whole state every k steps (`lemmalab run` only;
-//                                # `--resume DIR` continues the last one; cli/checkpoint.h)
+//                                # `--resume DIR` continues the last one; engine/checkpoint.h)
 //   reference = false            # estimate f* (Ceres L-BFGS) and L (power iteration) where
 //                                # the problem does not know them; adds optimality_gap
 //   reference_iterations = 10000 # L-BFGS iterations at most (each is a full-batch gradient)
@@ -72,7 +72,7 @@ struct RunSpec {
   std::int64_t metrics_every = 0;
   std::int64_t probe_every = 0;
   // Save the run's state every this many steps so that --resume can continue it
-  // (cli/checkpoint.h); 0: no checkpoints.
+  // (engine/checkpoint.h); 0: no checkpoints.
   std::int64_t checkpoint_every = 0;
   bool reference = false;
   int reference_iterations = 10000;
@@ -136,6 +136,10 @@ std::shared_ptr<OptionTable> ParseSpecTable(const std::string& text,
                                             const std::filesystem::path& path);
 RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::path& path,
                       std::string text);
+
+// An option value in one line, as labels, sweep exclusions and data keys compare it: 0.9, sign,
+// top-k(fraction=0.1), [1,2].
+std::string ShowValue(const OptionValue& value);
 
 // The spec file's text (UserError naming the file when it cannot be read).
 std::string ReadSpecText(const std::filesystem::path& path);

@@ -1,21 +1,9 @@
-// Runs a spec: builds the data, the problem, every optimizer with its schedule and probes (so
-// every option is validated before the first step), then runs each optimizer from the same
-// initial point on the same shards and minibatch streams, recording metrics and probe series
-// into the results folder.
-//
-// Every metrics_every steps (and at every evaluated step and the last), the metrics table
-// receives lr (the step's), minibatch_loss (mean over workers, averaged over the steps since the
-// last record), max_grad_norm (the largest ||g|| of the workers' stochastic gradients in those
-// steps), and, summed over those steps so that their running sum is the cumulative total:
-// bits_sent and bits_received (per worker), bytes_intra and bytes_inter (sent over intra-node
-// and inter-node links by all endpoints) and comm_seconds (communication time projected by the
-// [network] model, comm/network.h). With metrics_every = 1 every value is the step's own.
-// Probes observe every step and record their series every probe_every steps (and at the last),
-// so their summaries cover the whole run. Every eval_every steps and at the last step, the
-// full-batch train_loss, grad_sq_norm (||grad f(x_t)||^2), train_accuracy, test_loss and
-// test_accuracy (when the problem has them) and optimality_gap (f(x_t) - f_star, when f_star is
-// known or estimated). A run whose parameters, losses or compressor inputs stop being finite is
-// stopped and reported as diverged.
+// The run engine's entry points: RunExperiment runs a spec (every [[optimizer]] from the same
+// initial point on the same shards and minibatch streams) into a results folder, and
+// ValidateExperiment builds everything a run would, so that every option is checked, and runs
+// nothing. How a run goes, phase by phase: engine/experiment.cc; its step loop and the metrics
+// it records: engine/run_loop.h; checkpoints: engine/checkpoint.h and engine/resume.h; the
+// estimates checked before the first step: engine/estimates.h; MPI ranks: engine/job.h.
 #pragma once
 
 #include <atomic>
@@ -26,14 +14,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "cli/results.h"
-#include "cli/spec.h"
 #include "comm/transport.h"
 #include "core/resources.h"
+#include "engine/results.h"
+#include "engine/spec.h"
 #include "optimizers/trace.h"
 #include "problems/dataset.h"
 
@@ -78,7 +65,7 @@ struct ExperimentOptions {
   // results.sqlite alone, without metrics.csv and params.npy (a sweep's run).
   bool database_only = false;
   // The command whose results the run writes ("lemmalab check" for a check's runs): it takes the
-  // folder under that name, and the database records its kind (cli/result_folder.h).
+  // folder under that name, and the database records its kind (engine/result_folder.h).
   std::string_view command = "lemmalab run";
   // Called after every step of every run with the step and its minibatch loss (a sweep's
   // progress display); may be empty.
@@ -95,27 +82,13 @@ struct ExperimentOptions {
   // for checkpoints is refused, since nothing could resume them (ignored where nothing is
   // written: a trace).
   bool checkpoints = false;
-  // Continue the checkpoint in out_dir (`lemmalab run --resume`; cli/checkpoint.h).
+  // Continue the checkpoint in out_dir (`lemmalab run --resume`; engine/checkpoint.h).
   bool resume = false;
   // The most memory the run may take (--max-memory; default: what the machine has) and the most
   // disk space its results may take (--max-results; default: the free space where they go).
-  // Both are checked against estimates before the first step (cli/experiment.cc).
+  // Both are checked against estimates before the first step (engine/estimates.h).
   std::optional<MemoryLimit> max_memory;
   std::optional<MemoryLimit> max_results;
-};
-
-// Under MPI, a failure before the first step, which every rank learns of together (the spec,
-// the data, the results folder are every rank's alike): the lowest rank that met it carries its
-// message ("error: ..."), every other rank an empty one, and every rank exits with the same
-// code without aborting the job, so the job prints the message once.
-class SharedFailure : public std::runtime_error {
- public:
-  SharedFailure(std::string message, int exit_code)
-      : std::runtime_error(std::move(message)), exit_code_(exit_code) {}
-  int exit_code() const { return exit_code_; }
-
- private:
-  int exit_code_;
 };
 
 struct RunReport {
@@ -142,14 +115,6 @@ struct ExperimentReport {
   double result_values = 0;
 };
 
-// The memory this process holds now (its resident set, /proc/self/statm), in bytes; 0 where it
-// cannot be read.
-double ResidentBytes();
-
-// Throws UserError when this process holds more than 10% past `limit` at step `t`: the run loop
-// checks it every 16 steps when --max-memory was given (and the run has the process alone).
-void RequireResidentWithin(const MemoryLimit& limit, std::int64_t t);
-
 // Runs the spec. UserError for bad input; Interrupted when options.stop was set (under MPI on
 // every rank at the same step: a stop any rank sees stops them all between two steps); under
 // MPI, a failure before the first step is a SharedFailure on every rank.
@@ -163,8 +128,5 @@ ExperimentReport ValidateExperiment(const RunSpec& spec, DataCache* data_cache =
 
 // Refuses a spec with probes (UserError): under MPI a rank holds only its own worker's state.
 void RequireNoProbes(const RunSpec& spec);
-
-// The table `lemmalab run` prints.
-std::string FormatReport(const ExperimentReport& report);
 
 }  // namespace lemmalab

@@ -1,0 +1,165 @@
+#include "engine/estimates.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <variant>
+
+#include "core/error.h"
+#include "core/state.h"
+#include "core/text.h"
+#include "optimizers/optimizer.h"
+
+namespace lemmalab {
+namespace {
+
+constexpr Footprint kUnmeasured = {4, 4};
+
+}  // namespace
+
+template <typename T>
+Footprint MeasureFootprint(const OptimizerSpec& spec) {
+  constexpr std::int64_t kSmall = 4096;
+  const auto saved_vectors = [&](int workers, std::int64_t dimension) {
+    const std::shared_ptr<OptionTable> table = spec.options->Clone();
+    table->Erase("label");  // the spec's keys, read by the spec (engine/spec.h)
+    table->Erase("schedule");
+    const auto optimizer = MakeOptimizer<T>(*table, OptimizerContext{dimension, workers});
+    double bytes = 0;
+    for (const auto& [path, item] : SaveState(*optimizer)) {
+      bytes += static_cast<double>(item.bytes.size());
+    }
+    return bytes / sizeof(T);
+  };
+  try {
+    const double one = saved_vectors(1, kSmall);
+    const double worker = (saved_vectors(2, kSmall) - one) / kSmall;
+    const double process = (saved_vectors(1, 2 * kSmall) - one) / kSmall - worker;
+    return {std::max(0.0, process), std::max(0.0, worker)};
+  } catch (const OptionError&) {
+    throw;
+  } catch (const UserError&) {
+    return kUnmeasured;
+  }
+}
+
+template <typename T>
+MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, const Dataset* data,
+                              const std::vector<Footprint>& footprints, int local_workers,
+                              int threads, double held) {
+  const auto d = static_cast<double>(problem.dimension());
+  const double t = sizeof(T);
+  // What sets d: the problem and its size options, and the data's features.
+  std::string size = fmt::format("d = {} parameters of problem '{}'", problem.dimension(),
+                                 spec.problem->GetString("name", ""));
+  for (const char* key : {"hidden", "dimension"}) {
+    const auto it = spec.problem->entries().find(key);
+    if (it == spec.problem->entries().end()) continue;
+    const auto* list = std::get_if<OptionValue::Array>(&it->second.data);
+    if (list == nullptr) {
+      size += fmt::format(" with {} = {}", key, it->second.Show());
+      continue;
+    }
+    std::vector<std::string> shown;  // the first few widths of a long list, and its length
+    for (std::size_t i = 0; i < list->size() && i < 4; ++i) shown.push_back((*list)[i].Show());
+    if (list->size() > 4) shown.push_back(fmt::format("... ({} values)", list->size()));
+    size += fmt::format(" with {} = [{}]", key, JoinNames(shown));
+  }
+  if (data != nullptr) size += fmt::format(" on {} features", data->num_features());
+  MemoryEstimate estimate;
+  if (held > 0) {
+    estimate.Add("what the process holds already", held,
+                 "measured before the first step: the program, the data and the problem");
+  } else if (data != nullptr) {
+    double bytes = 0;
+    for (const auto& buffer : data->Buffers()) bytes += static_cast<double>(buffer.size());
+    estimate.Add("the data", bytes, "[data]");
+  }
+  problem.AddWorkingMemory(local_workers, threads, estimate);
+  double process = 0, worker = 0;
+  for (const Footprint& f : footprints) {
+    process += 1 + f.process_vectors + 2;  // x, the state, the reply and its decoding
+    worker += f.worker_vectors;
+  }
+  const auto optimizers = static_cast<double>(footprints.size());
+  worker += 3 * optimizers;  // the gradient, the message and its parts, of each run's workers
+  estimate.Add("the parameters and the optimizers' state kept once", process * d * t,
+               fmt::format("{} x {:.3g} vectors over {} optimizers x {} bytes", size, process,
+                           footprints.size(), t));
+  estimate.Add("every worker's optimizer state, gradient and message",
+               local_workers * worker * d * t,
+               fmt::format("workers = {} x {} x {:.3g} vectors over {} optimizers x {} bytes",
+                           local_workers, size, worker, footprints.size(), t));
+  // Measured on a quadratic of d = 2e6 (fp32, 1 and 4 workers, SGD, Birder, EF21, 0/1 Adam): the
+  // parts above left 1.01-1.22x of the peak unexplained, two vectors of doubles per process.
+  estimate.Add("the final parameters and an evaluation's gradient", 2 * d * 8,
+               fmt::format("2 x {} x 8 bytes", size));
+  // Measured with ef-norm, q-domain and min-b on 4 workers: about half a vector per worker and
+  // probe (a probe's previous values, its per-worker sums).
+  const auto probes = static_cast<double>(spec.probes.size() + spec.check_probes.size());
+  if (probes > 0) {
+    estimate.Add("the probes' buffers", probes * (local_workers + 1) * 0.5 * d * t,
+                 fmt::format("{} probes x (workers = {} + 1) x half a vector of d x {} bytes",
+                             probes, local_workers, t));
+  }
+  if (spec.checkpoint_every > 0) {
+    estimate.Add(
+        "a checkpoint's copy of the state", (process + local_workers * worker) * d * t,
+        fmt::format("checkpoint_every = {}: the state above, saved", spec.checkpoint_every));
+  }
+  return estimate;
+}
+
+MemoryEstimate EstimateResults(const RunSpec& spec, std::size_t runs, std::size_t probes) {
+  const auto steps = static_cast<double>(spec.steps);
+  const auto every = [](std::int64_t k) {
+    return static_cast<double>(std::max<std::int64_t>(1, k));
+  };
+  const double records = std::ceil(steps / every(spec.metrics_every));
+  const double evaluations = std::ceil(steps / every(spec.eval_every)) + 1;
+  const auto n = static_cast<double>(runs);
+  MemoryEstimate estimate;
+  estimate.Add("the per-step metrics", n * records * 8 * kBytesPerResultRow,
+               fmt::format("steps = {} / metrics_every = {} x 8 metrics x {} runs", spec.steps,
+                           std::max<std::int64_t>(1, spec.metrics_every), runs));
+  estimate.Add("the evaluations", n * evaluations * 6 * kBytesPerResultRow,
+               fmt::format("steps = {} / eval_every = {} x 6 metrics x {} runs", spec.steps,
+                           spec.eval_every, runs));
+  // A probe records a few series per sender (the workers and the server) at each kept step.
+  estimate.Add(
+      "the probe series",
+      static_cast<double>(probes) * std::ceil(steps / every(spec.probe_every)) *
+          (spec.workers + 1) * 4 * kBytesPerResultRow,
+      fmt::format("steps = {} / probe_every = {} x {} probes x {} senders x 4 series", spec.steps,
+                  std::max<std::int64_t>(1, spec.probe_every), probes, spec.workers + 1));
+  return estimate;
+}
+
+double ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  double size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+void RequireResidentWithin(const MemoryLimit& limit, std::int64_t t) {
+  const double resident = ResidentBytes();
+  if (resident <= 1.1 * limit.bytes) return;
+  throw UserError(fmt::format(
+      "the run holds {} at step {}, more than {} allows ({}) by over 10%; its estimate before the "
+      "first step fell short (please report the spec): no results written",
+      FormatBytes(resident), t, limit.source, FormatBytes(limit.bytes)));
+}
+
+template Footprint MeasureFootprint<float>(const OptimizerSpec&);
+template Footprint MeasureFootprint<double>(const OptimizerSpec&);
+template MemoryEstimate EstimateMemory(const RunSpec&, const Problem<float>&, const Dataset*,
+                                       const std::vector<Footprint>&, int, int, double);
+template MemoryEstimate EstimateMemory(const RunSpec&, const Problem<double>&, const Dataset*,
+                                       const std::vector<Footprint>&, int, int, double);
+
+}  // namespace lemmalab
