@@ -20,6 +20,7 @@
 #include "problems/dataset.h"
 #include "problems/problem.h"
 #include "theory/assertion.h"
+#include "theory/metrics.h"
 #include "theory/probe.h"
 
 namespace lemmalab {
@@ -154,6 +155,15 @@ std::vector<Section> Sections() {
                               std::string(e.source),
                               {}});
   }
+  Section& metrics =
+      sections.emplace_back(Section{"metrics", "metrics (what every run records)", {}});
+  for (const MetricInfo& e : kMetrics) {
+    metrics.items.push_back(
+        {std::string(e.name),
+         fmt::format("{} ({})", e.meaning, e.evaluated ? "eval_every" : "metrics_every"),
+         "",
+         {}});
+  }
   sections.push_back(DevicesSection());
   return sections;
 }
@@ -161,8 +171,8 @@ std::vector<Section> Sections() {
 }  // namespace
 
 std::vector<std::string> ListKinds() {
-  return {"optimizers", "compressors", "problems", "data",     "schedules",
-          "probes",     "assertions",  "schemes",  "networks", "devices"};
+  return {"optimizers", "compressors", "problems", "data",    "schedules", "probes",
+          "assertions", "schemes",     "networks", "metrics", "devices"};
 }
 
 std::string ListRegistries(bool json, std::string_view kind) {

@@ -1,6 +1,6 @@
 // `lemmalab list [KIND] [--json]`: every registered component with its summary and the options
 // it reads (each with its type, rule and default, from the same getters that read a spec, so the
-// listing cannot drift from the code), and the schemes and network presets.
+// listing cannot drift from the code), the schemes, network presets, metrics and devices.
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 namespace lemmalab {
 
 // The kinds `list` takes: optimizers, compressors, problems, data, schedules, probes,
-// assertions, schemes, networks.
+// assertions, schemes, networks, metrics, devices.
 std::vector<std::string> ListKinds();
 
 // The listing of `kind` (every kind when empty), as text or JSON; UserError for an unknown kind.

@@ -1,6 +1,7 @@
 // PowerSGD (Vogels, Karimireddy, Jaggi, NeurIPS 2019, "PowerSGD: Practical Low-Rank Gradient
 // Compression for Distributed Optimization", Algorithm 1): rank-r compression by one step of
-// subspace (power) iteration per call, warm-started from the previous call's Q.
+// subspace (power) iteration per call, warm-started from the previous call's Q. How it relates
+// to the paper's error feedback and multi-worker algorithm: docs/compressors.md#powersgd.
 //
 // Per layer of the shape (uses_layers() is true). A layer with rows > 1 and cols > 1 is the
 // row-major rows x cols matrix M, compressed to rank r' = min(r, rows, cols):
@@ -12,11 +13,10 @@
 // whole flat shape, which is one d x 1 layer) are sent uncompressed, as Algorithm 1 does for
 // biases.
 //
-// State (the paper's warm start: each step's power iteration starts from the previous step's
-// Q, so that over steps it keeps converging on slowly changing gradients): the instance keeps
-// each layer's Q, as rounded to the wire precision (what a receiver knows), and starts the next
-// call from it. On the first call, or on every call with warm_start = false, Q is drawn i.i.d.
-// standard normal, as Algorithm 1 initialises it.
+// State (warm start): the instance keeps each layer's Q, as rounded to the wire precision (what
+// a receiver knows), and starts the next call from it. On the first call, or on every call with
+// warm_start = false, Q is drawn i.i.d. standard normal, as Algorithm 1 initialises it. Each
+// sender keeps its own Q (the paper's workers share one).
 //
 // Draw order (the only randomness; a warm-started call after the first draws nothing): the
 // matrix layers in order, each Q column by column (entry (i, k) is the (k cols + i)-th normal of
@@ -50,24 +50,15 @@
 // when M's columns are orthogonal to span(P^) (a warm-started Q orthogonal to M's row space gives
 // P = M Q = 0). There is no q < 1 for every x.
 //
-// Error feedback. The paper uses PowerSGD with error feedback (Algorithm 2: Delta = g + e,
-// send C(Delta), keep e = Delta - DECOMPRESS(C(Delta))). In lemmalab EF is a separate
-// piece: PowerSGD composed with ErrorFeedback<T>(FeedbackKind::kClassic, d)
-// (compressors/error_feedback.h) is the paper's method; the compressor itself is only the
-// warm-started low-rank approximation. tests/powersgd_test.cc checks the composition against
-// Algorithms 1-2 written out with dense Eigen operations.
-//
-// What differs from the paper's multi-worker algorithm: there, P is all-reduced (averaged over
-// workers) before orthogonalisation and Q after, so all workers share one P^ and one warm-start
-// Q. Here each sender compresses its own vector and keeps its own Q, and the receiver averages
-// decoded messages; with one worker the two coincide.
+// Error feedback is not part of the compressor: PowerSGD composed with
+// ErrorFeedback<T>(FeedbackKind::kClassic, d) (compressors/error_feedback.h) is the paper's
+// method (its Algorithm 2).
 //
 // Non-finite input is counted in EncodeStats.non_finite; it makes the message and the kept Q
 // non-finite, so later calls of the same instance stay non-finite (as an error-feedback memory
 // would): the caller must treat the run as failed.
 //
-// Options: rank = r (integer >= 1, default 2, within the ranks 1 to 4 of the paper's
-// experiments), warm_start (default true).
+// Options: rank = r (integer >= 1, default 2), warm_start (default true).
 //
 // Split (chunked collectives) is not supported (returns false): P^ and Q of a matrix layer
 // describe all of its coordinates, and an instance for a range that cuts the layer sees the

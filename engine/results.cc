@@ -102,10 +102,10 @@ void Bind(sqlite3_stmt* s, int i, const std::optional<V>& v) {
   }
 }
 
-// The tables: runs from kRunColumns, a sweep's point and label naming one run at most.
+// The tables: runs from RunColumns(), a sweep's point and label naming one run at most.
 std::string Schema() {
   std::string runs = "CREATE TABLE runs(";
-  for (const RunColumn& c : kRunColumns) {
+  for (const RunColumn& c : RunColumns()) {
     runs += fmt::format("{} {}, ", QuoteColumn(c.name), c.type);
   }
   return runs + "UNIQUE (point, label));\n" + kSchema + kExtentsTable;
@@ -159,8 +159,22 @@ std::string QuoteColumn(std::string_view name) {
   return out + "\"";
 }
 
+const std::vector<RunColumn>& RunColumns() {
+  static const std::vector<RunColumn> columns = [] {
+    std::vector<RunColumn> c = {{"run_id", "INTEGER PRIMARY KEY"}, {"point", "TEXT"}};
+    const RunRecord record;
+    RunRecord::ForEachField(record, [&](std::string_view name, std::string_view type, const auto&) {
+      c.push_back({name, type});
+    });
+    for (const std::string_view name : {"version", "commit", "build"}) c.push_back({name, "TEXT"});
+    return c;
+  }();
+  return columns;
+}
+
 bool IsRunColumn(std::string_view column) {
-  return std::any_of(std::begin(kRunColumns), std::end(kRunColumns),
+  const std::vector<RunColumn>& columns = RunColumns();
+  return std::any_of(columns.begin(), columns.end(),
                      [&](const RunColumn& c) { return c.name == column; });
 }
 
@@ -400,17 +414,21 @@ std::int64_t ResultsWriter::AddRun(const RunRecord& run) {
 }
 
 void ResultsWriter::UpdateRun(std::int64_t run_id, const RunRecord& run) {
-  ExecuteOnce(db_,
-              "UPDATE runs SET status = ?, steps_done = ?, dimension = ?, final_loss = ?, "
-              "final_accuracy = ?, "
-              "final_grad_sq_norm = ?, final_test_loss = ?, final_test_accuracy = ?, "
-              "bits_sent_per_worker = ?, wall_seconds = ?, bytes_intra_per_step = ?, "
-              "bytes_inter_per_step = ?, step_seconds = ?, comm_seconds_per_step = ? "
-              "WHERE run_id = ?",
-              run.status, run.steps_done, run.dimension, run.final_loss, run.final_accuracy,
-              run.final_grad_sq_norm, run.final_test_loss, run.final_test_accuracy,
-              run.bits_sent_per_worker, run.wall_seconds, run.bytes_intra_per_step,
-              run.bytes_inter_per_step, run.step_seconds, run.comm_seconds_per_step, run_id);
+  std::string sql = "UPDATE runs SET ";
+  RunRecord::ForEachField(run, [&](std::string_view name, std::string_view, const auto&) {
+    sql += fmt::format("{} = ?, ", QuoteColumn(name));
+  });
+  sql.resize(sql.size() - 2);
+  sql += " WHERE run_id = ?";
+  sqlite3_stmt* statement = Prepare(db_, sql.c_str());
+  int i = 0;
+  RunRecord::ForEachField(run, [&](std::string_view, std::string_view, const auto& value) {
+    Bind(statement, ++i, value);
+  });
+  Bind(statement, ++i, run_id);
+  const bool done = sqlite3_step(statement) == SQLITE_DONE;
+  sqlite3_finalize(statement);
+  if (!done) throw UserError(fmt::format("writing results failed: {}", sqlite3_errmsg(db_)));
 }
 
 void ResultsWriter::AddConstant(std::optional<std::int64_t> run_id, const Constant& constant) {

@@ -15,48 +15,10 @@
 // the staging folder then stays after a failure, and the table is dropped when the run
 // completes.
 //
-// Schema (results.sqlite):
-//   meta(key, value)                       spec path and text, seed, precision, version, ...
-//   runs(run_id, point, label, optimizer, schedule, status, steps_done, dimension, final_loss,
-//        final_accuracy, final_grad_sq_norm, final_test_loss, final_test_accuracy,
-//        bits_sent_per_worker, wall_seconds, bytes_intra_per_step, bytes_inter_per_step,
-//        step_seconds, comm_seconds_per_step, version, commit, build, <hyperparameters>)
-//                                          NULL where the problem has no such quantity; `point`
-//                                          is the sweep point's label (NULL outside a sweep);
-//                                          version, commit and build say what produced the run
-//                                          (core/build_info.h); then one column per
-//                                          hyperparameter (below), named by its key, NULL for
-//                                          runs that do not read it
-//   points(point, idx, axes)               a sweep's finished points: label, index, and the
-//                                          axis values as JSON (empty outside a sweep)
-//   constants(run_id, name, value, certainty, basis, point, region_position, region_radius,
-//             region)
-//                                          L, mu, G, sigma, sigma_g, f_star (problems/problem.h);
-//                                          certainty exact / bound / estimate; run_id NULL for
-//                                          the problem's, set for what a run observed (G); the
-//                                          region where it holds (NULL: everywhere): the metric
-//                                          region_position <= region_radius
-//   shards(worker, samples, label, count, point)
-//                                          shard sizes and label histograms (data problems)
-//   hyperparameters(run_id, key, value, type)
-//                                          every option the run's optimizer, compressor and
-//                                          schedule read, defaults filled in ("beta",
-//                                          "compressor.name", "schedule.lr"), and the run's
-//                                          setting ("seed", "workers", "steps", "problem.l2",
-//                                          "network.inter", "communication.scheme"); type
-//                                          boolean (0/1), integer, number or string
-//                                          (core/hyperparameters.h)
-//   metrics(run_id, step, name, worker, value)
-//   probes(run_id, step, probe, series, worker, value)
-//                                          the recorded values (metrics_every, eval_every,
-//                                          probe_every)
-//   extents(run_id, kind, name, worker, count, first_step, last_step, sum, sum_squares, min,
-//           min_step, min_worker, max, max_step, max_worker, non_finite, first_non_finite_step,
-//           first_non_finite_worker, first_non_finite)
-//                                          exact statistics of every value each series took,
-//                                          recorded or not (theory/evidence.h Extent): kind
-//                                          "metric" (name: the metric) or "probe" (name:
-//                                          "probe/series")
+// results.sqlite holds the tables meta, runs (one row per run: its outcome, then one column per
+// hyperparameter), points, constants, shards, hyperparameters, metrics, probes, probe_series and
+// extents; each table's columns and what they mean:
+// docs/commands.md#the-results-database-table-by-table.
 // `worker` is NULL for run-wide values, -1 for the server, i for worker i. Step 0 is the
 // initial point.
 #pragma once
@@ -81,11 +43,11 @@ namespace lemmalab {
 
 struct RunRecord {
   std::string label;
-  std::int64_t dimension = 0;
   std::string optimizer;
   std::string schedule;
   std::string status;
   std::int64_t steps_done = 0;
+  std::int64_t dimension = 0;
   double final_loss = 0;
   std::optional<double> final_accuracy;
   double final_grad_sq_norm = 0;
@@ -100,38 +62,40 @@ struct RunRecord {
   double bytes_inter_per_step = 0;
   double step_seconds = 0;
   double comm_seconds_per_step = 0;
+
+  // Calls f(name, sql_type, field) for every field, in the runs table's column order: the one
+  // list the table's columns, its update and the checkpoints' copy are made from.
+  template <typename Record, typename F>
+  static void ForEachField(Record& r, F&& f) {
+    f("label", "TEXT NOT NULL", r.label);
+    f("optimizer", "TEXT NOT NULL", r.optimizer);
+    f("schedule", "TEXT NOT NULL", r.schedule);
+    f("status", "TEXT NOT NULL", r.status);
+    f("steps_done", "INTEGER NOT NULL", r.steps_done);
+    f("dimension", "INTEGER", r.dimension);
+    f("final_loss", "REAL", r.final_loss);
+    f("final_accuracy", "REAL", r.final_accuracy);
+    f("final_grad_sq_norm", "REAL", r.final_grad_sq_norm);
+    f("final_test_loss", "REAL", r.final_test_loss);
+    f("final_test_accuracy", "REAL", r.final_test_accuracy);
+    f("bits_sent_per_worker", "REAL", r.bits_sent_per_worker);
+    f("wall_seconds", "REAL", r.wall_seconds);
+    f("bytes_intra_per_step", "REAL", r.bytes_intra_per_step);
+    f("bytes_inter_per_step", "REAL", r.bytes_inter_per_step);
+    f("step_seconds", "REAL", r.step_seconds);
+    f("comm_seconds_per_step", "REAL", r.comm_seconds_per_step);
+  }
 };
 
-// The runs table's fixed columns, in order, with their SQL types: the one definition the schema
-// is made from (the hyperparameter columns follow them).
+// The runs table's fixed columns, in order, with their SQL types: the row's id and sweep point,
+// RunRecord's fields, then the build that wrote the row. The hyperparameter columns follow them.
 struct RunColumn {
   std::string_view name;
   std::string_view type;
 };
-inline constexpr RunColumn kRunColumns[] = {{"run_id", "INTEGER PRIMARY KEY"},
-                                            {"point", "TEXT"},
-                                            {"label", "TEXT NOT NULL"},
-                                            {"optimizer", "TEXT NOT NULL"},
-                                            {"schedule", "TEXT NOT NULL"},
-                                            {"status", "TEXT NOT NULL"},
-                                            {"steps_done", "INTEGER NOT NULL"},
-                                            {"dimension", "INTEGER"},
-                                            {"final_loss", "REAL"},
-                                            {"final_accuracy", "REAL"},
-                                            {"final_grad_sq_norm", "REAL"},
-                                            {"final_test_loss", "REAL"},
-                                            {"final_test_accuracy", "REAL"},
-                                            {"bits_sent_per_worker", "REAL"},
-                                            {"wall_seconds", "REAL"},
-                                            {"bytes_intra_per_step", "REAL"},
-                                            {"bytes_inter_per_step", "REAL"},
-                                            {"step_seconds", "REAL"},
-                                            {"comm_seconds_per_step", "REAL"},
-                                            {"version", "TEXT"},
-                                            {"commit", "TEXT"},
-                                            {"build", "TEXT"}};
+const std::vector<RunColumn>& RunColumns();
 
-// Whether `column` is one of kRunColumns.
+// Whether `column` is one of RunColumns().
 bool IsRunColumn(std::string_view column);
 
 // Whether a hyperparameter key has a column in the runs table (the optimizer's name and label

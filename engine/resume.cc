@@ -12,23 +12,8 @@ namespace lemmalab {
 namespace {
 
 void PersistRecord(StateArchive& archive, RunRecord& r) {
-  archive("label", r.label);
-  archive("dimension", r.dimension);
-  archive("optimizer", r.optimizer);
-  archive("schedule", r.schedule);
-  archive("status", r.status);
-  archive("steps_done", r.steps_done);
-  archive("final_loss", r.final_loss);
-  archive("final_accuracy", r.final_accuracy);
-  archive("final_grad_sq_norm", r.final_grad_sq_norm);
-  archive("final_test_loss", r.final_test_loss);
-  archive("final_test_accuracy", r.final_test_accuracy);
-  archive("bits_sent_per_worker", r.bits_sent_per_worker);
-  archive("wall_seconds", r.wall_seconds);
-  archive("bytes_intra_per_step", r.bytes_intra_per_step);
-  archive("bytes_inter_per_step", r.bytes_inter_per_step);
-  archive("step_seconds", r.step_seconds);
-  archive("comm_seconds_per_step", r.comm_seconds_per_step);
+  RunRecord::ForEachField(
+      r, [&](std::string_view name, std::string_view, auto& value) { archive(name, value); });
 }
 
 // A finished run's report, as the table and params.npy need it (its hyperparameters are the

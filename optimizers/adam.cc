@@ -95,8 +95,8 @@ EpsPlacement EpsPlacementFromOptions(OptionTable& options, EpsPlacement fallback
 
 AdamOptions ReadAdamOptions(OptionTable& options, const AdamOptions& defaults) {
   AdamOptions o = defaults;
-  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
-  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
+  o.beta1 = options.GetDouble("beta1", o.beta1, kMovingAverageFactor);
+  o.beta2 = options.GetDouble("beta2", o.beta2, kMovingAverageFactor);
   o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
   o.bias_correction = options.GetBool("bias_correction", o.bias_correction);
   o.eps_placement = EpsPlacementFromOptions(options, o.eps_placement);

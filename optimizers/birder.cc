@@ -203,7 +203,7 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
 
 BirderOptions ReadBirderOptions(OptionTable& options) {
   BirderOptions o;
-  o.beta = options.GetDouble("beta", o.beta, Interval::ClosedOpen(0, 1));
+  o.beta = options.GetDouble("beta", o.beta, kMovingAverageFactor);
   o.eps = options.GetDouble("eps", o.eps, Interval::NonNegative());
   return o;
 }

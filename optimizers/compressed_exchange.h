@@ -237,4 +237,80 @@ class ExchangingOptimizer : public DistributedOptimizer<T> {
   CompressedExchange<T> exchange_;
 };
 
+// Base of the optimizers whose steps each go over one of two exchanges: the full-precision wire
+// on the steps FullPrecisionAt names (1-bit LAMB's warmup, EF21's first step with init = "full",
+// MARINA's full rounds), the compressed exchange on the others. What only carries messages (the
+// server phase, the layout's Split and NodeStep) and what a run checks of the last step
+// (LastEncode, LastCompression) follow the step's exchange here, once; the optimizer's worker
+// phase and Apply say what each kind of step sends and does with the reply.
+template <typename T>
+class PhasedExchangeOptimizer : public ExchangingOptimizer<T> {
+ public:
+  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
+                  Message& out) override {
+    if (FullPrecisionAt(ctx)) {
+      wire_.Reduce(chunk, received, out);
+    } else {
+      exchange_.Reduce(ctx, chunk, received, out);
+    }
+  }
+  void Split(const StepContext& ctx, int /*worker*/, const Message& whole,
+             std::vector<Message>& parts) override {
+    if (FullPrecisionAt(ctx)) {
+      wire_.Split(whole, parts);
+    } else {
+      exchange_.Split(whole, parts);
+    }
+  }
+  void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
+                std::vector<Message>& out) override {
+    if (FullPrecisionAt(ctx)) {
+      wire_.NodeReduce(part, received, out);
+    } else {
+      exchange_.NodeStep(ctx, node, part, received, out);
+    }
+  }
+  const EncodeStats* LastEncode(int worker) const override {
+    if (!applied_full_precision_) return exchange_.LastEncode(worker);
+    return worker == kServer ? &wire_.server_stats()
+                             : &full_precision_stats_[static_cast<std::size_t>(worker)];
+  }
+  // A full-precision step compresses nothing.
+  const CompressionRecord<T>* LastCompression(int worker) const override {
+    return applied_full_precision_ ? nullptr : exchange_.LastCompression(worker);
+  }
+
+ protected:
+  PhasedExchangeOptimizer(const ExchangeConfig<T>& config, const OptimizerContext& context)
+      : ExchangingOptimizer<T>(config, context),
+        wire_(context),
+        full_precision_stats_(static_cast<std::size_t>(context.workers)) {}
+
+  // Whether step ctx.t goes over the full-precision wire.
+  virtual bool FullPrecisionAt(const StepContext& ctx) const = 0;
+
+  // Worker phase of a full-precision step: y as it is.
+  void SendFullPrecision(int worker, ConstVectorRef<T> y, Message& out) {
+    full_precision_stats_[static_cast<std::size_t>(worker)] = wire_.Send(y, out);
+  }
+  // Apply phase: whether the step went over the full-precision wire, remembered for LastEncode
+  // and LastCompression.
+  bool AppliesFullPrecision(const StepContext& ctx) {
+    applied_full_precision_ = FullPrecisionAt(ctx);
+    return applied_full_precision_;
+  }
+  // The exchange's state and which exchange carried the last step.
+  void PersistExchanges(StateArchive& archive) {
+    archive.Nested("exchange", exchange_);
+    archive("full_precision", applied_full_precision_);
+  }
+
+  using ExchangingOptimizer<T>::exchange_;
+  FullPrecisionWire<T> wire_;
+
+ private:
+  std::vector<EncodeStats> full_precision_stats_;
+  bool applied_full_precision_ = false;  // whether the last step applied was full precision
+};
+
 }  // namespace lemmalab

@@ -65,16 +65,14 @@ const ExchangeSymbols kEf21Exchange = {
 };
 
 template <typename T>
-class Ef21 final : public ExchangingOptimizer<T> {
+class Ef21 final : public PhasedExchangeOptimizer<T> {
  public:
   Ef21(const Ef21Options& options, const ExchangeConfig<T>& exchange,
        const OptimizerContext& context)
-      : ExchangingOptimizer<T>(exchange, context),
+      : PhasedExchangeOptimizer<T>(exchange, context),
         options_(options),
-        wire_(context),
         g_(Vector<T>::Zero(context.dimension)),
-        reply_(Vector<T>::Zero(context.dimension)),
-        full_stats_(static_cast<std::size_t>(context.workers)) {
+        reply_(Vector<T>::Zero(context.dimension)) {
     for (int i = 0; i < context.workers; ++i) {
       workers_.push_back({Vector<T>::Zero(context.LocalDimension(i)),
                           Vector<T>::Zero(options.eta ? context.LocalDimension(i) : 0),
@@ -88,9 +86,6 @@ class Ef21 final : public ExchangingOptimizer<T> {
                          "the worker's gradient at x^k, k = t - 1"},
             .parameters = {"x", "EF21 Algorithm 1 (ef21.h)", "x^{k+1} = x^k - gamma g^k"}};
   }
-
-  // The step whose messages are full precision: init = "full"'s first step.
-  bool FullStep(std::int64_t t) const { return options_.init == Ef21Init::kFull && t == 1; }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
@@ -107,9 +102,9 @@ class Ef21 final : public ExchangingOptimizer<T> {
     }
     // y: what EF21 tracks, the gradient or (EF21-SGDM) the worker's momentum v_i.
     const ConstVectorRef<T> y = options_.eta ? ConstVectorRef<T>(w.v) : g;
-    if (FullStep(ctx.t)) {
+    if (FullPrecisionAt(ctx)) {
       w.g = y;  // g_i^0 = y, sent uncompressed
-      full_stats_[static_cast<std::size_t>(worker)] = wire_.Send(y, out);
+      this->SendFullPrecision(worker, y, out);
     } else {
       w.difference = y - w.g;
       exchange_.Send(ctx, worker, w.difference, out);  // c_i = C(y - g_i)
@@ -118,19 +113,9 @@ class Ef21 final : public ExchangingOptimizer<T> {
     if (trace) trace.Vector<T>(kShiftSymbol, w.g);
   }
 
-  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
-                  Message& out) override {
-    if (FullStep(ctx.t)) {
-      wire_.Reduce(chunk, received, out);  // g^0 = (1/n) sum_i g_i^0
-    } else {
-      exchange_.Reduce(ctx, chunk, received, out);  // (1/n) sum_i c_i, full precision back
-    }
-  }
-
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
-    t_ = ctx.t;
-    if (FullStep(ctx.t)) {
-      wire_.Receive(reply, g_);
+    if (this->AppliesFullPrecision(ctx)) {
+      wire_.Receive(reply, g_);  // g^0 = (1/n) sum_i g_i^0
     } else {
       exchange_.Receive(reply, reply_);
       g_ += reply_;  // g^{k+1} = g^k + (1/n) sum_i c_i
@@ -141,14 +126,6 @@ class Ef21 final : public ExchangingOptimizer<T> {
 
   // Hierarchical layouts compress at the nodes, where no worker's own correction exists.
   bool SupportsHierarchy() const override { return false; }
-  void Split(const StepContext& ctx, int /*worker*/, const Message& whole,
-             std::vector<Message>& parts) override {
-    if (FullStep(ctx.t)) {
-      wire_.Split(whole, parts);
-    } else {
-      exchange_.Split(whole, parts);
-    }
-  }
 
   void Persist(StateArchive& archive) override {
     archive.Each("worker", workers_, [&](Worker& w) {
@@ -156,8 +133,7 @@ class Ef21 final : public ExchangingOptimizer<T> {
       archive("v", w.v);
     });
     archive("g", g_);
-    archive("t", t_);
-    archive.Nested("exchange", exchange_);
+    this->PersistExchanges(archive);
   }
 
   const Vector<T>* Observe(Quantity quantity, int worker) const override {
@@ -170,18 +146,12 @@ class Ef21 final : public ExchangingOptimizer<T> {
     return exchange_.Observe(quantity, worker);
   }
 
-  const EncodeStats* LastEncode(int worker) const override {
-    if (!FullStep(t_)) return exchange_.LastEncode(worker);
-    return worker == kServer ? &wire_.server_stats()
-                             : &full_stats_[static_cast<std::size_t>(worker)];
-  }
-
-  // The full-precision first step compresses nothing.
-  const CompressionRecord<T>* LastCompression(int worker) const override {
-    return FullStep(t_) ? nullptr : exchange_.LastCompression(worker);
-  }
-
  private:
+  // init = "full"'s first step goes over the full-precision wire.
+  bool FullPrecisionAt(const StepContext& ctx) const override {
+    return options_.init == Ef21Init::kFull && ctx.t == 1;
+  }
+
   struct Worker {
     Vector<T> g;           // g_i
     Vector<T> v;           // v_i (ef21-sgdm only; empty otherwise)
@@ -189,13 +159,11 @@ class Ef21 final : public ExchangingOptimizer<T> {
   };
 
   Ef21Options options_;
-  FullPrecisionWire<T> wire_;  // init = "full"'s first step
   std::vector<Worker> workers_;
   Vector<T> g_;      // g = (1/n) sum_i g_i, as every replica keeps it
   Vector<T> reply_;  // scratch: the decoded mean correction
-  std::vector<EncodeStats> full_stats_;
-  std::int64_t t_ = 0;  // the last step applied
-  using ExchangingOptimizer<T>::exchange_;
+  using PhasedExchangeOptimizer<T>::exchange_;
+  using PhasedExchangeOptimizer<T>::wire_;
 };
 
 template <typename T>

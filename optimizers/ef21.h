@@ -1,7 +1,8 @@
 // EF21 and EF21-SGDM: every worker keeps an estimate g_i of its gradient (or momentum) and sends
 // the compressed correction C(y_i - g_i); every replica keeps g = (1/n) sum_i g_i. Unlike classic
 // error feedback (optimizers/ef_sgd.h) nothing is added back into the next message: g_i itself is
-// the feedback, so there is no worker_feedback option.
+// the feedback, so there is no worker_feedback option. What could be checked against the sources,
+// and the authors' experiment code behind the defaults: docs/optimizers.md#ef21-ef21-sgdm.
 //
 // Step mapping: lemmalab's step t = 1, 2, ... hands worker i the gradient at the current x, the
 // paper's x^k with k = t - 1 (docs/ef21-diana-marina.md, "Notation"); the step's update makes
@@ -20,15 +21,11 @@
 //                        §1; then x^1 = x^0 - gamma g^0.
 //           "full":      step 1 sends grad f_i(x^0) itself in full precision (raw T, whose bytes
 //                        count: optimizers/full_precision_wire.h), so g_i^0 = grad f_i(x^0) and
-//                        G^0 = 0. The authors' experiment code starts so (IgorSokoloff/
-//                        ef21_experiments_source_code, "Logistic regression/...": g_ar =
-//                        compute_full_grads(x_0); then x -= stepsize g; g_ar += top_k(grads -
-//                        g_ar)).
-//         Default compressor: top-k with k = 1, the authors' logistic-regression experiments (the
-//         script's `--k` defaults to 1); their deep-learning runs use k = 100000 of ResNet-18's
-//         ~11M weights (DL/EF21_100K.py). Any compressor runs; EF21's theory assumes C in C(alpha)
-//         (compressors/compressor.h alpha()), which biased compressors such as top-k declare;
-//         unbiased ones with omega >= 1 (scaled random-k with d/k >= 2) are not contractive.
+//                        G^0 = 0, as the authors' experiment code starts.
+//         Default compressor: top-k with k = 1 (the authors' logistic-regression setting). Any
+//         compressor runs; EF21's theory assumes C in C(alpha) (compressors/compressor.h
+//         alpha()), which biased compressors such as top-k declare; unbiased ones with
+//         omega >= 1 (scaled random-k with d/k >= 2) are not contractive.
 //   ef21-sgdm  (Fatkhullin, Tyurin, Richtarik, "Momentum Provably Improves Error Feedback!",
 //         NeurIPS 2023, Algorithm 1 "EF21-SGDM"): EF21 run on each worker's momentum
 //           v_i <- (1 - eta) v_i + eta g_i(stochastic),  c_i = C(v_i - g_i),  g_i <- g_i + c_i
@@ -36,14 +33,7 @@
 //         g_i^0 = v_i^0 sent uncompressed (`init` = "full", ef21-sgdm's default) or C(v_i^0)
 //         ("compressed"); replicas as ef21. With eta = 1, v_i is the gradient and ef21-sgdm is
 //         ef21 (the same `init`), operation for operation. Option `eta` in (0, 1]; default 0.1.
-//
-// What could be verified: the EF21 update rule and its full-gradient start against the authors'
-// published experiment code (above); the algorithm boxes of both papers themselves (Algorithm 1's
-// line numbers, the name of EF21-SGDM's momentum parameter, whether its box starts v_i^0 = g_i^0
-// at an uncompressed initial minibatch gradient, its experiments' eta) were not reachable from
-// here: the statements above are those of docs/ef21-diana-marina.md §1 and §4, and ef21-sgdm's
-// default init ("full": v_i^0 = g_i^0 = the step-1 gradient, uncompressed) and
-// eta = 0.1 are lemmalab's reading and choice, not quoted text.
+//         The default init and eta are lemmalab's reading and choice, not quoted from the paper.
 //
 // Layouts: flat chunked schemes run (each worker compresses its whole vector and decodes its own
 // whole message; the chunk servers average their parts; g is per coordinate). Hierarchical ones do

@@ -110,7 +110,7 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> EfSgdmFromOptions(OptionTable& options,
                                                            const OptimizerContext& context) {
   EfSgdmOptions o;
-  o.beta = options.GetDouble("beta", o.beta, Interval::ClosedOpen(0, 1));
+  o.beta = options.GetDouble("beta", o.beta, kMovingAverageFactor);
   return MakeEfSgdm<T>(o,
                        ExchangeFromOptions<T>(options, {.compressor = "scaled-sign",
                                                         .worker_feedback = FeedbackKind::kClassic,

@@ -63,7 +63,7 @@ constexpr TraceSymbol kScale = {"c^(l)", "onebit-lamb.txt Alg. 1 line 20",
 constexpr TraceSymbol kMomentum = {"m", "onebit-lamb.txt Alg. 1 line 13", "m_t = m_bar_t"};
 // With momentum_scaling (the default, App. A.5.2) the exchange carries k_l m per layer: its
 // values are k-scaled until the replicas divide the mean by k_l into m (line 13).
-const ExchangeSymbols kOnebitLambExchange = {
+const ExchangeSymbols kOneBitLambExchange = {
     .worker = {{"m+delta", "onebit-lamb.txt Alg. 1 line 6",
                 "m_t^(i) + delta_{t-1}^(i) (k_l m with momentum_scaling)"},
                {"r", "the compressor's draw rule", kWorkerWords},
@@ -191,14 +191,13 @@ class Lamb final : public AveragedGradientOptimizer<T> {
 // layer l of the decoded mean by k_l. A layer with s_l = 0 (zero momentum, or no elements) gets
 // k_l = 1 where DeepSpeed would divide by zero; it still counts in s_avg, as in DeepSpeed.
 template <typename T>
-class OnebitLamb final : public DistributedOptimizer<T> {
+class OneBitLamb final : public PhasedExchangeOptimizer<T> {
  public:
-  OnebitLamb(const OnebitLambOptions& options, const ExchangeConfig<T>& exchange,
+  OneBitLamb(const OneBitLambOptions& options, const ExchangeConfig<T>& exchange,
              const OptimizerContext& context)
-      : options_(options),
+      : PhasedExchangeOptimizer<T>(exchange, context),
+        options_(options),
         lamb_(options.lamb, context),
-        exchange_(exchange, context),
-        wire_(context),
         mean_(context.dimension),
         v_frozen_(Vector<T>::Zero(context.dimension)),
         g_(context.dimension),
@@ -211,10 +210,10 @@ class OnebitLamb final : public DistributedOptimizer<T> {
                    "1-bit LAMB runs Eq. (1), which has no bias correction");
     for (int i = 0; i < context.workers; ++i) {
       workers_.push_back(
-          {{}, Vector<T>::Zero(context.LocalDimension(i)), Vector<T>(context.LocalDimension(i))});
+          {Vector<T>::Zero(context.LocalDimension(i)), Vector<T>(context.LocalDimension(i))});
     }
     if (options_.warmup_steps == 0) Freeze();
-    exchange_.set_symbols(kOnebitLambExchange);
+    exchange_.set_symbols(kOneBitLambExchange);
   }
 
   StepSymbols step_symbols() const override {
@@ -228,8 +227,8 @@ class OnebitLamb final : public DistributedOptimizer<T> {
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
-    if (ctx.t <= options_.warmup_steps) {  // line 2: LAMB on the full-precision gradient
-      w.warmup_stats = wire_.Send(g, out);
+    if (FullPrecisionAt(ctx)) {  // line 2: LAMB on the full-precision gradient
+      this->SendFullPrecision(worker, g, out);
       return;
     }
     const T beta1 = static_cast<T>(options_.lamb.beta1);
@@ -255,37 +254,8 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     exchange_.Send(ctx, worker, w.scaled, out);  // lines 6-8 on the scaled momentum
   }
 
-  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
-                  Message& out) override {
-    if (ctx.t <= options_.warmup_steps) {  // line 2: the mean gradient, uncompressed
-      wire_.Reduce(chunk, received, out);
-      return;
-    }
-    exchange_.Reduce(ctx, chunk, received, out);  // lines 9-11
-  }
-
-  bool SupportsChunks() const override { return true; }
-  bool SupportsHierarchy() const override { return true; }
-  void Split(const StepContext& ctx, int /*worker*/, const Message& whole,
-             std::vector<Message>& parts) override {
-    if (ctx.t <= options_.warmup_steps) {
-      wire_.Split(whole, parts);
-    } else {
-      exchange_.Split(whole, parts);
-    }
-  }
-  void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
-                std::vector<Message>& out) override {
-    if (ctx.t <= options_.warmup_steps) {
-      wire_.NodeReduce(part, received, out);
-    } else {
-      exchange_.NodeStep(ctx, node, part, received, out);
-    }
-  }
-
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
-    compressed_ = ctx.t > options_.warmup_steps;
-    if (!compressed_) {
+    if (this->AppliesFullPrecision(ctx)) {  // the server averaged the gradients (line 2)
       wire_.Receive(reply, mean_);
       lamb_.Step(ctx, mean_, x);  // line 2: Eq. (1)
       const double beta3 = options_.beta3;
@@ -370,7 +340,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
 
   void Persist(StateArchive& archive) override {
     archive.Nested("lamb", lamb_);
-    archive.Nested("exchange", exchange_);
+    this->PersistExchanges(archive);
     archive.Each("worker", workers_, [&](Worker& w) { archive("m", w.m); });
     archive("v_frozen", v_frozen_);
     archive.Later("frozen_denominator", frozen_denominator_, v_frozen_.size());  // at T_w
@@ -379,18 +349,15 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     archive("target", target_);
     archive("k", k_);
     archive("frozen", frozen_);
-    archive("compressed", compressed_);
-  }
-
-  const EncodeStats* LastEncode(int worker) const override {
-    if (compressed_) return exchange_.LastEncode(worker);
-    if (worker == kServer) return &wire_.server_stats();
-    return &workers_[static_cast<std::size_t>(worker)].warmup_stats;
   }
 
  private:
+  // The warmup (line 2) goes over the full-precision wire; the compression stage after it.
+  bool FullPrecisionAt(const StepContext& ctx) const override {
+    return ctx.t <= options_.warmup_steps;
+  }
+
   struct Worker {
-    EncodeStats warmup_stats;
     Vector<T> m;       // m^(i)_t of line 5
     Vector<T> scaled;  // k_l m^(i) per layer (App. A.5.2)
   };
@@ -430,7 +397,7 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     bool defined = false;
     for (Eigen::Index j = 0; j < n; ++j) {
       const auto vf = static_cast<double>(frozen[j]), vt = static_cast<double>(fresh[j]);
-      if (options_.ratio == OnebitLambRatio::kDenominator) {
+      if (options_.ratio == OneBitLambRatio::kDenominator) {
         const double eps = options_.lamb.eps;
         r = std::max(r, (std::sqrt(vf) + eps) / (std::sqrt(vt) + eps));
         defined = true;
@@ -445,10 +412,8 @@ class OnebitLamb final : public DistributedOptimizer<T> {
     return defined ? r : r_prev;
   }
 
-  OnebitLambOptions options_;
+  OneBitLambOptions options_;
   LambState<T> lamb_;  // m_t (synchronised), v (fresh after T_w), c_t per layer
-  CompressedExchange<T> exchange_;
-  FullPrecisionWire<T> wire_;  // the warmup's full-precision gradients
   std::vector<Worker> workers_;
   Vector<T> mean_;                // warmup: the mean gradient; compression: m_bar_t
   Vector<T> v_frozen_;            // v_Tw
@@ -460,7 +425,8 @@ class OnebitLamb final : public DistributedOptimizer<T> {
   Vector<T> target_;           // line 17's r_t^(l) before the clips
   std::vector<double> k_;      // k_l of App. A.5.2 (1 without momentum scaling)
   bool frozen_ = false;        // step T_w is over
-  bool compressed_ = false;    // the last step was a compression step
+  using PhasedExchangeOptimizer<T>::exchange_;
+  using PhasedExchangeOptimizer<T>::wire_;
 };
 
 const std::array<std::string, 2> kZeroNormChoices = {"clip", "one"};
@@ -498,10 +464,10 @@ std::unique_ptr<DistributedOptimizer<T>> MakeLamb(const LambOptions& options,
 }
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> MakeOnebitLamb(const OnebitLambOptions& options,
+std::unique_ptr<DistributedOptimizer<T>> MakeOneBitLamb(const OneBitLambOptions& options,
                                                         const ExchangeConfig<T>& exchange,
                                                         const OptimizerContext& context) {
-  return std::make_unique<OnebitLamb<T>>(options, exchange, context);
+  return std::make_unique<OneBitLamb<T>>(options, exchange, context);
 }
 
 template <typename T>
@@ -513,9 +479,9 @@ std::unique_ptr<DistributedOptimizer<T>> LambFromOptions(OptionTable& options,
 }
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> OnebitLambFromOptions(OptionTable& options,
+std::unique_ptr<DistributedOptimizer<T>> OneBitLambFromOptions(OptionTable& options,
                                                                const OptimizerContext& context) {
-  OnebitLambOptions o;
+  OneBitLambOptions o;
   o.lamb = ReadLambOptions(options);
   o.beta3 = options.GetDouble("beta3", o.beta3, Interval::ClosedOpen(0, 1));
   o.warmup_steps = options.GetInt("warmup_steps", o.warmup_steps, 0);
@@ -525,25 +491,25 @@ std::unique_ptr<DistributedOptimizer<T>> OnebitLambFromOptions(OptionTable& opti
   o.r_threshold = options.GetDouble("r_threshold", o.r_threshold, Interval::ClosedOpen(0, 1));
   o.momentum_scaling = options.GetBool("momentum_scaling", o.momentum_scaling);
   o.ratio = options.GetChoice("ratio", "variance", kRatioChoices) == "denominator"
-                ? OnebitLambRatio::kDenominator
-                : OnebitLambRatio::kVariance;
+                ? OneBitLambRatio::kDenominator
+                : OneBitLambRatio::kVariance;
   o.local_momentum = LocalMomentumFromOptions(options);
   const ExchangeConfig<T> exchange =
       ExchangeFromOptions<T>(options, {.compressor = "scaled-sign",
                                        .worker_feedback = FeedbackKind::kClassic,
                                        .server_recompresses = true,
                                        .server_feedback = FeedbackKind::kClassic});
-  return MakeOnebitLamb<T>(o, exchange, context);
+  return MakeOneBitLamb<T>(o, exchange, context);
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                               \
   template std::unique_ptr<DistributedOptimizer<T>> MakeLamb(const LambOptions&,              \
                                                              const OptimizerContext&);        \
-  template std::unique_ptr<DistributedOptimizer<T>> MakeOnebitLamb(                           \
-      const OnebitLambOptions&, const ExchangeConfig<T>&, const OptimizerContext&);           \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeOneBitLamb(                           \
+      const OneBitLambOptions&, const ExchangeConfig<T>&, const OptimizerContext&);           \
   template std::unique_ptr<DistributedOptimizer<T>> LambFromOptions(OptionTable&,             \
                                                                     const OptimizerContext&); \
-  template std::unique_ptr<DistributedOptimizer<T>> OnebitLambFromOptions(                    \
+  template std::unique_ptr<DistributedOptimizer<T>> OneBitLambFromOptions(                    \
       OptionTable&, const OptimizerContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)

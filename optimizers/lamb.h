@@ -44,7 +44,7 @@ struct LambOptions {
 };
 
 // How line 17's ratio compares the frozen and the fresh variance.
-enum class OnebitLambRatio {
+enum class OneBitLambRatio {
   // Line 17 and Sec. 4: r = max_j v_Tw,j / v_fresh,j ("the max element among frozen variance /
   // fresh variance"), over the coordinates with v_fresh,j > 0.
   kVariance,
@@ -53,7 +53,7 @@ enum class OnebitLambRatio {
   kDenominator,
 };
 
-struct OnebitLambOptions {
+struct OneBitLambOptions {
   LambOptions lamb;    // warmup LAMB (line 2); bias_correction must stay off (Eq. 1)
   double beta3 = 0.9;  // in [0, 1); c_avg's decay (line 2); line 157
   // T_w >= 0. The paper warms up for 1000 of 5993 steps (16.7%, Sec. 6) and 14-15% in App. A.7;
@@ -65,7 +65,7 @@ struct OnebitLambOptions {
   // App. A.5.2: multiply layer l of every worker's momentum by k_l before compression and divide
   // the decoded mean by k_l (see lamb.cc for k_l).
   bool momentum_scaling = true;
-  OnebitLambRatio ratio = OnebitLambRatio::kVariance;
+  OneBitLambRatio ratio = OneBitLambRatio::kVariance;
   LocalMomentum local_momentum = LocalMomentum::kSync;
 };
 
@@ -74,7 +74,7 @@ std::unique_ptr<DistributedOptimizer<T>> MakeLamb(const LambOptions& options,
                                                   const OptimizerContext& context);
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> MakeOnebitLamb(const OnebitLambOptions& options,
+std::unique_ptr<DistributedOptimizer<T>> MakeOneBitLamb(const OneBitLambOptions& options,
                                                         const ExchangeConfig<T>& exchange,
                                                         const OptimizerContext& context);
 
@@ -86,7 +86,7 @@ std::unique_ptr<DistributedOptimizer<T>> LambFromOptions(OptionTable& options,
 // the fused vector, line 1 and App. A.5.1), classic worker and server feedback, and the server
 // re-compresses with the worker's configuration (line 10).
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> OnebitLambFromOptions(OptionTable& options,
+std::unique_ptr<DistributedOptimizer<T>> OneBitLambFromOptions(OptionTable& options,
                                                                const OptimizerContext& context);
 
 }  // namespace lemmalab

@@ -136,7 +136,7 @@ std::unique_ptr<DistributedOptimizer<T>> LocalSgdmFromOptions(OptionTable& optio
                                                               const OptimizerContext& context) {
   LocalSgdOptions o;
   o.tau = ReadTau(options);
-  o.beta = options.GetDouble("beta", 0.9, Interval::ClosedOpen(0, 1));
+  o.beta = options.GetDouble("beta", 0.9, kMovingAverageFactor);
   o.average_momentum = options.GetBool("average_momentum", o.average_momentum);
   return MakeLocalSgd<T>(o, context);
 }

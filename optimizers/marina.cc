@@ -30,16 +30,14 @@ const ExchangeSymbols kMarinaExchange = {
 };
 
 template <typename T>
-class Marina final : public ExchangingOptimizer<T> {
+class Marina final : public PhasedExchangeOptimizer<T> {
  public:
   Marina(const MarinaOptions& options, const ExchangeConfig<T>& exchange,
          const OptimizerContext& context)
-      : ExchangingOptimizer<T>(exchange, context),
+      : PhasedExchangeOptimizer<T>(exchange, context),
         p_(options.p),
-        wire_(context),
         g_(Vector<T>::Zero(context.dimension)),
-        reply_(Vector<T>::Zero(context.dimension)),
-        full_stats_(static_cast<std::size_t>(context.workers)) {
+        reply_(Vector<T>::Zero(context.dimension)) {
     for (int i = 0; i < context.workers; ++i) {
       workers_.push_back(
           {Vector<T>::Zero(context.LocalDimension(i)), Vector<T>(context.LocalDimension(i))});
@@ -56,8 +54,8 @@ class Marina final : public ExchangingOptimizer<T> {
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
-    if (MarinaFullRound(ctx, p_)) {
-      full_stats_[static_cast<std::size_t>(worker)] = wire_.Send(g, out);  // g_i(x^k)
+    if (FullPrecisionAt(ctx)) {
+      this->SendFullPrecision(worker, g, out);  // g_i(x^k)
     } else {
       w.difference = g - w.previous;
       exchange_.Send(ctx, worker, w.difference, out);  // C_i(g_i(x^k) - g_i(x^{k-1}))
@@ -65,18 +63,8 @@ class Marina final : public ExchangingOptimizer<T> {
     w.previous = g;
   }
 
-  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
-                  Message& out) override {
-    if (MarinaFullRound(ctx, p_)) {
-      wire_.Reduce(chunk, received, out);
-    } else {
-      exchange_.Reduce(ctx, chunk, received, out);
-    }
-  }
-
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
-    full_ = MarinaFullRound(ctx, p_);
-    if (full_) {
+    if (this->AppliesFullPrecision(ctx)) {
       wire_.Receive(reply, g_);  // g = (1/n) sum_i g_i(x^k)
     } else {
       exchange_.Receive(reply, reply_);
@@ -87,47 +75,28 @@ class Marina final : public ExchangingOptimizer<T> {
   }
 
   bool SupportsHierarchy() const override { return false; }
-  void Split(const StepContext& ctx, int /*worker*/, const Message& whole,
-             std::vector<Message>& parts) override {
-    if (MarinaFullRound(ctx, p_)) {
-      wire_.Split(whole, parts);
-    } else {
-      exchange_.Split(whole, parts);
-    }
-  }
 
   void Persist(StateArchive& archive) override {
     archive.Each("worker", workers_, [&](Worker& w) { archive("previous", w.previous); });
     archive("g", g_);
-    archive("full", full_);
-    archive.Nested("exchange", exchange_);
-  }
-
-  const EncodeStats* LastEncode(int worker) const override {
-    if (!full_) return exchange_.LastEncode(worker);
-    return worker == kServer ? &wire_.server_stats()
-                             : &full_stats_[static_cast<std::size_t>(worker)];
-  }
-
-  // A full round compresses nothing.
-  const CompressionRecord<T>* LastCompression(int worker) const override {
-    return full_ ? nullptr : exchange_.LastCompression(worker);
+    this->PersistExchanges(archive);
   }
 
  private:
+  // The full rounds go over the full-precision wire.
+  bool FullPrecisionAt(const StepContext& ctx) const override { return MarinaFullRound(ctx, p_); }
+
   struct Worker {
     Vector<T> previous;    // g_i(x^{k-1}), the gradient of the worker's last step
     Vector<T> difference;  // scratch
   };
 
   double p_;
-  FullPrecisionWire<T> wire_;  // the full rounds
   std::vector<Worker> workers_;
   Vector<T> g_;      // g^k, as every replica keeps it
   Vector<T> reply_;  // scratch: the decoded mean of a compressed round
-  std::vector<EncodeStats> full_stats_;
-  bool full_ = false;  // whether the last step applied was a full round
-  using ExchangingOptimizer<T>::exchange_;
+  using PhasedExchangeOptimizer<T>::exchange_;
+  using PhasedExchangeOptimizer<T>::wire_;
 };
 
 }  // namespace

@@ -63,6 +63,12 @@ struct StepContext {
   }
 };
 
+// The rule on the factor of an exponential moving average (beta, beta1, beta2, momentum): in
+// [0, 1), since the convergence proofs divide by 1 - beta and beta = 1 would freeze the average
+// at its start. One constant for every optimizer's reader and for the premises and bound
+// calculators that state the same rule (theory/), so that none accepts what a run refuses.
+inline constexpr Interval kMovingAverageFactor{0.0, 1.0, false, true};
+
 // Worker index meaning "the aggregation point" in Observe and LastEncode.
 inline constexpr int kServer = -1;
 // Worker field of values that belong to no sender (a probe's run-wide series, the metrics); the

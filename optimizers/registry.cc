@@ -10,7 +10,7 @@
 #include "optimizers/lamb.h"
 #include "optimizers/local_sgd.h"
 #include "optimizers/marina.h"
-#include "optimizers/onebit_adam.h"
+#include "optimizers/one_bit_adam.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/sgd.h"
 #include "optimizers/sign_sgd.h"
@@ -28,8 +28,8 @@ const Registry<OptimizerInfo>& Optimizers() {
            "Kingma & Ba, ICLR 2015, Algorithm 1", &AdamFromOptions<float>,
            &AdamFromOptions<double>},
           {"adam-1bit-naive", "Adam (1-bit naive): Adam on the EF-compressed gradient",
-           "onebit-adam.txt Sec. 3.2, 4.2, 7.2", &AdamOnebitNaiveFromOptions<float>,
-           &AdamOnebitNaiveFromOptions<double>},
+           "onebit-adam.txt Sec. 3.2, 4.2, 7.2", &AdamOneBitNaiveFromOptions<float>,
+           &AdamOneBitNaiveFromOptions<double>},
           {"adamw", "AdamW: Adam with decoupled weight decay (default 0.01, as PyTorch's)",
            "Loshchilov & Hutter, ICLR 2019, Algorithm 2", &AdamFromOptions<float>,
            &AdamFromOptions<double>, 0.01},
@@ -78,13 +78,13 @@ const Registry<OptimizerInfo>& Optimizers() {
            &MarinaFromOptions<float>, &MarinaFromOptions<double>},
           {"onebit-adam", "1-bit Adam: Adam warmup, then frozen v and compressed momentum with EF",
            "onebit-adam.txt Algorithm 1 (lines 1-15), Sec. 4.3; ICML version Alg. 1",
-           &OnebitAdamFromOptions<float>, &OnebitAdamFromOptions<double>},
+           &OneBitAdamFromOptions<float>, &OneBitAdamFromOptions<double>},
           {"onebit-adam-fp32", "1-bit Adam (32-bits): the same schedule, momentum uncompressed",
-           "onebit-adam.txt Sec. 7.2", &OnebitAdamFp32FromOptions<float>,
-           &OnebitAdamFp32FromOptions<double>},
+           "onebit-adam.txt Sec. 7.2", &OneBitAdamFp32FromOptions<float>,
+           &OneBitAdamFp32FromOptions<double>},
           {"onebit-lamb", "1-bit LAMB: LAMB warmup, then 1-bit momentum, c = r c_avg",
-           "onebit-lamb.txt Algorithm 1, Sec. 4, App. A.5.1-A.5.2", &OnebitLambFromOptions<float>,
-           &OnebitLambFromOptions<double>},
+           "onebit-lamb.txt Algorithm 1, Sec. 4, App. A.5.1-A.5.2", &OneBitLambFromOptions<float>,
+           &OneBitLambFromOptions<double>},
           {"sgd", "SGD on the averaged fp gradient", "Robbins & Monro 1951", &SgdFromOptions<float>,
            &SgdFromOptions<double>},
           {"sgdm", "m = beta m + (1-beta) g on the averaged fp gradient",

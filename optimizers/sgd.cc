@@ -112,7 +112,7 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> SgdmFromOptions(OptionTable& options,
                                                          const OptimizerContext& context) {
   SgdmOptions o;
-  o.beta = options.GetDouble("beta", o.beta, Interval::ClosedOpen(0, 1));
+  o.beta = options.GetDouble("beta", o.beta, kMovingAverageFactor);
   return MakeSgdm<T>(o, context);
 }
 
@@ -126,7 +126,7 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> SgdmTorchFromOptions(OptionTable& options,
                                                               const OptimizerContext& context) {
   SgdmTorchOptions o;
-  o.momentum = options.GetDouble("momentum", o.momentum, Interval::ClosedOpen(0, 1));
+  o.momentum = options.GetDouble("momentum", o.momentum, kMovingAverageFactor);
   o.dampening = options.GetDouble("dampening", o.dampening, Interval{0, 1});
   o.nesterov = options.GetBool("nesterov", o.nesterov);
   if (o.nesterov && (o.momentum == 0 || o.dampening != 0)) {

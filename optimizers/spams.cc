@@ -235,8 +235,8 @@ class Spams final : public DistributedOptimizer<T> {
 
 SpamsOptions ReadSpamsOptions(OptionTable& options) {
   SpamsOptions o;
-  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
-  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
+  o.beta1 = options.GetDouble("beta1", o.beta1, kMovingAverageFactor);
+  o.beta2 = options.GetDouble("beta2", o.beta2, kMovingAverageFactor);
   o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
   return o;
 }

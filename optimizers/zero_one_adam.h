@@ -1,14 +1,8 @@
 // 0/1 Adam (Lu, Li, Zhang, De Sa, He, "Maximizing Communication Efficiency for Large-scale
 // Training via 0/1 Adam", ICLR 2023, arXiv 2202.06009), Algorithm 1 with the variance-update and
-// synchronisation policies of its experiments (DeepSpeed's zoadam.py, `ZeroOneAdam`).
-//
-// Sources, and what could be checked against them. The paper's body text (Algorithm 1, its line
-// numbers, Sec. 4's policies, Theorem 1) was not readable from here: only its abstract was. The
-// algorithm below follows the update equations of Algorithm 1 as restated by a secondary summary
-// (symbols m_{t+1/2}, x_{t+1/2}, u_{t+1/2}, u-bar, m_{t+1} = u-bar / sum gamma, x_{t+1} = x_{t'} -
-// u-bar / (sqrt(v) + eps)), DeepSpeed's implementation (deepspeed/runtime/fp16/onebit/zoadam.py),
-// and DeepSpeed's 0/1 Adam tutorial, which states the two policies as formulas in the paper's
-// notation (kappa, H). Comments cite the equations by their symbols, not by line numbers.
+// synchronisation policies of its experiments. Comments cite Algorithm 1's equations by their
+// symbols, not by line numbers. The sources, where they differ from this code, and measured
+// behaviour: docs/optimizers.md#zero-one-adam.
 //
 // Every replica holds v, the synchronised momentum m and x_{t'} (the model at the last
 // synchronisation: x itself, which Apply changes only when the workers synchronise); worker i
@@ -26,41 +20,29 @@
 //   otherwise:  a local step: the workers keep m_{t+1/2}, x_{t+1/2}, u_{t+1/2} and send nothing
 //               (an empty message: 0 bytes each way).
 // Choices where the sources differ or are silent:
-//   - At a step of T_v the update divides by the v just updated (v_{t+1}): zoadam.py updates
-//     exp_avg_sq before the step, as Adam does. Read with v_t, step 1 would divide by eps
-//     (v_0 = 0). eps goes outside the root (zoadam.py; the summary's sqrt(v_t) + eps) by default,
+//   - At a step of T_v the update divides by the v just updated (v_{t+1}), as Adam does: read
+//     with v_t, step 1 would divide by eps (v_0 = 0). eps goes outside the root by default,
 //     inside with eps_placement = "inside".
-//   - variance_sync: what moves m and x on a step of T_v. "full-precision" (default; zoadam.py,
-//     the code of the paper's experiments): the full-precision mean gradient also gives
-//     m = beta1 m + (1 - beta1) g-bar and Adam's step x -= gamma m / (sqrt(v) + eps), and no
-//     1-bit message is sent. Every step of T_v lies before the freeze, where every step
-//     synchronises (below), so u_t = 0 there and the mean gradient determines u-bar exactly:
-//     this is the sync of u without compression. With it, 0/1 Adam with T_v = {1..T_w} and
-//     T_u = every step is 1-bit Adam (onebit-adam, warmup T_w): bit for bit at a constant
-//     power-of-two step size (scaling u = gamma m by a power of two is exact, scaled sign
-//     included), to rounding otherwise (tests/zero_one_adam_test.cc). "one-bit" reads the
-//     summary's Algorithm 1 literally: the T_v all-reduce feeds v only and the step's u goes
-//     through the 1-bit sync as on any step of T_u, so such a step sends both (the raw gradient,
-//     then the 1-bit u). That compresses the momentum from step 1, while v is still near 0, and
+//   - variance_sync: what moves m and x on a step of T_v. "full-precision" (default): the
+//     full-precision mean gradient also gives m = beta1 m + (1 - beta1) g-bar and Adam's step
+//     x -= gamma m / (sqrt(v) + eps), and no 1-bit message is sent. Every step of T_v lies before
+//     the freeze, where every step synchronises (below), so u_t = 0 there and the mean gradient
+//     determines u-bar exactly: this is the sync of u without compression. With it, 0/1 Adam
+//     with T_v = {1..T_w} and T_u = every step is 1-bit Adam (onebit-adam, warmup T_w): bit for
+//     bit at a constant power-of-two step size (scaling u = gamma m by a power of two is exact,
+//     scaled sign included), to rounding otherwise (tests/zero_one_adam_test.cc). "one-bit"
+//     reads Algorithm 1 literally: the T_v all-reduce feeds v only and the step's u goes through
+//     the 1-bit sync as on any step of T_u, so such a step sends both (the raw gradient, then
+//     the 1-bit u). That compresses the momentum from step 1, while v is still near 0, and
 //     scaled sign gives every coordinate the same |m_j|, so coordinates with small v take huge
-//     steps: on runs/theory/zero-one-adam.toml's quadratic it ends 190 above f* (the default:
-//     0.013) and with local steps it blows up, and it sends more than 1-bit Adam.
-//   - Before the freeze DeepSpeed sends, on a step outside T_v, the 1-bit compressed gradient and
-//     updates m with it; here, as in Algorithm 1, it is the 1-bit u.
-// Policies (DeepSpeed tutorial, "k_j the step of the j-th update"):
+//     steps.
+// Policies (k_j the step of the j-th update):
 //   T_v: k_1 = 1, k_{j+1} - k_j = 2^floor(j / kappa) (kappa = var_update_scaler), up to
 //        var_freeze_step (= max T_v): kappa updates one step apart, then kappa two apart, ...
-//        zoadam.py instead updates when t % interval == 0; that agrees with the formula while each
-//        run of kappa updates ends on a multiple of the next interval (kappa = 16: up to step
-//        496) and departs after.
-//   T_u: every step up to var_freeze_step (zoadam.py takes no local steps before the freeze);
-//        then k_1 = var_freeze_step + 1, k_{j+1} - k_j = min(2^floor(j / local_step_scaler), H)
-//        with H = local_step_clipper, the largest interval (zoadam.py's docstring: "the variable H
-//        in the 0/1 Adam paper"; its code: interval = min(clipper, 2 interval)). The tutorial
-//        prints the cap inside the exponent, 2^min(floor(j / alpha), beta), which would make
-//        the default 16 an interval of 65536; the interval is capped here, as in the code.
-//        zoadam.py doubles its interval every local_step_scaler *steps* and syncs when
-//        t % interval == 0; the tutorial's formula counts synchronisations, as here.
+//   T_u: every step up to var_freeze_step; then k_1 = var_freeze_step + 1,
+//        k_{j+1} - k_j = min(2^floor(j / local_step_scaler), H) with H = local_step_clipper, the
+//        largest interval: the interval is capped, not the exponent, and it doubles with the
+//        number of synchronisations, not of steps.
 // Each step's message is what its kind needs, nothing else, no header (the schedule says which
 // parts a step has): [the raw gradient, d values of the run's precision, when t is in T_v]
 // [the 1-bit u (scaled sign: 8 ceil(d/8) + 32 bits) when t is in T_u and is not a
@@ -68,13 +50,13 @@
 // delta-bar)). Local steps send 0 bytes.
 //
 // One chunk only (SupportsChunks false): the message holds two differently encoded parts. The
-// error feedback is 1-bit Adam's classic one on both sides, in u-space; zoadam.py zeroes it at
-// the freeze because its messages change from gradients to u there, which does not happen here.
-// With a step size that changes, classic feedback on u = gamma m is 1-bit Adam's "scaled"
-// feedback on m (the error is carried in the previous step's units). x is the model of the last
-// sync, which Apply changes only at a sync; decoupled weight decay (optimizers/weight_decay.h)
-// shrinks it at every Apply, local steps included, and does not reach the replicas x^(i) (as
-// for local SGD); l2 decay acts on each replica's gradient.
+// error feedback is 1-bit Adam's classic one on both sides, in u-space, and is not reset at the
+// freeze: the messages are u before it and after. With a step size that changes, classic
+// feedback on u = gamma m is 1-bit Adam's "scaled" feedback on m (the error is carried in the
+// previous step's units). x is the model of the last sync, which Apply changes only at a sync;
+// decoupled weight decay (optimizers/weight_decay.h) shrinks it at every Apply, local steps
+// included, and does not reach the replicas x^(i) (as for local SGD); l2 decay acts on each
+// replica's gradient.
 #pragma once
 
 #include <cstdint>

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "core/error.h"
+#include "core/options.h"
+#include "optimizers/birder.h"
 
 namespace lemmalab {
 namespace {
@@ -82,10 +85,23 @@ TEST(BirderTheorem1, GrowsAsRhoShrinksAndIsVacuousAtZero) {
   EXPECT_EQ(r.c1, kVacuousBound);
 }
 
-TEST(BirderTheorem1, BetaOneIsVacuous) {
+// beta = 1 is no Birder run: the bound refuses it by the optimizer's own rule, as the premise
+// does, instead of answering for a run that cannot exist.
+TEST(BirderTheorem1, RefusesTheBetaTheOptimizerRefuses) {
   BirderConstants k = BirderExample();
   k.beta = 1;
-  EXPECT_EQ(BirderTheorem1(k, 10).bound, kVacuousBound);
+  try {
+    BirderTheorem1(k, 10);
+    ADD_FAILURE() << "beta = 1 accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("beta must be in [0, 1), got 1"), std::string::npos)
+        << e.what();
+  }
+  k.beta = 0.999;
+  EXPECT_TRUE(std::isfinite(BirderTheorem1(k, 10).bound));
+  OptionTable birder("optimizer 'birder'", "spec.toml:3");
+  birder.Set("beta", {1.0, "spec.toml:4"});
+  EXPECT_THROW(ReadBirderOptions(birder), UserError);
 }
 
 // bound sqrt(T) / (1 + ln T) = C2 + C1 / (1 + ln T): decreases to C2, the gap exactly C1/(1+ln T).

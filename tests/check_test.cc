@@ -453,7 +453,7 @@ TEST(BirderChecks, ErrorNormAndTheoremPreconditions) {
 
 // 1-bit Adam's Theorem 1 from hand-built series: the bound is exactly OneBitAdamTheorem1 at the
 // run's constants, a left-hand side 1000 times larger is violated, a varying rate inconclusive.
-TEST(OnebitTheoremCheck, BoundFromTheRunsConstants) {
+TEST(OneBitTheoremCheck, BoundFromTheRunsConstants) {
   RunEvidence run;
   run.label = "onebit-adam";
   run.optimizer = "onebit-adam";
@@ -511,7 +511,7 @@ TEST(OnebitTheoremCheck, BoundFromTheRunsConstants) {
 // 1-bit LAMB's Theorem 1 reads the compression phase as 1-bit Adam's does, with the step
 // gamma c_(t-1): the bound is OneBitLambTheorem1 at the run's constants and c's range, and its
 // proof's premise is one c over the phase and the layers.
-TEST(OnebitTheoremCheck, LambBoundAndItsConstantCoefficientPremise) {
+TEST(OneBitTheoremCheck, LambBoundAndItsConstantCoefficientPremise) {
   RunEvidence run;
   run.label = "onebit-lamb";
   run.optimizer = "onebit-lamb";

@@ -139,7 +139,7 @@ TEST(SchemeVolume, DenseAllreduceMovesTwoNMinusOneOverNOfTheVector) {
 // the volume falls to w + (1 - w)/16 of fp16 all-reduce. Counted exactly, a compressed step also
 // carries one fp32 scale per chunk message: 2(n-1)(4 + d/(8n)) bytes per worker against
 // 2(n-1) 2d/n for fp16, i.e. (1 + 32n/d)/16 of it.
-TEST(SchemeVolume, OnebitAdamEndToEndReductionFollowsTheWarmupFraction) {
+TEST(SchemeVolume, OneBitAdamEndToEndReductionFollowsTheWarmupFraction) {
   const int n = 4;
   const std::int64_t d = kChunkAlign * n * 64;
   const std::int64_t steps = 20;
@@ -152,9 +152,9 @@ TEST(SchemeVolume, OnebitAdamEndToEndReductionFollowsTheWarmupFraction) {
     std::vector<EndpointTraffic> per_worker;
     s.Run(steps, &per_worker);
     const std::int64_t fp16_step = 2 * (n - 1) * 2 * d / n;
-    const std::int64_t onebit_step = 2 * (n - 1) * (4 + d / (8 * n));
+    const std::int64_t one_bit_step = 2 * (n - 1) * (4 + d / (8 * n));
     for (const EndpointTraffic& w : per_worker) {
-      EXPECT_EQ(w.sent.total(), warmup * fp16_step + (steps - warmup) * onebit_step);
+      EXPECT_EQ(w.sent.total(), warmup * fp16_step + (steps - warmup) * one_bit_step);
     }
     const double ratio =
         static_cast<double>(per_worker[0].sent.total()) / static_cast<double>(steps * fp16_step);
@@ -185,10 +185,10 @@ TEST(SchemeEquivalence, FullPrecisionOptimizersAgreeAcrossFlatSchemes) {
 // With the identity compressor the chunk servers' re-compression is exact, so the compressed
 // all-reduce reduces to the parameter server, bit for bit.
 TEST(SchemeEquivalence, IdentityCompressedAllreduceEqualsParameterServer) {
-  const std::string onebit =
+  const std::string one_bit =
       "name = \"onebit-adam\"\nwarmup_steps = 2\ncompressor = { name = \"identity\" }";
-  Scenario ps(700, 4, onebit, "");
-  Scenario reduce(700, 4, onebit, "scheme = \"compressed-allreduce\"");
+  Scenario ps(700, 4, one_bit, "");
+  Scenario reduce(700, 4, one_bit, "scheme = \"compressed-allreduce\"");
   ps.Run(6);
   reduce.Run(6);
   EXPECT_EQ(ps.x, reduce.x);

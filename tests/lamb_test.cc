@@ -1,4 +1,4 @@
-// LAMB (onebit-lamb.txt Eq. 1) and 1-bit LAMB (Algorithm 1, App. A.5.2), step by step against
+// LAMB (one_bit-lamb.txt Eq. 1) and 1-bit LAMB (Algorithm 1, App. A.5.2), step by step against
 // values computed by hand (independently, in Python with the papers' formulas; the literals below
 // are its output) and against Adam and LAMB where one reduces to the other.
 #include "optimizers/lamb.h"
@@ -157,62 +157,62 @@ TEST(LambTest, ZeroNormRules) {
   }
 }
 
-OnebitLambOptions OnebitOptions(std::int64_t warmup_steps) {
-  OnebitLambOptions o;
+OneBitLambOptions OneBitOptions(std::int64_t warmup_steps) {
+  OneBitLambOptions o;
   o.warmup_steps = warmup_steps;
   return o;
 }
 
 // Line 2: the first T_w steps are LAMB of Eq. (1) on the averaged gradient (same m, v, c, x
 // bit for bit); step T_w + 1 sends 1-bit messages.
-TEST(OnebitLambTest, WarmupIsLamb) {
-  const OnebitLambOptions o = OnebitOptions(3);
-  auto onebit = MakeOnebitLamb<double>(o, ScaledSignExchange(), ThreeLayers(2));
+TEST(OneBitLambTest, WarmupIsLamb) {
+  const OneBitLambOptions o = OneBitOptions(3);
+  auto one_bit = MakeOneBitLamb<double>(o, ScaledSignExchange(), ThreeLayers(2));
   auto lamb = MakeLamb<double>(o.lamb, ThreeLayers(2));
   Eigen::VectorXd x = kX0, y = kX0;
   std::vector<Message> up;
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], x, kSeed, &up);
+    Step(*one_bit, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], x, kSeed, &up);
     Step(*lamb, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], y, kSeed);
     EXPECT_EQ(x, y) << "t = " << t;
     for (const Quantity q : {Quantity::kMomentum, Quantity::kVariance, Quantity::kLayerScale}) {
-      EXPECT_EQ(*onebit->Observe(q, kServer), *lamb->Observe(q, kServer)) << "t = " << t;
+      EXPECT_EQ(*one_bit->Observe(q, kServer), *lamb->Observe(q, kServer)) << "t = " << t;
     }
     EXPECT_EQ(up[0].bits(), 4 * 64) << "full precision during warmup";
   }
-  EXPECT_EQ(*onebit->Observe(Quantity::kFrozenVariance, kServer),
+  EXPECT_EQ(*one_bit->Observe(Quantity::kFrozenVariance, kServer),
             *lamb->Observe(Quantity::kVariance, kServer))
       << "line 3: v_Tw stored at the end of step T_w";
-  Step(*onebit, 4, 0.1, kGradients[0], x, kSeed, &up);
+  Step(*one_bit, 4, 0.1, kGradients[0], x, kSeed, &up);
   EXPECT_EQ(up[0].bits(), 8 + 32) << "scaled sign: 4 sign bits (one byte) and a float32 scale";
-  EXPECT_NE(onebit->LastEncode(0), nullptr);
+  EXPECT_NE(one_bit->LastEncode(0), nullptr);
 }
 
 // Line 2's c_avg = beta3 c_avg + (1 - beta3) c_t at every warmup step, then frozen (line 3).
 // With r_min = r_max = 1, c_t = r c_avg = c_avg after warmup, which makes c_avg visible.
 // The warmup c_t are those of LambTest.ThreeStepsByHand: (0.3, 0.158..., 0.01), (0.3, 0.3, 0.01).
-TEST(OnebitLambTest, ScaleAverageIsTrackedDuringWarmupThenFrozen) {
-  OnebitLambOptions o = OnebitOptions(2);
+TEST(OneBitLambTest, ScaleAverageIsTrackedDuringWarmupThenFrozen) {
+  OneBitLambOptions o = OneBitOptions(2);
   o.r_min = o.r_max = 1;
-  auto onebit = MakeOnebitLamb<double>(o, ScaledSignExchange(), ThreeLayers(2));
+  auto one_bit = MakeOneBitLamb<double>(o, ScaledSignExchange(), ThreeLayers(2));
   Eigen::VectorXd x = kX0;
-  Step(*onebit, 1, 0.1, kGradients[0], x, kSeed);
-  Step(*onebit, 2, 0.1, kGradients[1], x, kSeed);
+  Step(*one_bit, 1, 0.1, kGradients[0], x, kSeed);
+  Step(*one_bit, 2, 0.1, kGradients[1], x, kSeed);
   // c_avg = 0.9 (0.1 c_1) + 0.1 c_2.
   const Eigen::VectorXd c_avg =
       Vec({0.056999999999999995, 0.04423204947075771, 0.0019000000000000002});
   for (std::int64_t t = 3; t <= 4; ++t) {
-    Step(*onebit, t, 0.1, kGradients[2], x, kSeed);
-    EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerScale, kServer), c_avg, 1e-15))
+    Step(*one_bit, t, 0.1, kGradients[2], x, kSeed);
+    EXPECT_TRUE(Near(*one_bit->Observe(Quantity::kLayerScale, kServer), c_avg, 1e-15))
         << "t = " << t;
-    EXPECT_EQ(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({1, 1, 1}));
+    EXPECT_EQ(*one_bit->Observe(Quantity::kLayerRatio, kServer), Vec({1, 1, 1}));
   }
 }
 
 // Two layers (sizes 2 and 1), two workers, T_w = 2, beta2 = 0.5 (so variances move fast),
 // r_max = 1.05, identity compression both ways (errors stay 0) and no momentum scaling.
-OnebitLambOptions ClipOptions() {
-  OnebitLambOptions o = OnebitOptions(2);
+OneBitLambOptions ClipOptions() {
+  OneBitLambOptions o = OneBitOptions(2);
   o.lamb.beta2 = 0.5;
   o.r_max = 1.05;
   o.momentum_scaling = false;
@@ -235,32 +235,32 @@ const std::vector<std::vector<Eigen::VectorXd>> kClipGradients = {
 //   t = 4: layer 1 raw 0.088 -> line 18: 0.81; layer 2 raw 1.0899 is inside line 18's
 //          [0.917, 1.121] and line 19 clips it to r_max = 1.05.
 // The update divides by sqrt(v_Tw) + eta (see lamb.cc on line 21).
-TEST(OnebitLambTest, AfterWarmupRatioFollowsFreshVarianceThroughBothClips) {
-  auto onebit = MakeOnebitLamb<double>(ClipOptions(), IdentityExchange(), TwoLayers(2));
+TEST(OneBitLambTest, AfterWarmupRatioFollowsFreshVarianceThroughBothClips) {
+  auto one_bit = MakeOneBitLamb<double>(ClipOptions(), IdentityExchange(), TwoLayers(2));
   Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
-  Step(*onebit, 1, 0.05, kClipGradients[0], x, kSeed);
-  Step(*onebit, 2, 0.05, kClipGradients[1], x, kSeed);
-  EXPECT_TRUE(Near(*onebit->Observe(Quantity::kFrozenVariance, kServer),
+  Step(*one_bit, 1, 0.05, kClipGradients[0], x, kSeed);
+  Step(*one_bit, 2, 0.05, kClipGradients[1], x, kSeed);
+  EXPECT_TRUE(Near(*one_bit->Observe(Quantity::kFrozenVariance, kServer),
                    Vec({0.027500000000000004, 0.09000000000000001, 0.030000000000000006}), 1e-15));
   EXPECT_TRUE(Near(x, Vec({0.9945319339132765, -2.0050212956770315, 0.4945878171218437}), 1e-15));
 
   // The reconstruction (m_t - beta1 m_{t-1}) / (1 - beta1) cancels: rounding of m (~1e-17 here)
   // is amplified by 1 / (1 - beta1) = 10, hence 1e-14.
-  Step(*onebit, 3, 0.05, kClipGradients[2], x, kSeed);
-  EXPECT_TRUE(Near(*onebit->Observe(Quantity::kVariance, kServer),
+  Step(*one_bit, 3, 0.05, kClipGradients[2], x, kSeed);
+  EXPECT_TRUE(Near(*one_bit->Observe(Quantity::kVariance, kServer),
                    Vec({2.01375, 2.045, 0.02945000000000001}), 1e-14));
-  EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({0.9, 1.0186757215619693}),
-                   1e-14));
-  EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerScale, kServer),
+  EXPECT_TRUE(Near(*one_bit->Observe(Quantity::kLayerRatio, kServer),
+                   Vec({0.9, 1.0186757215619693}), 1e-14));
+  EXPECT_TRUE(Near(*one_bit->Observe(Quantity::kLayerScale, kServer),
                    Vec({0.051299999999999985, 0.05806451612903223}), 1e-14));
   EXPECT_TRUE(Near(x, Vec({0.990923380463476, -2.0037576098893175, 0.49372961883780675}), 1e-14));
-  EXPECT_EQ(*onebit->Observe(Quantity::kWorkerError, 0), Eigen::VectorXd::Zero(3));
+  EXPECT_EQ(*one_bit->Observe(Quantity::kWorkerError, 0), Eigen::VectorXd::Zero(3));
 
-  Step(*onebit, 4, 0.05, kClipGradients[3], x, kSeed);
-  EXPECT_TRUE(Near(*onebit->Observe(Quantity::kVariance, kServer),
+  Step(*one_bit, 4, 0.05, kClipGradients[3], x, kSeed);
+  EXPECT_TRUE(Near(*one_bit->Observe(Quantity::kVariance, kServer),
                    Vec({1.006875, 1.0225, 0.02752500000000001}), 1e-14));
-  EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({0.81, 1.05}), 1e-14));
-  EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerScale, kServer),
+  EXPECT_TRUE(Near(*one_bit->Observe(Quantity::kLayerRatio, kServer), Vec({0.81, 1.05}), 1e-14));
+  EXPECT_TRUE(Near(*one_bit->Observe(Quantity::kLayerScale, kServer),
                    Vec({0.04616999999999999, 0.05984999999999998}), 1e-14));
   EXPECT_TRUE(Near(x, Vec({0.9880004521691375, -2.0027340244012692, 0.4926570560317656}), 1e-14));
 }
@@ -269,69 +269,69 @@ TEST(OnebitLambTest, AfterWarmupRatioFollowsFreshVarianceThroughBothClips) {
 // line 18's band around r_prev misses [r_min, r_max]: at the first compressed step r_prev = 1
 // (line 1), outside [0.5, 0.8] here. Line 18 gives [0.9, 1.1] and line 19 then 0.8; the other
 // order (DeepSpeed's) would end at 0.9 > r_max.
-TEST(OnebitLambTest, RangeClipComesLast) {
-  OnebitLambOptions o = ClipOptions();
+TEST(OneBitLambTest, RangeClipComesLast) {
+  OneBitLambOptions o = ClipOptions();
   o.r_max = 0.8;
-  auto onebit = MakeOnebitLamb<double>(o, IdentityExchange(), TwoLayers(2));
+  auto one_bit = MakeOneBitLamb<double>(o, IdentityExchange(), TwoLayers(2));
   Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, kSeed);
+    Step(*one_bit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, kSeed);
   }
-  EXPECT_EQ(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({0.8, 0.8}));
+  EXPECT_EQ(*one_bit->Observe(Quantity::kLayerRatio, kServer), Vec({0.8, 0.8}));
 }
 
 // DeepSpeed's ratio, max (sqrt(v_Tw) + eta) / (sqrt(v_fresh) + eta), on the run above at t = 3:
 // layer 1 raw 0.2098 -> 0.9 (line 18), layer 2 raw 1.00929 (the square root of the paper's
 // 1.0187, softened by eta).
-TEST(OnebitLambTest, DenominatorRatioOption) {
-  OnebitLambOptions o = ClipOptions();
-  o.ratio = OnebitLambRatio::kDenominator;
-  auto onebit = MakeOnebitLamb<double>(o, IdentityExchange(), TwoLayers(2));
+TEST(OneBitLambTest, DenominatorRatioOption) {
+  OneBitLambOptions o = ClipOptions();
+  o.ratio = OneBitLambRatio::kDenominator;
+  auto one_bit = MakeOneBitLamb<double>(o, IdentityExchange(), TwoLayers(2));
   Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, kSeed);
+    Step(*one_bit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, kSeed);
   }
-  EXPECT_TRUE(Near(*onebit->Observe(Quantity::kLayerRatio, kServer), Vec({0.9, 1.0092946112174959}),
-                   1e-14));
+  EXPECT_TRUE(Near(*one_bit->Observe(Quantity::kLayerRatio, kServer),
+                   Vec({0.9, 1.0092946112174959}), 1e-14));
 }
 
 // A layer whose gradient is always 0 has v_fresh = 0: line 17 has no defined element, so r
 // keeps r_prev (1), nothing is NaN, and the layer does not move. (Identity compression: a 1-bit
 // message cannot carry a zero, so under scaled sign the layer's momentum is not 0; DeepSpeed
 // masks such coordinates with exp_avg_mask.)
-TEST(OnebitLambTest, DeadLayerKeepsPreviousRatio) {
-  auto onebit = MakeOnebitLamb<double>(ClipOptions(), IdentityExchange(), TwoLayers(2));
+TEST(OneBitLambTest, DeadLayerKeepsPreviousRatio) {
+  auto one_bit = MakeOneBitLamb<double>(ClipOptions(), IdentityExchange(), TwoLayers(2));
   Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
   for (std::int64_t t = 1; t <= 5; ++t) {
     std::vector<Eigen::VectorXd> g = kClipGradients[static_cast<std::size_t>(t - 1) % 4];
     for (Eigen::VectorXd& gi : g) gi[2] = 0;
-    Step(*onebit, t, 0.05, g, x, kSeed);
+    Step(*one_bit, t, 0.05, g, x, kSeed);
   }
-  EXPECT_EQ((*onebit->Observe(Quantity::kLayerRatio, kServer))[1], 1.0);
+  EXPECT_EQ((*one_bit->Observe(Quantity::kLayerRatio, kServer))[1], 1.0);
   EXPECT_EQ(x[2], 0.5);
   EXPECT_TRUE(x.allFinite());
   // The dead layer's c_avg: ||u|| = 0 < ||x|| gives c_max at both warmup steps (convention 8):
   // c_avg = 0.9 (0.1 0.3) + 0.1 0.3 = 0.057.
-  EXPECT_NEAR((*onebit->Observe(Quantity::kLayerScale, kServer))[1], 0.057, 1e-15);
+  EXPECT_NEAR((*one_bit->Observe(Quantity::kLayerScale, kServer))[1], 0.057, 1e-15);
 }
 
 // App. A.5.2 by hand: m_Tw = (0.037, 0.058, 0.038) after the warmup of kClipGradients;
 // s_1 = ||(0.037, 0.058)|| / sqrt(2), s_2 = 0.038, s_avg = (s_1 + s_2) / 2, k_l = s_avg / s_l.
 // With identity compression the worker message is exactly k_l m^(i) per layer.
-TEST(OnebitLambTest, MomentumScaleCoefficientsByHand) {
-  OnebitLambOptions o = ClipOptions();
+TEST(OneBitLambTest, MomentumScaleCoefficientsByHand) {
+  OneBitLambOptions o = ClipOptions();
   o.momentum_scaling = true;
-  auto onebit = MakeOnebitLamb<double>(o, IdentityExchange(), TwoLayers(2));
+  auto one_bit = MakeOneBitLamb<double>(o, IdentityExchange(), TwoLayers(2));
   Eigen::VectorXd x = Vec({1.0, -2.0, 0.5});
   std::vector<Message> up;
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, kSeed, &up);
+    Step(*one_bit, t, 0.05, kClipGradients[static_cast<std::size_t>(t - 1)], x, kSeed, &up);
   }
   const double k1 = 0.8905713173549977, k2 = 1.1400879657344891;
   for (int i = 0; i < 2; ++i) {
     Eigen::VectorXd sent(3);
     MakeIdentity<double>()->Decode(up[static_cast<std::size_t>(i)], sent);
-    const Eigen::VectorXd& m = *onebit->Observe(Quantity::kMomentum, i);
+    const Eigen::VectorXd& m = *one_bit->Observe(Quantity::kMomentum, i);
     EXPECT_TRUE(Near(sent, Vec({k1 * m[0], k1 * m[1], k2 * m[2]}), 1e-15)) << "worker " << i;
   }
 }
@@ -340,17 +340,17 @@ TEST(OnebitLambTest, MomentumScaleCoefficientsByHand) {
 // per step, hence 1e-14 over six steps. Likewise the two local-momentum conventions agree
 // (the mean of the workers' own momenta is the synchronised m by linearity), and differ once
 // the scaled sign makes the synchronised m differ from the mean.
-TEST(OnebitLambTest, ScalingAndLocalMomentumCancelUnderIdentity) {
-  OnebitLambOptions plain = ClipOptions();
-  OnebitLambOptions scaled = plain;
+TEST(OneBitLambTest, ScalingAndLocalMomentumCancelUnderIdentity) {
+  OneBitLambOptions plain = ClipOptions();
+  OneBitLambOptions scaled = plain;
   scaled.momentum_scaling = true;
-  OnebitLambOptions own = plain;
+  OneBitLambOptions own = plain;
   own.local_momentum = LocalMomentum::kOwn;
-  auto a = MakeOnebitLamb<double>(plain, IdentityExchange(), TwoLayers(2));
-  auto b = MakeOnebitLamb<double>(scaled, IdentityExchange(), TwoLayers(2));
-  auto c = MakeOnebitLamb<double>(own, IdentityExchange(), TwoLayers(2));
-  auto d = MakeOnebitLamb<double>(plain, ScaledSignExchange(), TwoLayers(2));
-  auto e = MakeOnebitLamb<double>(own, ScaledSignExchange(), TwoLayers(2));
+  auto a = MakeOneBitLamb<double>(plain, IdentityExchange(), TwoLayers(2));
+  auto b = MakeOneBitLamb<double>(scaled, IdentityExchange(), TwoLayers(2));
+  auto c = MakeOneBitLamb<double>(own, IdentityExchange(), TwoLayers(2));
+  auto d = MakeOneBitLamb<double>(plain, ScaledSignExchange(), TwoLayers(2));
+  auto e = MakeOneBitLamb<double>(own, ScaledSignExchange(), TwoLayers(2));
   Eigen::VectorXd xa = Vec({1.0, -2.0, 0.5}), xb = xa, xc = xa, xd = xa, xe = xa;
   for (std::int64_t t = 1; t <= 6; ++t) {
     const auto& g = kClipGradients[static_cast<std::size_t>(t - 1) % 4];
@@ -367,28 +367,28 @@ TEST(OnebitLambTest, ScalingAndLocalMomentumCancelUnderIdentity) {
 }
 
 // T_w = 0: no warmup, c_avg stays 0 (line 1), so x never moves; nothing is NaN.
-TEST(OnebitLambTest, NoWarmupNeverMoves) {
-  auto onebit = MakeOnebitLamb<double>(OnebitOptions(0), ScaledSignExchange(), ThreeLayers(2));
+TEST(OneBitLambTest, NoWarmupNeverMoves) {
+  auto one_bit = MakeOneBitLamb<double>(OneBitOptions(0), ScaledSignExchange(), ThreeLayers(2));
   Eigen::VectorXd x = kX0;
   for (std::int64_t t = 1; t <= 3; ++t) {
-    Step(*onebit, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], x, kSeed);
+    Step(*one_bit, t, 0.1, kGradients[static_cast<std::size_t>(t - 1)], x, kSeed);
   }
   EXPECT_EQ(x, kX0);
-  EXPECT_EQ(*onebit->Observe(Quantity::kLayerScale, kServer), Vec({0, 0, 0}));
+  EXPECT_EQ(*one_bit->Observe(Quantity::kLayerScale, kServer), Vec({0, 0, 0}));
 }
 
 // Every option is valid at its default (`lemmalab list` builds from an empty table).
 TEST(LambOptionsTest, BuildFromEmptyTables) {
   OptionTable lamb("optimizer 'lamb'", "");
   EXPECT_NE(LambFromOptions<float>(lamb, {8, 2}), nullptr);
-  OptionTable onebit("optimizer 'onebit-lamb'", "");
-  EXPECT_NE(OnebitLambFromOptions<double>(onebit, {8, 2}), nullptr);
+  OptionTable one_bit("optimizer 'onebit-lamb'", "");
+  EXPECT_NE(OneBitLambFromOptions<double>(one_bit, {8, 2}), nullptr);
 }
 
 // The message of building `lamb` or `onebit-lamb` through the registry with one option set.
 template <typename V>
-std::string LambError(const std::string& key, V value, bool onebit = false) {
-  const std::string name = onebit ? "onebit-lamb" : "lamb";
+std::string LambError(const std::string& key, V value, bool one_bit = false) {
+  const std::string name = one_bit ? "onebit-lamb" : "lamb";
   OptionTable t("optimizer '" + name + "'", "spec.toml:1:1");
   t.Set("name", {name, "spec.toml:1:8"});
   t.Set(key, {std::move(value), "spec.toml:2:5"});

@@ -242,7 +242,7 @@ TEST(NetworkOptions, TheGettersDescribeEveryKeyAndCatchTypos) {
 
 // Where compression pays. A ResNet-50-sized gradient (P = 25M parameters) over n = 8 endpoints:
 // a dense fp32 ring all-reduce moves 2(n-1)/n * 4P = 1.75e8 bytes per endpoint in one pass; a
-// 1-bit compressed all-reduce (onebit-adam.txt Sec. 6: all-to-all, then all-gather) moves
+// 1-bit compressed all-reduce (one_bit-adam.txt Sec. 6: all-to-all, then all-gather) moves
 // (n-1)/n * P/8 = 2734375 bytes per endpoint in each of its two rounds.
 constexpr std::int64_t kParameters = 25'000'000;
 constexpr int kEndpoints = 8;
@@ -281,38 +281,38 @@ TEST(NetworkCompression, PaysOverEthernetAndNotOverNVLink) {
   // 10 GbE between nodes: 1e-5 + 1.75e8/1.25e9 = 0.14001 s against 2(1e-5 + 2734375/1.25e9) =
   // 4.395e-3 s, a factor 31.9 (32 in bytes, less the latencies).
   const double dense_eth = m.StepSeconds(DenseAllReduce(LinkClass::kInterNode));
-  const double onebit_eth = m.StepSeconds(OneBitAllReduce(LinkClass::kInterNode));
+  const double one_bit_eth = m.StepSeconds(OneBitAllReduce(LinkClass::kInterNode));
   EXPECT_DOUBLE_EQ(dense_eth, 0.14001);
-  EXPECT_DOUBLE_EQ(onebit_eth, 4.395e-3);
-  EXPECT_GT(dense_eth, 25 * onebit_eth);
-  EXPECT_LT(dense_eth, 32 * onebit_eth);
+  EXPECT_DOUBLE_EQ(one_bit_eth, 4.395e-3);
+  EXPECT_GT(dense_eth, 25 * one_bit_eth);
+  EXPECT_LT(dense_eth, 32 * one_bit_eth);
 
   // NVLink inside a node: 1e-6 + 1.75e8/3e11 = 0.584 ms and 2(1e-6 + 2734375/3e11) = 0.020 ms,
   // both below 1 ms: there is hardly any communication time left to save.
   const double dense_nvl = m.StepSeconds(DenseAllReduce(LinkClass::kIntraNode));
-  const double onebit_nvl = m.StepSeconds(OneBitAllReduce(LinkClass::kIntraNode));
+  const double one_bit_nvl = m.StepSeconds(OneBitAllReduce(LinkClass::kIntraNode));
   EXPECT_NEAR(dense_nvl, 5.843333333e-4, 1e-12);
-  EXPECT_NEAR(onebit_nvl, 2.0229167e-5, 1e-12);
+  EXPECT_NEAR(one_bit_nvl, 2.0229167e-5, 1e-12);
   EXPECT_LT(dense_nvl, 1e-3);
-  EXPECT_LT(onebit_nvl, 1e-3);
+  EXPECT_LT(one_bit_nvl, 1e-3);
 
   // Birder's compression and decompression take about 15 ms per step for ResNet-50
   // (birder.txt line 245). Over 10 GbE the saved 136 ms pay for it many times; over NVLink the
   // saved 0.56 ms do not, which is why on one node SGDM is slightly faster than Birder (ibid.).
   constexpr double kCompressionSeconds = 15e-3;
-  EXPECT_GT(dense_eth - onebit_eth, kCompressionSeconds);
-  EXPECT_LT(dense_nvl - onebit_nvl, kCompressionSeconds);
+  EXPECT_GT(dense_eth - one_bit_eth, kCompressionSeconds);
+  EXPECT_LT(dense_nvl - one_bit_nvl, kCompressionSeconds);
 }
 
 TEST(NetworkCompression, OneBitOverEthernetBeatsDenseOverInfiniBand) {
   // birder.txt line 850: Birder's throughput on 10 Gbps Ethernet can match SGDM/Adam's on
   // 200 Gbps InfiniBand. In the model: 4.395 ms against 1e-6 + 1.75e8/2.5e10 = 7.001 ms.
-  const double onebit_eth =
+  const double one_bit_eth =
       Model("10GbE", "nvlink").StepSeconds(OneBitAllReduce(LinkClass::kInterNode));
   const double dense_ib =
       Model("200Gb-IB", "nvlink").StepSeconds(DenseAllReduce(LinkClass::kInterNode));
   EXPECT_DOUBLE_EQ(dense_ib, 7.001e-3);
-  EXPECT_LT(onebit_eth, dense_ib);
+  EXPECT_LT(one_bit_eth, dense_ib);
   // The dense all-reduce gains from the faster link what the model says it should: 20x the
   // bandwidth, a factor (1e-5 + 0.14)/(1e-6 + 0.007) = 19.9986 in time (the latencies differ).
   const double dense_eth =
@@ -327,8 +327,8 @@ TEST(NetworkCompression, OneBitOverEthernetBeatsDenseOverInfiniBand) {
   slow.Set("inter_bandwidth_gbps", {4.1, ""});
   const NetworkModel ethernet = NetworkFromOptions(slow);
   EXPECT_DOUBLE_EQ(ethernet.inter.bandwidth_bytes_per_s, 5.125e8);
-  const double onebit_slow = ethernet.StepSeconds(OneBitAllReduce(LinkClass::kInterNode));
-  EXPECT_NEAR(onebit_slow, 0.0106907317073, 1e-12);
+  const double one_bit_slow = ethernet.StepSeconds(OneBitAllReduce(LinkClass::kInterNode));
+  EXPECT_NEAR(one_bit_slow, 0.0106907317073, 1e-12);
   std::vector<RoundTraffic> fp16 = DenseAllReduce(LinkClass::kInterNode);
   for (EndpointTraffic& e : fp16[0].endpoints) {
     e.sent.inter /= 2;
@@ -336,8 +336,8 @@ TEST(NetworkCompression, OneBitOverEthernetBeatsDenseOverInfiniBand) {
   }
   const double dense_fp16_ib = Model("100Gb-IB", "nvlink").StepSeconds(fp16);
   EXPECT_DOUBLE_EQ(dense_fp16_ib, 7.001e-3);
-  EXPECT_GT(onebit_slow, dense_fp16_ib);
-  EXPECT_LT(onebit_slow, 2 * dense_fp16_ib);
+  EXPECT_GT(one_bit_slow, dense_fp16_ib);
+  EXPECT_LT(one_bit_slow, 2 * dense_fp16_ib);
 }
 
 }  // namespace

@@ -342,7 +342,7 @@ TEST(ZeroOneAdam, EveryStepInTvAndTuWithoutCompressionIsAdam) {
 // server's mean), so the runs agree bit for bit, with 0/1 Adam's errors gamma times 1-bit
 // Adam's. With the identity and variance_sync "one-bit" every step of the warmup goes through
 // the (exact) 1-bit path instead: 1-bit Adam (32-bits) to 1e-14.
-TEST(ZeroOneAdam, IsOnebitAdamWithTvTheWarmupAndEveryStepSynced) {
+TEST(ZeroOneAdam, IsOneBitAdamWithTvTheWarmupAndEveryStepSynced) {
   const int n = 3;
   const Eigen::Index d = 5;
   const std::int64_t warmup = 3;
@@ -353,37 +353,37 @@ TEST(ZeroOneAdam, IsOnebitAdamWithTvTheWarmupAndEveryStepSynced) {
                         {"local_step_clipper", Int(1)},
                         {"variance_sync", Str("full-precision")}},
                        {d, n});
-  auto onebit = MakeNamed("onebit-adam", {{"warmup_steps", Int(warmup)}}, {d, n});
+  auto one_bit = MakeNamed("onebit-adam", {{"warmup_steps", Int(warmup)}}, {d, n});
   Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, 1, 3), y = x;
   for (std::int64_t t = 1; t <= 12; ++t) {
-    std::vector<Message> up_zoa, up_onebit;
-    Message down_zoa, down_onebit;
+    std::vector<Message> up_zoa, up_one_bit;
+    Message down_zoa, down_one_bit;
     Step<double>(*zoa, t, gamma, SmoothGradients(t, n, d), x, testing::kStepSeed, &up_zoa,
                  &down_zoa);
-    Step<double>(*onebit, t, gamma, SmoothGradients(t, n, d), y, testing::kStepSeed, &up_onebit,
-                 &down_onebit);
+    Step<double>(*one_bit, t, gamma, SmoothGradients(t, n, d), y, testing::kStepSeed, &up_one_bit,
+                 &down_one_bit);
     EXPECT_EQ(x, y) << "t = " << t;
     EXPECT_EQ(*zoa->Observe(Quantity::kMomentum, kServer),
-              *onebit->Observe(Quantity::kMomentum, kServer))
+              *one_bit->Observe(Quantity::kMomentum, kServer))
         << "t = " << t;
     EXPECT_EQ(*zoa->Observe(Quantity::kVariance, kServer),
-              *onebit->Observe(Quantity::kVariance, kServer));
-    ASSERT_EQ(up_zoa.size(), up_onebit.size());
+              *one_bit->Observe(Quantity::kVariance, kServer));
+    ASSERT_EQ(up_zoa.size(), up_one_bit.size());
     for (std::size_t i = 0; i < up_zoa.size(); ++i) {
-      EXPECT_EQ(up_zoa[i].bytes.size(), up_onebit[i].bytes.size()) << "t = " << t;
+      EXPECT_EQ(up_zoa[i].bytes.size(), up_one_bit[i].bytes.size()) << "t = " << t;
     }
-    EXPECT_EQ(down_zoa.bytes.size(), down_onebit.bytes.size());
+    EXPECT_EQ(down_zoa.bytes.size(), down_one_bit.bytes.size());
     if (t > warmup) {
       for (int i = 0; i < n; ++i) {
         EXPECT_EQ(*zoa->Observe(Quantity::kWorkerError, i),
-                  gamma * *onebit->Observe(Quantity::kWorkerError, i))
+                  gamma * *one_bit->Observe(Quantity::kWorkerError, i))
             << "t = " << t;
       }
       EXPECT_EQ(*zoa->Observe(Quantity::kServerError, kServer),
-                gamma * *onebit->Observe(Quantity::kServerError, kServer));
+                gamma * *one_bit->Observe(Quantity::kServerError, kServer));
     }
   }
-  EXPECT_NE(onebit->Observe(Quantity::kServerError, kServer)->squaredNorm(), 0.0);
+  EXPECT_NE(one_bit->Observe(Quantity::kServerError, kServer)->squaredNorm(), 0.0);
 
   auto literal = MakeNamed("zero-one-adam",
                            {{"var_freeze_step", Int(warmup)},
@@ -405,11 +405,11 @@ TEST(ZeroOneAdam, IsOnebitAdamWithTvTheWarmupAndEveryStepSynced) {
 
 // With a step size that changes, 0/1 Adam's classic error feedback on u = gamma_t m carries
 // gamma_(t-1) delta_m into step t: C(gamma_t m + gamma_(t-1) delta_m) = gamma_t C(m + (gamma_(t-1)
-// / gamma_t) delta_m), which is 1-bit Adam with "scaled" feedback (onebit-adam.txt Sec. 4.2) on
+// / gamma_t) delta_m), which is 1-bit Adam with "scaled" feedback (one_bit-adam.txt Sec. 4.2) on
 // both sides, up to rounding: scaled sign sends its scale as a float32, and float32(gamma s) is
 // not gamma float32(s) for a gamma that is not a power of two (up to 2^-24 relative per message),
 // so the runs agree to 1e-7, where classic feedback on m departs by far more.
-TEST(ZeroOneAdam, ClassicFeedbackOnUIsOnebitAdamsScaledFeedback) {
+TEST(ZeroOneAdam, ClassicFeedbackOnUIsOneBitAdamsScaledFeedback) {
   const int n = 2;
   const Eigen::Index d = 6;
   auto zoa = MakeNamed("zero-one-adam",
@@ -418,16 +418,16 @@ TEST(ZeroOneAdam, ClassicFeedbackOnUIsOnebitAdamsScaledFeedback) {
                         {"local_step_clipper", Int(1)},
                         {"variance_sync", Str("full-precision")}},
                        {d, n});
-  auto onebit = MakeNamed("onebit-adam",
-                          {{"warmup_steps", Int(2)},
-                           {"worker_feedback", Str("scaled")},
-                           {"server_feedback", Str("scaled")}},
-                          {d, n});
+  auto one_bit = MakeNamed("onebit-adam",
+                           {{"warmup_steps", Int(2)},
+                            {"worker_feedback", Str("scaled")},
+                            {"server_feedback", Str("scaled")}},
+                           {d, n});
   auto classic = MakeNamed("onebit-adam", {{"warmup_steps", Int(2)}}, {d, n});
   Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 2), y = x, z = x;
   for (std::int64_t t = 1; t <= 15; ++t) {
     Step(*zoa, t, Rate(t), SmoothGradients(t, n, d), x);
-    Step(*onebit, t, Rate(t), SmoothGradients(t, n, d), y);
+    Step(*one_bit, t, Rate(t), SmoothGradients(t, n, d), y);
     Step(*classic, t, Rate(t), SmoothGradients(t, n, d), z);
     EXPECT_LT(RelativeDistance(x, y), 1e-7) << "t = " << t;
   }
@@ -457,7 +457,7 @@ TEST(ZeroOneAdam, ClusterCountsTheScheduleBytes) {
                                          {"local_step_clipper", Int(8)}};
   auto zoa = MakeNamed("zero-one-adam", schedule, {kD, 2});
   auto literal = MakeNamed("zero-one-adam", ReadLiterally(schedule), {kD, 2});
-  auto onebit = MakeNamed("onebit-adam", {{"warmup_steps", Int(40)}}, {kD, 2});
+  auto one_bit = MakeNamed("onebit-adam", {{"warmup_steps", Int(40)}}, {kD, 2});
   const auto run = [&](DistributedOptimizer<double>& opt, std::vector<std::int64_t>* per_step) {
     Cluster<double> cluster(*problem, opt);
     Eigen::VectorXd x = problem->InitialPoint();
@@ -481,7 +481,7 @@ TEST(ZeroOneAdam, ClusterCountsTheScheduleBytes) {
   std::vector<std::int64_t> per_step;
   EXPECT_EQ(run(*zoa, &per_step), 2048);
   EXPECT_EQ(run(*literal, nullptr), 2126);
-  EXPECT_EQ(run(*onebit, nullptr), 6080);
+  EXPECT_EQ(run(*one_bit, nullptr), 6080);
   EXPECT_EQ(per_step[0], 128);  // t = 1: T_v (and T_u, synced by the raw gradient)
   EXPECT_EQ(per_step[4], 6);    // t = 5: a 1-bit sync
   EXPECT_EQ(per_step[48], 0);   // t = 49: a local step

@@ -317,7 +317,7 @@ schedule = { name = "constant", lr = 0.05 }
                "lemmalab's growth heuristic for onebit-adam-icml-with-appendix.txt Assumption 1.3 "
                "(lines 720-740), which the paper assumes and never shows",
            .probes = {"onebit-error"},
-           .make = &MakeOnebitErrorBoundedCheck,
+           .make = &MakeOneBitErrorBoundedCheck,
            .judges_failure = true,
            .example = {Spec(kNoiseDominated, R"(
 [[optimizer]]
@@ -334,7 +334,7 @@ warmup_steps = 100
                "(Markov at the confidence)",
            .source = "onebit-adam-icml-with-appendix.txt Thm 1, Eq. 6",
            .probes = {"onebit-error"},
-           .make = &MakeOnebitAdamTheorem1Check,
+           .make = &MakeOneBitAdamTheorem1Check,
            .algorithms = {"onebit-adam", "onebit-adam-fp32"},
            .example = {Spec(kNoiseDominated, R"(
 [[optimizer]]
@@ -351,7 +351,7 @@ warmup_steps = 150
                "r_(t-1), and c_t = r_t c_avg, per layer",
            .source = "onebit-lamb.txt Eq. (1) and Algorithm 1 lines 1-3, 18-20",
            .probes = {"lamb-ratios"},
-           .make = &MakeOnebitLambClipsCheck,
+           .make = &MakeOneBitLambClipsCheck,
            .algorithms = {"lamb", "onebit-lamb"},
            .example = {Spec(kNoiseDominated, R"(
 [[optimizer]]
@@ -402,7 +402,7 @@ assertion = "onebit-lamb-ratio-adapts"
                       "bound (Markov at the confidence)",
            .source = "onebit-lamb.txt Thm 1, Eq. 3 (App. A.9)",
            .probes = {"onebit-error", "lamb-ratios"},
-           .make = &MakeOnebitLambTheorem1Check,
+           .make = &MakeOneBitLambTheorem1Check,
            .algorithms = {"onebit-lamb"},
            .example = {Spec(kNoiseDominated, R"(
 [[optimizer]]

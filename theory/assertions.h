@@ -35,12 +35,12 @@ Judgement MakeSpamsCorollary2Check(OptionTable& options, const AssertionContext&
 Judgement MakeSpamsLemma1Check(OptionTable& options, const AssertionContext& context);
 Judgement MakeSpamsLemma3Check(OptionTable& options, const AssertionContext& context);
 
-// onebit-adam-icml-with-appendix.txt and onebit-lamb.txt (theory/onebit_assertions.cc)
-Judgement MakeOnebitErrorBoundedCheck(OptionTable& options, const AssertionContext& context);
+// onebit-adam-icml-with-appendix.txt and onebit-lamb.txt (theory/one_bit_assertions.cc)
+Judgement MakeOneBitErrorBoundedCheck(OptionTable& options, const AssertionContext& context);
 Judgement MakeVarianceStableCheck(OptionTable& options, const AssertionContext& context);
-Judgement MakeOnebitLambClipsCheck(OptionTable& options, const AssertionContext& context);
-Judgement MakeOnebitAdamTheorem1Check(OptionTable& options, const AssertionContext& context);
-Judgement MakeOnebitLambTheorem1Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeOneBitLambClipsCheck(OptionTable& options, const AssertionContext& context);
+Judgement MakeOneBitAdamTheorem1Check(OptionTable& options, const AssertionContext& context);
+Judgement MakeOneBitLambTheorem1Check(OptionTable& options, const AssertionContext& context);
 Judgement MakeRatioAdaptsCheck(OptionTable& options, const AssertionContext& context);
 
 // EF21, EF21-SGDM, MARINA and DIANA with full gradients (theory/estimator_assertions.cc)

@@ -12,6 +12,7 @@
 #include "theory/assertions.h"
 #include "theory/birder_probes.h"
 #include "theory/bounds.h"
+#include "theory/metrics.h"
 #include "theory/premises.h"
 #include "theory/rate_fit.h"
 #include "theory/statistics.h"
@@ -328,8 +329,8 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   const RunEvidence& run = input.runs.front();
   Verdict v;
   v.premises.push_back(RunCompleted(run));
-  const Series* gsq = run.Metric("grad_sq_norm");
-  const Series* lr = run.Metric("lr");
+  const Series* gsq = run.Metric(metric::kGradSqNorm);
+  const Series* lr = run.Metric(metric::kLr);
   if (gsq == nullptr || lr == nullptr || lr->empty()) {
     v.detail = "the run has no grad_sq_norm or lr metric";
     return v;
@@ -383,7 +384,7 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   v.premises.push_back(DenominatorWithinG(run, *g));
   v.premises.push_back(EffectiveStepNonIncreasing(run));
   v.premises.push_back(
-      OptionWithin(run, "beta", Interval::ClosedOpen(0, 1), "the proof divides by 1 - beta"));
+      OptionWithin(run, "beta", kMovingAverageFactor, "the proof divides by 1 - beta"));
   for (Premise& p : ClassicFeedback(run, "Lemmas 1-2 as the proof uses them")) {
     v.premises.push_back(std::move(p));
   }

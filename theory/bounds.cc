@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "optimizers/optimizer.h"
 
 namespace lemmalab {
 namespace {
@@ -100,7 +101,9 @@ BirderTheorem1Result BirderTheorem1(const BirderConstants& k, double T) {
   RequireNonNegative(kName, "L", k.lipschitz);
   RequireNonNegative(kName, "d", k.d);
   RequireNonNegative(kName, "rho", k.rho);
-  Require(k.beta >= 0 && k.beta <= 1, kName, "beta", k.beta, "in [0, 1]");
+  // The optimizer's own rule: beta = 1 is no Birder run (and the proof divides by 1 - beta).
+  Require(kMovingAverageFactor.Contains(k.beta), kName, "beta", k.beta,
+          kMovingAverageFactor.ToString());
   RequireNonNegative(kName, "E[f(z_1) - f*]", k.f_z1_gap);
   RequireHorizon(kName, T);
 
@@ -129,7 +132,7 @@ BirderTheorem1Result BirderTheorem1(const BirderConstants& k, double T) {
   r.c1_rederived = (g / c) * c1_bracket + c * g * k_rederived;
   r.c2_rederived = c * g * k_rederived;
 
-  const bool vacuous = rho == 0 || beta == 1;
+  const bool vacuous = rho == 0;
   if (vacuous) {
     r.c1 = r.c2 = r.c1_rederived = r.c2_rederived = kVacuousBound;
     r.bound = r.bound_rederived = kVacuousBound;

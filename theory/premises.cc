@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "theory/metrics.h"
 #include "theory/rate_fit.h"
 #include "theory/statistics.h"
 #include "theory/verdicts.h"
@@ -20,8 +21,8 @@ Premise RunCompleted(const RunEvidence& run) {
   if (!std::isfinite(run.final_loss)) return Premise::Failed(name, "the final loss is not finite");
   // A run can diverge without leaving the finite numbers: a loss that grows a thousandfold
   // beyond where it started has blown up, whatever its status says.
-  const Series* start = run.Metric("train_loss");
-  const Series* minibatch = run.Metric("minibatch_loss");
+  const Series* start = run.Metric(metric::kTrainLoss);
+  const Series* minibatch = run.Metric(metric::kMinibatchLoss);
   const std::optional<double> initial = start == nullptr ? std::nullopt : start->At(0);
   if (initial && minibatch != nullptr && !minibatch->empty()) {
     const double limit = BlowUpLimit(*initial);
@@ -79,7 +80,7 @@ Premise OneDistribution(const RunEvidence& run, std::string_view assumption) {
   if (run.workers == 1) return Premise::Met(name, "one worker");
   const Constant* sigma_g = run.FindConstant("sigma_g");
   if (sigma_g == nullptr) {
-    const Series* spread = run.Metric("shard_spread");
+    const Series* spread = run.Metric(metric::kShardSpread);
     if (spread == nullptr || spread->empty()) {
       return Premise::Unchecked(
           name,
@@ -112,7 +113,7 @@ Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::stri
                         bool full_gradient) {
   const std::string name =
       fmt::format("{} (||g_t^(i)|| <= G{})", assumption, full_gradient ? ", ||grad f|| <= G" : "");
-  const Series* stochastic = run.Metric("max_grad_norm");
+  const Series* stochastic = run.Metric(metric::kMaxGradNorm);
   if (stochastic == nullptr || stochastic->empty()) {
     return Premise::Failed(name,
                            "the run recorded no max_grad_norm: the premise cannot be checked");
@@ -139,7 +140,7 @@ Premise GradientsWithin(const RunEvidence& run, const UsedConstant& g, std::stri
                                   stochastic->Max()->value, stochastic->observed()));
   }
   if (full_gradient && !above) {
-    const Series* full = run.Metric("grad_sq_norm");
+    const Series* full = run.Metric(metric::kGradSqNorm);
     if (full == nullptr || full->empty()) {
       return Premise::Failed(name, "the run recorded no grad_sq_norm: ||grad f|| <= G unchecked");
     }
@@ -350,7 +351,7 @@ Premise NoWeightDecay(const RunEvidence& run) {
 
 Premise ConstantStepSize(const RunEvidence& run) {
   const std::string name = "a constant step size";
-  const Series* lr = run.Metric("lr");
+  const Series* lr = run.Metric(metric::kLr);
   if (lr == nullptr || lr->empty()) return Premise::Failed(name, "the run recorded no lr");
   // Every step's rate, by its extremes.
   const Extent e = lr->extent();

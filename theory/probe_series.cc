@@ -114,7 +114,7 @@ constexpr SeriesInfo kSeries[] = {
     {"shift-error", "gradient_sq",
      "||g_i||^2, the gradient worker i's step consumed (at step 1: DIANA's H^0 term with h_i^0 = "
      "0); worker = i; not per d"},
-    // onebit_probes.cc
+    // one_bit_probes.cc
     {"onebit-error", "worker_norm",
      "||delta_t^(i)||, worker i's compression error after step t, not squared (onebit-adam "
      "Assumption 1.3); worker = i; not per d"},

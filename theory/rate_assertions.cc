@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "theory/assertions.h"
+#include "theory/metrics.h"
 #include "theory/premises.h"
 #include "theory/rate_fit.h"
 #include "theory/statistics.h"
@@ -359,7 +360,7 @@ Verdict CheckSpeedup(const AssertionInput& input, RateOptions o,
     }
     by_seed[run.seed][run.workers] =
         mean / static_cast<double>(values.size() - static_cast<std::size_t>(o.from) + 1);
-    if (const Series* lr = run.Metric("lr"); lr != nullptr && !lr->empty()) {
+    if (const Series* lr = run.Metric(metric::kLr); lr != nullptr && !lr->empty()) {
       lr_at[run.workers] = lr->sample().front().value;
     }
     if (std::find(ns.begin(), ns.end(), run.workers) == ns.end()) ns.push_back(run.workers);
@@ -418,7 +419,7 @@ Verdict CheckSpeedup(const AssertionInput& input, RateOptions o,
 // counterexamples converge, but to the wrong point).
 Verdict CheckOptimalityGap(const AssertionInput& input, double tolerance) {
   const RunEvidence& run = input.runs.front();
-  const Series* gap = run.Metric("optimality_gap");
+  const Series* gap = run.Metric(metric::kOptimalityGap);
   if (gap == nullptr || gap->empty()) {
     return Verdict::Inconclusive(
         "no optimality_gap: the problem does not know f* (set reference "

@@ -1,7 +1,7 @@
 // The probe registry: adding a probe is one class and one line in the table below.
 #include "theory/birder_probes.h"
 #include "theory/compressor_probes.h"
-#include "theory/onebit_probes.h"
+#include "theory/one_bit_probes.h"
 #include "theory/probe.h"
 #include "theory/shift_probes.h"
 #include "theory/spams_probes.h"
@@ -35,7 +35,7 @@ const Registry<ProbeInfo>& Probes() {
            "r_t and c_t per layer (onebit-lamb Alg. 1 lines 17-20, Fig. 6; worker = layer)",
            &MakeLambRatiosProbe<float>, &MakeLambRatiosProbe<double>},
           {"onebit-error", "||delta_t^(i)|| and ||delta_bar_t|| (onebit-adam ICML Assumption 1.3)",
-           &MakeOnebitErrorProbe<float>, &MakeOnebitErrorProbe<double>},
+           &MakeOneBitErrorProbe<float>, &MakeOneBitErrorProbe<double>},
           {"shift-error",
            "||s_i - g_i||^2 of the workers' gradient estimates (EF21's g_i, DIANA's h_i) against "
            "their gradients, and ||g_i||^2 (EF21 Theorem 1's G^0; DIANA's H^0)",

@@ -19,6 +19,7 @@
 
 #include "theory/assertions.h"
 #include "theory/bounds.h"
+#include "theory/metrics.h"
 #include "theory/premises.h"
 #include "theory/verdicts.h"
 
@@ -442,7 +443,7 @@ Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptio
   Verdict v;
   v.premises.push_back(RunCompleted(run));
   const Series* series = run.Probe("spams-moments", lemma3 ? "error_average_sq" : "momentum_sq");
-  const Series* grad = run.Metric("grad_sq_norm");
+  const Series* grad = run.Metric(metric::kGradSqNorm);
   if (series == nullptr || series->empty() || grad == nullptr) {
     v.detail = "the run has no spams-moments series or grad_sq_norm metric";
     return v;

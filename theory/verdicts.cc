@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "theory/metrics.h"
 
 namespace lemmalab {
 
@@ -212,9 +213,9 @@ const Series* RequireProbe(const RunEvidence& run, std::string_view probe, std::
 
 std::optional<GradientAverage> ReadGradientAverage(const RunEvidence& run, std::int64_t steps,
                                                    std::string& why) {
-  const Series* lr = run.Metric("lr");
-  const Series* grad = run.Metric("grad_sq_norm");
-  const Series* loss = run.Metric("train_loss");
+  const Series* lr = run.Metric(metric::kLr);
+  const Series* grad = run.Metric(metric::kGradSqNorm);
+  const Series* loss = run.Metric(metric::kTrainLoss);
   if (lr == nullptr || lr->empty() || grad == nullptr || loss == nullptr) {
     why = "the run has no lr, grad_sq_norm or train_loss metric";
     return std::nullopt;

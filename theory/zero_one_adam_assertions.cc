@@ -30,6 +30,7 @@
 #include "compressors/scaled_sign.h"
 #include "optimizers/zero_one_adam.h"
 #include "theory/assertions.h"
+#include "theory/metrics.h"
 #include "theory/premises.h"
 
 namespace lemmalab {
@@ -95,8 +96,8 @@ Verdict CheckVolume(const AssertionInput& input, const VolumeOptions& options) {
                                 "each worker sends one message and receives one reply a step"));
   v.premises.push_back(OneBitBothWays(run));
   const std::optional<ZeroOneAdamOptions> schedule = ScheduleOf(run);
-  const Series* sent = run.Metric("bits_sent");
-  const Series* received = run.Metric("bits_received");
+  const Series* sent = run.Metric(metric::kBitsSent);
+  const Series* received = run.Metric(metric::kBitsReceived);
   if (!schedule || sent == nullptr || received == nullptr || sent->empty() || received->empty() ||
       run.steps_done < 1) {
     v.detail = "the run recorded no 0/1 Adam schedule, or no bits_sent / bits_received";
@@ -150,18 +151,18 @@ Verdict CheckVolume(const AssertionInput& input, const VolumeOptions& options) {
   v.kind = VerdictKind::kHolds;
   compare(*sent, "sent");
   compare(*received, "received");
-  double onebit = 0, scheduled = 0;
+  double one_bit = 0, scheduled = 0;
   for (std::int64_t t = 1; t <= run.steps_done; ++t) {
-    onebit += 2.0 * 8 * static_cast<double>(t <= warmup ? fp_bytes : bit_bytes);
+    one_bit += 2.0 * 8 * static_cast<double>(t <= warmup ? fp_bytes : bit_bytes);
     scheduled += 2.0 * static_cast<double>(predicted_bits(t));
   }
-  const double ratio = counted / onebit;
+  const double ratio = counted / one_bit;
   v.measured_value = ratio;
   v.bound_value = options.fraction;
   v.measured = fmt::format(
       "{:.0f} bits per worker sent and received in {} steps (the schedule's count: {:.0f}), "
       "{:.4g} of 1-bit Adam's {:.0f} on the same steps",
-      counted, run.steps_done, scheduled, ratio, onebit);
+      counted, run.steps_done, scheduled, ratio, one_bit);
   v.bound =
       fmt::format("= the schedule's count, and <= fraction = {:.4g} of 1-bit Adam's (T_w = {})",
                   options.fraction, warmup);

@@ -21,7 +21,9 @@ import pandas as pd
 
 DATABASE = "results.sqlite"
 
-# The runs table's fixed columns (engine/results.cc); every other column is a hyperparameter.
+# The runs table's fixed columns (engine/results.h: RunColumns, from RunRecord's one field list;
+# tests/python/test_session.py compares them with a database); every other column is a
+# hyperparameter.
 RUN_COLUMNS = (
     "run_id", "point", "label", "optimizer", "schedule", "status", "steps_done", "dimension",
     "final_loss", "final_accuracy", "final_grad_sq_norm", "final_test_loss",

@@ -48,6 +48,7 @@ TABLES = [
     ("data.md", "problem", "problems"),
     ("theory-checks.md", "assertion", "assertions"),
     ("communication.md", "scheme", "schemes"),
+    ("commands.md", "metric", "metrics"),
 ]
 
 
@@ -66,17 +67,42 @@ def table_names(page, first_column):
     return names
 
 
+def registry():
+    cli = os.environ.get("LEMMALAB_CLI", str(ROOT / "build/release/cli/lemmalab"))
+    return json.loads(subprocess.run([cli, "list", "--json"], check=True, capture_output=True,
+                                     text=True).stdout)
+
+
+# Where the Python package names a metric: series(r, "x"), has_metric(r, "x"), metric("x"), and
+# the keys of results.py's _COUNTERS and the loss names loss_metric chooses between.
+METRIC_USE = re.compile(r'(?:series\(\w+, |has_metric\(\w+, |metric\()"([a-z_]+)"'
+                        r'|"([a-z_]+)": "cumulative_'
+                        r'|return "([a-z_]+)" if has_metric\(results, "[a-z_]+"\) else "([a-z_]+)"')
+
+
 class ComponentTables(unittest.TestCase):
     def test_every_table_names_exactly_the_registered_components(self):
-        cli = os.environ.get("LEMMALAB_CLI", str(ROOT / "build/release/cli/lemmalab"))
-        registry = json.loads(subprocess.run([cli, "list", "--json"], check=True,
-                                             capture_output=True, text=True).stdout)
+        listed = registry()
         for page, column, kind in TABLES:
             with self.subTest(page=page, kind=kind):
-                registered = {entry["name"] for entry in registry[kind]}
+                registered = {entry["name"] for entry in listed[kind]}
                 documented = table_names(page, column)
                 self.assertEqual(sorted(documented - registered), [], "documented, not registered")
                 self.assertEqual(sorted(registered - documented), [], "registered, not documented")
+
+
+class MetricNames(unittest.TestCase):
+    def test_the_python_package_names_only_metrics_the_engine_records(self):
+        recorded = {entry["name"] for entry in registry()["metrics"]}
+        used = set()
+        for source in sorted((ROOT / "python" / "lemmalab").glob("*.py")):
+            for match in METRIC_USE.finditer(source.read_text()):
+                used |= {name for name in match.groups() if name}
+        # The loader reads the loss, the counters and test accuracy by name: a pattern that
+        # stopped matching would make this test vacuous.
+        self.assertGreaterEqual(used, {"train_loss", "minibatch_loss", "bits_sent", "comm_seconds",
+                                       "test_accuracy"})
+        self.assertEqual(sorted(used - recorded), [], "named in python/lemmalab, never recorded")
 
 
 if __name__ == "__main__":

@@ -142,6 +142,21 @@ class SessionTest(unittest.TestCase):
             self.assertEqual(r.params[label].dtype, np.float64)
             np.testing.assert_array_equal(r.params[label], array[i])
 
+    def test_the_loaders_run_columns_are_the_databases(self):
+        # python/lemmalab/results.py names the runs table's fixed columns; the database's come
+        # from RunRecord's one field list (engine/results.h). Every other column is a
+        # hyperparameter the run resolved.
+        import sqlite3
+        out = self.tmp / "out"
+        r = lemmalab.run(SPEC, out=out)
+        with sqlite3.connect(out / "results.sqlite") as db:
+            columns = [row[1] for row in db.execute("PRAGMA table_info(runs)")]
+        fixed = list(lemmalab.results.RUN_COLUMNS)
+        self.assertEqual(columns[:len(fixed)], fixed)
+        self.assertIn("compressor.name", columns[len(fixed):])
+        self.assertEqual(set(lemmalab.results.hyperparameter_columns(r.results)),
+                         set(columns[len(fixed):]))
+
     def test_settings_change_hyperparameters(self):
         base = lemmalab.run(SPEC)
         changed = lemmalab.run(SPEC, settings={

@@ -1,4 +1,4 @@
-#include "optimizers/onebit_adam.h"
+#include "optimizers/one_bit_adam.h"
 
 #include <string>
 #include <vector>
@@ -52,7 +52,7 @@ constexpr TraceSymbol kWarmupVariance = {"v", "onebit-adam.txt Eq. 1 (warmup, li
                                          "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"};
 constexpr TraceSymbol kFrozenVariance = {"v_Tw", "onebit-adam.txt Alg. 1 line 2",
                                          "the variance stored at the end of warmup, then frozen"};
-const ExchangeSymbols kOnebitAdamExchange = {
+const ExchangeSymbols kOneBitAdamExchange = {
     .worker = {{"m+delta", "onebit-adam.txt Alg. 1 line 7", "m_t^(i) + delta_{t-1}^(i)"},
                {"r", "the compressor's draw rule", kWorkerWords},
                {"C(m+delta)", "onebit-adam.txt Alg. 1 line 7",
@@ -78,9 +78,9 @@ const ExchangeSymbols kWarmupExchange = {
 };
 
 template <typename T>
-class OnebitAdam final : public DistributedOptimizer<T> {
+class OneBitAdam final : public DistributedOptimizer<T> {
  public:
-  OnebitAdam(const OnebitAdamOptions& options, const ExchangeConfig<T>& exchange,
+  OneBitAdam(const OneBitAdamOptions& options, const ExchangeConfig<T>& exchange,
              const CompressorMaker<T>& warmup, const OptimizerContext& context)
       : options_(options),
         beta1_(static_cast<T>(options.beta1)),
@@ -93,7 +93,7 @@ class OnebitAdam final : public DistributedOptimizer<T> {
         g_(Vector<T>::Zero(context.dimension)) {
     for (Vector<T>& m : LocalStates<T>(context)) workers_.push_back({std::move(m)});
     warmup_.set_symbols(kWarmupExchange);
-    exchange_.set_symbols(kOnebitAdamExchange);
+    exchange_.set_symbols(kOneBitAdamExchange);
   }
 
   StepSymbols step_symbols() const override {
@@ -206,7 +206,7 @@ class OnebitAdam final : public DistributedOptimizer<T> {
 
   bool Warmup(std::int64_t t) const { return t <= options_.warmup_steps; }
 
-  OnebitAdamOptions options_;
+  OneBitAdamOptions options_;
   T beta1_, beta2_;
   Preconditioner<T> preconditioner_;  // sqrt(v_Tw) + eta once warmup is over
   CompressedExchange<T> warmup_;      // the warmup's gradients (identity or fp16, no feedback)
@@ -220,9 +220,9 @@ class OnebitAdam final : public DistributedOptimizer<T> {
 
 // 1-bit Adam (32-bits) of Sec. 7.2: the momentum is not compressed (see the header).
 template <typename T>
-class OnebitAdamFp32 final : public AveragedGradientOptimizer<T> {
+class OneBitAdamFp32 final : public AveragedGradientOptimizer<T> {
  public:
-  OnebitAdamFp32(const OnebitAdamOptions& options, const OptimizerContext& context)
+  OneBitAdamFp32(const OneBitAdamOptions& options, const OptimizerContext& context)
       : AveragedGradientOptimizer<T>(context),
         options_(options),
         m_(Vector<T>::Zero(context.dimension)),
@@ -262,7 +262,7 @@ class OnebitAdamFp32 final : public AveragedGradientOptimizer<T> {
   }
 
  private:
-  OnebitAdamOptions options_;
+  OneBitAdamOptions options_;
   Vector<T> m_, v_;
   Preconditioner<T> preconditioner_;
   std::int64_t t_ = 0;
@@ -270,9 +270,9 @@ class OnebitAdamFp32 final : public AveragedGradientOptimizer<T> {
 
 // Adam (1-bit naive) of Sec. 3.2 (see the header).
 template <typename T>
-class AdamOnebitNaive final : public ExchangingOptimizer<T> {
+class AdamOneBitNaive final : public ExchangingOptimizer<T> {
  public:
-  AdamOnebitNaive(const AdamOptions& options, const ExchangeConfig<T>& exchange,
+  AdamOneBitNaive(const AdamOptions& options, const ExchangeConfig<T>& exchange,
                   const OptimizerContext& context)
       : ExchangingOptimizer<T>(exchange, context),
         options_(options),
@@ -322,17 +322,17 @@ class AdamOnebitNaive final : public ExchangingOptimizer<T> {
 
 // The exchange of onebit-adam and adam-1bit-naive: scaled sign with classic error feedback on
 // both sides, the server re-compressing the mean (Alg. 1 lines 7 and 10).
-constexpr ExchangeDefaults kOnebitExchange = {.compressor = "scaled-sign",
+constexpr ExchangeDefaults kOneBitExchange = {.compressor = "scaled-sign",
                                               .worker_feedback = FeedbackKind::kClassic,
                                               .server_recompresses = true,
                                               .server_feedback = FeedbackKind::kClassic};
 
 }  // namespace
 
-OnebitAdamOptions ReadOnebitAdamOptions(OptionTable& options, bool read_local_momentum) {
-  OnebitAdamOptions o;
-  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
-  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
+OneBitAdamOptions ReadOneBitAdamOptions(OptionTable& options, bool read_local_momentum) {
+  OneBitAdamOptions o;
+  o.beta1 = options.GetDouble("beta1", o.beta1, kMovingAverageFactor);
+  o.beta2 = options.GetDouble("beta2", o.beta2, kMovingAverageFactor);
   o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
   o.eps_placement = EpsPlacementFromOptions(options, o.eps_placement);
   o.warmup_steps = options.GetInt("warmup_steps", o.warmup_steps, 0);
@@ -343,66 +343,66 @@ OnebitAdamOptions ReadOnebitAdamOptions(OptionTable& options, bool read_local_mo
 }
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdam(const OnebitAdamOptions& options,
+std::unique_ptr<DistributedOptimizer<T>> MakeOneBitAdam(const OneBitAdamOptions& options,
                                                         const ExchangeConfig<T>& exchange,
                                                         const OptimizerContext& context,
                                                         CompressorMaker<T> warmup) {
   if (!warmup) warmup = [](const CompressorShape&) { return MakeIdentity<T>(); };
-  return std::make_unique<OnebitAdam<T>>(options, exchange, warmup, context);
+  return std::make_unique<OneBitAdam<T>>(options, exchange, warmup, context);
 }
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFromOptions(OptionTable& options,
+std::unique_ptr<DistributedOptimizer<T>> OneBitAdamFromOptions(OptionTable& options,
                                                                const OptimizerContext& context) {
-  const OnebitAdamOptions o = ReadOnebitAdamOptions(options, true);
+  const OneBitAdamOptions o = ReadOneBitAdamOptions(options, true);
   CompressorMaker<T> warmup =
       MakeCompressorMaker<T>(*options.GetComponent("warmup_compressor", "identity"));
-  return MakeOnebitAdam<T>(o, ExchangeFromOptions<T>(options, kOnebitExchange), context,
+  return MakeOneBitAdam<T>(o, ExchangeFromOptions<T>(options, kOneBitExchange), context,
                            std::move(warmup));
 }
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdamFp32(const OnebitAdamOptions& options,
+std::unique_ptr<DistributedOptimizer<T>> MakeOneBitAdamFp32(const OneBitAdamOptions& options,
                                                             const OptimizerContext& context) {
-  return std::make_unique<OnebitAdamFp32<T>>(options, context);
+  return std::make_unique<OneBitAdamFp32<T>>(options, context);
 }
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFp32FromOptions(
+std::unique_ptr<DistributedOptimizer<T>> OneBitAdamFp32FromOptions(
     OptionTable& options, const OptimizerContext& context) {
-  return MakeOnebitAdamFp32<T>(ReadOnebitAdamOptions(options, false), context);
+  return MakeOneBitAdamFp32<T>(ReadOneBitAdamOptions(options, false), context);
 }
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> MakeAdamOnebitNaive(const AdamOptions& options,
+std::unique_ptr<DistributedOptimizer<T>> MakeAdamOneBitNaive(const AdamOptions& options,
                                                              const ExchangeConfig<T>& exchange,
                                                              const OptimizerContext& context) {
   LEMMALAB_CHECK(!options.amsgrad, "adam-1bit-naive has no AMSGrad form");
-  return std::make_unique<AdamOnebitNaive<T>>(options, exchange, context);
+  return std::make_unique<AdamOneBitNaive<T>>(options, exchange, context);
 }
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> AdamOnebitNaiveFromOptions(
+std::unique_ptr<DistributedOptimizer<T>> AdamOneBitNaiveFromOptions(
     OptionTable& options, const OptimizerContext& context) {
   AdamOptions defaults;
   defaults.bias_correction = false;  // the paper's Adam (Eq. 1)
   const AdamOptions o = ReadAdamOptions(options, defaults);
-  return MakeAdamOnebitNaive<T>(o, ExchangeFromOptions<T>(options, kOnebitExchange), context);
+  return MakeAdamOneBitNaive<T>(o, ExchangeFromOptions<T>(options, kOneBitExchange), context);
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                                  \
-  template std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdam(                              \
-      const OnebitAdamOptions&, const ExchangeConfig<T>&, const OptimizerContext&,               \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeOneBitAdam(                              \
+      const OneBitAdamOptions&, const ExchangeConfig<T>&, const OptimizerContext&,               \
       CompressorMaker<T>);                                                                       \
-  template std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFromOptions(                       \
+  template std::unique_ptr<DistributedOptimizer<T>> OneBitAdamFromOptions(                       \
       OptionTable&, const OptimizerContext&);                                                    \
-  template std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdamFp32(const OnebitAdamOptions&, \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeOneBitAdamFp32(const OneBitAdamOptions&, \
                                                                        const OptimizerContext&); \
-  template std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFp32FromOptions(                   \
+  template std::unique_ptr<DistributedOptimizer<T>> OneBitAdamFp32FromOptions(                   \
       OptionTable&, const OptimizerContext&);                                                    \
-  template std::unique_ptr<DistributedOptimizer<T>> MakeAdamOnebitNaive(                         \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeAdamOneBitNaive(                         \
       const AdamOptions&, const ExchangeConfig<T>&, const OptimizerContext&);                    \
-  template std::unique_ptr<DistributedOptimizer<T>> AdamOnebitNaiveFromOptions(                  \
+  template std::unique_ptr<DistributedOptimizer<T>> AdamOneBitNaiveFromOptions(                  \
       OptionTable&, const OptimizerContext&);
 LEMMALAB_INSTANTIATE(float)
 LEMMALAB_INSTANTIATE(double)

@@ -64,7 +64,7 @@ class LambRules {
 };
 
 template <typename T>
-std::unique_ptr<Probe<T>> MakeOnebitErrorProbe(const ProbeContext& context);
+std::unique_ptr<Probe<T>> MakeOneBitErrorProbe(const ProbeContext& context);
 template <typename T>
 std::unique_ptr<Probe<T>> MakeVarianceNormProbe(const ProbeContext& context);
 template <typename T>

@@ -1,7 +1,7 @@
-// The 1-bit Adam and 1-bit LAMB probes (theory/onebit_probes.h) against independent
+// The 1-bit Adam and 1-bit LAMB probes (theory/one_bit_probes.h) against independent
 // recomputations of the algorithm boxes on real runs, and their assertions
-// (theory/onebit_assertions.cc) on known answers, with planted violations.
-#include "theory/onebit_probes.h"
+// (theory/one_bit_assertions.cc) on known answers, with planted violations.
+#include "theory/one_bit_probes.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -57,13 +57,13 @@ void ObserveAll(const std::vector<Probe<double>*>& probes, const ProbeStep<doubl
 // onebit-adam with T_w = 3 and 2 workers: Adam on the mean gradient for 3 steps (Eq. 1, no bias
 // correction), then Algorithm 1 lines 6-13 with scaled sign and EF on both sides. The probes'
 // ||delta^(i)||, ||delta_bar|| and ||v||_1, ||v||_2 equal the box written out.
-TEST(OnebitProbes, ErrorAndVarianceSeriesEqualIndependentRecomputation) {
+TEST(OneBitProbes, ErrorAndVarianceSeriesEqualIndependentRecomputation) {
   const int n = 2;
   const auto problem = Logistic(n);
   const Eigen::Index d = problem->dimension();
   auto adam = testing::MakeFromToml("name = 'onebit-adam'\nwarmup_steps = 3", d, n);
   Cluster<double> cluster(*problem, *adam);
-  auto error = MakeOnebitErrorProbe<double>({d, n});
+  auto error = MakeOneBitErrorProbe<double>({d, n});
   auto variance = MakeVarianceNormProbe<double>({d, n});
   ASSERT_TRUE(error->AppliesTo(*adam));
   ASSERT_TRUE(variance->AppliesTo(*adam));
@@ -119,7 +119,7 @@ TEST(OnebitProbes, ErrorAndVarianceSeriesEqualIndependentRecomputation) {
 // Eq. (1)'s clip(||x_{t-1}^(l)|| / ||u_t^(l)||, c_min, c_max) on the mean gradient; after it the
 // recorded c_t^(l) is r_t^(l) times c_avg^(l), the beta3-average of the warmup's c (line 2, 20).
 // The layer index is the `worker` field. The onebit-lamb-clips assertion holds on the run.
-TEST(OnebitProbes, LambRatiosEqualIndependentRecomputation) {
+TEST(OneBitProbes, LambRatiosEqualIndependentRecomputation) {
   const int n = 2;
   const auto problem = Logistic(n);
   const Eigen::Index d = problem->dimension();
@@ -210,7 +210,7 @@ RunEvidence ErrorEvidence(double (*worker1)(std::int64_t t)) {
   return run;
 }
 
-TEST(OnebitErrorBoundedCheck, KnownAnswers) {
+TEST(OneBitErrorBoundedCheck, KnownAnswers) {
   // Hovering at a level: holds.
   Verdict v =
       Judge("onebit-error-bounded",
@@ -357,7 +357,7 @@ RunEvidence LambEvidence(const Plant& plant = {}, std::string optimizer = "onebi
   return run;
 }
 
-TEST(OnebitLambClipsCheck, KnownAnswers) {
+TEST(OneBitLambClipsCheck, KnownAnswers) {
   Verdict v = Judge("onebit-lamb-clips", LambEvidence());
   EXPECT_EQ(v.kind, VerdictKind::kHolds) << v.detail;
 

@@ -36,7 +36,7 @@
 
 namespace lemmalab {
 
-struct OnebitAdamOptions {
+struct OneBitAdamOptions {
   double beta1 = 0.9;    // in [0, 1); onebit-adam.txt Sec. 7.1 (BERT)
   double beta2 = 0.999;  // in [0, 1); Sec. 7.1
   double eps = 1e-8;     // eta of Eq. 1, > 0; the box has none, PyTorch's and DeepSpeed's 1e-8
@@ -51,37 +51,37 @@ struct OnebitAdamOptions {
 
 // The options of onebit-adam (and, without local_momentum, onebit-adam-fp32) from their table, with
 // the defaults above (theory/ reads the run's hyperparameters through it).
-OnebitAdamOptions ReadOnebitAdamOptions(OptionTable& options, bool read_local_momentum);
+OneBitAdamOptions ReadOneBitAdamOptions(OptionTable& options, bool read_local_momentum);
 
 // `warmup` encodes the warmup's gradients (option `warmup_compressor`): empty means the identity
 // (the run's precision); "fp16" gives the fp16 warmup of onebit-adam.txt Sec. 6's volume count.
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdam(const OnebitAdamOptions& options,
+std::unique_ptr<DistributedOptimizer<T>> MakeOneBitAdam(const OneBitAdamOptions& options,
                                                         const ExchangeConfig<T>& exchange,
                                                         const OptimizerContext& context,
                                                         CompressorMaker<T> warmup = {});
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFromOptions(OptionTable& options,
+std::unique_ptr<DistributedOptimizer<T>> OneBitAdamFromOptions(OptionTable& options,
                                                                const OptimizerContext& context);
 
 // local_momentum plays no part (there are no local momenta).
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> MakeOnebitAdamFp32(const OnebitAdamOptions& options,
+std::unique_ptr<DistributedOptimizer<T>> MakeOneBitAdamFp32(const OneBitAdamOptions& options,
                                                             const OptimizerContext& context);
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> OnebitAdamFp32FromOptions(OptionTable& options,
+std::unique_ptr<DistributedOptimizer<T>> OneBitAdamFp32FromOptions(OptionTable& options,
                                                                    const OptimizerContext& context);
 
 // Adam's options; bias_correction defaults to false there, as the paper's Adam (Eq. 1).
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> MakeAdamOnebitNaive(const AdamOptions& options,
+std::unique_ptr<DistributedOptimizer<T>> MakeAdamOneBitNaive(const AdamOptions& options,
                                                              const ExchangeConfig<T>& exchange,
                                                              const OptimizerContext& context);
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> AdamOnebitNaiveFromOptions(
+std::unique_ptr<DistributedOptimizer<T>> AdamOneBitNaiveFromOptions(
     OptionTable& options, const OptimizerContext& context);
 
 }  // namespace lemmalab

@@ -1,4 +1,4 @@
-#include "theory/onebit_probes.h"
+#include "theory/one_bit_probes.h"
 
 #include <fmt/format.h>
 
@@ -13,9 +13,9 @@ namespace lemmalab {
 namespace {
 
 template <typename T>
-class OnebitErrorProbe final : public Probe<T> {
+class OneBitErrorProbe final : public Probe<T> {
  public:
-  explicit OnebitErrorProbe(const ProbeContext& context) : workers_(context.workers) {}
+  explicit OneBitErrorProbe(const ProbeContext& context) : workers_(context.workers) {}
 
   std::string_view name() const override { return "onebit-error"; }
 
@@ -40,7 +40,7 @@ class OnebitErrorProbe final : public Probe<T> {
     RecordTheoremInputs(optimizer, sink);
   }
 
-  // What Theorem 1 needs beyond the norms (theory/onebit_assertions.cc): the combined error
+  // What Theorem 1 needs beyond the norms (theory/one_bit_assertions.cc): the combined error
   // delta_t = (1/n) sum_i delta_t^(i) + delta_bar_t its proof bounds (E||delta_t||^2 <= eps^2,
   // Lemma 2) as `combined_norm` (run-wide), and, once, at the first step the frozen variance
   // v_Tw is set, min_j and max_j sqrt(v_Tw,j) as `frozen_sqrt_min` and `frozen_sqrt_max`.
@@ -275,8 +275,8 @@ void LambRules::Persist(StateArchive& archive) {
 }
 
 template <typename T>
-std::unique_ptr<Probe<T>> MakeOnebitErrorProbe(const ProbeContext& context) {
-  return std::make_unique<OnebitErrorProbe<T>>(context);
+std::unique_ptr<Probe<T>> MakeOneBitErrorProbe(const ProbeContext& context) {
+  return std::make_unique<OneBitErrorProbe<T>>(context);
 }
 template <typename T>
 std::unique_ptr<Probe<T>> MakeVarianceNormProbe(const ProbeContext& context) {
@@ -288,7 +288,7 @@ std::unique_ptr<Probe<T>> MakeLambRatiosProbe(const ProbeContext& context) {
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                  \
-  template std::unique_ptr<Probe<T>> MakeOnebitErrorProbe(const ProbeContext&);  \
+  template std::unique_ptr<Probe<T>> MakeOneBitErrorProbe(const ProbeContext&);  \
   template std::unique_ptr<Probe<T>> MakeVarianceNormProbe(const ProbeContext&); \
   template std::unique_ptr<Probe<T>> MakeLambRatiosProbe(const ProbeContext&);
 LEMMALAB_INSTANTIATE(float)

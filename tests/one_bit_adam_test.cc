@@ -1,7 +1,7 @@
-// 1-bit Adam, 1-bit Adam (32-bits) and Adam (1-bit naive) (onebit-adam.txt Algorithm 1, Sec. 3.2
+// 1-bit Adam, 1-bit Adam (32-bits) and Adam (1-bit naive) (one_bit-adam.txt Algorithm 1, Sec. 3.2
 // and 7.2): reductions to Adam and to each other step by step, the frozen v, the wire sizes of
 // both phases, a compressed phase replayed by hand, and option validation.
-#include "optimizers/onebit_adam.h"
+#include "optimizers/one_bit_adam.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -37,24 +37,24 @@ double Rate(std::int64_t t) { return 0.01 / std::sqrt(static_cast<double>(t)); }
 
 // Line 2: while t <= T_w, 1-bit Adam is Adam without bias correction (Eq. 1), the same
 // arithmetic in the same order, so the trajectories are equal bit for bit.
-TEST(OnebitAdam, WarmupIsAdamWithoutBiasCorrection) {
+TEST(OneBitAdam, WarmupIsAdamWithoutBiasCorrection) {
   const int n = 3;
   const Eigen::Index d = 4;
   for (const char* placement : {"outside", "inside"}) {
-    auto onebit = MakeNamed("onebit-adam",
-                            {{"warmup_steps", Int(8)}, {"eps_placement", Str(placement)}}, {d, n});
+    auto one_bit = MakeNamed("onebit-adam",
+                             {{"warmup_steps", Int(8)}, {"eps_placement", Str(placement)}}, {d, n});
     auto adam = MakeNamed(
         "adam", {{"bias_correction", {false, ""}}, {"eps_placement", Str(placement)}}, {d, n});
     Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, -1, 1), y = x;
     for (std::int64_t t = 1; t <= 8; ++t) {
-      Step(*onebit, t, Rate(t), SmoothGradients(t, n, d), x);
+      Step(*one_bit, t, Rate(t), SmoothGradients(t, n, d), x);
       Step(*adam, t, Rate(t), SmoothGradients(t, n, d), y);
       EXPECT_EQ(x, y) << placement << " t = " << t;
-      EXPECT_EQ(*onebit->Observe(Quantity::kMomentum, kServer),
+      EXPECT_EQ(*one_bit->Observe(Quantity::kMomentum, kServer),
                 *adam->Observe(Quantity::kMomentum, kServer));
-      EXPECT_EQ(*onebit->Observe(Quantity::kMomentum, 2),
+      EXPECT_EQ(*one_bit->Observe(Quantity::kMomentum, 2),
                 *adam->Observe(Quantity::kMomentum, kServer));
-      EXPECT_EQ(*onebit->Observe(Quantity::kVariance, 0),
+      EXPECT_EQ(*one_bit->Observe(Quantity::kVariance, 0),
                 *adam->Observe(Quantity::kVariance, kServer));
     }
   }
@@ -64,37 +64,37 @@ TEST(OnebitAdam, WarmupIsAdamWithoutBiasCorrection) {
 // exactly as sent, so 1-bit Adam is 1-bit Adam (32-bits). The sums differ in order:
 // mean_i(beta1 m + (1 - beta1) g_i) against beta1 m + (1 - beta1) mean_i g_i, hence a tolerance
 // of 1e-14 relative rather than equality. During warmup both are Eq. 1 and equal exactly.
-TEST(OnebitAdam, IdentityCompressionIsOnebitAdamFp32) {
+TEST(OneBitAdam, IdentityCompressionIsOneBitAdamFp32) {
   const int n = 3;
   const Eigen::Index d = 5;
   const std::int64_t warmup = 3;
   for (const char* local : {"sync", "own"}) {
-    auto onebit = MakeNamed("onebit-adam",
-                            {{"warmup_steps", Int(warmup)},
-                             {"compressor", Str("identity")},
-                             {"server_compressor", Str("identity")},
-                             {"local_momentum", Str(local)}},
-                            {d, n});
+    auto one_bit = MakeNamed("onebit-adam",
+                             {{"warmup_steps", Int(warmup)},
+                              {"compressor", Str("identity")},
+                              {"server_compressor", Str("identity")},
+                              {"local_momentum", Str(local)}},
+                             {d, n});
     auto fp32 = MakeNamed("onebit-adam-fp32", {{"warmup_steps", Int(warmup)}}, {d, n});
     Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(d, 1, 3), y = x;
     for (std::int64_t t = 1; t <= 12; ++t) {
-      Step(*onebit, t, Rate(t), SmoothGradients(t, n, d), x);
+      Step(*one_bit, t, Rate(t), SmoothGradients(t, n, d), x);
       Step(*fp32, t, Rate(t), SmoothGradients(t, n, d), y);
       if (t <= warmup) {
         EXPECT_EQ(x, y) << local << " t = " << t;
       } else {
         EXPECT_LT(RelativeDistance(x, y), 1e-14) << local << " t = " << t;
       }
-      EXPECT_LT(RelativeDistance(*onebit->Observe(Quantity::kMomentum, kServer),
+      EXPECT_LT(RelativeDistance(*one_bit->Observe(Quantity::kMomentum, kServer),
                                  *fp32->Observe(Quantity::kMomentum, kServer)),
                 1e-14)
           << local << " t = " << t;
-      EXPECT_EQ(*onebit->Observe(Quantity::kVariance, kServer),
+      EXPECT_EQ(*one_bit->Observe(Quantity::kVariance, kServer),
                 *fp32->Observe(Quantity::kVariance, kServer));
       for (int i = 0; i < n; ++i) {
-        EXPECT_EQ(*onebit->Observe(Quantity::kWorkerError, i), Eigen::VectorXd::Zero(d));
+        EXPECT_EQ(*one_bit->Observe(Quantity::kWorkerError, i), Eigen::VectorXd::Zero(d));
       }
-      EXPECT_EQ(*onebit->Observe(Quantity::kServerError, kServer), Eigen::VectorXd::Zero(d));
+      EXPECT_EQ(*one_bit->Observe(Quantity::kServerError, kServer), Eigen::VectorXd::Zero(d));
     }
     EXPECT_GT((x - Eigen::VectorXd::LinSpaced(d, 1, 3)).norm(), 1e-3) << "the run moved";
   }
@@ -104,7 +104,7 @@ TEST(OnebitAdam, IdentityCompressionIsOnebitAdamFp32) {
 // the m^(i) is the same recursion either way; 1e-14 relative for the order of the sums), while
 // the workers' own m^(i) differ. With scaled sign, m_bar != mean m^(i), and the two readings
 // of line 6 part: the option is live.
-TEST(OnebitAdam, LocalMomentumOwnAndSyncAgreeOnlyWithoutCompression) {
+TEST(OneBitAdam, LocalMomentumOwnAndSyncAgreeOnlyWithoutCompression) {
   const int n = 3;
   const Eigen::Index d = 6;
   for (const char* compressor : {"identity", "scaled-sign"}) {
@@ -130,7 +130,7 @@ TEST(OnebitAdam, LocalMomentumOwnAndSyncAgreeOnlyWithoutCompression) {
 }
 
 // v changes at every warmup step and not after T_w; kFrozenVariance appears with step T_w.
-TEST(OnebitAdam, VarianceIsFrozenAfterWarmup) {
+TEST(OneBitAdam, VarianceIsFrozenAfterWarmup) {
   const int n = 2;
   const Eigen::Index d = 3;
   const std::int64_t warmup = 3;
@@ -189,7 +189,7 @@ void CheckWireSizes() {
   }
 }
 
-TEST(OnebitAdam, WireSizesOfBothPhases) {
+TEST(OneBitAdam, WireSizesOfBothPhases) {
   CheckWireSizes<float>();
   CheckWireSizes<double>();
 }
@@ -197,7 +197,7 @@ TEST(OnebitAdam, WireSizesOfBothPhases) {
 // Three compressed steps (T_w = 1, n = 2, d = 4) replayed from Algorithm 1 with the scaled-sign
 // compressor as a black box: lines 6-8 on each worker (sync: from the last m_bar), line 10 on
 // the server, line 13 on the replicas.
-TEST(OnebitAdam, CompressedStepsFollowAlgorithm1) {
+TEST(OneBitAdam, CompressedStepsFollowAlgorithm1) {
   const int n = 2;
   const Eigen::Index d = 4;
   auto opt = MakeNamed("onebit-adam", {{"warmup_steps", Int(1)}}, {d, n});
@@ -246,7 +246,7 @@ TEST(OnebitAdam, CompressedStepsFollowAlgorithm1) {
 // 1, -1) is sent exactly. The server's mean (2, -2, 2, -2) is sent exactly too. Adam then runs on
 // g_hat = (2, -2, 2, -2): v = 0.001 g_hat^2 = 0.004 everywhere, where Adam on the true mean
 // gradient (3, -2, 1, -1) has v = 0.001 (9, 4, 1, 1).
-TEST(AdamOnebitNaive, VarianceFollowsTheCompressedGradient) {
+TEST(AdamOneBitNaive, VarianceFollowsTheCompressedGradient) {
   auto naive = MakeNamed("adam-1bit-naive", {}, {4, 2});
   auto adam = MakeNamed("adam", {{"bias_correction", {false, ""}}}, {4, 2});
   const std::vector<Eigen::VectorXd> g = {Vec({5, -3, 1, -1}), Vec({1, -1, 1, -1})};
@@ -268,7 +268,7 @@ TEST(AdamOnebitNaive, VarianceFollowsTheCompressedGradient) {
 
 // With the identity on both sides the naive scheme sends the gradients exactly, and it is Adam
 // with the same bias correction, bit for bit.
-TEST(AdamOnebitNaive, IdentityCompressionIsAdam) {
+TEST(AdamOneBitNaive, IdentityCompressionIsAdam) {
   const int n = 3;
   const Eigen::Index d = 4;
   for (const bool bias_correction : {false, true}) {
@@ -285,7 +285,7 @@ TEST(AdamOnebitNaive, IdentityCompressionIsAdam) {
   }
 }
 
-TEST(OnebitAdam, RejectsBadOptions) {
+TEST(OneBitAdam, RejectsBadOptions) {
   const OptimizerContext context{4, 2};
   for (const char* name : {"onebit-adam", "onebit-adam-fp32", "adam-1bit-naive"}) {
     EXPECT_THAT(UserErrorOf([&] {
@@ -322,7 +322,7 @@ TEST(OnebitAdam, RejectsBadOptions) {
 }
 
 // Every entry builds from an empty table and lists the options it reads.
-TEST(OnebitAdam, DefaultsBuildAndListTheirOptions) {
+TEST(OneBitAdam, DefaultsBuildAndListTheirOptions) {
   const auto keys = [](std::string_view name) {
     std::vector<std::string> out;
     for (const OptionTable::Use& use : OptimizerOptions(*Optimizers().Find(name))) {

@@ -1,4 +1,4 @@
-// 1-bit Adam's and 1-bit LAMB's claims, judged from the probes of theory/onebit_probes.h:
+// 1-bit Adam's and 1-bit LAMB's claims, judged from the probes of theory/one_bit_probes.h:
 //   onebit-adam-icml-with-appendix.txt Assumption 1.3 (bounded compression errors) and Sec. 3.3 /
 //   Sec. 7.1 (the variance stabilises, which is what makes freezing it at T_w sound);
 //   onebit-lamb.txt Eq. (1) and Algorithm 1 lines 1-3 and 17-20 (the clips of c and r, and
@@ -19,6 +19,7 @@
 
 #include "theory/assertions.h"
 #include "theory/bounds.h"
+#include "theory/metrics.h"
 #include "theory/premises.h"
 #include "theory/statistics.h"
 #include "theory/verdicts.h"
@@ -46,7 +47,7 @@ std::optional<std::int64_t> WarmupSteps(const RunEvidence& run) {
 // default; errors that hover at a constant level pass. Each half needs `min_steps` (default 10)
 // steps, and the halves' maxima need every step's error (the recorded points, all of them). A
 // NaN error is not bounded: violated.
-Verdict CheckOnebitErrorBounded(const AssertionInput& input, double tolerance,
+Verdict CheckOneBitErrorBounded(const AssertionInput& input, double tolerance,
                                 std::int64_t min_steps) {
   const RunEvidence& run = input.runs.front();
   if (!run.completed()) return Verdict::Inconclusive(fmt::format("the run {}", run.status));
@@ -257,7 +258,7 @@ Verdict CheckVarianceStable(const AssertionInput& input, const VarianceStableOpt
 //     1-3)                                                                      c_product_excess.
 // Deterministic: any step over the rounding slack `rtol` (1e-6 for fp32 runs, which store r and c
 // in float, 1e-12 for fp64) is a violation.
-Verdict CheckOnebitLambClips(const AssertionInput& input, std::optional<double> rtol_option) {
+Verdict CheckOneBitLambClips(const AssertionInput& input, std::optional<double> rtol_option) {
   const RunEvidence& run = input.runs.front();
   const double rtol = RoundingSlack(run, rtol_option);
   const Series* c_clip = run.Probe("lamb-ratios", "c_clip_excess");
@@ -474,9 +475,9 @@ bool ReadCompressionPhase(const RunEvidence& run, double confidence, Verdict& v,
     v.detail = "the run ends before the compression phase";
     return false;
   }
-  const Series* gsq = run.Metric("grad_sq_norm");
-  const Series* lr = run.Metric("lr");
-  const Series* loss = run.Metric("train_loss");
+  const Series* gsq = run.Metric(metric::kGradSqNorm);
+  const Series* lr = run.Metric(metric::kLr);
+  const Series* loss = run.Metric(metric::kTrainLoss);
   if (gsq == nullptr || lr == nullptr || lr->empty() || loss == nullptr) {
     v.detail = "the run has no grad_sq_norm, train_loss or lr metric";
     return false;
@@ -502,7 +503,7 @@ bool ReadCompressionPhase(const RunEvidence& run, double confidence, Verdict& v,
   phase.gamma = lr->sample().front().value;
   v.premises.push_back(ConstantStepSize(run));
   v.premises.push_back(
-      OptionWithin(run, "beta1", Interval::ClosedOpen(0, 1), "the proof divides by 1 - beta"));
+      OptionWithin(run, "beta1", kMovingAverageFactor, "the proof divides by 1 - beta"));
   v.premises.push_back(OptionIs(run, "worker_feedback", "classic", "Lemma 2's error recursion"));
   v.premises.push_back(OptionIs(run, "server_feedback", "classic", "Lemma 2's error recursion"));
   v.premises.push_back(NoWeightDecay(run));
@@ -634,7 +635,7 @@ std::string DescribePhase(const CompressionPhase& phase, const RunEvidence& run)
 // measures each worker's gradient against grad f), 1.3 (a stationary compression error), a
 // constant step size, beta1 < 1, classic error feedback at the workers and the server, no weight
 // decay, and a positive left-hand coefficient (otherwise the theorem makes no claim).
-Verdict CheckOnebitAdamTheorem1(const AssertionInput& input, bool printed) {
+Verdict CheckOneBitAdamTheorem1(const AssertionInput& input, bool printed) {
   const RunEvidence& run = input.runs.front();
   Verdict v;
   v.premises.push_back(RunCompleted(run));
@@ -657,7 +658,7 @@ Verdict CheckOnebitAdamTheorem1(const AssertionInput& input, bool printed) {
 // (line 420), so a premise is that c takes one value over the phase and the layers (1-bit LAMB
 // with r_min = r_max = 1 on a one-layer problem). With the proof's three slips corrected by
 // default; the printed Eq. 3 beside it.
-Verdict CheckOnebitLambTheorem1(const AssertionInput& input, bool printed) {
+Verdict CheckOneBitLambTheorem1(const AssertionInput& input, bool printed) {
   const RunEvidence& run = input.runs.front();
   Verdict v;
   v.premises.push_back(RunCompleted(run));
@@ -699,11 +700,11 @@ Verdict CheckOnebitLambTheorem1(const AssertionInput& input, bool printed) {
 
 }  // namespace
 
-Judgement MakeOnebitErrorBoundedCheck(OptionTable& options, const AssertionContext& /*context*/) {
+Judgement MakeOneBitErrorBoundedCheck(OptionTable& options, const AssertionContext& /*context*/) {
   const double tolerance = options.GetDouble("tolerance", 0.25, Interval::NonNegative());
   const std::int64_t min_steps = options.GetInt("min_steps", 10, 1);
   return [tolerance, min_steps](const AssertionInput& input) {
-    return CheckOnebitErrorBounded(input, tolerance, min_steps);
+    return CheckOneBitErrorBounded(input, tolerance, min_steps);
   };
 }
 
@@ -716,23 +717,23 @@ Judgement MakeVarianceStableCheck(OptionTable& options, const AssertionContext& 
   return [o](const AssertionInput& input) { return CheckVarianceStable(input, o); };
 }
 
-Judgement MakeOnebitLambClipsCheck(OptionTable& options, const AssertionContext& /*context*/) {
+Judgement MakeOneBitLambClipsCheck(OptionTable& options, const AssertionContext& /*context*/) {
   const std::optional<double> rtol = options.GetOptionalDouble("rtol", Interval::NonNegative());
-  return [rtol](const AssertionInput& input) { return CheckOnebitLambClips(input, rtol); };
+  return [rtol](const AssertionInput& input) { return CheckOneBitLambClips(input, rtol); };
 }
 
-Judgement MakeOnebitAdamTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
+Judgement MakeOneBitAdamTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
   const bool printed = Choose(options, "bound", "rederived", {"rederived", "printed"}) == "printed";
-  return [printed](const AssertionInput& input) { return CheckOnebitAdamTheorem1(input, printed); };
+  return [printed](const AssertionInput& input) { return CheckOneBitAdamTheorem1(input, printed); };
 }
 
 Judgement MakeRatioAdaptsCheck(OptionTable& /*options*/, const AssertionContext& /*context*/) {
   return [](const AssertionInput& input) { return CheckRatioAdapts(input); };
 }
 
-Judgement MakeOnebitLambTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
+Judgement MakeOneBitLambTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
   const bool printed = Choose(options, "bound", "rederived", {"rederived", "printed"}) == "printed";
-  return [printed](const AssertionInput& input) { return CheckOnebitLambTheorem1(input, printed); };
+  return [printed](const AssertionInput& input) { return CheckOneBitLambTheorem1(input, printed); };
 }
 
 }  // namespace lemmalab
