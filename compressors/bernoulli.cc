@@ -28,15 +28,10 @@ class Bernoulli final : public Compressor<T> {
   }
 
   std::string_view name() const override { return "bernoulli"; }
-  bool unbiased() const override { return scaled_; }
-  // Both hold with equality (bernoulli.h).
-  std::optional<double> omega() const override {
-    if (!scaled_) return std::nullopt;
-    return 1 / p_ - 1;
-  }
-  std::optional<double> alpha() const override {
-    if (scaled_) return std::nullopt;
-    return p_;
+  CompressorClaims claims() const override {
+    // Both hold with equality (bernoulli.h): omega scaled, alpha unscaled.
+    if (scaled_) return {.unbiased = true, .omega = 1 / p_ - 1};
+    return {.unbiased = false, .alpha = p_};
   }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {

@@ -11,8 +11,9 @@
 // each one documents; the stream is left after the last word used, so results do not depend on
 // threading, and a vectorised encoder reproduces the scalar one bit for bit.
 //
-// Adding a compressor: one source file with a `...FromOptions` maker, one line in registry.cc,
-// one test file; tests/compressor_contract_test.cc checks every registered compressor.
+// Adding a compressor (5 files, docs/extending.md): its header and source with a `...FromOptions`
+// maker, its row in registry.cc, its test file with its contract and split configurations
+// (tests/compressor_examples.h), and its row in docs/compressors.md.
 #pragma once
 
 #include <cstdint>
@@ -88,42 +89,60 @@ struct CompressorShape {
 // the end), so that packed 1-bit messages split on 64-bit word boundaries.
 inline constexpr std::int64_t kChunkAlign = 64;
 
-template <typename T>
-class Compressor {
- public:
-  virtual ~Compressor() = default;
-
-  virtual std::string_view name() const = 0;
+// What a compressor claims of itself for one shape: the properties that proofs and probes read
+// (tests/compressor_contract_test.cc checks them). Compressor::claims() returns them, and
+// Compressor's accessors of the same names read them one by one.
+struct CompressorClaims {
   // E[Decode(Encode(x))] = x for every finite x.
-  virtual bool unbiased() const = 0;
+  bool unbiased = false;
   // q of spams.txt Assumption 1 for this shape: ||C(x) - x|| <= q ||x|| for every x, with
   // q < 1; nullopt when the compressor has no such bound (stochastic ones, sign, scaled sign).
-  virtual std::optional<double> q() const { return std::nullopt; }
+  std::optional<double> q = std::nullopt;
   // The constants of the compressed-optimisation literature for this shape, each a proven bound
   // over the compressor's own draws for every x, or nullopt when it has none:
   //   omega: E||C(x) - x||^2 <= omega ||x||^2 for an unbiased C (DIANA, MARINA: "C in U(omega)");
   //   alpha: E||C(x) - x||^2 <= (1 - alpha) ||x||^2, alpha in (0, 1] (EF21: "C in C(alpha)").
   // A deterministic q (above) gives alpha = 1 - q^2, the default; stochastic contractive
   // compressors (unscaled random-k, lazy sending) declare theirs.
-  virtual std::optional<double> omega() const { return std::nullopt; }
-  virtual std::optional<double> alpha() const {
-    const std::optional<double> deviation = q();
-    if (!deviation) return std::nullopt;
-    return 1 - *deviation * *deviation;
-  }
+  std::optional<double> omega = std::nullopt;
+  std::optional<double> alpha = std::nullopt;  // nullopt with a q: 1 - q^2 (see Compressor::alpha)
   // Whether Encode ignores its stream: then the message is a function of x alone (a bound
   // over the draws holds for every call).
-  virtual bool deterministic() const { return false; }
+  bool deterministic = false;
   // Whether the senders of a step share their draws (PermK's one permutation): their errors are
   // then correlated, which proofs that add independent errors (the variance of DIANA's and
   // MARINA's mean message) do not cover.
-  virtual bool correlated_senders() const { return false; }
+  bool correlated_senders = false;
   // Whether the encoding depends on the layer boundaries of the shape.
-  virtual bool uses_layers() const { return false; }
+  bool uses_layers = false;
   // Whether element j's stochastic decision is made by word j of the stream from where Encode
   // starts, and by no other word: then a trace can name the word behind each element
   // (optimizers/trace.h). False for deterministic compressors and other draw orders.
-  virtual bool draws_word_per_element() const { return false; }
+  bool draws_word_per_element = false;
+};
+
+template <typename T>
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+
+  virtual std::string_view name() const = 0;
+  // What this instance claims of itself (CompressorClaims), for its shape.
+  virtual CompressorClaims claims() const = 0;
+  bool unbiased() const { return claims().unbiased; }
+  std::optional<double> q() const { return claims().q; }
+  std::optional<double> omega() const { return claims().omega; }
+  // The declared alpha, or 1 - q^2 from a declared q (CompressorClaims::alpha).
+  std::optional<double> alpha() const {
+    const CompressorClaims c = claims();
+    if (c.alpha) return c.alpha;
+    if (!c.q) return std::nullopt;
+    return 1 - *c.q * *c.q;
+  }
+  bool deterministic() const { return claims().deterministic; }
+  bool correlated_senders() const { return claims().correlated_senders; }
+  bool uses_layers() const { return claims().uses_layers; }
+  bool draws_word_per_element() const { return claims().draws_word_per_element; }
   // The scales a message carries (one per block, in block order), for a trace to show; empty
   // when the format sends none.
   virtual std::vector<double> MessageScales(const Message& /*in*/) const { return {}; }

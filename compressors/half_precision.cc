@@ -38,17 +38,15 @@ class HalfPrecision final : public ElementwiseDecoded<T, HalfPrecision<T, H>> {
   explicit HalfPrecision(std::int64_t dimension) : dimension_(dimension) {}
 
   std::string_view name() const override { return HalfTraits<H>::kName; }
-  bool unbiased() const override { return false; }
-  std::optional<double> q() const override {
-    if constexpr (std::is_same_v<H, Eigen::half>) {
-      return std::nullopt;
-    } else {
+  CompressorClaims claims() const override {
+    // A cast: the stream is never read. (bf16's alpha = 1 - q^2 follows from q; fp16 has none.)
+    CompressorClaims c{.unbiased = false, .deterministic = true};
+    if constexpr (!std::is_same_v<H, Eigen::half>) {
       const double u = std::ldexp(1.0, HalfTraits<H>::kUnitRoundoffExponent);
-      return std::is_same_v<T, float> ? u : u + std::ldexp(1.0, -23);
+      c.q = std::is_same_v<T, float> ? u : u + std::ldexp(1.0, -23);
     }
+    return c;  // fp16: q = nullopt
   }
-  // A cast: the stream is never read. (bf16's alpha = 1 - q^2 follows from q; fp16 has none.)
-  bool deterministic() const override { return true; }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& /*stream*/, Message& out) override {
     CheckDimension(x.size());

@@ -13,11 +13,10 @@ template <typename T>
 class Identity final : public Compressor<T> {
  public:
   std::string_view name() const override { return "identity"; }
-  bool unbiased() const override { return true; }
-  std::optional<double> q() const override { return 0.0; }
-  // C(x) = x exactly: in U(0) and (by q = 0) in C(1).
-  std::optional<double> omega() const override { return 0.0; }
-  bool deterministic() const override { return true; }
+  CompressorClaims claims() const override {
+    // C(x) = x exactly: in U(0) and (by q = 0) in C(1).
+    return {.unbiased = true, .q = 0.0, .omega = 0.0, .deterministic = true};
+  }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& /*stream*/, Message& out) override {
     Store(x, out);

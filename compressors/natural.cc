@@ -40,10 +40,10 @@ class Natural final : public ElementwiseDecoded<T, Natural<T>> {
   explicit Natural(std::int64_t dimension) : dimension_(dimension) {}
 
   std::string_view name() const override { return "natural"; }
-  bool unbiased() const override { return true; }
-  // Horvath et al., Theorem 3 (natural.h).
-  std::optional<double> omega() const override { return 0.125; }
-  bool draws_word_per_element() const override { return true; }
+  CompressorClaims claims() const override {
+    // Horvath et al., Theorem 3 (natural.h).
+    return {.unbiased = true, .omega = 0.125, .draws_word_per_element = true};
+  }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
     CheckDimension(x.size());

@@ -32,14 +32,14 @@ class NaturalDithering final : public ElementwiseDecoded<T, NaturalDithering<T>>
   }
 
   std::string_view name() const override { return format_.compressor(); }
-  bool unbiased() const override { return true; }
-  // Horvath et al., Theorem 7 with r = 2 (natural_dithering.h).
-  std::optional<double> omega() const override {
+  CompressorClaims claims() const override {
+    // Horvath et al., Theorem 7 with r = 2 (natural_dithering.h).
     const double spread =
         std::sqrt(static_cast<double>(format_.dimension())) * std::ldexp(1.0, 1 - format_.levels());
-    return 0.125 + spread * std::min(1.0, spread);
+    return {.unbiased = true,
+            .omega = 0.125 + spread * std::min(1.0, spread),
+            .draws_word_per_element = true};
   }
-  bool draws_word_per_element() const override { return true; }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
     format_.CheckDimension(x.size());

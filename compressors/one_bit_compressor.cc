@@ -31,14 +31,14 @@ class OneBitCompressor final : public Compressor<T> {
   }
 
   std::string_view name() const override { return format_.name; }
-  bool unbiased() const override { return format_.unbiased; }
-  std::optional<double> q() const override { return format_.q; }
-  bool uses_layers() const override { return format_.uses_layers; }
-  bool draws_word_per_element() const override {
-    return format_.draw == OneBitFormat::Draw::kStochastic;
+  CompressorClaims claims() const override {
+    return {.unbiased = format_.unbiased,
+            .q = format_.q,
+            // Sign draws (sign, scaled-sign, block-sign) read no word of the stream.
+            .deterministic = format_.draw == OneBitFormat::Draw::kSign,
+            .uses_layers = format_.uses_layers,
+            .draws_word_per_element = format_.draw == OneBitFormat::Draw::kStochastic};
   }
-  // Sign draws (sign, scaled-sign, block-sign) read no word of the stream.
-  bool deterministic() const override { return format_.draw == OneBitFormat::Draw::kSign; }
   std::vector<double> MessageScales(const Message& in) const override {
     Bits(in, dimension_);  // checks the size
     std::vector<double> scales;

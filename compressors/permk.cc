@@ -36,17 +36,17 @@ class PermK final : public SampledSparseCompressor<T> {
     block_ = {first, first + this->k()};
   }
 
-  bool unbiased() const override { return true; }
-  // Each C_i is scaled random-k with k = |B_i| (permk.h).
-  std::optional<double> omega() const override { return this->ScaledOmega(); }
-  // A sender with every coordinate sends x itself and draws nothing.
-  std::optional<double> q() const override {
-    if (!whole_) return std::nullopt;
-    return 0.0;
+  CompressorClaims claims() const override {
+    return {.unbiased = true,
+            // A sender with every coordinate sends x itself and draws nothing.
+            .q = whole_ ? std::optional<double>(0.0) : std::nullopt,
+            // Each C_i is scaled random-k with k = |B_i| (permk.h).
+            .omega = this->ScaledOmega(),
+            .deterministic = whole_,
+            // The senders of a step split one permutation: their errors are dependent (disjoint
+            // supports).
+            .correlated_senders = !whole_};
   }
-  bool deterministic() const override { return whole_; }
-  // The senders of a step split one permutation: their errors are dependent (disjoint supports).
-  bool correlated_senders() const override { return !whole_; }
 
  private:
   // pi(B_i) ascending, from the step's shared permutation (permk.h's draw rule): a worker's

@@ -94,8 +94,7 @@ class PowerSgd final : public Compressor<T> {
   }
 
   std::string_view name() const override { return "powersgd"; }
-  bool unbiased() const override { return false; }
-  bool uses_layers() const override { return true; }
+  CompressorClaims claims() const override { return {.unbiased = false, .uses_layers = true}; }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
     LEMMALAB_CHECK(x.size() == dimension_, "powersgd for {} elements got {}", dimension_, x.size());

@@ -29,14 +29,14 @@ class Qsgd final : public ElementwiseDecoded<T, Qsgd<T>> {
       : format_(name, levels, dimension), norm_(norm) {}
 
   std::string_view name() const override { return format_.compressor(); }
-  bool unbiased() const override { return true; }
-  // Alistarh et al. Lemma 3.1 (qsgd.h; for the inf-norm as well, by the argument given there).
-  std::optional<double> omega() const override {
+  CompressorClaims claims() const override {
+    // Alistarh et al. Lemma 3.1 (qsgd.h; for the inf-norm as well, by the argument given there).
     const auto d = static_cast<double>(format_.dimension());
     const auto s = static_cast<double>(format_.levels());
-    return std::min(d / (s * s), std::sqrt(d) / s);
+    return {.unbiased = true,
+            .omega = std::min(d / (s * s), std::sqrt(d) / s),
+            .draws_word_per_element = true};
   }
-  bool draws_word_per_element() const override { return true; }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& stream, Message& out) override {
     format_.CheckDimension(x.size());

@@ -17,17 +17,13 @@ class RandomK final : public SampledSparseCompressor<T> {
         scaled_(scaled),
         choice_(dimension, k) {}
 
-  bool unbiased() const override { return scaled_; }
   // Each coordinate is kept with probability k/d (compressors/random_k.h), so E||C(x) - x||^2 is
   // exactly (d/k - 1)||x||^2 scaled (U(d/k - 1), as DIANA's rand-k) and (1 - k/d)||x||^2
   // unscaled (C(k/d), as EF21's rand-k).
-  std::optional<double> omega() const override {
-    if (!scaled_) return std::nullopt;
-    return this->ScaledOmega();
-  }
-  std::optional<double> alpha() const override {
-    if (scaled_) return std::nullopt;
-    return static_cast<double>(this->k()) / static_cast<double>(this->dimension());
+  CompressorClaims claims() const override {
+    if (scaled_) return {.unbiased = true, .omega = this->ScaledOmega()};
+    return {.unbiased = false,
+            .alpha = static_cast<double>(this->k()) / static_cast<double>(this->dimension())};
   }
 
  private:

@@ -43,10 +43,9 @@ class RankK final : public Compressor<T> {
   }
 
   std::string_view name() const override { return "rank-k"; }
-  bool unbiased() const override { return false; }
-  std::optional<double> q() const override { return q_; }
-  bool deterministic() const override { return true; }
-  bool uses_layers() const override { return true; }
+  CompressorClaims claims() const override {
+    return {.unbiased = false, .q = q_, .deterministic = true, .uses_layers = true};
+  }
 
   EncodeStats Encode(ConstVectorRef<T> x, PhiloxStream& /*stream*/, Message& out) override {
     LEMMALAB_CHECK(x.size() == dimension_, "rank-k for {} elements got {}", dimension_, x.size());

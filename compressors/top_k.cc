@@ -40,12 +40,13 @@ class TopK final : public SparseCompressor<T> {
         histogram_(kCopies * Key::kBuckets),
         kept_(static_cast<std::size_t>(k)) {}
 
-  bool unbiased() const override { return false; }
-  std::optional<double> q() const override {
-    return std::sqrt(1.0 - static_cast<double>(this->k()) / static_cast<double>(this->dimension()));
+  CompressorClaims claims() const override {
+    return {.unbiased = false,
+            .q = std::sqrt(1.0 -
+                           static_cast<double>(this->k()) / static_cast<double>(this->dimension())),
+            // Draws nothing; EF21's alpha = 1 - q^2 = k/d follows from q (spams.txt Remark 1).
+            .deterministic = true};
   }
-  // Draws nothing; EF21's alpha = 1 - q^2 = k/d follows from q (spams.txt Remark 1).
-  bool deterministic() const override { return true; }
 
   // Selection by threshold instead of sorting, in two passes over x. The kept set is the first k
   // coordinates in the order (key descending, index ascending). Pass 1 counts keys per bucket and

@@ -11,10 +11,30 @@
 #include <vector>
 
 #include "engine/spec.h"
+#include "tests/compressor_examples.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of bernoulli (tests/compressor_examples.h).
+const CompressorExamples kCompressorExamples(
+    {
+        // Lazy sending: the 1-byte flag, followed by the d raw values when sent.
+        {"BernoulliScaled", R"(name = "bernoulli")",
+         [](const CompressorShape& s, int scalar_bits) -> MessageSizes {
+           return {8, 8 + scalar_bits * s.dimension};
+         }},
+        {"BernoulliUnscaled", "name = \"bernoulli\"\np = 0.25\nscaled = false",
+         [](const CompressorShape& s, int scalar_bits) -> MessageSizes {
+           return {8, 8 + scalar_bits * s.dimension};
+         }},
+    },
+    {
+        // Seeds 1 to 3 with p = 1/2 give sent and unsent messages both.
+        {"BernoulliScaled", R"(name = "bernoulli")", SplitsAlways},
+        {"BernoulliUnscaled", "name = \"bernoulli\"\np = 0.5\nscaled = false", SplitsAlways},
+    });
 
 PhiloxStream Stream(std::uint64_t step) {
   return PhiloxStream({23, Purpose::kWorkerCompression, 1, step});

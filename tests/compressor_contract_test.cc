@@ -9,8 +9,8 @@
 // (CompressorShape::ForSender), whose messages the aggregation point's instance (sender 0 of 1)
 // must decode as the sender's own does.
 //
-// Adding a compressor adds a line to Configs(); the test fails for a registered compressor that
-// has none.
+// The configurations come from each compressor's own test file (tests/compressor_examples.h);
+// the coverage test fails for a registered compressor that has none.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +26,7 @@
 #include "compressors/compressor.h"
 #include "core/bits.h"
 #include "engine/spec.h"
+#include "tests/compressor_examples.h"
 #include "tests/failures_of.h"
 #include "tests/theory_doubles.h"
 
@@ -33,146 +34,10 @@ namespace lemmalab {
 namespace {
 
 using Shape = CompressorShape;
+using Config = ContractExample;
 
-// The message sizes in bits a format allows for a shape: one for most, and one per outcome for a
-// format whose size depends on the draw (lazy sending: the flag alone, or the flag and values).
-struct Sizes {
-  std::vector<std::int64_t> allowed;
-  Sizes(std::int64_t bits) : allowed{bits} {}  // NOLINT: a single size converts implicitly
-  Sizes(std::initializer_list<std::int64_t> all) : allowed(all) {}
-  bool Allows(std::int64_t bits) const {
-    return std::find(allowed.begin(), allowed.end(), bits) != allowed.end();
-  }
-};
-
-struct Config {
-  std::string label;  // test name suffix
-  std::string toml;   // the component table
-  // The message sizes in bits for a shape, with scalars of `scalar_bits` (32 or 64).
-  std::function<Sizes(const Shape&, int scalar_bits)> bits;
-};
-
-// gtest prints a parameter in test names and failures: the label, not the bytes.
-void PrintTo(const Config& c, std::ostream* os) { *os << c.label; }
-
-std::int64_t SignBits(std::int64_t d) { return 8 * PackedBytes(d); }
-std::int64_t Chunks(std::int64_t d, std::int64_t size) { return (d + size - 1) / size; }
-// PowerSGD: (rows + cols) r' scalars per matrix layer, r' = min(rank, rows, cols); vector
-// layers (a flat shape is one) raw.
-std::int64_t PowerSgdBits(const Shape& s, std::int64_t rank, int scalar_bits) {
-  std::int64_t scalars = 0;
-  for (const Layer& l : s.layers) {
-    const bool matrix = l.rows > 1 && l.cols > 1;
-    scalars += matrix ? (l.rows + l.cols) * std::min({rank, l.rows, l.cols}) : l.size();
-  }
-  return scalar_bits * scalars;
-}
-// A float32 scale and d fields of `width` bits in a packed bit-stream.
-std::int64_t ScaleAndFields(std::int64_t d, std::int64_t width) {
-  return 32 + 8 * Chunks(d * width, 8);
-}
-// k indices of the narrowest unsigned type holding d - 1, then k values of the run's precision.
-std::int64_t SparseBits(std::int64_t d, std::int64_t k, int scalar_bits) {
-  const std::int64_t index_bits = d <= 256 ? 8 : d <= 65536 ? 16 : 32;
-  return k * (index_bits + scalar_bits);
-}
-// PermK: sender i of n keeps floor(d/n) positions, one more for the first d mod n senders, or
-// one when n > d.
-std::int64_t PermKBlock(const Shape& s) {
-  const std::int64_t d = s.dimension, n = s.senders;
-  return n > d ? 1 : d / n + (s.sender < d % n ? 1 : 0);
-}
-// Rank-k: k (rows + cols) scalars per matrix layer whose factors are smaller than it, every other
-// layer raw.
-std::int64_t RankKBits(const Shape& s, std::int64_t k, int scalar_bits) {
-  std::int64_t scalars = 0;
-  for (const Layer& l : s.layers) {
-    const bool factored = l.rows > 1 && l.cols > 1 && k * (l.rows + l.cols) < l.size();
-    scalars += factored ? k * (l.rows + l.cols) : l.size();
-  }
-  return scalar_bits * scalars;
-}
-
-std::vector<Config> Configs() {
-  return {
-      {"Identity", R"(name = "identity")",
-       [](const Shape& s, int scalar_bits) { return scalar_bits * s.dimension; }},
-      {"Sign", R"(name = "sign")", [](const Shape& s, int) { return SignBits(s.dimension); }},
-      {"ScaledSign", R"(name = "scaled-sign")",
-       [](const Shape& s, int) { return SignBits(s.dimension) + 32; }},
-      {"ScaledSignChunks", "name = \"scaled-sign\"\nchunk = 5",
-       [](const Shape& s, int) { return SignBits(s.dimension) + 32 * Chunks(s.dimension, 5); }},
-      {"BlockSignLayers", R"(name = "block-sign")",
-       [](const Shape& s, int) {
-         return SignBits(s.dimension) + 32 * static_cast<std::int64_t>(s.layers.size());
-       }},
-      {"BlockSignFixed", "name = \"block-sign\"\nblocks = \"fixed\"\nblock_size = 6",
-       [](const Shape& s, int) { return SignBits(s.dimension) + 32 * Chunks(s.dimension, 6); }},
-      {"StochasticBinaryClip", R"(name = "stochastic-binary")",
-       [](const Shape& s, int) { return SignBits(s.dimension); }},
-      {"StochasticBinaryRescale", "name = \"stochastic-binary\"\ndomain = \"rescale\"",
-       [](const Shape& s, int) { return SignBits(s.dimension) + 32; }},
-      {"PowerSgdRank1", "name = \"powersgd\"\nrank = 1",
-       [](const Shape& s, int scalar_bits) { return PowerSgdBits(s, 1, scalar_bits); }},
-      {"PowerSgdRank3", "name = \"powersgd\"\nrank = 3",
-       [](const Shape& s, int scalar_bits) { return PowerSgdBits(s, 3, scalar_bits); }},
-      // QSGD: levels s take ceil(log2(s + 1)) bits, plus a sign bit.
-      {"QsgdTwoNorm", R"(name = "qsgd")",  // s = 4: 3 + 1 bits
-       [](const Shape& s, int) { return ScaleAndFields(s.dimension, 4); }},
-      {"QsgdInfNorm", "name = \"qsgd\"\nnorm = \"inf\"\nlevels = 1",
-       [](const Shape& s, int) { return ScaleAndFields(s.dimension, 2); }},
-      {"QsgdManyLevels", "name = \"qsgd\"\nlevels = 255",
-       [](const Shape& s, int) { return ScaleAndFields(s.dimension, 9); }},
-      {"QsgdFiveLevels", "name = \"qsgd\"\nlevels = 5\nnorm = \"inf\"",
-       [](const Shape& s, int) { return ScaleAndFields(s.dimension, 4); }},
-      {"TernGrad", R"(name = "terngrad")",
-       [](const Shape& s, int) { return ScaleAndFields(s.dimension, 2); }},
-      // Natural compression: one exponent byte per element, then the packed sign bits.
-      {"Natural", R"(name = "natural")",
-       [](const Shape& s, int) { return 8 * s.dimension + SignBits(s.dimension); }},
-      {"Fp16", R"(name = "fp16")", [](const Shape& s, int) { return 16 * s.dimension; }},
-      {"Bf16", R"(name = "bf16")", [](const Shape& s, int) { return 16 * s.dimension; }},
-      // k = max(1, ceil(0.3 d)) = ceil(3d / 10).
-      {"TopKFraction", "name = \"top-k\"\nfraction = 0.3",
-       [](const Shape& s, int scalar_bits) {
-         return SparseBits(s.dimension, (3 * s.dimension + 9) / 10, scalar_bits);
-       }},
-      {"TopKCount", "name = \"top-k\"\nk = 1",
-       [](const Shape& s, int scalar_bits) { return SparseBits(s.dimension, 1, scalar_bits); }},
-      {"RandomKScaled", "name = \"random-k\"\nfraction = 0.25",
-       [](const Shape& s, int scalar_bits) {
-         return SparseBits(s.dimension, Chunks(s.dimension, 4), scalar_bits);
-       }},
-      {"RandomKUnscaled", "name = \"random-k\"\nfraction = 0.5\nscaled = false",
-       [](const Shape& s, int scalar_bits) {
-         return SparseBits(s.dimension, Chunks(s.dimension, 2), scalar_bits);
-       }},
-      {"PermK", R"(name = "permk")",
-       [](const Shape& s, int scalar_bits) {
-         return SparseBits(s.dimension, PermKBlock(s), scalar_bits);
-       }},
-      // Natural dithering: QSGD's layout, levels s in ceil(log2(s + 1)) bits plus a sign bit.
-      {"NaturalDithering", R"(name = "natural-dithering")",  // s = 8: 4 + 1 bits
-       [](const Shape& s, int) { return ScaleAndFields(s.dimension, 5); }},
-      {"NaturalDitheringInfNorm", "name = \"natural-dithering\"\nlevels = 3\nnorm = \"inf\"",
-       [](const Shape& s, int) { return ScaleAndFields(s.dimension, 3); }},
-      {"NaturalDitheringManyLevels", "name = \"natural-dithering\"\nlevels = 16",
-       [](const Shape& s, int) { return ScaleAndFields(s.dimension, 6); }},
-      // Lazy sending: the 1-byte flag, followed by the d raw values when sent.
-      {"BernoulliScaled", R"(name = "bernoulli")",
-       [](const Shape& s, int scalar_bits) -> Sizes {
-         return {8, 8 + scalar_bits * s.dimension};
-       }},
-      {"BernoulliUnscaled", "name = \"bernoulli\"\np = 0.25\nscaled = false",
-       [](const Shape& s, int scalar_bits) -> Sizes {
-         return {8, 8 + scalar_bits * s.dimension};
-       }},
-      {"RankKRank1", "name = \"rank-k\"\nrank = 1",
-       [](const Shape& s, int scalar_bits) { return RankKBits(s, 1, scalar_bits); }},
-      {"RankKRank3", "name = \"rank-k\"\nrank = 3",
-       [](const Shape& s, int scalar_bits) { return RankKBits(s, 3, scalar_bits); }},
-  };
-}
+// Every compressor test file's configurations (tests/compressor_examples.h).
+const std::vector<Config>& Configs() { return ContractExamples(); }
 
 // A small network's layers (weights and biases).
 Shape Network() {

@@ -111,7 +111,7 @@ TEST(Unbiasedness, NearDegenerateInputsAreNotMistakenForDeterminism) {
 class RoundingJitter final : public Compressor<double> {
  public:
   std::string_view name() const override { return "rounding-jitter"; }
-  bool unbiased() const override { return true; }
+  CompressorClaims claims() const override { return {.unbiased = true}; }
   EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& stream, Message& out) override {
     Eigen::VectorXd c = x;
     c[0] += 1e-9;

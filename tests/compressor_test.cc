@@ -12,9 +12,56 @@
 #include "compressors/stochastic_binary.h"
 #include "core/bits.h"
 #include "core/error.h"
+#include "tests/compressor_examples.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of identity, sign, scaled-sign, block-sign,
+// stochastic-binary (tests/compressor_examples.h).
+const CompressorExamples kCompressorExamples(
+    {
+        {"Identity", R"(name = "identity")",
+         [](const CompressorShape& s, int scalar_bits) { return scalar_bits * s.dimension; }},
+        {"Sign", R"(name = "sign")",
+         [](const CompressorShape& s, int) { return SignBits(s.dimension); }},
+        {"ScaledSign", R"(name = "scaled-sign")",
+         [](const CompressorShape& s, int) { return SignBits(s.dimension) + 32; }},
+        {"ScaledSignChunks", "name = \"scaled-sign\"\nchunk = 5",
+         [](const CompressorShape& s, int) {
+           return SignBits(s.dimension) + 32 * Chunks(s.dimension, 5);
+         }},
+        {"BlockSignLayers", R"(name = "block-sign")",
+         [](const CompressorShape& s, int) {
+           return SignBits(s.dimension) + 32 * static_cast<std::int64_t>(s.layers.size());
+         }},
+        {"BlockSignFixed", "name = \"block-sign\"\nblocks = \"fixed\"\nblock_size = 6",
+         [](const CompressorShape& s, int) {
+           return SignBits(s.dimension) + 32 * Chunks(s.dimension, 6);
+         }},
+        {"StochasticBinaryClip", R"(name = "stochastic-binary")",
+         [](const CompressorShape& s, int) { return SignBits(s.dimension); }},
+        {"StochasticBinaryRescale", "name = \"stochastic-binary\"\ndomain = \"rescale\"",
+         [](const CompressorShape& s, int) { return SignBits(s.dimension) + 32; }},
+    },
+    {
+        {"Identity", R"(name = "identity")", SplitsAlways},
+        {"Sign", R"(name = "sign")", SplitsAlways},
+        {"ScaledSign", R"(name = "scaled-sign")", SplitsAlways},
+        // Chunks of 64 line up with every 64-aligned bound; chunks of 5 only with multiples of 320
+        // (or a range inside one chunk); a chunk longer than the vector is one scale.
+        {"ScaledSignChunk64", "name = \"scaled-sign\"\nchunk = 64", SplitsOnBlocksOf(64)},
+        {"ScaledSignChunk5", "name = \"scaled-sign\"\nchunk = 5", SplitsOnBlocksOf(5)},
+        {"ScaledSignChunkHuge", "name = \"scaled-sign\"\nchunk = 100000", SplitsOnBlocksOf(100000)},
+        {"BlockSignLayers", R"(name = "block-sign")", SplitsAlways},
+        {"BlockSignFixed6", "name = \"block-sign\"\nblocks = \"fixed\"\nblock_size = 6",
+         SplitsOnBlocksOf(6)},
+        {"BlockSignFixed128", "name = \"block-sign\"\nblocks = \"fixed\"\nblock_size = 128",
+         SplitsOnBlocksOf(128)},
+        {"StochasticBinaryClip", R"(name = "stochastic-binary")", SplitsAlways},
+        {"StochasticBinaryRescale", "name = \"stochastic-binary\"\ndomain = \"rescale\"",
+         SplitsAlways},
+    });
 
 // Values in [-1, 1] with every pattern of sign and magnitude, including the ends.
 Eigen::VectorXd InDomain(Eigen::Index d, std::uint64_t seed) {

@@ -12,8 +12,23 @@
 #include <limits>
 #include <vector>
 
+#include "tests/compressor_examples.h"
+
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of fp16, bf16 (tests/compressor_examples.h).
+const CompressorExamples kCompressorExamples(
+    {
+        {"Fp16", R"(name = "fp16")",
+         [](const CompressorShape& s, int) { return 16 * s.dimension; }},
+        {"Bf16", R"(name = "bf16")",
+         [](const CompressorShape& s, int) { return 16 * s.dimension; }},
+    },
+    {
+        {"Fp16", R"(name = "fp16")", SplitsAlways},
+        {"Bf16", R"(name = "bf16")", SplitsAlways},
+    });
 
 struct Expected {
   double input;

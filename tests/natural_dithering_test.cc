@@ -15,10 +15,29 @@
 #include "compressors/quantization.h"
 #include "compressors/terngrad.h"
 #include "engine/spec.h"
+#include "tests/compressor_examples.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of natural-dithering (tests/compressor_examples.h).
+const CompressorExamples kCompressorExamples(
+    {
+        // Natural dithering: QSGD's layout, levels s in ceil(log2(s + 1)) bits plus a sign bit.
+        {"NaturalDithering", R"(name = "natural-dithering")",  // s = 8: 4 + 1 bits
+         [](const CompressorShape& s, int) { return ScaleAndFields(s.dimension, 5); }},
+        {"NaturalDitheringInfNorm", "name = \"natural-dithering\"\nlevels = 3\nnorm = \"inf\"",
+         [](const CompressorShape& s, int) { return ScaleAndFields(s.dimension, 3); }},
+        {"NaturalDitheringManyLevels", "name = \"natural-dithering\"\nlevels = 16",
+         [](const CompressorShape& s, int) { return ScaleAndFields(s.dimension, 6); }},
+    },
+    {
+        {"NaturalDithering", R"(name = "natural-dithering")", SplitsAlways},
+        // 5-bit fields
+        {"NaturalDitheringInfNorm", "name = \"natural-dithering\"\nlevels = 3\nnorm = \"inf\"",
+         SplitsAlways},
+    });
 
 PhiloxStream Stream(std::uint64_t step = 1) {
   return PhiloxStream({41, Purpose::kWorkerCompression, 3, step});

@@ -10,10 +10,22 @@
 #include <limits>
 #include <vector>
 
+#include "tests/compressor_examples.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of natural (tests/compressor_examples.h).
+const CompressorExamples kCompressorExamples(
+    {
+        // Natural compression: one exponent byte per element, then the packed sign bits.
+        {"Natural", R"(name = "natural")",
+         [](const CompressorShape& s, int) { return 8 * s.dimension + SignBits(s.dimension); }},
+    },
+    {
+        {"Natural", R"(name = "natural")", SplitsAlways},
+    });
 
 PhiloxStream Stream(std::uint64_t step = 1) {
   return PhiloxStream({5, Purpose::kWorkerCompression, 4, step});

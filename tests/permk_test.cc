@@ -15,10 +15,30 @@
 #include <vector>
 
 #include "compressors/sparse.h"
+#include "tests/compressor_examples.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of permk (tests/compressor_examples.h).
+// PermK: sender i of n keeps floor(d/n) positions, one more for the first d mod n senders, or
+// one when n > d.
+std::int64_t PermKBlock(const CompressorShape& s) {
+  const std::int64_t d = s.dimension, n = s.senders;
+  return n > d ? 1 : d / n + (s.sender < d % n ? 1 : 0);
+}
+
+const CompressorExamples kCompressorExamples(
+    {
+        {"PermK", R"(name = "permk")",
+         [](const CompressorShape& s, int scalar_bits) {
+           return SparseBits(s.dimension, PermKBlock(s), scalar_bits);
+         }},
+    },
+    {
+        {"PermK", R"(name = "permk")", SplitsNever},
+    });
 
 using Shape = CompressorShape;
 

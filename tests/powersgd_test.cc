@@ -17,10 +17,35 @@
 
 #include "compressors/error_feedback.h"
 #include "engine/spec.h"
+#include "tests/compressor_examples.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of powersgd (tests/compressor_examples.h).
+// PowerSGD: (rows + cols) r' scalars per matrix layer, r' = min(rank, rows, cols); vector
+// layers (a flat shape is one) raw.
+std::int64_t PowerSgdBits(const CompressorShape& s, std::int64_t rank, int scalar_bits) {
+  std::int64_t scalars = 0;
+  for (const Layer& l : s.layers) {
+    const bool matrix = l.rows > 1 && l.cols > 1;
+    scalars += matrix ? (l.rows + l.cols) * std::min({rank, l.rows, l.cols}) : l.size();
+  }
+  return scalar_bits * scalars;
+}
+
+const CompressorExamples kCompressorExamples(
+    {
+        {"PowerSgdRank1", "name = \"powersgd\"\nrank = 1",
+         [](const CompressorShape& s, int scalar_bits) { return PowerSgdBits(s, 1, scalar_bits); }},
+        {"PowerSgdRank3", "name = \"powersgd\"\nrank = 3",
+         [](const CompressorShape& s, int scalar_bits) { return PowerSgdBits(s, 3, scalar_bits); }},
+    },
+    {
+        {"PowerSgdRank1", "name = \"powersgd\"\nrank = 1", SplitsNever},
+        {"PowerSgdRank3", "name = \"powersgd\"\nrank = 3", SplitsNever},
+    });
 
 using Eigen::MatrixXd;
 using ::testing::HasSubstr;

@@ -15,10 +15,33 @@
 
 #include "compressors/quantization.h"
 #include "engine/spec.h"
+#include "tests/compressor_examples.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of qsgd (tests/compressor_examples.h).
+const CompressorExamples kCompressorExamples(
+    {
+        // QSGD: levels s take ceil(log2(s + 1)) bits, plus a sign bit.
+        {"QsgdTwoNorm", R"(name = "qsgd")",  // s = 4: 3 + 1 bits
+         [](const CompressorShape& s, int) { return ScaleAndFields(s.dimension, 4); }},
+        {"QsgdInfNorm", "name = \"qsgd\"\nnorm = \"inf\"\nlevels = 1",
+         [](const CompressorShape& s, int) { return ScaleAndFields(s.dimension, 2); }},
+        {"QsgdManyLevels", "name = \"qsgd\"\nlevels = 255",
+         [](const CompressorShape& s, int) { return ScaleAndFields(s.dimension, 9); }},
+        {"QsgdFiveLevels", "name = \"qsgd\"\nlevels = 5\nnorm = \"inf\"",
+         [](const CompressorShape& s, int) { return ScaleAndFields(s.dimension, 4); }},
+    },
+    {
+        {"QsgdTwoNorm", R"(name = "qsgd")", SplitsAlways},
+        {"QsgdInfNormOneLevel", "name = \"qsgd\"\nnorm = \"inf\"\nlevels = 1", SplitsAlways},
+        {"QsgdManyLevels", "name = \"qsgd\"\nlevels = 255", SplitsAlways},
+        // 9-bit fields
+        {"QsgdFiveLevels", "name = \"qsgd\"\nlevels = 5\nnorm = \"inf\"", SplitsAlways},
+        {"QsgdOddWidth", "name = \"qsgd\"\nlevels = 3", SplitsAlways},
+    });
 
 PhiloxStream Stream(std::uint64_t step = 1) {
   return PhiloxStream({31, Purpose::kWorkerCompression, 2, step});

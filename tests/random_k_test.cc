@@ -14,10 +14,28 @@
 
 #include "compressors/sparse.h"
 #include "engine/spec.h"
+#include "tests/compressor_examples.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of random-k (tests/compressor_examples.h).
+const CompressorExamples kCompressorExamples(
+    {
+        {"RandomKScaled", "name = \"random-k\"\nfraction = 0.25",
+         [](const CompressorShape& s, int scalar_bits) {
+           return SparseBits(s.dimension, Chunks(s.dimension, 4), scalar_bits);
+         }},
+        {"RandomKUnscaled", "name = \"random-k\"\nfraction = 0.5\nscaled = false",
+         [](const CompressorShape& s, int scalar_bits) {
+           return SparseBits(s.dimension, Chunks(s.dimension, 2), scalar_bits);
+         }},
+    },
+    {
+        {"RandomKScaled", "name = \"random-k\"\nfraction = 0.25", SplitsNever},
+        {"RandomKUnscaled", "name = \"random-k\"\nfraction = 0.5\nscaled = false", SplitsNever},
+    });
 
 using testing::UserErrorOf;
 

@@ -14,10 +14,34 @@
 #include <vector>
 
 #include "engine/spec.h"
+#include "tests/compressor_examples.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of rank-k (tests/compressor_examples.h).
+// Rank-k: k (rows + cols) scalars per matrix layer whose factors are smaller than it, every other
+// layer raw.
+std::int64_t RankKBits(const CompressorShape& s, std::int64_t k, int scalar_bits) {
+  std::int64_t scalars = 0;
+  for (const Layer& l : s.layers) {
+    const bool factored = l.rows > 1 && l.cols > 1 && k * (l.rows + l.cols) < l.size();
+    scalars += factored ? k * (l.rows + l.cols) : l.size();
+  }
+  return scalar_bits * scalars;
+}
+
+const CompressorExamples kCompressorExamples(
+    {
+        {"RankKRank1", "name = \"rank-k\"\nrank = 1",
+         [](const CompressorShape& s, int scalar_bits) { return RankKBits(s, 1, scalar_bits); }},
+        {"RankKRank3", "name = \"rank-k\"\nrank = 3",
+         [](const CompressorShape& s, int scalar_bits) { return RankKBits(s, 3, scalar_bits); }},
+    },
+    {
+        {"RankK", "name = \"rank-k\"\nrank = 2", SplitsNever},
+    });
 
 using Shape = CompressorShape;
 

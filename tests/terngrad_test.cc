@@ -12,9 +12,21 @@
 #include <vector>
 
 #include "compressors/qsgd.h"
+#include "tests/compressor_examples.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of terngrad (tests/compressor_examples.h).
+const CompressorExamples kCompressorExamples(
+    {
+        {"TernGrad", R"(name = "terngrad")",
+         [](const CompressorShape& s, int) { return ScaleAndFields(s.dimension, 2); }},
+    },
+    {
+        // 3-bit fields
+        {"TernGrad", R"(name = "terngrad")", SplitsAlways},
+    });
 
 PhiloxStream Stream(std::uint64_t step = 1) {
   return PhiloxStream({77, Purpose::kWorkerCompression, 3, step});

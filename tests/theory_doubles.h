@@ -80,13 +80,14 @@ class Overclaiming final : public Compressor<double> {
   Overclaiming(std::unique_ptr<Compressor<double>> inner, std::optional<double> q, bool unbiased)
       : Overclaiming(std::move(inner), Claims{.q = q, .unbiased = unbiased}) {}
   std::string_view name() const override { return "overclaiming"; }
-  bool unbiased() const override { return claims_.unbiased; }
-  std::optional<double> q() const override { return claims_.q; }
-  std::optional<double> omega() const override { return claims_.omega; }
-  std::optional<double> alpha() const override {
-    return claims_.alpha ? claims_.alpha : Compressor<double>::alpha();
+  // A nullopt alpha is Compressor's 1 - q^2 of the claimed q.
+  CompressorClaims claims() const override {
+    return {.unbiased = claims_.unbiased,
+            .q = claims_.q,
+            .omega = claims_.omega,
+            .alpha = claims_.alpha,
+            .deterministic = claims_.deterministic};
   }
-  bool deterministic() const override { return claims_.deterministic; }
   EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& s, Message& out) override {
     return inner_->Encode(x, s, out);
   }
@@ -107,7 +108,9 @@ class LeaningBinary final : public Compressor<double> {
   explicit LeaningBinary(std::int64_t d)
       : inner_(MakeStochasticBinary<double>(QuantizerDomain::kClip, d)) {}
   std::string_view name() const override { return "leaning-binary"; }
-  bool unbiased() const override { return true; }  // the lie the probe must catch
+  CompressorClaims claims() const override {
+    return {.unbiased = true};  // the lie the probe must catch
+  }
   EncodeStats Encode(ConstVectorRef<double> x, PhiloxStream& stream, Message& out) override {
     shifted_ = (x.array() + 0.1).min(1.0).max(-1.0);
     return inner_->Encode(shifted_, stream, out);

@@ -15,10 +15,29 @@
 #include <vector>
 
 #include "engine/spec.h"
+#include "tests/compressor_examples.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
+
+// The contract and split tests' configurations of top-k (tests/compressor_examples.h).
+const CompressorExamples kCompressorExamples(
+    {
+        // k = max(1, ceil(0.3 d)) = ceil(3d / 10).
+        {"TopKFraction", "name = \"top-k\"\nfraction = 0.3",
+         [](const CompressorShape& s, int scalar_bits) {
+           return SparseBits(s.dimension, (3 * s.dimension + 9) / 10, scalar_bits);
+         }},
+        {"TopKCount", "name = \"top-k\"\nk = 1",
+         [](const CompressorShape& s, int scalar_bits) {
+           return SparseBits(s.dimension, 1, scalar_bits);
+         }},
+    },
+    {
+        {"TopKFraction", "name = \"top-k\"\nfraction = 0.3", SplitsNever},
+        {"TopKCount", "name = \"top-k\"\nk = 1", SplitsNever},
+    });
 
 using testing::UserErrorOf;
 
