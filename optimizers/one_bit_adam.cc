@@ -320,13 +320,6 @@ class AdamOneBitNaive final : public ExchangingOptimizer<T> {
   using ExchangingOptimizer<T>::exchange_;
 };
 
-// The exchange of onebit-adam and adam-1bit-naive: scaled sign with classic error feedback on
-// both sides, the server re-compressing the mean (Alg. 1 lines 7 and 10).
-constexpr ExchangeDefaults kOneBitExchange = {.compressor = "scaled-sign",
-                                              .worker_feedback = FeedbackKind::kClassic,
-                                              .server_recompresses = true,
-                                              .server_feedback = FeedbackKind::kClassic};
-
 }  // namespace
 
 OneBitAdamOptions ReadOneBitAdamOptions(OptionTable& options, bool read_local_momentum) {
@@ -357,7 +350,7 @@ std::unique_ptr<DistributedOptimizer<T>> OneBitAdamFromOptions(OptionTable& opti
   const OneBitAdamOptions o = ReadOneBitAdamOptions(options, true);
   CompressorMaker<T> warmup =
       MakeCompressorMaker<T>(*options.GetComponent("warmup_compressor", "identity"));
-  return MakeOneBitAdam<T>(o, ExchangeFromOptions<T>(options, kOneBitExchange), context,
+  return MakeOneBitAdam<T>(o, ExchangeFromOptions<T>(options, kOneBitAdamDefaults), context,
                            std::move(warmup));
 }
 
@@ -387,7 +380,7 @@ std::unique_ptr<DistributedOptimizer<T>> AdamOneBitNaiveFromOptions(
   AdamOptions defaults;
   defaults.bias_correction = false;  // the paper's Adam (Eq. 1)
   const AdamOptions o = ReadAdamOptions(options, defaults);
-  return MakeAdamOneBitNaive<T>(o, ExchangeFromOptions<T>(options, kOneBitExchange), context);
+  return MakeAdamOneBitNaive<T>(o, ExchangeFromOptions<T>(options, kOneBitAdamDefaults), context);
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                                  \

@@ -36,6 +36,14 @@
 
 namespace lemmalab {
 
+// 1-bit Adam's exchange: scaled sign with classic error feedback on both sides, the server
+// re-compressing the mean (onebit-adam.txt Alg. 1 lines 7 and 10). adam-1bit-naive sends through
+// it, and 0/1 Adam synchronises u through it (optimizers/zero_one_adam.h).
+inline constexpr ExchangeDefaults kOneBitAdamDefaults = {.compressor = "scaled-sign",
+                                                         .worker_feedback = FeedbackKind::kClassic,
+                                                         .server_recompresses = true,
+                                                         .server_feedback = FeedbackKind::kClassic};
+
 struct OneBitAdamOptions {
   double beta1 = 0.9;    // in [0, 1); onebit-adam.txt Sec. 7.1 (BERT)
   double beta2 = 0.999;  // in [0, 1); Sec. 7.1

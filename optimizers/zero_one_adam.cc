@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "optimizers/compressed_exchange.h"
 #include "optimizers/full_precision_wire.h"
+#include "optimizers/one_bit_adam.h"
 
 namespace lemmalab {
 namespace {
@@ -324,13 +325,6 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
   std::vector<Message> fp_parts_, bit_parts_;  // scratch: the two parts of messages holding both
 };
 
-// 1-bit Adam's exchange: scaled sign with classic error feedback on both sides, the server
-// re-compressing the mean (onebit-adam.txt Alg. 1 lines 7 and 10).
-constexpr ExchangeDefaults kOneBitExchange = {.compressor = "scaled-sign",
-                                              .worker_feedback = FeedbackKind::kClassic,
-                                              .server_recompresses = true,
-                                              .server_feedback = FeedbackKind::kClassic};
-
 }  // namespace
 
 ZeroOneAdamOptions ReadZeroOneAdamOptions(OptionTable& options) {
@@ -374,7 +368,7 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> ZeroOneAdamFromOptions(OptionTable& options,
                                                                 const OptimizerContext& context) {
   const ZeroOneAdamOptions o = ReadZeroOneAdamOptions(options);
-  return std::make_unique<ZeroOneAdam<T>>(o, ExchangeFromOptions<T>(options, kOneBitExchange),
+  return std::make_unique<ZeroOneAdam<T>>(o, ExchangeFromOptions<T>(options, kOneBitAdamDefaults),
                                           context);
 }
 
