@@ -443,8 +443,8 @@ void RequireOrdered(OptionTable& options, std::string_view lo_key, double lo,
 
 LambOptions ReadLambOptions(OptionTable& options) {
   LambOptions o;
-  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
-  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
+  o.beta1 = options.GetDouble("beta1", o.beta1, kMovingAverageFactor);
+  o.beta2 = options.GetDouble("beta2", o.beta2, kMovingAverageFactor);
   o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
   o.c_min = options.GetDouble("c_min", o.c_min, Interval::NonNegative());
   o.c_max = options.GetDouble("c_max", o.c_max, Interval::NonNegative());
@@ -483,7 +483,7 @@ std::unique_ptr<DistributedOptimizer<T>> OneBitLambFromOptions(OptionTable& opti
                                                                const OptimizerContext& context) {
   OneBitLambOptions o;
   o.lamb = ReadLambOptions(options);
-  o.beta3 = options.GetDouble("beta3", o.beta3, Interval::ClosedOpen(0, 1));
+  o.beta3 = options.GetDouble("beta3", o.beta3, kMovingAverageFactor);
   o.warmup_steps = options.GetInt("warmup_steps", o.warmup_steps, 0);
   o.r_min = options.GetDouble("r_min", o.r_min, Interval::Positive());
   o.r_max = options.GetDouble("r_max", o.r_max, Interval::NonNegative());

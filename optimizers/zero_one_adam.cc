@@ -329,8 +329,8 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
 
 ZeroOneAdamOptions ReadZeroOneAdamOptions(OptionTable& options) {
   ZeroOneAdamOptions o;
-  o.beta1 = options.GetDouble("beta1", o.beta1, Interval::ClosedOpen(0, 1));
-  o.beta2 = options.GetDouble("beta2", o.beta2, Interval::ClosedOpen(0, 1));
+  o.beta1 = options.GetDouble("beta1", o.beta1, kMovingAverageFactor);
+  o.beta2 = options.GetDouble("beta2", o.beta2, kMovingAverageFactor);
   o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
   o.eps_placement = EpsPlacementFromOptions(options, o.eps_placement);
   o.var_freeze_step = options.GetInt("var_freeze_step", o.var_freeze_step, 0);

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
+#include "core/error.h"
 #include "optimizers/optimizer.h"
 #include "tests/optimizer_test_util.h"
 
@@ -12,6 +14,7 @@ namespace lemmalab {
 namespace {
 
 using testing::MakeNamed;
+using testing::Real;
 
 // f(x) = (1/2) sum_j x_j^2 split over n workers; worker i sees x + noise_i with sum_i noise_i = 0
 // so the mean gradient is exactly x. Returns the parameters after `steps` steps and the bytes
@@ -57,6 +60,23 @@ TEST_P(EveryOptimizer, HasAReferenceAndListsItsOptionsWithDefaults) {
   for (const OptionTable::Use& use : OptimizerOptions(info())) {
     EXPECT_FALSE(use.description.empty()) << use.key;
     EXPECT_NE(use.description, "optional") << use.key << ": describe it (OptionTable::Describe)";
+  }
+}
+
+// Every moving-average factor an optimizer reads (beta, beta1, beta2, beta3, momentum) follows
+// the one rule the premises and bounds state, kMovingAverageFactor: 1 is refused, naming it.
+TEST_P(EveryOptimizer, RefusesAMovingAverageFactorOfOne) {
+  for (const OptionTable::Use& use : OptimizerOptions(info())) {
+    if (!use.key.starts_with("beta") && use.key != "momentum") continue;
+    SCOPED_TRACE(use.key);
+    EXPECT_NO_THROW(MakeNamed<double>(info().name, {{use.key, Real(0.5)}}, {6, 3}));
+    try {
+      MakeNamed<double>(info().name, {{use.key, Real(1.0)}}, {6, 3});
+      ADD_FAILURE() << use.key << " = 1 accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(kMovingAverageFactor.ToString()), std::string::npos)
+          << e.what();
+    }
   }
 }
 

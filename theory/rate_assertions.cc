@@ -48,7 +48,8 @@ struct RateOptions {
 
 RateOptions ReadRateOptions(OptionTable& options) {
   RateOptions o;
-  o.quantity = Choose(options, "quantity", "grad_sq_norm", {"grad_sq_norm", "optimality_gap"});
+  o.quantity = Choose(options, "quantity", metric::kGradSqNorm,
+                      {metric::kGradSqNorm, metric::kOptimalityGap});
   o.exponent = options.GetDouble("exponent", 0.5, Interval::NonNegative());
   o.at_least = Choose(options, "compare", "at-least", {"at-least", "equal"}) == "at-least";
   o.tolerance = options.GetDouble("tolerance", o.tolerance, Interval::Positive());
@@ -518,7 +519,7 @@ Judgement MakeOptimalityGapCheck(OptionTable& options, const AssertionContext& /
 Judgement MakeTracksReferenceCheck(OptionTable& options, const AssertionContext& context) {
   ReferenceOptions o;
   o.reference = options.RequireString("reference");
-  o.metric = options.GetString("metric", "train_loss");
+  o.metric = options.GetString("metric", metric::kTrainLoss);
   o.tolerance = options.GetDouble("tolerance", o.tolerance, Interval::Positive());
   if (std::find(context.labels.begin(), context.labels.end(), o.reference) ==
       context.labels.end()) {
