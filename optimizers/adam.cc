@@ -9,6 +9,17 @@
 namespace lemmalab {
 namespace {
 
+// Every replica holds the same m, v (and v_max): probes see them for any worker and the server.
+constexpr StateTag kMomentum = {
+    {"m", "onebit-adam.txt Eq. (1)", "m_t = beta1 m_{t-1} + (1 - beta1) g_bar_t"},
+    Quantity::kMomentum};
+constexpr StateTag kVariance = {
+    {"v", "onebit-adam.txt Eq. (1)", "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"},
+    Quantity::kVariance};
+constexpr StateTag kMaxVariance = {
+    {"v_max", "AMSGrad (PyTorch's form)", "max(v_max, v_t), bias-corrected later"},
+    Quantity::kMaxVariance};
+
 template <typename T>
 class Adam final : public AveragedGradientOptimizer<T> {
  public:
@@ -19,23 +30,10 @@ class Adam final : public AveragedGradientOptimizer<T> {
         v_(Vector<T>::Zero(context.dimension)),
         v_max_(options.amsgrad ? Vector<T>::Zero(context.dimension) : Vector<T>()) {}
 
-  void Persist(StateArchive& archive) override {
-    archive("m", m_);
-    archive("v", v_);
-    archive("v_max", v_max_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
-    switch (quantity) {
-      case Quantity::kMomentum:
-        return &m_;
-      case Quantity::kVariance:
-        return &v_;
-      case Quantity::kMaxVariance:
-        return options_.amsgrad ? &v_max_ : nullptr;
-      default:
-        return nullptr;
-    }
+  void DeclareState(OptimizerState<T>& state) override {
+    state.Replicated(kMomentum, m_);
+    state.Replicated(kVariance, v_);
+    state.Replicated(kMaxVariance, v_max_, /*seen=*/options_.amsgrad);
   }
 
  protected:
@@ -46,14 +44,9 @@ class Adam final : public AveragedGradientOptimizer<T> {
     // AMSGrad as PyTorch documents it: the max of the raw v, bias-corrected afterwards.
     if (options_.amsgrad) v_max_ = v_max_.cwiseMax(v_);
     if (const TraceScope trace = ctx.Trace(kServer)) {
-      trace.Vector<T>({"m", "onebit-adam.txt Eq. (1)", "m_t = beta1 m_{t-1} + (1 - beta1) g_bar_t"},
-                      m_);
-      trace.Vector<T>(
-          {"v", "onebit-adam.txt Eq. (1)", "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"}, v_);
-      if (options_.amsgrad) {
-        trace.Vector<T>(
-            {"v_max", "AMSGrad (PyTorch's form)", "max(v_max, v_t), bias-corrected later"}, v_max_);
-      }
+      trace.Vector<T>(kMomentum.symbol, m_);
+      trace.Vector<T>(kVariance.symbol, v_);
+      if (options_.amsgrad) trace.Vector<T>(kMaxVariance.symbol, v_max_);
     }
     AdamUpdate<T>(options_, ctx, m_, options_.amsgrad ? v_max_ : v_, x);
   }

@@ -10,12 +10,14 @@ namespace {
 // The trace's names (optimizers/trace.h) for birder.txt Algorithm 1. The paper's u_t^(i) is the
 // quantized update; the trace calls the quantizer's input u and its output Q(u), so that both
 // have a name.
-constexpr TraceSymbol kMomentum = {"m", "birder.txt Alg. 1 line 5",
-                                   "m_t^(i) = beta m_{t-1}^(i) + (1 - beta) g_t^(i)"};
-constexpr TraceSymbol kBHat = {"b_hat", "birder.txt Alg. 1 line 6",
-                               "b_hat_t^(i) = beta b_hat_{t-1}^(i) + (1 - beta) |g_t^(i)|"};
-constexpr TraceSymbol kB = {"b", "birder.txt Alg. 1 line 7",
-                            "b_t^(i) = b_hat_t^(i) (max(b_{t-1}^(i), b_hat_t^(i)) once t > T0)"};
+constexpr StateTag kMomentum = {
+    {"m", "birder.txt Alg. 1 line 5", "m_t^(i) = beta m_{t-1}^(i) + (1 - beta) g_t^(i)"},
+    Quantity::kMomentum};
+constexpr StateTag kBHat = {{"b_hat", "birder.txt Alg. 1 line 6",
+                             "b_hat_t^(i) = beta b_hat_{t-1}^(i) + (1 - beta) |g_t^(i)|"}};
+constexpr StateTag kB = {{"b", "birder.txt Alg. 1 line 7",
+                          "b_t^(i) = b_hat_t^(i) (max(b_{t-1}^(i), b_hat_t^(i)) once t > T0)"},
+                         Quantity::kRawDenominator};
 constexpr TraceSymbol kRatio = {"m/(b+eps)", "birder.txt Alg. 1 line 8, footnote 5",
                                 "the worker's unquantized update, in [-1, 1]"};
 constexpr TraceSymbol kUpdate = {"alpha u_bar", "birder.txt Alg. 1 line 16",
@@ -73,9 +75,9 @@ class Birder final : public ExchangingOptimizer<T> {
     w.denominator = w.b.array() + static_cast<T>(options_.eps);  // footnote 5
     w.update = w.m.cwiseQuotient(w.denominator);
     if (const TraceScope trace = ctx.Trace(worker)) {
-      trace.Vector<T>(kMomentum, w.m);
-      trace.Vector<T>(kBHat, w.b_hat);
-      trace.Vector<T>(kB, w.b);
+      trace.Vector<T>(kMomentum.symbol, w.m);
+      trace.Vector<T>(kBHat.symbol, w.b_hat);
+      trace.Vector<T>(kB.symbol, w.b);
       trace.Vector<T>(kRatio, w.update);
     }
     exchange_.Send(ctx, worker, w.update, out);  // lines 8-10: u = Q(m/b + e), e update
@@ -94,28 +96,14 @@ class Birder final : public ExchangingOptimizer<T> {
     x -= static_cast<T>(ctx.lr) * u_bar_;  // line 16
   }
 
-  void Persist(StateArchive& archive) override {
-    archive.Each("worker", workers_, [&](Worker& w) {
-      archive("m", w.m);
-      archive("b_hat", w.b_hat);
-      archive("b", w.b);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.PerWorker(workers_, [&](Worker& w) {
+      state.Own(kMomentum, w.m);
+      state.Own(kBHat, w.b_hat);
+      state.Own(kB, w.b);
+      state.Shows(Quantity::kDenominator, w.denominator);
     });
-    archive.Nested("exchange", exchange_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (worker == kServer) return exchange_.Observe(quantity, worker);
-    const Worker& w = workers_[static_cast<std::size_t>(worker)];
-    switch (quantity) {
-      case Quantity::kMomentum:
-        return &w.m;
-      case Quantity::kDenominator:
-        return &w.denominator;
-      case Quantity::kRawDenominator:
-        return &w.b;
-      default:
-        return exchange_.Observe(quantity, worker);
-    }
+    state.Nested("exchange", exchange_);
   }
 
   const EncodeStats* LastEncode(int worker) const override { return exchange_.LastEncode(worker); }
@@ -137,6 +125,11 @@ class Birder final : public ExchangingOptimizer<T> {
 // Birder's reduction to it is a test of Birder rather than of a shared code path: every worker
 // keeps m and b of Eq. 4, sends m/(b + eps) in full precision, the server averages, and the
 // replicas step by -alpha_t times the average. With one worker it is the single-machine form.
+// SoftSignSGD's b is Eq. 4's: the average |g| itself, with no b_hat or T0.
+constexpr StateTag kSoftSignB = {
+    {"b", "birder.txt Eq. 4", "b_t^(i) = beta b_{t-1}^(i) + (1 - beta) |g_t^(i)|"},
+    Quantity::kRawDenominator};
+
 template <typename T>
 class SoftSignSgd final : public DistributedOptimizer<T> {
  public:
@@ -179,16 +172,9 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
     wire_.NodeReduce(part, received, out);
   }
 
-  void Persist(StateArchive& archive) override {
-    archive("m", m_);
-    archive("b", b_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (worker == kServer) return nullptr;
-    if (quantity == Quantity::kMomentum) return &m_[static_cast<std::size_t>(worker)];
-    if (quantity == Quantity::kRawDenominator) return &b_[static_cast<std::size_t>(worker)];
-    return nullptr;
+  void DeclareState(OptimizerState<T>& state) override {
+    state.PerWorker(kMomentum, m_);
+    state.PerWorker(kSoftSignB, b_);
   }
 
  private:

@@ -300,9 +300,9 @@ class PhasedExchangeOptimizer : public ExchangingOptimizer<T> {
     return applied_full_precision_;
   }
   // The exchange's state and which exchange carried the last step.
-  void PersistExchanges(StateArchive& archive) {
-    archive.Nested("exchange", exchange_);
-    archive("full_precision", applied_full_precision_);
+  void DeclareExchanges(OptimizerState<T>& state) {
+    state.Nested("exchange", exchange_);
+    state.Value("full_precision", applied_full_precision_);
   }
 
   using ExchangingOptimizer<T>::exchange_;

@@ -47,10 +47,13 @@ double DefaultFromOmega(OptionTable& options, std::string_view key,
 
 namespace {
 
-constexpr TraceSymbol kShiftSymbol = {"h_i", "DIANA Algorithm 1 (diana.h)",
-                                      "h_i <- h_i + a Delta_hat_i, after the step"};
-constexpr TraceSymbol kMeanShiftSymbol = {"h", "DIANA Algorithm 1 (diana.h)",
-                                          "h <- h + a Delta_hat, the replicas' shift"};
+// Worker i's shift; kServer's is their mean, which every replica keeps.
+constexpr StateTag kShift = {
+    {"h_i", "DIANA Algorithm 1 (diana.h)", "h_i <- h_i + a Delta_hat_i, after the step"},
+    Quantity::kShift};
+constexpr StateTag kMeanShift = {
+    {"h", "DIANA Algorithm 1 (diana.h)", "h <- h + a Delta_hat, the replicas' shift"},
+    Quantity::kShift};
 constexpr TraceSymbol kEstimateSymbol = {"g_hat", "DIANA Algorithm 1 (diana.h)",
                                          "g_hat = h + Delta_hat, the step's direction"};
 const ExchangeSymbols kDianaExchange = {
@@ -93,7 +96,7 @@ class Diana final : public ExchangingOptimizer<T> {
     w.difference = g - w.h;                          // Delta_i = g_i - h_i
     exchange_.Send(ctx, worker, w.difference, out);  // Delta_hat_i = C(Delta_i)
     exchange_.DecodeOwn(worker, out, a_, w.h);       // h_i <- h_i + a Delta_hat_i
-    if (const TraceScope trace = ctx.Trace(worker)) trace.Vector<T>(kShiftSymbol, w.h);
+    if (const TraceScope trace = ctx.Trace(worker)) trace.Vector<T>(kShift.symbol, w.h);
   }
 
   void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
@@ -107,7 +110,7 @@ class Diana final : public ExchangingOptimizer<T> {
     h_ += a_ * mean_;     // h^{k+1} = h^k + a Delta_hat^k
     if (const TraceScope trace = ctx.Trace(kServer)) {
       trace.Vector<T>(kEstimateSymbol, g_hat_);
-      trace.Vector<T>(kMeanShiftSymbol, h_);
+      trace.Vector<T>(kMeanShift.symbol, h_);
     }
     x -= static_cast<T>(ctx.lr) * g_hat_;  // x^{k+1} = x^k - gamma g_hat^k (beta = 0, no prox)
   }
@@ -115,17 +118,10 @@ class Diana final : public ExchangingOptimizer<T> {
   // Hierarchical layouts compress at the nodes, where no worker's own Delta_hat_i exists.
   bool SupportsHierarchy() const override { return false; }
 
-  void Persist(StateArchive& archive) override {
-    archive.Each("worker", workers_, [&](Worker& w) { archive("h", w.h); });
-    archive("h", h_);
-    archive.Nested("exchange", exchange_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (quantity == Quantity::kShift) {
-      return worker == kServer ? &h_ : &workers_[static_cast<std::size_t>(worker)].h;
-    }
-    return exchange_.Observe(quantity, worker);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.PerWorker(workers_, [&](Worker& w) { state.Own(kShift, w.h); });
+    state.Server(kMeanShift, h_);
+    state.Nested("exchange", exchange_);
   }
 
   const EncodeStats* LastEncode(int worker) const override { return exchange_.LastEncode(worker); }

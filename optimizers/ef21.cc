@@ -46,13 +46,17 @@ ExchangeConfig<T> CorrectionExchangeFromOptions(OptionTable& options, std::strin
 
 namespace {
 
-constexpr TraceSymbol kShiftSymbol = {"g_i", "EF21 Algorithm 1 (ef21.h)",
-                                      "g_i <- g_i + c_i, the worker's estimate after the step"};
-constexpr TraceSymbol kMeanShiftSymbol = {"g", "EF21 Algorithm 1 (ef21.h)",
-                                          "g <- g + (1/n) sum_i c_i, the replicas' estimate"};
-constexpr TraceSymbol kMomentumSymbol = {
-    "v_i", "EF21-SGDM Algorithm 1 (ef21.h)",
-    "v_i <- (1 - eta) v_i + eta g_i(stochastic); v_i = the first gradient at step 1"};
+// Worker i's estimate; kServer's is their mean, which every replica keeps.
+constexpr StateTag kShift = {
+    {"g_i", "EF21 Algorithm 1 (ef21.h)", "g_i <- g_i + c_i, the worker's estimate after the step"},
+    Quantity::kShift};
+constexpr StateTag kMeanShift = {
+    {"g", "EF21 Algorithm 1 (ef21.h)", "g <- g + (1/n) sum_i c_i, the replicas' estimate"},
+    Quantity::kShift};
+constexpr StateTag kMomentum = {
+    {"v_i", "EF21-SGDM Algorithm 1 (ef21.h)",
+     "v_i <- (1 - eta) v_i + eta g_i(stochastic); v_i = the first gradient at step 1"},
+    Quantity::kMomentum};
 const ExchangeSymbols kEf21Exchange = {
     .worker = {{"y-g_i", "EF21 Algorithm 1 (ef21.h)",
                 "the gradient (EF21-SGDM: v_i) minus the worker's estimate g_i"},
@@ -98,7 +102,7 @@ class Ef21 final : public PhasedExchangeOptimizer<T> {
         const T eta = static_cast<T>(*options_.eta);
         w.v = (T(1) - eta) * w.v + eta * g;
       }
-      if (trace) trace.Vector<T>(kMomentumSymbol, w.v);
+      if (trace) trace.Vector<T>(kMomentum.symbol, w.v);
     }
     // y: what EF21 tracks, the gradient or (EF21-SGDM) the worker's momentum v_i.
     const ConstVectorRef<T> y = options_.eta ? ConstVectorRef<T>(w.v) : g;
@@ -110,7 +114,7 @@ class Ef21 final : public PhasedExchangeOptimizer<T> {
       exchange_.Send(ctx, worker, w.difference, out);  // c_i = C(y - g_i)
       exchange_.DecodeOwn(worker, out, T(1), w.g);     // g_i <- g_i + c_i
     }
-    if (trace) trace.Vector<T>(kShiftSymbol, w.g);
+    if (trace) trace.Vector<T>(kShift.symbol, w.g);
   }
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
@@ -120,30 +124,20 @@ class Ef21 final : public PhasedExchangeOptimizer<T> {
       exchange_.Receive(reply, reply_);
       g_ += reply_;  // g^{k+1} = g^k + (1/n) sum_i c_i
     }
-    if (const TraceScope trace = ctx.Trace(kServer)) trace.Vector<T>(kMeanShiftSymbol, g_);
+    if (const TraceScope trace = ctx.Trace(kServer)) trace.Vector<T>(kMeanShift.symbol, g_);
     x -= static_cast<T>(ctx.lr) * g_;
   }
 
   // Hierarchical layouts compress at the nodes, where no worker's own correction exists.
   bool SupportsHierarchy() const override { return false; }
 
-  void Persist(StateArchive& archive) override {
-    archive.Each("worker", workers_, [&](Worker& w) {
-      archive("g", w.g);
-      archive("v", w.v);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.PerWorker(workers_, [&](Worker& w) {
+      state.Own(kShift, w.g);
+      state.Own(kMomentum, w.v, /*seen=*/options_.eta.has_value());  // EF21-SGDM's v_i
     });
-    archive("g", g_);
-    this->PersistExchanges(archive);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (quantity == Quantity::kShift) {
-      return worker == kServer ? &g_ : &workers_[static_cast<std::size_t>(worker)].g;
-    }
-    if (quantity == Quantity::kMomentum && options_.eta && worker != kServer) {
-      return &workers_[static_cast<std::size_t>(worker)].v;
-    }
-    return exchange_.Observe(quantity, worker);
+    state.Server(kMeanShift, g_);
+    this->DeclareExchanges(state);
   }
 
  private:

@@ -6,6 +6,11 @@
 namespace lemmalab {
 namespace {
 
+// ef-sgdm's worker momentum, never synchronised.
+constexpr StateTag kMomentum = {{"m", "ef_sgd.h (ef-sgdm; Zheng et al., NeurIPS 2019)",
+                                 "m_t^(i) = beta m_{t-1}^(i) + (1 - beta) g_t^(i)"},
+                                Quantity::kMomentum};
+
 // Sends the gradient (no beta) or the worker's own momentum through the exchange.
 template <typename T>
 class EfSgd final : public ExchangingOptimizer<T> {
@@ -40,16 +45,9 @@ class EfSgd final : public ExchangingOptimizer<T> {
     x -= static_cast<T>(ctx.lr) * reply_;
   }
 
-  void Persist(StateArchive& archive) override {
-    archive("m", m_);
-    archive.Nested("exchange", exchange_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (quantity == Quantity::kMomentum && beta_ && worker != kServer) {
-      return &m_[static_cast<std::size_t>(worker)];
-    }
-    return exchange_.Observe(quantity, worker);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.PerWorker(kMomentum, m_);  // empty without beta
+    state.Nested("exchange", exchange_);
   }
 
   const EncodeStats* LastEncode(int worker) const override { return exchange_.LastEncode(worker); }

@@ -35,17 +35,20 @@ double ScalingCoefficient(double x_norm, double u_norm, const LambOptions& o) {
 }
 
 // The trace's names (optimizers/trace.h) for onebit-lamb.txt Algorithm 1 and LAMB's Eq. (1).
-constexpr TraceSymbol kWorkerMomentum = {"m", "onebit-lamb.txt Alg. 1 line 5",
-                                         "m_t^(i) = beta1 m_{t-1}^(i) + (1 - beta1) g_t^(i)"};
+constexpr StateTag kWorkerMomentum = {
+    {"m", "onebit-lamb.txt Alg. 1 line 5", "m_t^(i) = beta1 m_{t-1}^(i) + (1 - beta1) g_t^(i)"},
+    Quantity::kMomentum};
 constexpr TraceSymbol kScaledMomentum = {"k m", "onebit-lamb.txt App. A.5.2",
                                          "k_l m_t^(i) per layer l: what is compressed"};
-constexpr TraceSymbol kLambMomentum = {"m", "onebit-lamb.txt Eq. (1)",
-                                       "m_t = beta1 m_{t-1} + (1 - beta1) g_t"};
-constexpr TraceSymbol kLambVariance = {"v", "onebit-lamb.txt Eq. (1)",
-                                       "v_t = beta2 v_{t-1} + (1 - beta2) g_t^2"};
-constexpr TraceSymbol kLambScale = {
-    "c^(l)", "onebit-lamb.txt Eq. (1)",
-    "c_t^(l) = clip(||x^(l)|| / ||u^(l)||, c_min, c_max), per layer"};
+// LAMB's state (LambState), which every replica holds alike.
+constexpr StateTag kLambMomentum = {
+    {"m", "onebit-lamb.txt Eq. (1)", "m_t = beta1 m_{t-1} + (1 - beta1) g_t"}, Quantity::kMomentum};
+constexpr StateTag kLambVariance = {
+    {"v", "onebit-lamb.txt Eq. (1)", "v_t = beta2 v_{t-1} + (1 - beta2) g_t^2"},
+    Quantity::kVariance};
+constexpr StateTag kLambScale = {{"c^(l)", "onebit-lamb.txt Eq. (1)",
+                                  "c_t^(l) = clip(||x^(l)|| / ||u^(l)||, c_min, c_max), per layer"},
+                                 Quantity::kLayerScale};
 constexpr TraceSymbol kAverageScale = {
     "c_avg^(l)", "onebit-lamb.txt Alg. 1 line 2",
     "c_avg^(l) = beta3 c_avg^(l) + (1 - beta3) c_t^(l), per layer"};
@@ -53,11 +56,18 @@ constexpr TraceSymbol kGradient = {"g", "onebit-lamb.txt Alg. 1 line 15",
                                    "g_t = (m_t - beta1 m_{t-1}) / (1 - beta1): reconstructed"};
 constexpr TraceSymbol kVariance = {"v", "onebit-lamb.txt Alg. 1 line 16",
                                    "v_t = beta2 v_{t-1} + (1 - beta2) g_t^2: the fresh variance"};
-constexpr TraceSymbol kFrozenVariance = {"v_Tw", "onebit-lamb.txt Alg. 1 line 3",
-                                         "the variance stored at the end of warmup"};
-constexpr TraceSymbol kRatio = {"r^(l)", "onebit-lamb.txt Alg. 1 lines 17-19",
-                                "r_t^(l): ||v_Tw / v_t||_-1 clipped to r_{t-1} (1 +- r_threshold) "
-                                "and [r_min, r_max], per layer"};
+// Zero until the end of step T_w.
+constexpr StateTag kFrozenVariance = {
+    {"v_Tw", "onebit-lamb.txt Alg. 1 line 3", "the variance stored at the end of warmup"},
+    Quantity::kFrozenVariance};
+constexpr StateTag kRatio = {
+    {"r^(l)", "onebit-lamb.txt Alg. 1 lines 17-19",
+     "r_t^(l): ||v_Tw / v_t||_-1 clipped to r_{t-1} (1 +- r_threshold) and [r_min, r_max], per "
+     "layer"},
+    Quantity::kLayerRatio};
+constexpr StateTag kRatioTarget = {{"r_target^(l)", "onebit-lamb.txt Alg. 1 line 17",
+                                    "||v_Tw / v_t||_-1 per layer, before the clips of lines 18-19"},
+                                   Quantity::kLayerTarget};
 constexpr TraceSymbol kScale = {"c^(l)", "onebit-lamb.txt Alg. 1 line 20",
                                 "c_t^(l) = r_t^(l) c_avg^(l), per layer"};
 constexpr TraceSymbol kMomentum = {"m", "onebit-lamb.txt Alg. 1 line 13", "m_t = m_bar_t"};
@@ -127,10 +137,10 @@ class LambState {
     }
   }
 
-  void Persist(StateArchive& archive) {
-    archive("m", m_);
-    archive("v", v_);
-    archive("c", c_);
+  void DeclareState(OptimizerState<T>& state) {
+    state.Replicated(kLambMomentum, m_);
+    state.Replicated(kLambVariance, v_);
+    state.Replicated(kLambScale, c_);
   }
 
   const LayerRanges& ranges() const { return ranges_; }
@@ -149,27 +159,14 @@ class LambState {
   Vector<T> u_;  // u_t of Eq. (1)
 };
 
-// State every replica holds identically; Observe answers for any worker and for kServer.
+// LAMB on the averaged gradient: every replica holds the same state.
 template <typename T>
 class Lamb final : public AveragedGradientOptimizer<T> {
  public:
   Lamb(const LambOptions& options, const OptimizerContext& context)
       : AveragedGradientOptimizer<T>(context), state_(options, context) {}
 
-  void Persist(StateArchive& archive) override { archive.Nested("lamb", state_); }
-
-  const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
-    switch (quantity) {
-      case Quantity::kMomentum:
-        return &state_.m();
-      case Quantity::kVariance:
-        return &state_.v();
-      case Quantity::kLayerScale:
-        return &state_.c();
-      default:
-        return nullptr;
-    }
-  }
+  void DeclareState(OptimizerState<T>& state) override { state.Nested("lamb", state_); }
 
  protected:
   void ApplyMean(const StepContext& ctx, const Vector<T>& g_mean, VectorRef<T> x) override {
@@ -239,7 +236,7 @@ class OneBitLamb final : public PhasedExchangeOptimizer<T> {
       w.m = beta1 * w.m + (T(1) - beta1) * g;
     }
     const TraceScope trace = ctx.Trace(worker);
-    if (trace) trace.Vector<T>(kWorkerMomentum, w.m);
+    if (trace) trace.Vector<T>(kWorkerMomentum.symbol, w.m);
     if (!options_.momentum_scaling) {
       exchange_.Send(ctx, worker, w.m, out);  // lines 6-8
       return;
@@ -265,9 +262,9 @@ class OneBitLamb final : public PhasedExchangeOptimizer<T> {
       }
       if (ctx.t == options_.warmup_steps) Freeze();  // line 3
       if (const TraceScope trace = ctx.Trace(kServer)) {
-        trace.Vector<T>(kLambMomentum, lamb_.m());
-        trace.Vector<T>(kLambVariance, lamb_.v());
-        trace.Indexed(kLambScale, PerLayer(lamb_.c()));
+        trace.Vector<T>(kLambMomentum.symbol, lamb_.m());
+        trace.Vector<T>(kLambVariance.symbol, lamb_.v());
+        trace.Indexed(kLambScale.symbol, PerLayer(lamb_.c()));
         trace.Indexed(kAverageScale, c_avg_);
       }
       return;
@@ -312,43 +309,24 @@ class OneBitLamb final : public PhasedExchangeOptimizer<T> {
       trace.Vector<T>(kMomentum, m);
       trace.Vector<T>(kGradient, g_);
       trace.Vector<T>(kVariance, v);
-      trace.Vector<T>(kFrozenVariance, v_frozen_);
-      trace.Indexed(kRatio, PerLayer(r_));
+      trace.Vector<T>(kFrozenVariance.symbol, v_frozen_);
+      trace.Indexed(kRatio.symbol, PerLayer(r_));
       trace.Indexed(kScale, PerLayer(lamb_.c()));
     }
   }
 
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    switch (quantity) {
-      case Quantity::kMomentum:  // workers: m^(i) of line 5 once compression starts
-        if (worker == kServer || !frozen_) return &lamb_.m();
-        return &workers_[static_cast<std::size_t>(worker)].m;
-      case Quantity::kVariance:
-        return &lamb_.v();
-      case Quantity::kFrozenVariance:  // zero until the end of step T_w
-        return &v_frozen_;
-      case Quantity::kLayerRatio:
-        return &r_;
-      case Quantity::kLayerTarget:
-        return &target_;
-      case Quantity::kLayerScale:
-        return &lamb_.c();
-      default:
-        return exchange_.Observe(quantity, worker);
-    }
-  }
-
-  void Persist(StateArchive& archive) override {
-    archive.Nested("lamb", lamb_);
-    this->PersistExchanges(archive);
-    archive.Each("worker", workers_, [&](Worker& w) { archive("m", w.m); });
-    archive("v_frozen", v_frozen_);
-    archive.Later("frozen_denominator", frozen_denominator_, v_frozen_.size());  // at T_w
-    archive("c_avg", c_avg_);
-    archive("r", r_);
-    archive("target", target_);
-    archive("k", k_);
-    archive("frozen", frozen_);
+  void DeclareState(OptimizerState<T>& state) override {
+    // Workers hold their m^(i) of line 5 once compression starts; before, the synchronised m.
+    state.PerWorker(workers_, [&](Worker& w) { state.Own(kWorkerMomentum, w.m, frozen_); });
+    state.Nested("lamb", lamb_);
+    this->DeclareExchanges(state);
+    state.Replicated(kFrozenVariance, v_frozen_);
+    state.Later("frozen_denominator", frozen_denominator_, v_frozen_.size());  // at T_w
+    state.Value("c_avg", c_avg_);
+    state.Replicated(kRatio, r_);
+    state.Replicated(kRatioTarget, target_);
+    state.Value("k", k_);
+    state.Value("frozen", frozen_);
   }
 
  private:

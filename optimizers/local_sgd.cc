@@ -8,6 +8,11 @@
 namespace lemmalab {
 namespace {
 
+// local-sgdm's worker momentum.
+constexpr StateTag kMomentum = {
+    {"m", "local_sgd.h", "m^(i) = beta m^(i) + (1 - beta) g^(i), x^(i) -= alpha_t m^(i)"},
+    Quantity::kMomentum};
+
 template <typename T>
 class LocalSgd final : public DistributedOptimizer<T> {
  public:
@@ -74,21 +79,16 @@ class LocalSgd final : public DistributedOptimizer<T> {
     }
   }
 
-  void Persist(StateArchive& archive) override {
-    archive.Each("worker", workers_, [&](Worker& w) {
-      archive.Later("x", w.x, d_);  // the replica, from the first step on
-      archive("m", w.m);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.PerWorker(workers_, [&](Worker& w) {
+      state.Later("x", w.x, d_);  // the replica, from the first step on
+      state.Own(kMomentum, w.m, /*seen=*/options_.beta.has_value());
     });
   }
 
   const Vector<T>* LocalParameters(int worker) const override {
     const Worker& w = workers_[static_cast<std::size_t>(worker)];
     return w.x.size() == 0 ? nullptr : &w.x;
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (quantity != Quantity::kMomentum || !options_.beta || worker == kServer) return nullptr;
-    return &workers_[static_cast<std::size_t>(worker)].m;
   }
 
  private:

@@ -14,9 +14,11 @@ bool MarinaFullRound(const StepContext& ctx, double p) {
 
 namespace {
 
-constexpr TraceSymbol kEstimateSymbol = {
-    "g", "MARINA Algorithm 1 (marina.h)",
-    "full round: (1/n) sum_i g_i(x^k); else g + (1/n) sum_i C_i(g_i(x^k) - g_i(x^{k-1}))"};
+constexpr StateTag kEstimate = {
+    {"g", "MARINA Algorithm 1 (marina.h)",
+     "full round: (1/n) sum_i g_i(x^k); else g + (1/n) sum_i C_i(g_i(x^k) - g_i(x^{k-1}))"}};
+constexpr StateTag kPreviousGradient = {{"g_i_prev", "MARINA Algorithm 1 (marina.h)",
+                                         "g_i(x^{k-1}), the gradient of the worker's last step"}};
 const ExchangeSymbols kMarinaExchange = {
     .worker = {{"g_i-g_i_prev", "MARINA Algorithm 1 (marina.h)",
                 "g_i(x^k) - g_i(x^{k-1}), on a compressed round"},
@@ -70,16 +72,16 @@ class Marina final : public PhasedExchangeOptimizer<T> {
       exchange_.Receive(reply, reply_);
       g_ += reply_;  // g <- g + (1/n) sum_i C_i(...)
     }
-    if (const TraceScope trace = ctx.Trace(kServer)) trace.Vector<T>(kEstimateSymbol, g_);
+    if (const TraceScope trace = ctx.Trace(kServer)) trace.Vector<T>(kEstimate.symbol, g_);
     x -= static_cast<T>(ctx.lr) * g_;
   }
 
   bool SupportsHierarchy() const override { return false; }
 
-  void Persist(StateArchive& archive) override {
-    archive.Each("worker", workers_, [&](Worker& w) { archive("previous", w.previous); });
-    archive("g", g_);
-    this->PersistExchanges(archive);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.PerWorker(workers_, [&](Worker& w) { state.Own(kPreviousGradient, w.previous); });
+    state.Replicated(kEstimate, g_);
+    this->DeclareExchanges(state);
   }
 
  private:

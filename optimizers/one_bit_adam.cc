@@ -42,16 +42,28 @@ class Preconditioner {
 };
 
 // The trace's names (optimizers/trace.h) for onebit-adam.txt Algorithm 1 and its warmup (Eq. 1).
-constexpr TraceSymbol kWorkerMomentum = {
-    "m", "onebit-adam.txt Alg. 1 line 6",
-    "m_t^(i) = beta1 m_{t-1} + (1 - beta1) g_t^(i) (m_{t-1}: line 13's synchronised m)"};
-constexpr TraceSymbol kMomentum = {"m", "onebit-adam.txt Alg. 1 line 13", "m_t = m_bar_t"};
+constexpr StateTag kWorkerMomentum = {
+    {"m", "onebit-adam.txt Alg. 1 line 6",
+     "m_t^(i) = beta1 m_{t-1} + (1 - beta1) g_t^(i) (m_{t-1}: line 13's synchronised m)"},
+    Quantity::kMomentum};
+constexpr StateTag kMomentum = {{"m", "onebit-adam.txt Alg. 1 line 13", "m_t = m_bar_t"},
+                                Quantity::kMomentum};
 constexpr TraceSymbol kWarmupMomentum = {"m", "onebit-adam.txt Eq. 1 (warmup, line 2)",
                                          "m_t = beta1 m_{t-1} + (1 - beta1) g_bar_t"};
-constexpr TraceSymbol kWarmupVariance = {"v", "onebit-adam.txt Eq. 1 (warmup, line 2)",
-                                         "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"};
+// v, frozen after step T_w (then also kFrozenVariance, and traced as v_Tw).
+constexpr StateTag kVariance = {
+    {"v", "onebit-adam.txt Eq. 1 (warmup, line 2)", "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"},
+    Quantity::kVariance};
 constexpr TraceSymbol kFrozenVariance = {"v_Tw", "onebit-adam.txt Alg. 1 line 2",
                                          "the variance stored at the end of warmup, then frozen"};
+// Adam's m and v of Eq. 1 on the averaged (1-bit Adam 32-bits) or decoded (1-bit naive)
+// gradient, which every replica holds alike.
+constexpr StateTag kAveragedMomentum = {
+    {"m", "onebit-adam.txt Eq. 1", "m_t = beta1 m_{t-1} + (1 - beta1) g_bar_t"},
+    Quantity::kMomentum};
+constexpr StateTag kAveragedVariance = {
+    {"v", "onebit-adam.txt Eq. 1", "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"},
+    Quantity::kVariance};
 const ExchangeSymbols kOneBitAdamExchange = {
     .worker = {{"m+delta", "onebit-adam.txt Alg. 1 line 7", "m_t^(i) + delta_{t-1}^(i)"},
                {"r", "the compressor's draw rule", kWorkerWords},
@@ -115,7 +127,7 @@ class OneBitAdam final : public DistributedOptimizer<T> {
         options_.local_momentum == LocalMomentum::kOwn && ctx.t > options_.warmup_steps + 1;
     const Vector<T>& m_previous = own ? w.m : m_;
     w.m = beta1_ * m_previous + (T(1) - beta1_) * g;
-    if (const TraceScope trace = ctx.Trace(worker)) trace.Vector<T>(kWorkerMomentum, w.m);
+    if (const TraceScope trace = ctx.Trace(worker)) trace.Vector<T>(kWorkerMomentum.symbol, w.m);
     exchange_.Send(ctx, worker, w.m, out);  // lines 7-8
   }
 
@@ -141,9 +153,9 @@ class OneBitAdam final : public DistributedOptimizer<T> {
     if (const TraceScope trace = ctx.Trace(kServer)) {
       if (Warmup(ctx.t)) {
         trace.Vector<T>(kWarmupMomentum, m_);
-        trace.Vector<T>(kWarmupVariance, v_);
+        trace.Vector<T>(kVariance.symbol, v_);
       } else {
-        trace.Vector<T>(kMomentum, m_);
+        trace.Vector<T>(kMomentum.symbol, m_);
         trace.Vector<T>(kFrozenVariance, v_);
       }
     }
@@ -169,29 +181,20 @@ class OneBitAdam final : public DistributedOptimizer<T> {
     }
   }
 
-  void Persist(StateArchive& archive) override {
-    archive.Nested("preconditioner", preconditioner_);
-    archive.Nested("warmup", warmup_);
-    archive.Nested("exchange", exchange_);
-    archive.Each("worker", workers_, [&](Worker& w) { archive("m", w.m); });
-    archive("m", m_);
-    archive("v", v_);
-    archive("t", t_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    switch (quantity) {
-      case Quantity::kMomentum:
-        // During warmup every worker holds the synchronised m; after it, its own m^(i).
-        if (worker == kServer || Warmup(t_)) return &m_;
-        return &workers_[static_cast<std::size_t>(worker)].m;
-      case Quantity::kVariance:
-        return &v_;
-      case Quantity::kFrozenVariance:
-        return t_ >= options_.warmup_steps ? &v_ : nullptr;
-      default:
-        return exchange_.Observe(quantity, worker);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.Nested("preconditioner", preconditioner_);
+    state.Nested("warmup", warmup_);
+    state.Nested("exchange", exchange_);
+    // During warmup every worker holds the synchronised m; after it, its own m^(i).
+    state.PerWorker(workers_, [&](Worker& w) { state.Own(kWorkerMomentum, w.m, !Warmup(t_)); });
+    if (Warmup(t_)) {
+      state.Replicated(kMomentum, m_);
+    } else {
+      state.Server(kMomentum, m_);
     }
+    state.Replicated(kVariance, v_);
+    state.Shows(Quantity::kFrozenVariance, v_, t_ >= options_.warmup_steps);
+    state.Value("t", t_);
   }
 
   // The warmup messages' statistics during warmup, the compressed ones' after it.
@@ -229,24 +232,12 @@ class OneBitAdamFp32 final : public AveragedGradientOptimizer<T> {
         v_(Vector<T>::Zero(context.dimension)),
         preconditioner_(static_cast<T>(options.eps), options.eps_placement, context.dimension) {}
 
-  void Persist(StateArchive& archive) override {
-    archive("m", m_);
-    archive("v", v_);
-    archive.Nested("preconditioner", preconditioner_);
-    archive("t", t_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
-    switch (quantity) {
-      case Quantity::kMomentum:
-        return &m_;
-      case Quantity::kVariance:
-        return &v_;
-      case Quantity::kFrozenVariance:
-        return t_ >= options_.warmup_steps ? &v_ : nullptr;
-      default:
-        return nullptr;
-    }
+  void DeclareState(OptimizerState<T>& state) override {
+    state.Replicated(kAveragedMomentum, m_);
+    state.Replicated(kVariance, v_);
+    state.Shows(Quantity::kFrozenVariance, v_, t_ >= options_.warmup_steps);
+    state.Nested("preconditioner", preconditioner_);
+    state.Value("t", t_);
   }
 
  protected:
@@ -299,16 +290,10 @@ class AdamOneBitNaive final : public ExchangingOptimizer<T> {
     AdamUpdate<T>(options_, ctx, m_, v_, x);
   }
 
-  void Persist(StateArchive& archive) override {
-    archive("m", m_);
-    archive("v", v_);
-    archive.Nested("exchange", exchange_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (quantity == Quantity::kMomentum) return &m_;
-    if (quantity == Quantity::kVariance) return &v_;
-    return exchange_.Observe(quantity, worker);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.Replicated(kAveragedMomentum, m_);
+    state.Replicated(kAveragedVariance, v_);
+    state.Nested("exchange", exchange_);
   }
 
   const EncodeStats* LastEncode(int worker) const override { return exchange_.LastEncode(worker); }

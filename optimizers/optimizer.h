@@ -39,6 +39,7 @@
 #include "core/rng.h"
 #include "core/state.h"
 #include "core/types.h"
+#include "optimizers/optimizer_state.h"
 #include "optimizers/trace.h"
 
 namespace lemmalab {
@@ -69,31 +70,9 @@ struct StepContext {
 // calculators that state the same rule (theory/), so that none accepts what a run refuses.
 inline constexpr Interval kMovingAverageFactor{0.0, 1.0, false, true};
 
-// Worker index meaning "the aggregation point" in Observe and LastEncode.
-inline constexpr int kServer = -1;
 // Worker field of values that belong to no sender (a probe's run-wide series, the metrics); the
 // results store it as NULL.
 inline constexpr int kRunWide = std::numeric_limits<int>::min();
-
-// State an optimizer can expose to probes. Observe returns nullptr for what an algorithm does
-// not have; per-layer scalars are vectors with one entry per layer.
-enum class Quantity {
-  kMomentum,        // m_t^(i): worker momentum (kServer: the server's or the synchronised m)
-  kWorkerError,     // e_t^(i) / delta_t^(i): worker error feedback
-  kServerError,     // e-bar_t / delta-bar_t: server error feedback
-  kDenominator,     // b_t + eps: what Birder's update divides by (rho = eps bounds it below)
-  kRawDenominator,  // b_t as in birder Alg. 1 line 7, before the constant is added
-  kVariance,        // v_t: second-moment estimate (1-bit LAMB: the fresh v of line 16)
-  kFrozenVariance,  // v_Tw: the variance frozen at the end of warmup (1-bit Adam, 1-bit LAMB)
-  kMaxVariance,     // v-hat_t = max(v-hat_{t-1}, v_t) (AMSGrad, SPAMS)
-  kLayerRatio,      // per layer: 1-bit LAMB's r_t^(l) (Alg. 1 lines 17-19)
-  kLayerScale,      // per layer: LAMB's c_t^(l) (Eq. 1; 1-bit LAMB line 20)
-  kLayerTarget,     // per layer: 1-bit LAMB's line-17 ratio of frozen to fresh variance, before
-                    // the clips of lines 18-19 (what r_t^(l) follows)
-  kShift,           // the worker's running estimate of its gradient that its compressed
-                    // messages correct: EF21's g_i^t, DIANA's h_i (kServer: their mean, as the
-                    // replicas keep it)
-};
 
 // One sender's last compression, kept for the probes that test the compressor itself (repeated
 // draws on the same input for unbiasedness, ||C(u) - u|| against the declared q) while
@@ -117,8 +96,14 @@ class Observable {
   virtual ~Observable() = default;
 
   // A state vector after the last step, or nullptr when the algorithm has no such quantity.
-  // `worker` is a worker index or kServer.
-  virtual const Vector<T>* Observe(Quantity /*quantity*/, int /*worker*/) const { return nullptr; }
+  // `worker` is a worker index or kServer. Found among the members DeclareState declares.
+  const Vector<T>* Observe(Quantity quantity, int worker) const {
+    OptimizerState<T> query(quantity, worker);
+    // Observing only takes the members' addresses; DeclareState is not const because the same
+    // declarations restore the members from a checkpoint.
+    const_cast<Observable*>(this)->DeclareState(query);
+    return query.found();
+  }
   // Statistics of the last Encode by `worker` (or kServer), or nullptr when it sends raw values.
   virtual const EncodeStats* LastEncode(int /*worker*/) const { return nullptr; }
   // Starts keeping a CompressionRecord per sender from the next step on; returns false when the
@@ -128,6 +113,13 @@ class Observable {
   virtual bool CanKeepCompressionRecords() const { return false; }
   // Worker `worker`'s (or, with one server chunk, kServer's) last compression, or nullptr.
   virtual const CompressionRecord<T>* LastCompression(int /*worker*/) const { return nullptr; }
+
+  // Declares the state a later step reads, each member with its tag and who holds it
+  // (optimizers/optimizer_state.h): every worker's and the server's vectors, error feedback and
+  // compressor state included, and step counters. Scratch that a step overwrites before reading
+  // is not state. The state of workers another process runs is empty here and is saved as such,
+  // so each MPI rank saves its own.
+  virtual void DeclareState(OptimizerState<T>& state) = 0;
 };
 
 // Weight decay, in the two forms the literature uses (optimizers/weight_decay.h applies them):
@@ -186,11 +178,11 @@ class DistributedOptimizer : public Observable<T> {
   virtual void NodeStep(const StepContext& ctx, int node, int part,
                         std::span<const Message> received, std::vector<Message>& out);
 
-  // Names the state a later step reads (core/state.h), for checkpoints: every worker's and the
-  // server's vectors, error feedback and compressor state included, and step counters. Scratch
-  // that a step overwrites before reading is not state. The state of workers another process
-  // runs is empty here and is saved as such, so each MPI rank saves its own.
-  virtual void Persist(StateArchive& archive) = 0;
+  // Saves or restores the state DeclareState declares, for checkpoints (core/state.h).
+  void Persist(StateArchive& archive) {
+    OptimizerState<T> state(archive);
+    this->DeclareState(state);
+  }
 
   // Algorithms whose replicas drift apart between synchronisations (local SGD) keep each
   // worker's parameters x^(i) and return them here; the runner evaluates worker i's gradient

@@ -7,12 +7,20 @@
 namespace lemmalab {
 namespace {
 
+// Every replica holds the same m (the synchronised momentum), for any worker and the server.
+constexpr StateTag kMomentum = {{"m", "onebit-adam-icml-with-appendix.txt App. 10, item 2",
+                                 "m_t = beta m_{t-1} + (1 - beta) g_t"},
+                                Quantity::kMomentum};
+constexpr StateTag kTorchBuffer = {{"buf", "torch.optim.SGD (sgd.h)",
+                                    "buf <- g at the first step, else mu buf + (1 - dampening) g"},
+                                   Quantity::kMomentum};
+
 template <typename T>
 class Sgd final : public AveragedGradientOptimizer<T> {
  public:
   using AveragedGradientOptimizer<T>::AveragedGradientOptimizer;
 
-  void Persist(StateArchive& /*archive*/) override {}  // x is all SGD carries
+  void DeclareState(OptimizerState<T>& /*state*/) override {}  // x is all SGD carries
 
  protected:
   void ApplyMean(const StepContext& ctx, const Vector<T>& g, VectorRef<T> x) override {
@@ -28,12 +36,7 @@ class Sgdm final : public AveragedGradientOptimizer<T> {
         beta_(static_cast<T>(options.beta)),
         m_(Vector<T>::Zero(context.dimension)) {}
 
-  void Persist(StateArchive& archive) override { archive("m", m_); }
-
-  // Every replica holds the same m: the synchronised momentum, for any worker and the server.
-  const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
-    return quantity == Quantity::kMomentum ? &m_ : nullptr;
-  }
+  void DeclareState(OptimizerState<T>& state) override { state.Replicated(kMomentum, m_); }
 
  protected:
   void ApplyMean(const StepContext& ctx, const Vector<T>& g, VectorRef<T> x) override {
@@ -56,13 +59,9 @@ class SgdmTorch final : public AveragedGradientOptimizer<T> {
         buf_(Vector<T>::Zero(context.dimension)),
         direction_(context.dimension) {}
 
-  void Persist(StateArchive& archive) override {
-    archive("started", started_);
-    archive("buf", buf_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int /*worker*/) const override {
-    return quantity == Quantity::kMomentum && started_ ? &buf_ : nullptr;
+  void DeclareState(OptimizerState<T>& state) override {
+    state.Value("started", started_);
+    state.Replicated(kTorchBuffer, buf_, /*seen=*/started_);
   }
 
  protected:

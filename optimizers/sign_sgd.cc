@@ -48,7 +48,7 @@ class SignSgd final : public DistributedOptimizer<T> {
     x -= static_cast<T>(ctx.lr) * reply_;
   }
 
-  void Persist(StateArchive& /*archive*/) override {}  // each step's signs are the step's own
+  void DeclareState(OptimizerState<T>& /*state*/) override {}  // each step's signs are its own
 
   // Chunks, but no hierarchy: a majority over node means is not the majority of the signs.
   bool SupportsChunks() const override { return true; }

@@ -10,12 +10,20 @@ namespace {
 // The trace's names (optimizers/trace.h) for spams.txt Algorithm 2 (distributed) and Algorithm 3
 // (single machine, compression at the server).
 constexpr TraceSymbol kMean = {"g_bar", "spams.txt Alg. 2 line 12", "(1/n) sum_i g~_{t,i}"};
-constexpr TraceSymbol kMomentum = {"m", "spams.txt Alg. 2 line 13",
-                                   "m_t = beta1 m_{t-1} + (1 - beta1) g_bar_t"};
-constexpr TraceSymbol kVariance = {"v", "spams.txt Alg. 2 line 14",
-                                   "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"};
-constexpr TraceSymbol kMaxVariance = {"v_hat", "spams.txt Alg. 2 line 15",
-                                      "v_hat_t = max(v_t, v_hat_{t-1})"};
+// The server's state (AmsGradServer): probes see it as kServer.
+constexpr StateTag kMomentum = {
+    {"m", "spams.txt Alg. 2 line 13", "m_t = beta1 m_{t-1} + (1 - beta1) g_bar_t"},
+    Quantity::kMomentum};
+constexpr StateTag kVariance = {
+    {"v", "spams.txt Alg. 2 line 14", "v_t = beta2 v_{t-1} + (1 - beta2) g_bar_t^2"},
+    Quantity::kVariance};
+constexpr StateTag kMaxVariance = {
+    {"v_hat", "spams.txt Alg. 2 line 15", "v_hat_t = max(v_t, v_hat_{t-1})"},
+    Quantity::kMaxVariance};
+// sqrt(eps) before step 1 (v_hat_0 = 0).
+constexpr StateTag kDenominator = {
+    {"sqrt(v_hat+eps)", "spams.txt Alg. 2 line 16", "the denominator of the server's direction"},
+    Quantity::kDenominator};
 constexpr TraceSymbol kDirection = {"m/sqrt(v_hat+eps)", "spams.txt Alg. 2 line 16",
                                     "the direction the server sends back"};
 const ExchangeSymbols kSpamsExchange = {
@@ -67,9 +75,9 @@ class AmsGradServer {
     denominator = (v_hat.array() + eps_).sqrt();       // line 16
     direction = m.array() / denominator.array();
     if (const TraceScope trace = ctx.Trace(kServer)) {
-      trace.Vector<T>(kMomentum, m, begin);
-      trace.Vector<T>(kVariance, v, begin);
-      trace.Vector<T>(kMaxVariance, v_hat, begin);
+      trace.Vector<T>(kMomentum.symbol, m, begin);
+      trace.Vector<T>(kVariance.symbol, v, begin);
+      trace.Vector<T>(kMaxVariance.symbol, v_hat, begin);
       trace.Vector<T>(kDirection, direction, begin);
     }
     wire_.SendChunk(chunk, direction, out);
@@ -80,26 +88,11 @@ class AmsGradServer {
     x -= static_cast<T>(ctx.lr) * direction_;  // line 16: theta_{t+1} = theta_t - eta_t (...)
   }
 
-  void Persist(StateArchive& archive) {
-    archive("m", m_);
-    archive("v", v_);
-    archive("v_hat", v_hat_);
-    archive("denominator", denominator_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity) const {
-    switch (quantity) {
-      case Quantity::kMomentum:
-        return &m_;
-      case Quantity::kVariance:
-        return &v_;
-      case Quantity::kMaxVariance:
-        return &v_hat_;
-      case Quantity::kDenominator:  // sqrt(v_hat_t + eps); sqrt(eps) before step 1 (v_hat_0 = 0)
-        return &denominator_;
-      default:
-        return nullptr;
-    }
+  void DeclareState(OptimizerState<T>& state) {
+    state.Server(kMomentum, m_);
+    state.Server(kVariance, v_);
+    state.Server(kMaxVariance, v_hat_);
+    state.Server(kDenominator, denominator_);
   }
 
  private:
@@ -136,16 +129,9 @@ class DistSpams final : public ExchangingOptimizer<T> {
     server_.Apply(ctx, reply, x);
   }
 
-  void Persist(StateArchive& archive) override {
-    archive.Nested("exchange", exchange_);
-    archive.Nested("server", server_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (worker == kServer) {
-      if (const Vector<T>* v = server_.Observe(quantity)) return v;
-    }
-    return exchange_.Observe(quantity, worker);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.Nested("server", server_);
+    state.Nested("exchange", exchange_);
   }
 
   const EncodeStats* LastEncode(int worker) const override {
@@ -195,17 +181,10 @@ class Spams final : public DistributedOptimizer<T> {
     server_.Apply(ctx, reply, x);
   }
 
-  void Persist(StateArchive& archive) override {
-    archive.Nested("sender", sender_);
-    archive.Nested("server", server_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    if (worker != kServer) return nullptr;
-    if (quantity == Quantity::kServerError) {
-      return sender_.ef.enabled() ? &sender_.ef.error() : nullptr;
-    }
-    return server_.Observe(quantity);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.Nested("sender", sender_);
+    state.ServerShows(Quantity::kServerError, sender_.ef.error(), sender_.ef.enabled());
+    state.Nested("server", server_);
   }
 
   const EncodeStats* LastEncode(int worker) const override {

@@ -32,18 +32,22 @@ bool InGrowingSchedule(std::int64_t t, std::int64_t start, std::int64_t per_leve
 constexpr std::int64_t kNoCap = std::numeric_limits<std::int64_t>::max();
 
 // The trace's names (optimizers/trace.h).
-constexpr TraceSymbol kWorkerMomentum = {"m", "0/1 Adam Alg. 1 (m_{t+1/2})",
-                                         "m^(i) = beta1 m^(i) + (1 - beta1) g_t^(i)"};
-constexpr TraceSymbol kBuffer = {"u", "0/1 Adam Alg. 1 (u_{t+1/2})",
-                                 "u^(i) = u^(i) + gamma_t m^(i), since the last sync"};
-constexpr TraceSymbol kLocalModel = {"x_i", "0/1 Adam Alg. 1 (x_{t+1/2})",
-                                     "x^(i) = x^(i) - gamma_t m^(i) / (sqrt(v) + eps)"};
-constexpr TraceSymbol kSyncedMomentum = {
-    "m", "0/1 Adam Alg. 1 (m_{t+1})",
-    "m = u_bar / sum of gamma since the last sync (variance_sync full-precision, t in T_v: "
-    "beta1 m + (1 - beta1) g_bar)"};
-constexpr TraceSymbol kVariance = {"v", "0/1 Adam Alg. 1 (v_{t+1})",
-                                   "v = beta2 v + (1 - beta2) g_bar^2 on T_v, else unchanged"};
+constexpr StateTag kWorkerMomentum = {
+    {"m", "0/1 Adam Alg. 1 (m_{t+1/2})", "m^(i) = beta1 m^(i) + (1 - beta1) g_t^(i)"},
+    Quantity::kMomentum};
+constexpr StateTag kBuffer = {
+    {"u", "0/1 Adam Alg. 1 (u_{t+1/2})", "u^(i) = u^(i) + gamma_t m^(i), since the last sync"}};
+constexpr StateTag kLocalModel = {
+    {"x_i", "0/1 Adam Alg. 1 (x_{t+1/2})", "x^(i) = x^(i) - gamma_t m^(i) / (sqrt(v) + eps)"}};
+constexpr StateTag kSyncedMomentum = {
+    {"m", "0/1 Adam Alg. 1 (m_{t+1})",
+     "m = u_bar / sum of gamma since the last sync (variance_sync full-precision, t in T_v: "
+     "beta1 m + (1 - beta1) g_bar)"},
+    Quantity::kMomentum};
+// Frozen after step var_freeze_step = max T_v (then also kFrozenVariance).
+constexpr StateTag kVariance = {
+    {"v", "0/1 Adam Alg. 1 (v_{t+1})", "v = beta2 v + (1 - beta2) g_bar^2 on T_v, else unchanged"},
+    Quantity::kVariance};
 const ExchangeSymbols kUExchange = {
     .worker = {{"u+delta", "0/1 Adam Alg. 1 (1-bit all-reduce of u)", "u^(i) + delta^(i)"},
                {"r", "the compressor's draw rule", kWorkerWords},
@@ -116,9 +120,9 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
     w.x.array() -= lr * (w.m.array() / denominator_.array());  // x_{t+1/2}^(i)
     w.u += lr * w.m;                                           // u_{t+1/2}^(i)
     if (const TraceScope trace = ctx.Trace(worker)) {
-      trace.Vector<T>(kWorkerMomentum, w.m);
-      trace.Vector<T>(kBuffer, w.u);
-      trace.Vector<T>(kLocalModel, w.x);
+      trace.Vector<T>(kWorkerMomentum.symbol, w.m);
+      trace.Vector<T>(kBuffer.symbol, w.u);
+      trace.Vector<T>(kLocalModel.symbol, w.x);
     }
     if (!kind.one_bit) return;  // a local step: nothing crosses the network
     // t in T_u: C(u^(i) + delta^(i)), after the raw g_t^(i) when t is in T_v too
@@ -211,8 +215,8 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
       lr_sum_ += ctx.lr;  // a local step: x stays x_{t'}
     }
     if (const TraceScope trace = ctx.Trace(kServer)) {
-      if (kind.full_precision || kind.one_bit) trace.Vector<T>(kSyncedMomentum, m_);
-      trace.Vector<T>(kVariance, v_);
+      if (kind.full_precision || kind.one_bit) trace.Vector<T>(kSyncedMomentum.symbol, m_);
+      trace.Vector<T>(kVariance.symbol, v_);
     }
   }
 
@@ -225,32 +229,19 @@ class ZeroOneAdam final : public DistributedOptimizer<T> {
     return w.x.size() == 0 ? nullptr : &w.x;
   }
 
-  void Persist(StateArchive& archive) override {
-    archive.Nested("exchange", exchange_);
-    archive.Each("worker", workers_, [&](Worker& w) {
-      archive("m", w.m);
-      archive.Later("x", w.x, d_);  // the replica, from the first local step on
-      archive("u", w.u);
+  void DeclareState(OptimizerState<T>& state) override {
+    state.Nested("exchange", exchange_);
+    state.PerWorker(workers_, [&](Worker& w) {
+      state.Own(kWorkerMomentum, w.m);
+      state.Later(kLocalModel.symbol.name, w.x, d_);  // the replica, from the first local step on
+      state.Own(kBuffer, w.u);
     });
-    archive("m", m_);
-    archive("v", v_);
-    archive("denominator", denominator_);
-    archive("lr_sum", lr_sum_);
-    archive("t", t_);
-  }
-
-  const Vector<T>* Observe(Quantity quantity, int worker) const override {
-    switch (quantity) {
-      case Quantity::kMomentum:
-        if (worker == kServer) return &m_;
-        return &workers_[static_cast<std::size_t>(worker)].m;
-      case Quantity::kVariance:
-        return &v_;
-      case Quantity::kFrozenVariance:  // v after step var_freeze_step = max T_v
-        return t_ >= options_.var_freeze_step ? &v_ : nullptr;
-      default:
-        return exchange_.Observe(quantity, worker);
-    }
+    state.Server(kSyncedMomentum, m_);
+    state.Replicated(kVariance, v_);
+    state.Shows(Quantity::kFrozenVariance, v_, t_ >= options_.var_freeze_step);
+    state.Value("denominator", denominator_);
+    state.Value("lr_sum", lr_sum_);
+    state.Value("t", t_);
   }
 
   // This step's messages: the raw gradient's and the 1-bit u's statistics, summed; nothing on a

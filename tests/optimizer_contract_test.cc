@@ -1,6 +1,7 @@
 // What every registered optimizer must do, checked for all of them (new ones included
 // automatically): build from an empty table (valid defaults, listed options), run in both
 // precisions, repeat itself bit for bit, and descend on a quadratic whose answer is known.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +14,9 @@
 namespace lemmalab {
 namespace {
 
+using testing::Int;
 using testing::MakeNamed;
+using testing::OptionPairs;
 using testing::Real;
 
 // f(x) = (1/2) sum_j x_j^2 split over n workers; worker i sees x + noise_i with sum_i noise_i = 0
@@ -101,6 +104,50 @@ TEST_P(EveryOptimizer, DescendsOnAQuadraticInBothPrecisions) {
   EXPECT_LT(f_float, 0.25 * f0);
   EXPECT_LT(f_double, 0.25 * f0);
   EXPECT_TRUE(std::isfinite(f_float) && std::isfinite(f_double));
+}
+
+// What probes see is each optimizer's declared state (optimizers/optimizer_state.h), found by
+// who holds it. Before and after a warm-up (every option that ends one set to 2): a quantity one
+// worker has, every worker has, at the run's size (d, or one entry per layer); a vector every
+// replica holds alike (the same address for every worker) is the server's too; and the server
+// never sees a worker's own vector.
+TEST_P(EveryOptimizer, ShowsItsStateByWhoHoldsIt) {
+  constexpr int kWorkers = 3;
+  constexpr Eigen::Index kD = 6;
+  OptionPairs short_phases;
+  for (const OptionTable::Use& use : OptimizerOptions(info())) {
+    if (use.key == "warmup_steps" || use.key == "var_freeze_step") {
+      short_phases.emplace_back(use.key, Int(2));
+    }
+  }
+  for (const int steps : {1, 5}) {
+    auto optimizer = MakeNamed<double>(info().name, short_phases, {kD, kWorkers});
+    RunQuadratic(*optimizer, kWorkers, steps, 0.01, nullptr);
+    const Observable<double>& view = optimizer->observable();
+    for (int q = 0; q <= static_cast<int>(Quantity::kShift); ++q) {
+      const auto quantity = static_cast<Quantity>(q);
+      SCOPED_TRACE(fmt::format("quantity {} after {} steps", q, steps));
+      const bool per_layer = quantity == Quantity::kLayerRatio ||
+                             quantity == Quantity::kLayerScale ||
+                             quantity == Quantity::kLayerTarget;
+      const Vector<double>* first = view.Observe(quantity, 0);
+      const Vector<double>* server = view.Observe(quantity, kServer);
+      for (const Vector<double>* v : {first, server}) {
+        if (v != nullptr) EXPECT_EQ(v->size(), per_layer ? 1 : kD);
+      }
+      for (int w = 1; w < kWorkers; ++w) {
+        const Vector<double>* v = view.Observe(quantity, w);
+        ASSERT_EQ(v == nullptr, first == nullptr) << "worker " << w << " against worker 0";
+        if (v == nullptr) continue;
+        EXPECT_EQ(v->size(), first->size());
+        if (v == first) {
+          EXPECT_EQ(server, first) << "every replica's vector, hidden from the server";
+        } else {
+          EXPECT_NE(server, v) << "worker " << w << "'s own vector, seen as the server's";
+        }
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryOptimizer, ::testing::ValuesIn(Optimizers().names()),
