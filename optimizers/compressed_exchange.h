@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "compressors/error_feedback.h"
@@ -237,19 +238,51 @@ class ExchangingOptimizer : public DistributedOptimizer<T> {
   CompressedExchange<T> exchange_;
 };
 
-// Base of the optimizers whose steps each go over one of two exchanges: the full-precision wire
-// on the steps FullPrecisionAt names (1-bit LAMB's warmup, EF21's first step with init = "full",
-// MARINA's full rounds), the compressed exchange on the others. What only carries messages (the
-// server phase, the layout's Split and NodeStep) and what a run checks of the last step
-// (LastEncode, LastCompression) follow the step's exchange here, once; the optimizer's worker
-// phase and Apply say what each kind of step sends and does with the reply.
+// The full-precision wire with a CompressedExchange's methods, so that a phased optimizer (below)
+// routes its two exchanges alike; it keeps each worker's last Send statistics.
 template <typename T>
+class WireExchange {
+ public:
+  explicit WireExchange(const OptimizerContext& context)
+      : wire_(context), stats_(static_cast<std::size_t>(context.workers)) {}
+
+  void Send(const StepContext& /*ctx*/, int worker, ConstVectorRef<T> y, Message& out) {
+    stats_[static_cast<std::size_t>(worker)] = wire_.Send(y, out);
+  }
+  void Split(const Message& whole, std::vector<Message>& parts) const { wire_.Split(whole, parts); }
+  void NodeStep(const StepContext& /*ctx*/, int /*node*/, int part,
+                std::span<const Message> received, std::vector<Message>& out) {
+    wire_.NodeReduce(part, received, out);
+  }
+  void Reduce(const StepContext& /*ctx*/, int chunk, std::span<const Message> received,
+              Message& out) {
+    wire_.Reduce(chunk, received, out);
+  }
+  void Receive(std::span<const Message> reply, Vector<T>& out) const { wire_.Receive(reply, out); }
+  const EncodeStats* LastEncode(int worker) const {
+    return worker == kServer ? &wire_.server_stats() : &stats_[static_cast<std::size_t>(worker)];
+  }
+
+ private:
+  FullPrecisionWire<T> wire_;
+  std::vector<EncodeStats> stats_;
+};
+
+// Base of the optimizers whose steps each go over one of two exchanges: the full-precision one on
+// the steps FullPrecisionAt names (1-bit Adam's and 1-bit LAMB's warmup, EF21's first step with
+// init = "full", MARINA's full rounds), the compressed exchange on the others. The full-precision
+// exchange is the wire (WireExchange), or a CompressedExchange of its own where the algorithm
+// lets the warmup's values travel at another precision (1-bit Adam's warmup_compressor = "fp16").
+// What only carries messages (the server phase, the layout's Split and NodeStep) and what a run
+// checks of the last step (LastEncode, LastCompression) follow the step's exchange here, once;
+// the optimizer's worker phase and Apply say what each kind of step sends and does with the reply.
+template <typename T, typename FullPrecision = WireExchange<T>>
 class PhasedExchangeOptimizer : public ExchangingOptimizer<T> {
  public:
   void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
                   Message& out) override {
     if (FullPrecisionAt(ctx)) {
-      wire_.Reduce(chunk, received, out);
+      full_precision_.Reduce(ctx, chunk, received, out);
     } else {
       exchange_.Reduce(ctx, chunk, received, out);
     }
@@ -257,7 +290,7 @@ class PhasedExchangeOptimizer : public ExchangingOptimizer<T> {
   void Split(const StepContext& ctx, int /*worker*/, const Message& whole,
              std::vector<Message>& parts) override {
     if (FullPrecisionAt(ctx)) {
-      wire_.Split(whole, parts);
+      full_precision_.Split(whole, parts);
     } else {
       exchange_.Split(whole, parts);
     }
@@ -265,15 +298,14 @@ class PhasedExchangeOptimizer : public ExchangingOptimizer<T> {
   void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
                 std::vector<Message>& out) override {
     if (FullPrecisionAt(ctx)) {
-      wire_.NodeReduce(part, received, out);
+      full_precision_.NodeStep(ctx, node, part, received, out);
     } else {
       exchange_.NodeStep(ctx, node, part, received, out);
     }
   }
   const EncodeStats* LastEncode(int worker) const override {
-    if (!applied_full_precision_) return exchange_.LastEncode(worker);
-    return worker == kServer ? &wire_.server_stats()
-                             : &full_precision_stats_[static_cast<std::size_t>(worker)];
+    return applied_full_precision_ ? full_precision_.LastEncode(worker)
+                                   : exchange_.LastEncode(worker);
   }
   // A full-precision step compresses nothing.
   const CompressionRecord<T>* LastCompression(int worker) const override {
@@ -281,35 +313,38 @@ class PhasedExchangeOptimizer : public ExchangingOptimizer<T> {
   }
 
  protected:
-  PhasedExchangeOptimizer(const ExchangeConfig<T>& config, const OptimizerContext& context)
-      : ExchangingOptimizer<T>(config, context),
-        wire_(context),
-        full_precision_stats_(static_cast<std::size_t>(context.workers)) {}
+  // The wire for the full-precision steps.
+  PhasedExchangeOptimizer(const ExchangeConfig<T>& config, const OptimizerContext& context) requires
+      std::is_same_v<FullPrecision, WireExchange<T>> : ExchangingOptimizer<T>(config, context),
+                                                       full_precision_(context) {}
+  // A compressed exchange of its own, configured by `full_precision`, for those steps.
+  PhasedExchangeOptimizer(
+      const ExchangeConfig<T>& config, const ExchangeConfig<T>& full_precision,
+      const OptimizerContext& context) requires std::is_same_v<FullPrecision, CompressedExchange<T>>
+      : ExchangingOptimizer<T>(config, context), full_precision_(full_precision, context) {}
 
-  // Whether step ctx.t goes over the full-precision wire.
+  // Whether step ctx.t goes over the full-precision exchange.
   virtual bool FullPrecisionAt(const StepContext& ctx) const = 0;
 
-  // Worker phase of a full-precision step: y as it is.
-  void SendFullPrecision(int worker, ConstVectorRef<T> y, Message& out) {
-    full_precision_stats_[static_cast<std::size_t>(worker)] = wire_.Send(y, out);
-  }
-  // Apply phase: whether the step went over the full-precision wire, remembered for LastEncode
-  // and LastCompression.
+  // Apply phase: whether the step went over the full-precision exchange, remembered for
+  // LastEncode and LastCompression.
   bool AppliesFullPrecision(const StepContext& ctx) {
     applied_full_precision_ = FullPrecisionAt(ctx);
     return applied_full_precision_;
   }
-  // The exchange's state and which exchange carried the last step.
+  // The exchanges' state and which one carried the last step.
   void DeclareExchanges(OptimizerState<T>& state) {
+    if constexpr (!std::is_same_v<FullPrecision, WireExchange<T>>) {
+      state.Nested("warmup", full_precision_);  // the wire keeps no state
+    }
     state.Nested("exchange", exchange_);
     state.Value("full_precision", applied_full_precision_);
   }
 
   using ExchangingOptimizer<T>::exchange_;
-  FullPrecisionWire<T> wire_;
+  FullPrecision full_precision_;
 
  private:
-  std::vector<EncodeStats> full_precision_stats_;
   bool applied_full_precision_ = false;  // whether the last step applied was full precision
 };
 

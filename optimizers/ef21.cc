@@ -108,7 +108,7 @@ class Ef21 final : public PhasedExchangeOptimizer<T> {
     const ConstVectorRef<T> y = options_.eta ? ConstVectorRef<T>(w.v) : g;
     if (FullPrecisionAt(ctx)) {
       w.g = y;  // g_i^0 = y, sent uncompressed
-      this->SendFullPrecision(worker, y, out);
+      full_precision_.Send(ctx, worker, y, out);
     } else {
       w.difference = y - w.g;
       exchange_.Send(ctx, worker, w.difference, out);  // c_i = C(y - g_i)
@@ -119,7 +119,7 @@ class Ef21 final : public PhasedExchangeOptimizer<T> {
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     if (this->AppliesFullPrecision(ctx)) {
-      wire_.Receive(reply, g_);  // g^0 = (1/n) sum_i g_i^0
+      full_precision_.Receive(reply, g_);  // g^0 = (1/n) sum_i g_i^0
     } else {
       exchange_.Receive(reply, reply_);
       g_ += reply_;  // g^{k+1} = g^k + (1/n) sum_i c_i
@@ -157,7 +157,7 @@ class Ef21 final : public PhasedExchangeOptimizer<T> {
   Vector<T> g_;      // g = (1/n) sum_i g_i, as every replica keeps it
   Vector<T> reply_;  // scratch: the decoded mean correction
   using PhasedExchangeOptimizer<T>::exchange_;
-  using PhasedExchangeOptimizer<T>::wire_;
+  using PhasedExchangeOptimizer<T>::full_precision_;
 };
 
 template <typename T>

@@ -225,7 +225,7 @@ class OneBitLamb final : public PhasedExchangeOptimizer<T> {
                   Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
     if (FullPrecisionAt(ctx)) {  // line 2: LAMB on the full-precision gradient
-      this->SendFullPrecision(worker, g, out);
+      full_precision_.Send(ctx, worker, g, out);
       return;
     }
     const T beta1 = static_cast<T>(options_.lamb.beta1);
@@ -253,7 +253,7 @@ class OneBitLamb final : public PhasedExchangeOptimizer<T> {
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     if (this->AppliesFullPrecision(ctx)) {  // the server averaged the gradients (line 2)
-      wire_.Receive(reply, mean_);
+      full_precision_.Receive(reply, mean_);
       lamb_.Step(ctx, mean_, x);  // line 2: Eq. (1)
       const double beta3 = options_.beta3;
       for (Eigen::Index l = 0; l < layers_; ++l) {  // line 2
@@ -404,7 +404,7 @@ class OneBitLamb final : public PhasedExchangeOptimizer<T> {
   std::vector<double> k_;      // k_l of App. A.5.2 (1 without momentum scaling)
   bool frozen_ = false;        // step T_w is over
   using PhasedExchangeOptimizer<T>::exchange_;
-  using PhasedExchangeOptimizer<T>::wire_;
+  using PhasedExchangeOptimizer<T>::full_precision_;
 };
 
 const std::array<std::string, 2> kZeroNormChoices = {"clip", "one"};

@@ -57,7 +57,7 @@ class Marina final : public PhasedExchangeOptimizer<T> {
                   Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
     if (FullPrecisionAt(ctx)) {
-      this->SendFullPrecision(worker, g, out);  // g_i(x^k)
+      full_precision_.Send(ctx, worker, g, out);  // g_i(x^k)
     } else {
       w.difference = g - w.previous;
       exchange_.Send(ctx, worker, w.difference, out);  // C_i(g_i(x^k) - g_i(x^{k-1}))
@@ -67,7 +67,7 @@ class Marina final : public PhasedExchangeOptimizer<T> {
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     if (this->AppliesFullPrecision(ctx)) {
-      wire_.Receive(reply, g_);  // g = (1/n) sum_i g_i(x^k)
+      full_precision_.Receive(reply, g_);  // g = (1/n) sum_i g_i(x^k)
     } else {
       exchange_.Receive(reply, reply_);
       g_ += reply_;  // g <- g + (1/n) sum_i C_i(...)
@@ -98,7 +98,7 @@ class Marina final : public PhasedExchangeOptimizer<T> {
   Vector<T> g_;      // g^k, as every replica keeps it
   Vector<T> reply_;  // scratch: the decoded mean of a compressed round
   using PhasedExchangeOptimizer<T>::exchange_;
-  using PhasedExchangeOptimizer<T>::wire_;
+  using PhasedExchangeOptimizer<T>::full_precision_;
 };
 
 }  // namespace

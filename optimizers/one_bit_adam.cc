@@ -89,22 +89,25 @@ const ExchangeSymbols kWarmupExchange = {
     .server = {},
 };
 
+// The warmup's gradients go through an exchange of their own (PhasedExchangeOptimizer's
+// full-precision one): the identity, or fp16 (warmup_compressor), without error feedback.
 template <typename T>
-class OneBitAdam final : public DistributedOptimizer<T> {
+class OneBitAdam final : public PhasedExchangeOptimizer<T, CompressedExchange<T>> {
+  using Base = PhasedExchangeOptimizer<T, CompressedExchange<T>>;
+
  public:
   OneBitAdam(const OneBitAdamOptions& options, const ExchangeConfig<T>& exchange,
              const CompressorMaker<T>& warmup, const OptimizerContext& context)
-      : options_(options),
+      : Base(exchange, {warmup, FeedbackKind::kNone, warmup, FeedbackKind::kNone}, context),
+        options_(options),
         beta1_(static_cast<T>(options.beta1)),
         beta2_(static_cast<T>(options.beta2)),
         preconditioner_(static_cast<T>(options.eps), options.eps_placement, context.dimension),
-        warmup_({warmup, FeedbackKind::kNone, warmup, FeedbackKind::kNone}, context),
-        exchange_(exchange, context),
         m_(Vector<T>::Zero(context.dimension)),
         v_(Vector<T>::Zero(context.dimension)),
         g_(Vector<T>::Zero(context.dimension)) {
     for (Vector<T>& m : LocalStates<T>(context)) workers_.push_back({std::move(m)});
-    warmup_.set_symbols(kWarmupExchange);
+    full_precision_.set_symbols(kWarmupExchange);
     exchange_.set_symbols(kOneBitAdamExchange);
   }
 
@@ -118,8 +121,8 @@ class OneBitAdam final : public DistributedOptimizer<T> {
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
     Worker& w = workers_[static_cast<std::size_t>(worker)];
-    if (Warmup(ctx.t)) {  // line 2: the original Adam, the gradient in full precision
-      warmup_.Send(ctx, worker, g, out);
+    if (FullPrecisionAt(ctx)) {  // line 2: the original Adam, the gradient in full precision
+      full_precision_.Send(ctx, worker, g, out);
       return;
     }
     // Line 6. "own" starts from the synchronised m at the first compressed step.
@@ -131,19 +134,10 @@ class OneBitAdam final : public DistributedOptimizer<T> {
     exchange_.Send(ctx, worker, w.m, out);  // lines 7-8
   }
 
-  void ServerStep(const StepContext& ctx, int chunk, std::span<const Message> received,
-                  Message& out) override {
-    if (Warmup(ctx.t)) {
-      warmup_.Reduce(ctx, chunk, received, out);
-      return;
-    }
-    exchange_.Reduce(ctx, chunk, received, out);  // lines 10-11
-  }
-
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     t_ = ctx.t;
-    if (Warmup(ctx.t)) {  // Eq. 1 without bias correction; v is v_Tw after step T_w
-      warmup_.Receive(reply, g_);
+    if (this->AppliesFullPrecision(ctx)) {  // Eq. 1 without bias correction; v_Tw after T_w
+      full_precision_.Receive(reply, g_);
       m_ = beta1_ * m_ + (T(1) - beta1_) * g_;
       v_ = beta2_ * v_ + (T(1) - beta2_) * g_.cwiseAbs2();
       preconditioner_.Set(v_);
@@ -162,29 +156,9 @@ class OneBitAdam final : public DistributedOptimizer<T> {
     preconditioner_.Step(ctx.lr, m_, x);  // line 13
   }
 
-  bool SupportsChunks() const override { return true; }
-  bool SupportsHierarchy() const override { return true; }
-  void Split(const StepContext& ctx, int /*worker*/, const Message& whole,
-             std::vector<Message>& parts) override {
-    if (Warmup(ctx.t)) {
-      warmup_.Split(whole, parts);
-    } else {
-      exchange_.Split(whole, parts);
-    }
-  }
-  void NodeStep(const StepContext& ctx, int node, int part, std::span<const Message> received,
-                std::vector<Message>& out) override {
-    if (Warmup(ctx.t)) {
-      warmup_.NodeStep(ctx, node, part, received, out);
-    } else {
-      exchange_.NodeStep(ctx, node, part, received, out);
-    }
-  }
-
   void DeclareState(OptimizerState<T>& state) override {
     state.Nested("preconditioner", preconditioner_);
-    state.Nested("warmup", warmup_);
-    state.Nested("exchange", exchange_);
+    this->DeclareExchanges(state);
     // During warmup every worker holds the synchronised m; after it, its own m^(i).
     state.PerWorker(workers_, [&](Worker& w) { state.Own(kWorkerMomentum, w.m, !Warmup(t_)); });
     if (Warmup(t_)) {
@@ -197,28 +171,24 @@ class OneBitAdam final : public DistributedOptimizer<T> {
     state.Value("t", t_);
   }
 
-  // The warmup messages' statistics during warmup, the compressed ones' after it.
-  const EncodeStats* LastEncode(int worker) const override {
-    return t_ > 0 && !Warmup(t_) ? exchange_.LastEncode(worker) : warmup_.LastEncode(worker);
-  }
-
  private:
   struct Worker {
     Vector<T> m;  // m^(i) of line 6
   };
 
   bool Warmup(std::int64_t t) const { return t <= options_.warmup_steps; }
+  bool FullPrecisionAt(const StepContext& ctx) const override { return Warmup(ctx.t); }
 
   OneBitAdamOptions options_;
   T beta1_, beta2_;
   Preconditioner<T> preconditioner_;  // sqrt(v_Tw) + eta once warmup is over
-  CompressedExchange<T> warmup_;      // the warmup's gradients (identity or fp16, no feedback)
-  CompressedExchange<T> exchange_;
   std::vector<Worker> workers_;
   Vector<T> m_;         // the synchronised m (line 13)
   Vector<T> v_;         // v; frozen (v_Tw) after step T_w
   Vector<T> g_;         // the averaged gradient during warmup
   std::int64_t t_ = 0;  // the last step applied
+  using Base::exchange_;
+  using Base::full_precision_;
 };
 
 // 1-bit Adam (32-bits) of Sec. 7.2: the momentum is not compressed (see the header).
