@@ -13,6 +13,7 @@
 #include "theory/birder_probes.h"
 #include "theory/bounds.h"
 #include "theory/metrics.h"
+#include "theory/optimizer_options.h"
 #include "theory/premises.h"
 #include "theory/rate_fit.h"
 #include "theory/statistics.h"
@@ -107,9 +108,9 @@ Premise EffectiveStepNonIncreasing(const RunEvidence& run) {
   if (ratio == nullptr || ratio->empty()) {
     return Premise::Failed(name, "the run recorded no min-b/step_ratio series");
   }
-  const std::string t0 = run.hyperparameters.Integer("t0")
-                             ? fmt::format("t0 = {}", *run.hyperparameters.Integer("t0"))
-                             : std::string("no max rule (t0 unset)");
+  const std::optional<BirderOptions> birder = BirderOptionsOf(run.optimizer, run.hyperparameters);
+  const std::string t0 = birder && birder->t0 ? fmt::format("t0 = {}", *birder->t0)
+                                              : std::string("no max rule (t0 unset)");
   const Verdict kept = EveryValueAtMost({ratio}, 1 + 1e-12, "ratio", "<= 1");
   if (kept.kind == VerdictKind::kHolds) {
     return Premise::Met(name, fmt::format("{}; largest ratio {:.6g} {}", t0, kept.measured_value,
@@ -233,25 +234,26 @@ Verdict CheckDenominatorFloor(const AssertionInput& input, std::optional<double>
   std::string why;
   const Series* s = RequireProbe(run, "min-b", "min_denominator", why);
   if (s == nullptr) return Verdict::Inconclusive(why);
-  const std::optional<double> eps = run.hyperparameters.Number("eps");
-  if (!eps) return Verdict::Inconclusive("the run's optimizer has no eps (not Birder)");
+  const std::optional<BirderOptions> birder = BirderOptionsOf(run.optimizer, run.hyperparameters);
+  if (!birder) return Verdict::Inconclusive("the run's optimizer has no eps (not Birder)");
+  const double eps = birder->eps;
   // The run added eps in its own precision: in fp32, 1e-8 is 9.99999994e-9.
   const auto stored = [&](double x) {
     return run.precision == Precision::kFp32 ? static_cast<double>(static_cast<float>(x)) : x;
   };
-  if (!rho && *eps == 0) {
+  if (!rho && eps == 0) {
     return EveryValueAtLeast({s}, std::numeric_limits<double>::min(), "min_j (b + eps)",
                              "> 0 (eps = 0: rho must come from b)");
   }
-  const double floor = rho.value_or(*eps);
+  const double floor = rho.value_or(eps);
   Verdict v = EveryValueAtLeast({s}, stored(floor), "min_j (b + eps)",
                                 fmt::format(">= rho = {:.3g}{}", floor, rho ? "" : " (= eps)"));
-  if (v.kind == VerdictKind::kHolds && floor <= *eps) {
+  if (v.kind == VerdictKind::kHolds && floor <= eps) {
     v.kind = VerdictKind::kVacuous;
     v.detail = fmt::format(
         "vacuous: b >= 0, so b + eps >= eps = {:.3g} >= rho by construction; give a rho above eps "
         "to test a floor the run could miss (b-positive tests b itself)",
-        *eps);
+        eps);
   }
   return v;
 }
@@ -397,7 +399,8 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   k.lipschitz = l->value;
   k.d = static_cast<double>(run.dimension);
   k.rho = min_den->Min()->value;
-  k.beta = run.hyperparameters.Number("beta").value_or(0);
+  const std::optional<BirderOptions> birder = BirderOptionsOf(run.optimizer, run.hyperparameters);
+  k.beta = birder ? birder->beta : 0;
   k.f_z1_gap = f_z1->sample().front().value - f_star->value;
   std::vector<std::string> notes;  // the constants are in the premises
   if (k.f_z1_gap < 0) {

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "theory/assertions.h"
+#include "theory/optimizer_options.h"
 #include "theory/premises.h"
 #include "theory/verdicts.h"
 
@@ -284,7 +285,9 @@ std::optional<Contraction> ReadContraction(const AssertionInput& input, const Ru
     }
     c.g0 = *g0;
     t.notes.push_back(fmt::format("G^0 = {:.6g} (probe shift-error, step 1)", c.g0));
-  } else if (run.hyperparameters.Text("init") == "full") {
+  } else if (const std::optional<Ef21Options> ef21 =
+                 Ef21OptionsOf(run.optimizer, run.hyperparameters);
+             ef21 && ef21->init == Ef21Init::kFull) {
     t.notes.push_back("E G^0 = 0 (init = full: the first round sends the gradients themselves)");
   } else {
     const std::optional<double> y0 = WorkersMeanAt(run, "shift-error", "gradient_sq", 1);
@@ -325,7 +328,8 @@ Verdict CheckEf21SgdmFullGradient(const AssertionInput& input, const EstimatorCl
   Verdict verdict;
   Trajectory t;
   if (!ReadTrajectory(run, "EF21-SGDM, docs/ef21-diana-marina.md §4", verdict, t)) return verdict;
-  const std::optional<double> eta = run.hyperparameters.Number("eta");
+  const std::optional<Ef21Options> ef21 = Ef21OptionsOf(run.optimizer, run.hyperparameters);
+  const std::optional<double> eta = ef21 ? ef21->eta : std::nullopt;
   if (!eta) {
     verdict.detail = "the run's optimizer has no eta";
     return verdict;
@@ -369,14 +373,15 @@ Verdict CheckMarinaTheorem21(const AssertionInput& input, const EstimatorClaimOp
   Verdict verdict;
   Trajectory t;
   if (!ReadTrajectory(run, "MARINA Theorem 2.1", verdict, t)) return verdict;
-  const std::optional<double> p = run.hyperparameters.Number("p");
-  if (!p) {
+  const std::optional<MarinaOptions> marina = MarinaOptionsOf(run.optimizer, run.hyperparameters);
+  if (!marina) {
     verdict.detail = "the run's optimizer has no p";
     return verdict;
   }
+  const double p = marina->p;
   // With p = 1 every round sends full gradients: no compressor is used and omega drops out.
   std::optional<UsedCompressorConstant> omega = UsedCompressorConstant{0, "p = 1: no compression"};
-  if (*p < 1) {
+  if (p < 1) {
     omega = OmegaPremises(input, run, o, "MARINA Assumption 1.3", verdict);
     if (!omega) {
       verdict.detail = "the compressor declares no omega and the check claims none: give `omega`";
@@ -384,14 +389,14 @@ Verdict CheckMarinaTheorem21(const AssertionInput& input, const EstimatorClaimOp
     }
   }
   const double n = run.workers;
-  const double rule = 1 / (t.lipschitz * (1 + std::sqrt((1 - *p) * omega->value / (*p * n))));
+  const double rule = 1 / (t.lipschitz * (1 + std::sqrt((1 - p) * omega->value / (p * n))));
   verdict.premises.push_back(StepSizeRule(
       t.gamma, rule, "1 / (L (1 + sqrt((1 - p) omega / (p n)))) (MARINA Theorem 2.1)"));
   t.notes.push_back(omega->source);
-  t.notes.push_back(fmt::format("p = {:.6g}, n = {}", *p, run.workers));
+  t.notes.push_back(fmt::format("p = {:.6g}, n = {}", p, run.workers));
   // With p = 1 every round sends full gradients: nothing draws.
   JudgeAtLastStep(input, t, 2 * t.f_gap / t.gamma, "2 (f(x^0) - f*) / (gamma T)",
-                  *p == 1 && ExactGradients(run), RoundingSlack(run, o.rtol), verdict);
+                  p == 1 && ExactGradients(run), RoundingSlack(run, o.rtol), verdict);
   return verdict;
 }
 
@@ -402,7 +407,8 @@ Verdict CheckDianaNonconvex(const AssertionInput& input, const EstimatorClaimOpt
   if (!ReadTrajectory(run, "DIANA, docs/ef21-diana-marina.md §3", verdict, t)) return verdict;
   const std::optional<UsedCompressorConstant> omega =
       OmegaPremises(input, run, o, "DIANA's compressor class", verdict);
-  const std::optional<double> a = run.hyperparameters.Number("a");
+  const std::optional<DianaOptions> diana = DianaOptionsOf(run.optimizer, run.hyperparameters);
+  const std::optional<double> a = diana ? std::optional<double>(diana->a) : std::nullopt;
   if (!omega || !a) {
     verdict.detail = !omega ? "the compressor declares no omega and the check claims none: give "
                               "`omega`"

@@ -20,6 +20,7 @@
 #include "theory/assertions.h"
 #include "theory/bounds.h"
 #include "theory/metrics.h"
+#include "theory/optimizer_options.h"
 #include "theory/premises.h"
 #include "theory/statistics.h"
 #include "theory/verdicts.h"
@@ -27,9 +28,10 @@
 namespace lemmalab {
 namespace {
 
-// T_w of the run (its resolved warmup_steps); nullopt for an optimizer without a warmup.
+// T_w of the run (1-bit Adam's or 1-bit LAMB's warmup_steps); nullopt for an optimizer without
+// a warmup.
 std::optional<std::int64_t> WarmupSteps(const RunEvidence& run) {
-  return run.hyperparameters.Integer("warmup_steps");
+  return WarmupStepsOf(run.optimizer, run.hyperparameters);
 }
 
 // A heuristic, not a claim of the paper. Assumption 1.3 (lines 720-740) assumes that the workers'
@@ -152,10 +154,11 @@ Verdict CheckVarianceStable(const AssertionInput& input, const VarianceStableOpt
     return Verdict::Inconclusive(fmt::format(
         "optimizer '{}' has no warmup; give the check the step to judge (`at`)", run.optimizer));
   }
-  const std::optional<double> beta2 = run.hyperparameters.Number("beta2");
-  if (!beta2) return Verdict::Inconclusive("the run's optimizer has no beta2");
+  const std::optional<MomentOptions> moments = MomentOptionsOf(run.optimizer, run.hyperparameters);
+  if (!moments) return Verdict::Inconclusive("the run's optimizer has no beta2");
+  const double beta2 = moments->beta2;
   // 1 / (1 - 0.9) is 10.000000000000002 in binary: round before taking the ceiling.
-  const auto paper_window = static_cast<std::int64_t>(std::ceil(1 / (1 - *beta2) * (1 - 1e-12)));
+  const auto paper_window = static_cast<std::int64_t>(std::ceil(1 / (1 - beta2) * (1 - 1e-12)));
   std::int64_t window = paper_window;
   std::string window_note = fmt::format("window = 1/(1-beta2) = {}", window);
   if (o.window) {
@@ -231,7 +234,7 @@ Verdict CheckVarianceStable(const AssertionInput& input, const VarianceStableOpt
   if (window < paper_window) {
     verdict.detail += fmt::format(
         "; over {} steps v can fall by at most 1 - beta2^{} = {:.3g}, so a decrease cannot show",
-        window, window, 1 - std::pow(*beta2, static_cast<double>(window)));
+        window, window, 1 - std::pow(beta2, static_cast<double>(window)));
     // A change within the tolerance over a window shorter than v's time constant is no evidence
     // that v has settled; a larger change still is evidence that it has not.
     if (verdict.kind == VerdictKind::kHolds) {
@@ -265,20 +268,23 @@ Verdict CheckOneBitLambClips(const AssertionInput& input, std::optional<double> 
   if (c_clip == nullptr || c_clip->empty()) {
     return Verdict::Inconclusive("the run has no c_t rule series (probe lamb-ratios)");
   }
-  const Hyperparameters& h = run.hyperparameters;
   const std::optional<std::int64_t> warmup = WarmupSteps(run);  // 1-bit LAMB's; LAMB has none
+  // The clips as the run's LAMB or 1-bit LAMB had them (0 where it has none: LAMB has no r).
+  const std::optional<LambOptions> lamb = LambOptionsOf(run.optimizer, run.hyperparameters);
+  const std::optional<OneBitLambOptions> one_bit =
+      OneBitLambOptionsOf(run.optimizer, run.hyperparameters);
   struct Rule {
     const char* series;
     std::string text;
   };
   const std::vector<Rule> rules = {
-      {"c_clip_excess", fmt::format("c in [c_min, c_max] = [{}, {}]{}",
-                                    h.Number("c_min").value_or(0), h.Number("c_max").value_or(0),
+      {"c_clip_excess", fmt::format("c in [c_min, c_max] = [{}, {}]{}", lamb ? lamb->c_min : 0,
+                                    lamb ? lamb->c_max : 0,
                                     warmup ? fmt::format(" in warmup (T_w = {})", *warmup) : "")},
-      {"r_clip_excess", fmt::format("r in [r_min, r_max] = [{}, {}]", h.Number("r_min").value_or(0),
-                                    h.Number("r_max").value_or(0))},
+      {"r_clip_excess", fmt::format("r in [r_min, r_max] = [{}, {}]", one_bit ? one_bit->r_min : 0,
+                                    one_bit ? one_bit->r_max : 0)},
       {"r_step_excess",
-       fmt::format("|r_t / r_(t-1) - 1| <= r_threshold = {}", h.Number("r_threshold").value_or(0))},
+       fmt::format("|r_t / r_(t-1) - 1| <= r_threshold = {}", one_bit ? one_bit->r_threshold : 0)},
       {"c_product_excess", "c = r c_avg"},
   };
   if (warmup && run.steps_done > *warmup) {
@@ -456,20 +462,37 @@ struct CompressionPhase {
   const Constant* f_star = nullptr;
 };
 
+// What both theorems read of the run's optimizer: 1-bit Adam's or 1-bit LAMB's T_w, beta1 and
+// eta, and whether eta is added outside the root (1-bit Adam's eps_placement; LAMB's always is);
+// nullopt for another optimizer.
+struct CompressionOptions {
+  std::int64_t warmup = 0;
+  double beta1 = 0, eta = 0;
+  bool eta_outside = true;
+};
+std::optional<CompressionOptions> CompressionOptionsOf(const RunEvidence& run) {
+  if (const auto o = OneBitAdamOptionsOf(run.optimizer, run.hyperparameters)) {
+    return CompressionOptions{o->warmup_steps, o->beta1, o->eps,
+                              o->eps_placement == EpsPlacement::kOutside};
+  }
+  if (const auto o = OneBitLambOptionsOf(run.optimizer, run.hyperparameters)) {
+    return CompressionOptions{o->warmup_steps, o->lamb.beta1, o->lamb.eps, true};
+  }
+  return std::nullopt;
+}
+
 // Reads the compression phase into `phase`, adding the premises both theorems share to `v`
 // (Assumptions 1.1-1.3, a constant step, beta1 < 1, classic error feedback, no weight decay); on
 // missing evidence returns false with v.detail saying what is missing.
 bool ReadCompressionPhase(const RunEvidence& run, double confidence, Verdict& v,
                           CompressionPhase& phase) {
-  const Hyperparameters& h = run.hyperparameters;
-  const std::optional<std::int64_t> warmup = WarmupSteps(run);
-  const std::optional<double> beta1 = h.Number("beta1"), eta = h.Number("eps");
-  if (!warmup || !beta1 || !eta) {
+  const std::optional<CompressionOptions> options = CompressionOptionsOf(run);
+  if (!options) {
     v.detail = "the run's optimizer has no warmup_steps, beta1 or eps";
     return false;
   }
-  phase.warmup = *warmup;
-  phase.beta1 = *beta1;
+  phase.warmup = options->warmup;
+  phase.beta1 = options->beta1;
   phase.T = run.steps_done - phase.warmup;
   if (phase.T < 1) {
     v.detail = "the run ends before the compression phase";
@@ -546,9 +569,9 @@ bool ReadCompressionPhase(const RunEvidence& run, double confidence, Verdict& v,
     v.detail = "Theorem 1 needs L, sigma and f*, which this problem does not all know";
     return false;
   }
-  const bool outside = h.Text("eps_placement").value_or("outside") == "outside";
+  const double eta = options->eta;
   const auto denominator = [&](double root) {
-    return outside ? root + *eta : std::sqrt(root * root + *eta);
+    return options->eta_outside ? root + eta : std::sqrt(root * root + eta);
   };
   phase.denominator_min = denominator(root_min->sample().front().value);
   phase.denominator_max = denominator(root_max->sample().front().value);

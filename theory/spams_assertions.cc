@@ -20,6 +20,7 @@
 #include "theory/assertions.h"
 #include "theory/bounds.h"
 #include "theory/metrics.h"
+#include "theory/optimizer_options.h"
 #include "theory/premises.h"
 #include "theory/verdicts.h"
 
@@ -176,10 +177,11 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
   if (l1 == nullptr || sq == nullptr || l1->empty() || sq->empty()) {
     return Verdict::Inconclusive("the run has no D_t series (probe spams-d)");
   }
-  const std::optional<double> eps = run.hyperparameters.Number("eps");
-  if (!eps) return Verdict::Inconclusive("the run's optimizer has no eps");
+  const std::optional<MomentOptions> moments = MomentOptionsOf(run.optimizer, run.hyperparameters);
+  if (!moments) return Verdict::Inconclusive("the run's optimizer has no eps");
+  const double eps = moments->eps;
   const double d = static_cast<double>(run.dimension);
-  const SpamsLemma5Bounds bounds = SpamsLemma5(d, *eps);
+  const SpamsLemma5Bounds bounds = SpamsLemma5(d, eps);
   const double rtol = RoundingSlack(run, rtol_option);
 
   Verdict verdict;
@@ -227,7 +229,7 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
   verdict.measured = fmt::format("{}", fmt::join(parts, "; "));
   verdict.bound =
       fmt::format("<= d / sqrt(eps) = {:.6g} and d / eps = {:.6g} (d = {}, eps = {:.3g})",
-                  bounds.l1_sum, bounds.squared_sum, run.dimension, *eps);
+                  bounds.l1_sum, bounds.squared_sum, run.dimension, eps);
   verdict.detail = fmt::format(
       "deterministic (v_hat_0 = 0, v_hat non-decreasing); rounding slack "
       "rtol = {:.1g}",
@@ -318,9 +320,8 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   const double eta = average->step_size;
   const double measured = average->sum / static_cast<double>(T);
 
-  const std::optional<double> beta1 = run.hyperparameters.Number("beta1");
-  const std::optional<double> eps = run.hyperparameters.Number("eps");
-  if (!beta1 || !eps) {
+  const std::optional<MomentOptions> moments = MomentOptionsOf(run.optimizer, run.hyperparameters);
+  if (!moments) {
     verdict.detail = fmt::format("optimizer '{}' has no beta1 and eps", run.optimizer);
     return verdict;
   }
@@ -328,8 +329,8 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   k.q = *q_value;
   k.grad_bound = G->value;
   k.lipschitz = L->value;
-  k.eps = *eps;
-  k.beta1 = *beta1;
+  k.eps = moments->eps;
+  k.beta1 = moments->beta1;
   k.eta = eta;
   k.n = run.workers;
   k.d = static_cast<double>(run.dimension);

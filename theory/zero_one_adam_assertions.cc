@@ -31,6 +31,7 @@
 #include "optimizers/zero_one_adam.h"
 #include "theory/assertions.h"
 #include "theory/metrics.h"
+#include "theory/optimizer_options.h"
 #include "theory/premises.h"
 
 namespace lemmalab {
@@ -40,25 +41,6 @@ struct VolumeOptions {
   double fraction = 1.0;
   std::optional<std::int64_t> onebit_warmup;  // absent: the run's var_freeze_step
 };
-
-// The schedule options of the run, from its resolved hyperparameters (nullopt: not 0/1 Adam's).
-std::optional<ZeroOneAdamOptions> ScheduleOf(const RunEvidence& run) {
-  const Hyperparameters& h = run.hyperparameters;
-  const auto freeze = h.Integer("var_freeze_step");
-  const auto kappa = h.Integer("var_update_scaler");
-  const auto alpha = h.Integer("local_step_scaler");
-  const auto clipper = h.Integer("local_step_clipper");
-  const auto sync = h.Text("variance_sync");
-  if (!freeze || !kappa || !alpha || !clipper || !sync) return std::nullopt;
-  ZeroOneAdamOptions o;
-  o.var_freeze_step = *freeze;
-  o.var_update_scaler = *kappa;
-  o.local_step_scaler = *alpha;
-  o.local_step_clipper = *clipper;
-  o.variance_sync =
-      *sync == "full-precision" ? VarianceSync::kFullPrecision : VarianceSync::kOneBit;
-  return o;
-}
 
 // The server re-compresses with the workers' configuration: server_compressor absent (the
 // default, the same configuration) or naming the same compressor and chunk.
@@ -95,7 +77,9 @@ Verdict CheckVolume(const AssertionInput& input, const VolumeOptions& options) {
   v.premises.push_back(OptionIs(run, "communication.scheme", "parameter-server",
                                 "each worker sends one message and receives one reply a step"));
   v.premises.push_back(OneBitBothWays(run));
-  const std::optional<ZeroOneAdamOptions> schedule = ScheduleOf(run);
+  // The schedule options of the run (nullopt: not 0/1 Adam's).
+  const std::optional<ZeroOneAdamOptions> schedule =
+      ZeroOneAdamOptionsOf(run.optimizer, run.hyperparameters);
   const Series* sent = run.Metric(metric::kBitsSent);
   const Series* received = run.Metric(metric::kBitsReceived);
   if (!schedule || sent == nullptr || received == nullptr || sent->empty() || received->empty() ||
