@@ -8,7 +8,9 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <vector>
 
+#include "theory/assertion_examples.h"
 #include "theory/assertions.h"
 #include "theory/birder_probes.h"
 #include "theory/bounds.h"
@@ -526,8 +528,6 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   return v;
 }
 
-}  // namespace
-
 Judgement MakeErrorNormCheck(OptionTable& /*options*/, const AssertionContext& /*context*/) {
   return [](const AssertionInput& input) { return CheckErrorNorm(input); };
 }
@@ -557,6 +557,76 @@ Judgement MakeBirderTheorem1Check(OptionTable& options, const AssertionContext& 
   o.printed = Choose(options, "bound", "rederived", {"rederived", "printed"}) == "printed";
   o.g = options.GetOptionalDouble("G", Interval::Positive());
   return [o](const AssertionInput& input) { return CheckBirderTheorem1(input, o); };
+}
+
+}  // namespace
+
+// This file's rows of the assertion registry (theory/assertions.h).
+std::vector<AssertionInfo> BirderAssertions() {
+  return {
+      {.name = "b-floor",
+       .summary = "min_j (b_t,j + eps) >= rho for every worker and step",
+       .source = "birder.txt Thm 1 assumption and footnote 5",
+       .probes = {"min-b"},
+       .make = &MakeDenominatorFloorCheck,
+       .algorithms = {"birder", "softsign-sgd"},
+       .example = {ExampleSpec(kNoisyQuadratic, kBirder, "b-floor", "rho = 1e-6\n")}},
+      {.name = "b-positive",
+       .summary = "min_j b_t,j > 0 without the added constant",
+       .source = "birder.txt Thm 1 assumption (rho > 0), Eq. 4",
+       .probes = {"min-b"},
+       .make = &MakeRawDenominatorPositiveCheck,
+       .algorithms = {"birder", "softsign-sgd"},
+       .example = {ExampleSpec(kNoisyQuadratic, kBirder, "b-positive")}},
+      {.name = "birder-lemma2",
+       .summary = "the z-sequence identity holds to rounding at every step",
+       .source = "birder.txt Lemma 2, Eq. 20-23",
+       .probes = {"birder-z"},
+       .make = &MakeZSequenceCheck,
+       .algorithms = {"birder", "softsign-sgd"},
+       .example = {ExampleSpec(kNoisyQuadratic, kBirder, "birder-lemma2"),
+                   {{"no server error feedback: Eq. 14 telescopes the errors",
+                     {"optimizer.server_feedback=none"}}}}},
+      {.name = "birder-theorem1",
+       .summary = "((1/T) sum ||grad f(x_t)||)^2 <= C1/sqrt(T) + C2 (1 + ln T)/sqrt(T) at every T",
+       .source = "birder.txt Thm 1, Eq. 6, 41-42",
+       .probes = {"min-b", "birder-z", "ef-norm"},
+       .make = &MakeBirderTheorem1Check,
+       .algorithms = {"birder"},
+       .example = {ExampleSpec(kNoisyQuadratic, R"(
+[[optimizer]]
+name = "birder"
+t0 = 0
+schedule = { name = "inv-sqrt", lr = 0.05 }
+)",
+                               "birder-theorem1", "expect = \"vacuous\"\n"),
+                   {{"no max rule: the proof's step (iii) fails", {"optimizer.t0=100000"}},
+                    {"a constant step, not c / sqrt(t)", {"optimizer.schedule.name=constant"}}}}},
+      {.name = "ef-norm",
+       .summary = "E||e||^2 <= d for worker and server error feedback",
+       .source = "birder.txt Lemma 1, Eq. 16 and 19",
+       .probes = {"ef-norm", "q-domain"},
+       .make = &MakeErrorNormCheck,
+       .example = {ExampleSpec(kNoisyQuadratic, kBirder, "ef-norm"),
+                   {{"a compressor other than Birder's quantizer", {"optimizer.compressor=qsgd"}}},
+                   "error feedback pushes Q's inputs out of [-1, 1] on every Birder run, where "
+                   "Lemma 1 says nothing, and without it there is no error to measure"}},
+      {.name = "q-domain",
+       .summary = "every input of Q lies in [-1, 1]",
+       .source = "birder.txt Eq. 5, Lemma 1",
+       .probes = {"q-domain"},
+       .make = &MakeQuantizerDomainCheck,
+       .example = {ExampleSpec(kNoisyQuadratic, R"(
+[[optimizer]]
+name = "birder"
+worker_feedback = "none"
+server_feedback = "none"
+schedule = { name = "inv-sqrt", lr = 0.05 }
+)",
+                               "q-domain"),
+                   {{"error feedback, which pushes the inputs out",
+                     {"optimizer.worker_feedback=classic"}}}}},
+  };
 }
 
 }  // namespace lemmalab

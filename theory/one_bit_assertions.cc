@@ -15,8 +15,10 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "theory/assertion_examples.h"
 #include "theory/assertions.h"
 #include "theory/bounds.h"
 #include "theory/metrics.h"
@@ -721,8 +723,6 @@ Verdict CheckOneBitLambTheorem1(const AssertionInput& input, bool printed) {
   return v;
 }
 
-}  // namespace
-
 Judgement MakeOneBitErrorBoundedCheck(OptionTable& options, const AssertionContext& /*context*/) {
   const double tolerance = options.GetDouble("tolerance", 0.25, Interval::NonNegative());
   const std::int64_t min_steps = options.GetInt("min_steps", 10, 1);
@@ -757,6 +757,153 @@ Judgement MakeRatioAdaptsCheck(OptionTable& /*options*/, const AssertionContext&
 Judgement MakeOneBitLambTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
   const bool printed = Choose(options, "bound", "rederived", {"rederived", "printed"}) == "printed";
   return [printed](const AssertionInput& input) { return CheckOneBitLambTheorem1(input, printed); };
+}
+
+// Noise that dominates the gradient, so that Adam's variance settles (1-bit Adam and LAMB): the
+// setting of the examples below.
+constexpr std::string_view kNoiseDominated = R"(seed = 5
+steps = 300
+workers = 4
+precision = "fp64"
+
+[problem]
+name = "quadratic"
+dimension = 16
+L = 1.0
+mu = 0.1
+rotate = true
+noise = "sphere"
+sigma = 10.0
+
+[schedule]
+name = "constant"
+lr = 0.01
+)";
+
+}  // namespace
+
+// This file's rows of the assertion registry (theory/assertions.h).
+std::vector<AssertionInfo> OneBitAssertions() {
+  return {
+      {.name = "onebit-error-bounded",
+       .summary =
+           "heuristic (no statement of the paper): the compression errors ||delta^(i)_t||, "
+           "||delta_bar_t|| stop growing in the compression phase (max over its second half <= "
+           "(1 + tolerance) x max over the first)",
+       .source =
+           "lemmalab's growth heuristic for onebit-adam-icml-with-appendix.txt Assumption 1.3 "
+           "(lines 720-740), which the paper assumes and never shows",
+       .probes = {"onebit-error"},
+       .make = &MakeOneBitErrorBoundedCheck,
+       .judges_failure = true,
+       .example = {ExampleSpec(kNoiseDominated, R"(
+[[optimizer]]
+name = "onebit-adam"
+beta2 = 0.98
+warmup_steps = 100
+)",
+                               "onebit-error-bounded", "tolerance = 1.0\n"),
+                   {{"too few compression steps for two halves", {"optimizer.warmup_steps=290"}}}}},
+      {.name = "onebit-theorem1",
+       .summary = "(1/(T+1)) sum ||grad f(x_t)||^2 over the compression phase <= Theorem 1's bound "
+                  "(Markov at the confidence)",
+       .source = "onebit-adam-icml-with-appendix.txt Thm 1, Eq. 6",
+       .probes = {"onebit-error"},
+       .make = &MakeOneBitAdamTheorem1Check,
+       .algorithms = {"onebit-adam", "onebit-adam-fp32"},
+       .example = {ExampleSpec(kNoiseDominated, R"(
+[[optimizer]]
+name = "onebit-adam"
+beta2 = 0.98
+warmup_steps = 150
+)",
+                               "onebit-theorem1", "expect = \"vacuous\"\n"),
+                   {{"no worker error feedback: Lemma 2's recursion",
+                     {"optimizer.worker_feedback=none"}}}}},
+      {.name = "onebit-lamb-clips",
+       .summary =
+           "c_t in [c_min, c_max] in warmup; then r_t in [r_min, r_max], within r_threshold of "
+           "r_(t-1), and c_t = r_t c_avg, per layer",
+       .source = "onebit-lamb.txt Eq. (1) and Algorithm 1 lines 1-3, 18-20",
+       .probes = {"lamb-ratios"},
+       .make = &MakeOneBitLambClipsCheck,
+       .algorithms = {"lamb", "onebit-lamb"},
+       .example = {ExampleSpec(kNoiseDominated, R"(
+[[optimizer]]
+name = "onebit-lamb"
+warmup_steps = 100
+)",
+                               "onebit-lamb-clips")}},
+      {.name = "onebit-lamb-ratio-adapts",
+       .summary =
+           "layers whose variance drifts more from the frozen one get larger scaling ratios r "
+           "(Spearman's rho across layers > 0)",
+       .source = "onebit-lamb.txt Fig. 6, lines 300-306",
+       .probes = {"lamb-ratios"},
+       .make = &MakeRatioAdaptsCheck,
+       .algorithms = {"onebit-lamb"},
+       .example = {R"(seed = 2023
+steps = 300
+workers = 4
+precision = "fp64"
+
+[data]
+source = "synthetic-logistic"
+samples = 400
+features = 20
+
+[problem]
+name = "mlp"
+hidden = [16, 8]
+activation = "tanh"
+batch_size = 16
+
+[schedule]
+name = "constant"
+lr = 0.01
+
+[[optimizer]]
+name = "onebit-lamb"
+warmup_steps = 100
+
+[[assert]]
+assertion = "onebit-lamb-ratio-adapts"
+)",
+                   {{"r clipped to 1: no ratio to adapt",
+                     {"optimizer.r_min=1.0", "optimizer.r_max=1.0"}}}}},
+      {.name = "onebit-lamb-theorem1",
+       .summary = "(1/(T+1)) sum ||grad f(x_t)||^2 over the compression phase <= 1-bit LAMB's "
+                  "Theorem 1 "
+                  "bound (Markov at the confidence)",
+       .source = "onebit-lamb.txt Thm 1, Eq. 3 (App. A.9)",
+       .probes = {"onebit-error", "lamb-ratios"},
+       .make = &MakeOneBitLambTheorem1Check,
+       .algorithms = {"onebit-lamb"},
+       .example = {ExampleSpec(kNoiseDominated, R"(
+[[optimizer]]
+name = "onebit-lamb"
+warmup_steps = 100
+r_min = 1.0
+r_max = 1.0
+)",
+                               "onebit-lamb-theorem1", "expect = \"vacuous\"\n"),
+                   {{"r adapting, so c takes more than one value", {"optimizer.r_max=4.0"}}}}},
+      {.name = "onebit-variance-stable",
+       .summary = "||v_t|| changes by <= tolerance over a window of 1/(1-beta2) steps at T_w",
+       .source = "onebit-adam-icml-with-appendix.txt Sec. 3.3, Fig. 2, Sec. 7.1 (lines 962-974)",
+       .probes = {"variance-norm"},
+       .make = &MakeVarianceStableCheck,
+       .example =
+           {ExampleSpec(kNoiseDominated, R"(
+[[optimizer]]
+name = "onebit-adam"
+beta2 = 0.98
+warmup_steps = 250
+)",
+                        "onebit-variance-stable"),
+            {{"a step after T_w, where v is frozen and compared with itself", {}, "at = 280\n"},
+             {"a window shorter than v's time constant", {}, "window = 5\n"}}}},
+  };
 }
 
 }  // namespace lemmalab

@@ -26,9 +26,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compressors/scaled_sign.h"
 #include "optimizers/zero_one_adam.h"
+#include "theory/assertion_examples.h"
 #include "theory/assertions.h"
 #include "theory/metrics.h"
 #include "theory/optimizer_options.h"
@@ -168,8 +170,6 @@ Verdict CheckVolume(const AssertionInput& input, const VolumeOptions& options) {
   return v;
 }
 
-}  // namespace
-
 Judgement MakeZeroOneAdamVolumeCheck(OptionTable& options, const AssertionContext& /*context*/) {
   VolumeOptions o;
   o.fraction = options.GetDouble("fraction", o.fraction, Interval::Positive());
@@ -178,6 +178,38 @@ Judgement MakeZeroOneAdamVolumeCheck(OptionTable& options, const AssertionContex
                    "an integer >= 0: 1-bit Adam's T_w in the comparison; default: the run's "
                    "var_freeze_step");
   return [o](const AssertionInput& input) { return CheckVolume(input, o); };
+}
+
+}  // namespace
+
+// This file's rows of the assertion registry (theory/assertions.h).
+std::vector<AssertionInfo> ZeroOneAdamAssertions() {
+  return {
+      {.name = "zero-one-adam-volume",
+       .summary =
+           "the bits a 0/1 Adam run sends and receives equal its schedule's count (raw "
+           "gradient on "
+           "T_v, 1-bit u on T_u, nothing on local steps) and are <= fraction x 1-bit Adam's on "
+           "the same steps",
+       .source = "0/1 Adam (Lu et al., ICLR 2023) abstract (up to 87% less data volume than "
+                 "1-bit Adam); "
+                 "its T_v, T_u policies (DeepSpeed tutorial)",
+       .probes = {},
+       .make = &MakeZeroOneAdamVolumeCheck,
+       .algorithms = {"zero-one-adam"},
+       .example = {ExampleSpec(kNoisyQuadratic, R"(
+[[optimizer]]
+name = "zero-one-adam"
+var_freeze_step = 50
+var_update_scaler = 4
+local_step_scaler = 20
+local_step_clipper = 8
+schedule = { name = "constant", lr = 0.01 }
+)",
+                               "zero-one-adam-volume", "fraction = 0.5\n"),
+                   {{"all-gather instead of a parameter server",
+                     {"communication.scheme=allgather"}}}}},
+  };
 }
 
 }  // namespace lemmalab
