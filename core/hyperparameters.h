@@ -3,7 +3,8 @@
 // (OptionTable::Resolved), so it lists exactly what the code read: an algorithm that has no `eps`
 // has no "eps" entry, and an option left at its default carries that default. `lemmalab run`
 // stores it with the results (the `hyperparameters` table); probes and assertions read a run's
-// options through it and nothing else.
+// options through it and nothing else, an optimizer's own options as the struct its reader fills
+// from these entries (theory/optimizer_options.h).
 #pragma once
 
 #include <cstdint>

@@ -187,10 +187,14 @@ class SoftSignSgd final : public DistributedOptimizer<T> {
 
 }  // namespace
 
-BirderOptions ReadBirderOptions(OptionTable& options) {
+BirderOptions ReadBirderOptions(OptionTable& options, bool read_t0) {
   BirderOptions o;
   o.beta = options.GetDouble("beta", o.beta, kMovingAverageFactor);
   o.eps = options.GetDouble("eps", o.eps, Interval::NonNegative());
+  if (read_t0) {
+    if (options.Has("t0")) o.t0 = options.GetInt("t0", 0, 0);
+    options.Describe("t0", "an integer >= 0; absent: no max rule (line 7)");
+  }
   return o;
 }
 
@@ -204,9 +208,7 @@ std::unique_ptr<DistributedOptimizer<T>> MakeBirder(const BirderOptions& options
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable& options,
                                                            const OptimizerContext& context) {
-  BirderOptions o = ReadBirderOptions(options);
-  if (options.Has("t0")) o.t0 = options.GetInt("t0", 0, 0);
-  options.Describe("t0", "an integer >= 0; absent: no max rule (line 7)");
+  const BirderOptions o = ReadBirderOptions(options, /*read_t0=*/true);
   const ExchangeConfig<T> exchange =
       ExchangeFromOptions<T>(options, {.compressor = "stochastic-binary",
                                        .worker_feedback = FeedbackKind::kClassic,
@@ -218,7 +220,7 @@ std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable& options,
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> SoftSignSgdFromOptions(OptionTable& options,
                                                                 const OptimizerContext& context) {
-  const BirderOptions o = ReadBirderOptions(options);
+  const BirderOptions o = ReadBirderOptions(options, /*read_t0=*/false);
   return std::make_unique<SoftSignSgd<T>>(o.beta, o.eps, context);
 }
 

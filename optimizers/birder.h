@@ -31,9 +31,10 @@ struct BirderOptions {
                                    // notes the max rule is not used in practice, footnote 5)
 };
 
-// beta and eps from a [[optimizer]] table of birder or softsign-sgd, with the defaults above (the
-// probes and assertions of theory/ read the run's hyperparameters through it).
-BirderOptions ReadBirderOptions(OptionTable& options);
+// beta and eps from a [[optimizer]] table of birder or softsign-sgd, with the defaults above, and
+// with `read_t0` (birder's: softsign-sgd has no max rule) t0. The probes and assertions of
+// theory/ read a run's options through it too (theory/optimizer_options.h).
+BirderOptions ReadBirderOptions(OptionTable& options, bool read_t0);
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeBirder(const BirderOptions& options,

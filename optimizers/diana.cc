@@ -45,6 +45,14 @@ double DefaultFromOmega(OptionTable& options, std::string_view key,
   return value;
 }
 
+DianaOptions ReadDianaOptions(OptionTable& options, const UnbiasedCompressor& compressor) {
+  DianaOptions o;
+  o.a =
+      DefaultFromOmega(options, "a", compressor, "diana", "the shifts' step, alpha of Algorithm 1",
+                       "1 / (omega + 1) of the compressor (needs a declared omega)");
+  return o;
+}
+
 namespace {
 
 // Worker i's shift; kServer's is their mean, which every replica keeps.
@@ -160,11 +168,7 @@ std::unique_ptr<DistributedOptimizer<T>> DianaFromOptions(OptionTable& options,
        "must be unbiased"});
   const UnbiasedCompressor compressor =
       RequireUnbiased<T>(options, exchange.worker_compressor, context, "diana");
-  DianaOptions o;
-  o.a =
-      DefaultFromOmega(options, "a", compressor, "diana", "the shifts' step, alpha of Algorithm 1",
-                       "1 / (omega + 1) of the compressor (needs a declared omega)");
-  return MakeDiana<T>(o, exchange, context);
+  return MakeDiana<T>(ReadDianaOptions(options, compressor), exchange, context);
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                              \

@@ -74,4 +74,9 @@ double DefaultFromOmega(OptionTable& options, std::string_view key,
                         const UnbiasedCompressor& compressor, std::string_view method,
                         std::string_view role, std::string_view rule);
 
+// The options of diana from its table: `a`, by DefaultFromOmega with `compressor`, the workers'
+// (RequireUnbiased). theory/ reads a run's recorded `a` through it, with a compressor that
+// declares no omega: there is no default to fill in (theory/optimizer_options.h).
+DianaOptions ReadDianaOptions(OptionTable& options, const UnbiasedCompressor& compressor);
+
 }  // namespace lemmalab

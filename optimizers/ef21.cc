@@ -189,23 +189,25 @@ std::unique_ptr<DistributedOptimizer<T>> MakeEf21(const Ef21Options& options,
   return std::make_unique<Ef21<T>>(options, exchange, context);
 }
 
+Ef21Options ReadEf21Options(OptionTable& options, bool momentum) {
+  Ef21Options o;
+  if (momentum) o.eta = options.GetDouble("eta", 0.1, Interval{0, 1, true, false});
+  o.init = InitFromOptions(options, momentum ? Ef21Init::kFull : Ef21Init::kCompressed);
+  return o;
+}
+
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> Ef21FromOptions(OptionTable& options,
                                                          const OptimizerContext& context) {
-  Ef21Options o;
   const ExchangeConfig<T> exchange = Ef21Exchange<T>(options, "ef21");
-  o.init = InitFromOptions(options, Ef21Init::kCompressed);
-  return MakeEf21<T>(o, exchange, context);
+  return MakeEf21<T>(ReadEf21Options(options, /*momentum=*/false), exchange, context);
 }
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> Ef21SgdmFromOptions(OptionTable& options,
                                                              const OptimizerContext& context) {
-  Ef21Options o;
   const ExchangeConfig<T> exchange = Ef21Exchange<T>(options, "ef21-sgdm");
-  o.eta = options.GetDouble("eta", 0.1, Interval{0, 1, true, false});
-  o.init = InitFromOptions(options, Ef21Init::kFull);
-  return MakeEf21<T>(o, exchange, context);
+  return MakeEf21<T>(ReadEf21Options(options, /*momentum=*/true), exchange, context);
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                               \

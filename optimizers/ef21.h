@@ -68,6 +68,11 @@ struct Ef21Options {
   std::optional<double> eta;
 };
 
+// The options of ef21 from its table (`init`, default "compressed") or, with `momentum`, of
+// ef21-sgdm (`eta`, default 0.1, and `init`, default "full"). theory/ reads a run's options
+// through it too (theory/optimizer_options.h).
+Ef21Options ReadEf21Options(OptionTable& options, bool momentum);
+
 // The exchange of the methods whose workers send compressed corrections to an estimate they keep
 // (ef21, ef21-sgdm, diana, marina): the `compressor` option only (defaulting to `fallback`, a
 // component table's entries beside its name), no error feedback (the kept estimate is the

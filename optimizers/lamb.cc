@@ -419,7 +419,9 @@ void RequireOrdered(OptionTable& options, std::string_view lo_key, double lo,
                fmt::format("{} must be <= {} ({}), got {}", lo_key, hi_key, hi, lo));
 }
 
-LambOptions ReadLambOptions(OptionTable& options) {
+}  // namespace
+
+LambOptions ReadLambOptions(OptionTable& options, bool read_bias_correction) {
   LambOptions o;
   o.beta1 = options.GetDouble("beta1", o.beta1, kMovingAverageFactor);
   o.beta2 = options.GetDouble("beta2", o.beta2, kMovingAverageFactor);
@@ -430,10 +432,28 @@ LambOptions ReadLambOptions(OptionTable& options) {
   o.zero_norm = options.GetChoice("zero_norm", "clip", kZeroNormChoices) == "one"
                     ? LambZeroNorm::kOne
                     : LambZeroNorm::kClip;
+  if (read_bias_correction) {
+    o.bias_correction = options.GetBool("bias_correction", o.bias_correction);
+  }
   return o;
 }
 
-}  // namespace
+OneBitLambOptions ReadOneBitLambOptions(OptionTable& options) {
+  OneBitLambOptions o;
+  o.lamb = ReadLambOptions(options, /*read_bias_correction=*/false);
+  o.beta3 = options.GetDouble("beta3", o.beta3, kMovingAverageFactor);
+  o.warmup_steps = options.GetInt("warmup_steps", o.warmup_steps, 0);
+  o.r_min = options.GetDouble("r_min", o.r_min, Interval::Positive());
+  o.r_max = options.GetDouble("r_max", o.r_max, Interval::NonNegative());
+  RequireOrdered(options, "r_min", o.r_min, "r_max", o.r_max);
+  o.r_threshold = options.GetDouble("r_threshold", o.r_threshold, Interval::ClosedOpen(0, 1));
+  o.momentum_scaling = options.GetBool("momentum_scaling", o.momentum_scaling);
+  o.ratio = options.GetChoice("ratio", "variance", kRatioChoices) == "denominator"
+                ? OneBitLambRatio::kDenominator
+                : OneBitLambRatio::kVariance;
+  o.local_momentum = LocalMomentumFromOptions(options);
+  return o;
+}
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeLamb(const LambOptions& options,
@@ -451,27 +471,13 @@ std::unique_ptr<DistributedOptimizer<T>> MakeOneBitLamb(const OneBitLambOptions&
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> LambFromOptions(OptionTable& options,
                                                          const OptimizerContext& context) {
-  LambOptions o = ReadLambOptions(options);
-  o.bias_correction = options.GetBool("bias_correction", o.bias_correction);
-  return MakeLamb<T>(o, context);
+  return MakeLamb<T>(ReadLambOptions(options, /*read_bias_correction=*/true), context);
 }
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> OneBitLambFromOptions(OptionTable& options,
                                                                const OptimizerContext& context) {
-  OneBitLambOptions o;
-  o.lamb = ReadLambOptions(options);
-  o.beta3 = options.GetDouble("beta3", o.beta3, kMovingAverageFactor);
-  o.warmup_steps = options.GetInt("warmup_steps", o.warmup_steps, 0);
-  o.r_min = options.GetDouble("r_min", o.r_min, Interval::Positive());
-  o.r_max = options.GetDouble("r_max", o.r_max, Interval::NonNegative());
-  RequireOrdered(options, "r_min", o.r_min, "r_max", o.r_max);
-  o.r_threshold = options.GetDouble("r_threshold", o.r_threshold, Interval::ClosedOpen(0, 1));
-  o.momentum_scaling = options.GetBool("momentum_scaling", o.momentum_scaling);
-  o.ratio = options.GetChoice("ratio", "variance", kRatioChoices) == "denominator"
-                ? OneBitLambRatio::kDenominator
-                : OneBitLambRatio::kVariance;
-  o.local_momentum = LocalMomentumFromOptions(options);
+  const OneBitLambOptions o = ReadOneBitLambOptions(options);
   const ExchangeConfig<T> exchange =
       ExchangeFromOptions<T>(options, {.compressor = "scaled-sign",
                                        .worker_feedback = FeedbackKind::kClassic,

@@ -43,6 +43,11 @@ struct LambOptions {
   bool bias_correction = false;  // Eq. (1): off; You et al.'s LAMB: on. lamb only
 };
 
+// The options of lamb from its table, with the defaults above; without `read_bias_correction`
+// those of 1-bit LAMB's warmup LAMB, which has no bias correction (Eq. 1). theory/ reads a run's
+// options through these readers too (theory/optimizer_options.h).
+LambOptions ReadLambOptions(OptionTable& options, bool read_bias_correction);
+
 // How line 17's ratio compares the frozen and the fresh variance.
 enum class OneBitLambRatio {
   // Line 17 and Sec. 4: r = max_j v_Tw,j / v_fresh,j ("the max element among frozen variance /
@@ -68,6 +73,10 @@ struct OneBitLambOptions {
   OneBitLambRatio ratio = OneBitLambRatio::kVariance;
   LocalMomentum local_momentum = LocalMomentum::kSync;
 };
+
+// The options of onebit-lamb from its table, with the defaults above (r_min <= r_max, c_min <=
+// c_max).
+OneBitLambOptions ReadOneBitLambOptions(OptionTable& options);
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeLamb(const LambOptions& options,

@@ -12,6 +12,14 @@ bool MarinaFullRound(const StepContext& ctx, double p) {
   return static_cast<double>(coin()) < p * 4294967296.0;
 }
 
+MarinaOptions ReadMarinaOptions(OptionTable& options, const UnbiasedCompressor& compressor) {
+  MarinaOptions o;
+  o.p = DefaultFromOmega(options, "p", compressor, "marina", "the probability of a full round",
+                         "1 / (omega + 1) of the compressor (= k/d for random-k, the paper's "
+                         "zeta_Q / d; needs a declared omega)");
+  return o;
+}
+
 namespace {
 
 constexpr StateTag kEstimate = {
@@ -121,11 +129,7 @@ std::unique_ptr<DistributedOptimizer<T>> MarinaFromOptions(OptionTable& options,
        "it must be unbiased"});
   const UnbiasedCompressor compressor =
       RequireUnbiased<T>(options, exchange.worker_compressor, context, "marina");
-  MarinaOptions o;
-  o.p = DefaultFromOmega(options, "p", compressor, "marina", "the probability of a full round",
-                         "1 / (omega + 1) of the compressor (= k/d for random-k, the paper's "
-                         "zeta_Q / d; needs a declared omega)");
-  return MakeMarina<T>(o, exchange, context);
+  return MakeMarina<T>(ReadMarinaOptions(options, compressor), exchange, context);
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                     \

@@ -48,6 +48,7 @@
 #include <memory>
 
 #include "optimizers/compressed_exchange.h"
+#include "optimizers/diana.h"
 #include "optimizers/optimizer.h"
 
 namespace lemmalab {
@@ -58,6 +59,12 @@ inline constexpr std::uint32_t kMarinaCoinStream = kGlobalStream - 1;
 struct MarinaOptions {
   double p = 1;  // MarinaFromOptions defaults it to 1 / (omega + 1)
 };
+
+// The options of marina from its table: `p`, by DefaultFromOmega (optimizers/diana.h) with
+// `compressor`, the workers' (RequireUnbiased). theory/ reads a run's recorded `p` through it,
+// with a compressor that declares no omega: there is no default to fill in
+// (theory/optimizer_options.h).
+MarinaOptions ReadMarinaOptions(OptionTable& options, const UnbiasedCompressor& compressor);
 
 // Whether step ctx.t is a full round: t = 1, or the step's shared coin with P(full) = p.
 bool MarinaFullRound(const StepContext& ctx, double p);

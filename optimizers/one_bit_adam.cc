@@ -290,6 +290,12 @@ OneBitAdamOptions ReadOneBitAdamOptions(OptionTable& options, bool read_local_mo
   return o;
 }
 
+AdamOptions ReadAdamOneBitNaiveOptions(OptionTable& options) {
+  AdamOptions defaults;
+  defaults.bias_correction = false;  // the paper's Adam (Eq. 1)
+  return ReadAdamOptions(options, defaults);
+}
+
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeOneBitAdam(const OneBitAdamOptions& options,
                                                         const ExchangeConfig<T>& exchange,
@@ -332,9 +338,7 @@ std::unique_ptr<DistributedOptimizer<T>> MakeAdamOneBitNaive(const AdamOptions& 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> AdamOneBitNaiveFromOptions(
     OptionTable& options, const OptimizerContext& context) {
-  AdamOptions defaults;
-  defaults.bias_correction = false;  // the paper's Adam (Eq. 1)
-  const AdamOptions o = ReadAdamOptions(options, defaults);
+  const AdamOptions o = ReadAdamOneBitNaiveOptions(options);
   return MakeAdamOneBitNaive<T>(o, ExchangeFromOptions<T>(options, kOneBitAdamDefaults), context);
 }
 

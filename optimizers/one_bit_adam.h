@@ -82,6 +82,10 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> OneBitAdamFp32FromOptions(OptionTable& options,
                                                                    const OptimizerContext& context);
 
+// The options of adam-1bit-naive from its table: Adam's (ReadAdamOptions), with bias_correction
+// defaulting to false, as the paper's Adam (Eq. 1).
+AdamOptions ReadAdamOneBitNaiveOptions(OptionTable& options);
+
 // Adam's options; bias_correction defaults to false there, as the paper's Adam (Eq. 1).
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeAdamOneBitNaive(const AdamOptions& options,

@@ -212,6 +212,8 @@ class Spams final : public DistributedOptimizer<T> {
   AmsGradServer<T> server_;
 };
 
+}  // namespace
+
 SpamsOptions ReadSpamsOptions(OptionTable& options) {
   SpamsOptions o;
   o.beta1 = options.GetDouble("beta1", o.beta1, kMovingAverageFactor);
@@ -219,8 +221,6 @@ SpamsOptions ReadSpamsOptions(OptionTable& options) {
   o.eps = options.GetDouble("eps", o.eps, Interval::Positive());
   return o;
 }
-
-}  // namespace
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> DistSpamsFromOptions(OptionTable& options,

@@ -29,6 +29,10 @@ struct SpamsOptions {
   double eps = 1e-8;     // > 0; inside the root, line 16 (Alg. 3 line 10)
 };
 
+// The options of spams and dist-spams from their table, with the defaults above (theory/ reads a
+// run's options through it too).
+SpamsOptions ReadSpamsOptions(OptionTable& options);
+
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> DistSpamsFromOptions(OptionTable& options,
                                                               const OptimizerContext& context);

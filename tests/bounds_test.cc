@@ -101,7 +101,7 @@ TEST(BirderTheorem1, RefusesTheBetaTheOptimizerRefuses) {
   EXPECT_TRUE(std::isfinite(BirderTheorem1(k, 10).bound));
   OptionTable birder("optimizer 'birder'", "spec.toml:3");
   birder.Set("beta", {1.0, "spec.toml:4"});
-  EXPECT_THROW(ReadBirderOptions(birder), UserError);
+  EXPECT_THROW(ReadBirderOptions(birder, /*read_t0=*/true), UserError);
 }
 
 // bound sqrt(T) / (1 + ln T) = C2 + C1 / (1 + ln T): decreases to C2, the gap exactly C1/(1+ln T).

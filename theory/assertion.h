@@ -22,8 +22,9 @@
 // Statistical judgements state their confidence level (the check's `confidence`, default 0.99)
 // and use only the run's keyed streams, so a verdict is reproducible bit for bit.
 //
-// Adding an assertion: one Make function and one line in theory/assertion_registry.cc, one
-// known-answer test and a negative control in tests/.
+// Adding an assertion: a Make function and its registry row beside it, in the source file of its
+// paper's claims (theory/assertions.h), one known-answer test and a negative control in tests/,
+// and its row in docs/theory-checks.md.
 #pragma once
 
 #include <cstdint>

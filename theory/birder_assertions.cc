@@ -8,11 +8,14 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <vector>
 
+#include "theory/assertion_examples.h"
 #include "theory/assertions.h"
 #include "theory/birder_probes.h"
 #include "theory/bounds.h"
 #include "theory/metrics.h"
+#include "theory/optimizer_options.h"
 #include "theory/premises.h"
 #include "theory/rate_fit.h"
 #include "theory/statistics.h"
@@ -107,9 +110,9 @@ Premise EffectiveStepNonIncreasing(const RunEvidence& run) {
   if (ratio == nullptr || ratio->empty()) {
     return Premise::Failed(name, "the run recorded no min-b/step_ratio series");
   }
-  const std::string t0 = run.hyperparameters.Integer("t0")
-                             ? fmt::format("t0 = {}", *run.hyperparameters.Integer("t0"))
-                             : std::string("no max rule (t0 unset)");
+  const std::optional<BirderOptions> birder = BirderOptionsOf(run.optimizer, run.hyperparameters);
+  const std::string t0 = birder && birder->t0 ? fmt::format("t0 = {}", *birder->t0)
+                                              : std::string("no max rule (t0 unset)");
   const Verdict kept = EveryValueAtMost({ratio}, 1 + 1e-12, "ratio", "<= 1");
   if (kept.kind == VerdictKind::kHolds) {
     return Premise::Met(name, fmt::format("{}; largest ratio {:.6g} {}", t0, kept.measured_value,
@@ -233,25 +236,26 @@ Verdict CheckDenominatorFloor(const AssertionInput& input, std::optional<double>
   std::string why;
   const Series* s = RequireProbe(run, "min-b", "min_denominator", why);
   if (s == nullptr) return Verdict::Inconclusive(why);
-  const std::optional<double> eps = run.hyperparameters.Number("eps");
-  if (!eps) return Verdict::Inconclusive("the run's optimizer has no eps (not Birder)");
+  const std::optional<BirderOptions> birder = BirderOptionsOf(run.optimizer, run.hyperparameters);
+  if (!birder) return Verdict::Inconclusive("the run's optimizer has no eps (not Birder)");
+  const double eps = birder->eps;
   // The run added eps in its own precision: in fp32, 1e-8 is 9.99999994e-9.
   const auto stored = [&](double x) {
     return run.precision == Precision::kFp32 ? static_cast<double>(static_cast<float>(x)) : x;
   };
-  if (!rho && *eps == 0) {
+  if (!rho && eps == 0) {
     return EveryValueAtLeast({s}, std::numeric_limits<double>::min(), "min_j (b + eps)",
                              "> 0 (eps = 0: rho must come from b)");
   }
-  const double floor = rho.value_or(*eps);
+  const double floor = rho.value_or(eps);
   Verdict v = EveryValueAtLeast({s}, stored(floor), "min_j (b + eps)",
                                 fmt::format(">= rho = {:.3g}{}", floor, rho ? "" : " (= eps)"));
-  if (v.kind == VerdictKind::kHolds && floor <= *eps) {
+  if (v.kind == VerdictKind::kHolds && floor <= eps) {
     v.kind = VerdictKind::kVacuous;
     v.detail = fmt::format(
         "vacuous: b >= 0, so b + eps >= eps = {:.3g} >= rho by construction; give a rho above eps "
         "to test a floor the run could miss (b-positive tests b itself)",
-        *eps);
+        eps);
   }
   return v;
 }
@@ -397,7 +401,8 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   k.lipschitz = l->value;
   k.d = static_cast<double>(run.dimension);
   k.rho = min_den->Min()->value;
-  k.beta = run.hyperparameters.Number("beta").value_or(0);
+  const std::optional<BirderOptions> birder = BirderOptionsOf(run.optimizer, run.hyperparameters);
+  k.beta = birder ? birder->beta : 0;
   k.f_z1_gap = f_z1->sample().front().value - f_star->value;
   std::vector<std::string> notes;  // the constants are in the premises
   if (k.f_z1_gap < 0) {
@@ -523,8 +528,6 @@ Verdict CheckBirderTheorem1(const AssertionInput& input, const Theorem1Options& 
   return v;
 }
 
-}  // namespace
-
 Judgement MakeErrorNormCheck(OptionTable& /*options*/, const AssertionContext& /*context*/) {
   return [](const AssertionInput& input) { return CheckErrorNorm(input); };
 }
@@ -554,6 +557,76 @@ Judgement MakeBirderTheorem1Check(OptionTable& options, const AssertionContext& 
   o.printed = Choose(options, "bound", "rederived", {"rederived", "printed"}) == "printed";
   o.g = options.GetOptionalDouble("G", Interval::Positive());
   return [o](const AssertionInput& input) { return CheckBirderTheorem1(input, o); };
+}
+
+}  // namespace
+
+// This file's rows of the assertion registry (theory/assertions.h).
+std::vector<AssertionInfo> BirderAssertions() {
+  return {
+      {.name = "b-floor",
+       .summary = "min_j (b_t,j + eps) >= rho for every worker and step",
+       .source = "birder.txt Thm 1 assumption and footnote 5",
+       .probes = {"min-b"},
+       .make = &MakeDenominatorFloorCheck,
+       .algorithms = {"birder", "softsign-sgd"},
+       .example = {ExampleSpec(kNoisyQuadratic, kBirder, "b-floor", "rho = 1e-6\n")}},
+      {.name = "b-positive",
+       .summary = "min_j b_t,j > 0 without the added constant",
+       .source = "birder.txt Thm 1 assumption (rho > 0), Eq. 4",
+       .probes = {"min-b"},
+       .make = &MakeRawDenominatorPositiveCheck,
+       .algorithms = {"birder", "softsign-sgd"},
+       .example = {ExampleSpec(kNoisyQuadratic, kBirder, "b-positive")}},
+      {.name = "birder-lemma2",
+       .summary = "the z-sequence identity holds to rounding at every step",
+       .source = "birder.txt Lemma 2, Eq. 20-23",
+       .probes = {"birder-z"},
+       .make = &MakeZSequenceCheck,
+       .algorithms = {"birder", "softsign-sgd"},
+       .example = {ExampleSpec(kNoisyQuadratic, kBirder, "birder-lemma2"),
+                   {{"no server error feedback: Eq. 14 telescopes the errors",
+                     {"optimizer.server_feedback=none"}}}}},
+      {.name = "birder-theorem1",
+       .summary = "((1/T) sum ||grad f(x_t)||)^2 <= C1/sqrt(T) + C2 (1 + ln T)/sqrt(T) at every T",
+       .source = "birder.txt Thm 1, Eq. 6, 41-42",
+       .probes = {"min-b", "birder-z", "ef-norm"},
+       .make = &MakeBirderTheorem1Check,
+       .algorithms = {"birder"},
+       .example = {ExampleSpec(kNoisyQuadratic, R"(
+[[optimizer]]
+name = "birder"
+t0 = 0
+schedule = { name = "inv-sqrt", lr = 0.05 }
+)",
+                               "birder-theorem1", "expect = \"vacuous\"\n"),
+                   {{"no max rule: the proof's step (iii) fails", {"optimizer.t0=100000"}},
+                    {"a constant step, not c / sqrt(t)", {"optimizer.schedule.name=constant"}}}}},
+      {.name = "ef-norm",
+       .summary = "E||e||^2 <= d for worker and server error feedback",
+       .source = "birder.txt Lemma 1, Eq. 16 and 19",
+       .probes = {"ef-norm", "q-domain"},
+       .make = &MakeErrorNormCheck,
+       .example = {ExampleSpec(kNoisyQuadratic, kBirder, "ef-norm"),
+                   {{"a compressor other than Birder's quantizer", {"optimizer.compressor=qsgd"}}},
+                   "error feedback pushes Q's inputs out of [-1, 1] on every Birder run, where "
+                   "Lemma 1 says nothing, and without it there is no error to measure"}},
+      {.name = "q-domain",
+       .summary = "every input of Q lies in [-1, 1]",
+       .source = "birder.txt Eq. 5, Lemma 1",
+       .probes = {"q-domain"},
+       .make = &MakeQuantizerDomainCheck,
+       .example = {ExampleSpec(kNoisyQuadratic, R"(
+[[optimizer]]
+name = "birder"
+worker_feedback = "none"
+server_feedback = "none"
+schedule = { name = "inv-sqrt", lr = 0.05 }
+)",
+                               "q-domain"),
+                   {{"error feedback, which pushes the inputs out",
+                     {"optimizer.worker_feedback=classic"}}}}},
+  };
 }
 
 }  // namespace lemmalab

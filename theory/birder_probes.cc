@@ -8,6 +8,7 @@
 
 #include "optimizers/birder.h"
 #include "theory/evidence.h"
+#include "theory/optimizer_options.h"
 #include "theory/statistics.h"
 #include "theory/tally.h"
 
@@ -24,6 +25,13 @@ BirderQuantizerSides BirderQuantizerOf(const Hyperparameters& options) {
 }
 
 namespace {
+
+// Birder's beta from the run's options (nullopt for another optimizer: the z-sequence is
+// Birder's).
+std::optional<double> BirderBeta(const Hyperparameters& h) {
+  const std::optional<BirderOptions> birder = BirderOptionsOf(OptimizerName(h), h);
+  return birder ? std::optional<double>(birder->beta) : std::nullopt;
+}
 
 template <typename T>
 class QuantizerDomainProbe final : public Probe<T> {
@@ -237,7 +245,7 @@ template <typename T>
 class ZSequenceProbe final : public Probe<T> {
  public:
   explicit ZSequenceProbe(const ProbeContext& context)
-      : workers_(context.workers), beta_(context.hyperparameters.Number("beta")) {}
+      : workers_(context.workers), beta_(BirderBeta(context.hyperparameters)) {}
 
   std::string_view name() const override { return "birder-z"; }
 

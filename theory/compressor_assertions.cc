@@ -7,7 +7,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <vector>
 
+#include "theory/assertion_examples.h"
 #include "theory/assertions.h"
 #include "theory/birder_probes.h"
 #include "theory/compressor_probes.h"
@@ -295,8 +297,6 @@ Verdict CheckDeviation(const AssertionInput& input, std::optional<double> given_
   return v;
 }
 
-}  // namespace
-
 Judgement MakeUnbiasedCheck(OptionTable& options, const AssertionContext& /*context*/) {
   UnbiasedOptions o;
   o.inside = Choose(options, "coordinates", "all", {"all", "inside"}) == "inside";
@@ -313,6 +313,43 @@ Judgement MakeQuantizerVarianceCheck(OptionTable& options, const AssertionContex
 Judgement MakeDeviationCheck(OptionTable& options, const AssertionContext& /*context*/) {
   const std::optional<double> q = options.GetOptionalDouble("q", Interval::ClosedOpen(0, 1));
   return [q](const AssertionInput& input) { return CheckDeviation(input, q); };
+}
+
+}  // namespace
+
+// This file's rows of the assertion registry (theory/assertions.h).
+std::vector<AssertionInfo> CompressorAssertions() {
+  return {
+      {.name = "q-deviate",
+       .summary = "||C(u) - u|| <= q ||u|| with q < 1 for every compressor call",
+       .source = "spams.txt Assumption 1",
+       .probes = {"q-deviate"},
+       .make = &MakeDeviationCheck,
+       .example = {ExampleSpec(kNoisyQuadratic, kDistSpams, "q-deviate"),
+                   {{"a compressor that declares no q", {"optimizer.compressor.name=random-k"}}}}},
+      {.name = "q-unbiased",
+       .summary = "E[C(u)] = u on the run's own inputs (repeated draws)",
+       .source = "birder.txt Eq. 5, Lemma 1 Eq. 17",
+       .probes = {"q-unbiased"},
+       .make = &MakeUnbiasedCheck,
+       .example = {ExampleSpec(kNoisyQuadratic, R"(
+[[optimizer]]
+name = "ef-sgd"
+compressor = { name = "qsgd" }
+schedule = { name = "constant", lr = 0.05 }
+)",
+                               "q-unbiased"),
+                   {{"a deterministic compressor that moves its inputs (top-9 of 10)",
+                     {"optimizer.compressor.name=top-k", "optimizer.compressor.k=9"}},
+                    {"a cast to bf16", {"optimizer.compressor.name=bf16"}}}}},
+      {.name = "q-variance",
+       .summary = "Var Q(u)_j = 1 - u_j^2 on |u_j| <= 1 (Birder's quantizer)",
+       .source = "birder.txt Lemma 1, Eq. 18",
+       .probes = {"q-unbiased"},
+       .make = &MakeQuantizerVarianceCheck,
+       .example = {ExampleSpec(kNoisyQuadratic, kBirder, "q-variance"),
+                   {{"QSGD, whose variance is not Eq. 18's", {"optimizer.compressor=qsgd"}}}}},
+  };
 }
 
 }  // namespace lemmalab

@@ -46,7 +46,9 @@
 #include <string>
 #include <vector>
 
+#include "theory/assertion_examples.h"
 #include "theory/assertions.h"
+#include "theory/optimizer_options.h"
 #include "theory/premises.h"
 #include "theory/verdicts.h"
 
@@ -284,7 +286,9 @@ std::optional<Contraction> ReadContraction(const AssertionInput& input, const Ru
     }
     c.g0 = *g0;
     t.notes.push_back(fmt::format("G^0 = {:.6g} (probe shift-error, step 1)", c.g0));
-  } else if (run.hyperparameters.Text("init") == "full") {
+  } else if (const std::optional<Ef21Options> ef21 =
+                 Ef21OptionsOf(run.optimizer, run.hyperparameters);
+             ef21 && ef21->init == Ef21Init::kFull) {
     t.notes.push_back("E G^0 = 0 (init = full: the first round sends the gradients themselves)");
   } else {
     const std::optional<double> y0 = WorkersMeanAt(run, "shift-error", "gradient_sq", 1);
@@ -325,7 +329,8 @@ Verdict CheckEf21SgdmFullGradient(const AssertionInput& input, const EstimatorCl
   Verdict verdict;
   Trajectory t;
   if (!ReadTrajectory(run, "EF21-SGDM, docs/ef21-diana-marina.md §4", verdict, t)) return verdict;
-  const std::optional<double> eta = run.hyperparameters.Number("eta");
+  const std::optional<Ef21Options> ef21 = Ef21OptionsOf(run.optimizer, run.hyperparameters);
+  const std::optional<double> eta = ef21 ? ef21->eta : std::nullopt;
   if (!eta) {
     verdict.detail = "the run's optimizer has no eta";
     return verdict;
@@ -369,14 +374,15 @@ Verdict CheckMarinaTheorem21(const AssertionInput& input, const EstimatorClaimOp
   Verdict verdict;
   Trajectory t;
   if (!ReadTrajectory(run, "MARINA Theorem 2.1", verdict, t)) return verdict;
-  const std::optional<double> p = run.hyperparameters.Number("p");
-  if (!p) {
+  const std::optional<MarinaOptions> marina = MarinaOptionsOf(run.optimizer, run.hyperparameters);
+  if (!marina) {
     verdict.detail = "the run's optimizer has no p";
     return verdict;
   }
+  const double p = marina->p;
   // With p = 1 every round sends full gradients: no compressor is used and omega drops out.
   std::optional<UsedCompressorConstant> omega = UsedCompressorConstant{0, "p = 1: no compression"};
-  if (*p < 1) {
+  if (p < 1) {
     omega = OmegaPremises(input, run, o, "MARINA Assumption 1.3", verdict);
     if (!omega) {
       verdict.detail = "the compressor declares no omega and the check claims none: give `omega`";
@@ -384,14 +390,14 @@ Verdict CheckMarinaTheorem21(const AssertionInput& input, const EstimatorClaimOp
     }
   }
   const double n = run.workers;
-  const double rule = 1 / (t.lipschitz * (1 + std::sqrt((1 - *p) * omega->value / (*p * n))));
+  const double rule = 1 / (t.lipschitz * (1 + std::sqrt((1 - p) * omega->value / (p * n))));
   verdict.premises.push_back(StepSizeRule(
       t.gamma, rule, "1 / (L (1 + sqrt((1 - p) omega / (p n)))) (MARINA Theorem 2.1)"));
   t.notes.push_back(omega->source);
-  t.notes.push_back(fmt::format("p = {:.6g}, n = {}", *p, run.workers));
+  t.notes.push_back(fmt::format("p = {:.6g}, n = {}", p, run.workers));
   // With p = 1 every round sends full gradients: nothing draws.
   JudgeAtLastStep(input, t, 2 * t.f_gap / t.gamma, "2 (f(x^0) - f*) / (gamma T)",
-                  *p == 1 && ExactGradients(run), RoundingSlack(run, o.rtol), verdict);
+                  p == 1 && ExactGradients(run), RoundingSlack(run, o.rtol), verdict);
   return verdict;
 }
 
@@ -402,7 +408,8 @@ Verdict CheckDianaNonconvex(const AssertionInput& input, const EstimatorClaimOpt
   if (!ReadTrajectory(run, "DIANA, docs/ef21-diana-marina.md §3", verdict, t)) return verdict;
   const std::optional<UsedCompressorConstant> omega =
       OmegaPremises(input, run, o, "DIANA's compressor class", verdict);
-  const std::optional<double> a = run.hyperparameters.Number("a");
+  const std::optional<DianaOptions> diana = DianaOptionsOf(run.optimizer, run.hyperparameters);
+  const std::optional<double> a = diana ? std::optional<double>(diana->a) : std::nullopt;
   if (!omega || !a) {
     verdict.detail = !omega ? "the compressor declares no omega and the check claims none: give "
                               "`omega`"
@@ -439,8 +446,6 @@ Verdict CheckDianaNonconvex(const AssertionInput& input, const EstimatorClaimOpt
   return verdict;
 }
 
-}  // namespace
-
 Judgement MakeEf21Theorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
   const EstimatorClaimOptions o = ReadClaimOptions(options, "alpha", Interval{0, 1, true, false});
   return [o](const AssertionInput& input) { return CheckEf21Theorem1(input, o); };
@@ -459,6 +464,94 @@ Judgement MakeMarinaTheorem21Check(OptionTable& options, const AssertionContext&
 Judgement MakeDianaNonconvexCheck(OptionTable& options, const AssertionContext& /*context*/) {
   const EstimatorClaimOptions o = ReadClaimOptions(options, "omega", Interval::NonNegative());
   return [o](const AssertionInput& input) { return CheckDianaNonconvex(input, o); };
+}
+
+}  // namespace
+
+// This file's rows of the assertion registry (theory/assertions.h).
+std::vector<AssertionInfo> EstimatorAssertions() {
+  return {
+      {.name = "ef21-theorem1",
+       .summary =
+           "(1/T) sum_{t<T} ||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T) + G^0 / (theta T) "
+           "for C in C(alpha) and gamma <= 1 / (L + L~ sqrt(beta / theta)), full gradients "
+           "(deterministic with a deterministic compressor, else Markov)",
+       .source = "Richtárik, Sokolov & Fatkhullin, NeurIPS 2021, EF21 Theorem 1",
+       .probes = {"shift-error", "q-deviate"},
+       .make = &MakeEf21Theorem1Check,
+       .algorithms = {"ef21"},
+       .example = {ExampleSpec(kFullGradients, R"(
+[[optimizer]]
+name = "ef21"
+compressor = { name = "top-k", k = 4 }
+schedule = { name = "constant", lr = 0.1 }
+)",
+                               "ef21-theorem1"),
+                   {{"a step size above the rule", {"optimizer.schedule.lr=0.3"}},
+                    {"noisy gradients", {"problem.noise=sphere", "problem.sigma=0.5"}}}}},
+      {.name = "ef21-sgdm-full-gradient",
+       .summary =
+           "(1/T) sum_{t<T} ||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T) + 2 G^0 / (theta "
+           "T) "
+           "for C in C(alpha), v_i^0 = grad f_i(x^0) and gamma <= 1 / (L + L~ sqrt(2 / eta^2 + "
+           "4 beta (1 + eta^2) / theta)), full gradients (deterministic with a deterministic "
+           "compressor, else Markov)",
+       .source = "EF21-SGDM (Fatkhullin, Tyurin & Richtárik, NeurIPS 2023); the full-gradient "
+                 "bound is "
+                 "proved in docs/ef21-diana-marina.md §4",
+       .probes = {"shift-error", "q-deviate"},
+       .make = &MakeEf21SgdmFullGradientCheck,
+       .algorithms = {"ef21-sgdm"},
+       .example = {ExampleSpec(kFullGradients, R"(
+[[optimizer]]
+name = "ef21-sgdm"
+compressor = { name = "top-k", k = 4 }
+eta = 0.5
+schedule = { name = "constant", lr = 0.045 }
+)",
+                               "ef21-sgdm-full-gradient"),
+                   {{"a step size above the rule", {"optimizer.schedule.lr=0.1"}},
+                    {"noisy gradients", {"problem.noise=sphere", "problem.sigma=0.5"}}}}},
+      {.name = "marina-theorem21",
+       .summary =
+           "(1/T) sum_{t<T} ||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T) for independent "
+           "C_i "
+           "in U(omega) and gamma <= 1 / (L (1 + sqrt((1 - p) omega / (p n)))), full gradients "
+           "(Markov)",
+       .source = "Gorbunov, Burlachenko, Li & Richtárik, ICML 2021, MARINA Theorem 2.1",
+       .probes = {"q-deviate"},
+       .make = &MakeMarinaTheorem21Check,
+       .algorithms = {"marina"},
+       .example = {ExampleSpec(kFullGradients, R"(
+[[optimizer]]
+name = "marina"
+compressor = { name = "random-k", k = 4 }
+p = 0.2
+schedule = { name = "constant", lr = 0.3 }
+)",
+                               "marina-theorem21"),
+                   {{"a step size above the rule", {"optimizer.schedule.lr=0.9"}},
+                    {"senders that share their draws (PermK)", {"optimizer.compressor=permk"}}}}},
+      {.name = "diana-nonconvex",
+       .summary =
+           "(1/T) sum_{t<T} ||grad f(x^t)||^2 <= 2 (f(x^0) - f*) / (gamma T) + 4 L gamma omega "
+           "H^0 / (n a T) for independent C_i in U(omega), a <= 1/(omega + 1) and gamma <= "
+           "min(1/(2L), (a/L) sqrt(n / (4 omega (a + 2)))), full gradients (Markov)",
+       .source = "DIANA (Mishchenko, Gorbunov, Takáč & Richtárik 2019, Algorithm 1); the bound is "
+                 "re-derived in docs/ef21-diana-marina.md §3",
+       .probes = {"shift-error", "q-deviate"},
+       .make = &MakeDianaNonconvexCheck,
+       .algorithms = {"diana"},
+       .example = {ExampleSpec(kFullGradients, R"(
+[[optimizer]]
+name = "diana"
+compressor = { name = "random-k", k = 4 }
+schedule = { name = "constant", lr = 0.06 }
+)",
+                               "diana-nonconvex"),
+                   {{"a step size above the rule", {"optimizer.schedule.lr=0.2"}},
+                    {"senders that share their draws (PermK)", {"optimizer.compressor=permk"}}}}},
+  };
 }
 
 }  // namespace lemmalab

@@ -202,7 +202,8 @@ struct RunEvidence {
   // (G, certainty estimate).
   std::vector<Constant> constants;
   // Every option the run's optimizer, compressor and schedule read, defaults filled in
-  // ("beta", "compressor.name", "schedule.lr"): the one way assertions read hyperparameters.
+  // ("beta", "compressor.name", "schedule.lr"): the one way assertions read hyperparameters (the
+  // optimizer's own through its reader: theory/optimizer_options.h).
   Hyperparameters hyperparameters;
 
   bool completed() const { return status == "completed"; }

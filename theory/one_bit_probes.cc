@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "theory/optimizer_options.h"
 #include "theory/tally.h"
 
 namespace lemmalab {
@@ -229,15 +230,21 @@ double Excess(double value, double lo, double hi) {
 
 }  // namespace
 
-LambRules::LambRules(const Hyperparameters& h)
-    : warmup_(h.Integer("warmup_steps")),
-      c_min_(h.Number("c_min").value_or(0)),
-      c_max_(h.Number("c_max").value_or(INFINITY)),
-      r_min_(h.Number("r_min").value_or(0)),
-      r_max_(h.Number("r_max").value_or(INFINITY)),
-      r_threshold_(h.Number("r_threshold").value_or(0)),
-      beta3_(h.Number("beta3").value_or(0)),
-      zero_norm_one_(h.Text("zero_norm").value_or("clip") == "one") {}
+// The rules of the run's LAMB or 1-bit LAMB; for another optimizer (whose run the probe does not
+// apply to) they are left open.
+LambRules::LambRules(const Hyperparameters& h) {
+  const std::string optimizer = OptimizerName(h);
+  const std::optional<LambOptions> lamb = LambOptionsOf(optimizer, h);
+  const std::optional<OneBitLambOptions> one_bit = OneBitLambOptionsOf(optimizer, h);
+  warmup_ = WarmupStepsOf(optimizer, h);
+  c_min_ = lamb ? lamb->c_min : 0;
+  c_max_ = lamb ? lamb->c_max : INFINITY;
+  r_min_ = one_bit ? one_bit->r_min : 0;
+  r_max_ = one_bit ? one_bit->r_max : INFINITY;
+  r_threshold_ = one_bit ? one_bit->r_threshold : 0;
+  beta3_ = one_bit ? one_bit->beta3 : 0;
+  zero_norm_one_ = lamb && lamb->zero_norm == LambZeroNorm::kOne;
+}
 
 void LambRules::SetLayers(std::size_t layers) {
   c_avg_.assign(layers, 0.0);       // c_avg starts at 0 (line 1)

@@ -33,9 +33,10 @@
 namespace lemmalab {
 
 // onebit-lamb.txt Algorithm 1's rules on a layer's scaling c_t and ratio r_t, step by step, from
-// the run's resolved options (warmup_steps, c_min, c_max, r_min, r_max, r_threshold, beta3,
-// zero_norm): at each step, how far each rule that applies is broken, relative to the bound it
-// passes (0 where it holds), handed to `excess` as (series, value):
+// the run's options as lamb's and onebit-lamb's readers read them (warmup_steps, c_min, c_max,
+// r_min, r_max, r_threshold, beta3, zero_norm; theory/optimizer_options.h): at each step, how far
+// each rule that applies is broken, relative to the bound it passes (0 where it holds), handed to
+// `excess` as (series, value):
 //   t <= T_w (every step for LAMB)  c_clip_excess     c in [c_min, c_max] (Eq. 1)
 //   t > T_w                          r_clip_excess     r in [r_min, r_max] (line 19)
 //                                    r_step_excess     r within r_threshold of r_{t-1} (line 18;

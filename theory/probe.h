@@ -66,7 +66,8 @@ struct ProbeContext {
   std::int64_t dimension = 0;
   int workers = 1;
   std::uint64_t seed = 0;  // keys the probes' own Philox streams (Purpose::kProbe)
-  // The resolved options of the run the probe is made for (core/hyperparameters.h).
+  // The resolved options of the run the probe is made for (core/hyperparameters.h); its
+  // optimizer's options are read through the optimizer's reader (theory/optimizer_options.h).
   Hyperparameters hyperparameters = {};
 };
 

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include "core/error.h"
+#include "theory/assertion_examples.h"
 #include "theory/assertions.h"
 #include "theory/metrics.h"
 #include "theory/premises.h"
@@ -496,8 +498,6 @@ Verdict CheckTracksReference(const AssertionInput& input, const ReferenceOptions
   return v;
 }
 
-}  // namespace
-
 Judgement MakeRateCheck(OptionTable& options, const AssertionContext& /*context*/) {
   const RateOptions o = ReadRateOptions(options);
   return [o](const AssertionInput& input) { return CheckRate(input, o); };
@@ -527,6 +527,121 @@ Judgement MakeTracksReferenceCheck(OptionTable& options, const AssertionContext&
                                           o.reference, fmt::join(context.labels, ", ")));
   }
   return [o](const AssertionInput& input) { return CheckTracksReference(input, o); };
+}
+
+}  // namespace
+
+// This file's rows of the assertion registry (theory/assertions.h).
+std::vector<AssertionInfo> RateAssertions() {
+  return {
+      {.name = "linear-speedup",
+       .summary = "the averaged squared gradient norm falls like n^-q with the corollary's q, "
+                  "at the step "
+                  "size it prescribes for each n",
+       .source = "the sigma/sqrt(nT) term of onebit-adam ICML Cor. 1, spams.txt Cor. 1, "
+                 "onebit-lamb Cor. "
+                 "1",
+       .probes = {},
+       .scope = AssertionScope::kAcrossWorkers,
+       .make = &MakeSpeedupCheck,
+       .premise_probes = {"min-b", "birder-z", "ef-norm", "spams-ef", "q-deviate", "onebit-error",
+                          "lamb-ratios"},
+       .example = {R"(seed = 1
+steps = 600
+workers = 1
+precision = "fp64"
+
+[check]
+seeds = [1, 2, 3, 4, 5, 6, 7, 8]
+workers = [1, 2, 4, 8, 16]
+
+[problem]
+name = "quadratic"
+dimension = 50
+L = 1.0
+mu = 0.1
+rotate = true
+noise = "gaussian"
+sigma = 1.0
+
+[[optimizer]]
+name = "sgd"
+schedule = { name = "constant", lr = 1.0, workers_exponent = 0.5, steps_exponent = -0.5 }
+
+[[assert]]
+assertion = "linear-speedup"
+exponent = 0.5
+lr_workers_exponent = 0.5
+from = 300
+offset = false
+)",
+                   {{"exact gradients: no noise for n workers to average", {"problem.sigma=0"}}}}},
+      {.name = "optimality-gap",
+       .summary = "f(x_T) - f* <= tolerance at the end of the run",
+       .source = "convergence to a minimiser (the signSGD counterexamples violate it)",
+       .probes = {},
+       .make = &MakeOptimalityGapCheck,
+       .judges_failure = true,
+       .example = {ExampleSpec(kFullGradients, R"(
+[[optimizer]]
+name = "sgd"
+schedule = { name = "constant", lr = 0.5 }
+)",
+                               "optimality-gap")}},
+      {.name = "rate",
+       .summary = "the running average of ||grad f||^2 decays like T^-p with the theorem's p",
+       .source = "birder.txt Thm 1; spams.txt Thm 1; onebit-adam-icml-with-appendix.txt Thm 1",
+       .probes = {},
+       .scope = AssertionScope::kAcrossSeeds,
+       .make = &MakeRateCheck,
+       .premise_probes = {"min-b", "birder-z", "ef-norm", "spams-ef", "q-deviate", "onebit-error",
+                          "lamb-ratios"},
+       .example = {R"(seed = 1
+steps = 800
+workers = 1
+precision = "fp64"
+
+[check]
+seeds = [1, 2, 3, 4, 5, 6, 7, 8]
+
+[problem]
+name = "quadratic"
+dimension = 10
+L = 1.0
+mu = 0.1
+rotate = true
+noise = "gaussian"
+sigma = 1.0
+
+[[optimizer]]
+name = "sgd"
+schedule = { name = "inv-sqrt", lr = 0.5 }
+
+[[assert]]
+assertion = "rate"
+)",
+                   {{"a constant step: the values stop falling at the noise floor",
+                     {"optimizer.schedule.name=constant"}}}}},
+      {.name = "tracks-reference",
+       .summary = "the run ends within tolerance of a reference run",
+       .source = "onebit-adam.txt Sec. 3.2, Fig. 6 (naive compression drifts from Adam)",
+       .probes = {},
+       .make = &MakeTracksReferenceCheck,
+       .judges_failure = true,
+       .example = {ExampleSpec(kNoisyQuadratic, R"(
+[[optimizer]]
+name = "adam"
+schedule = { name = "constant", lr = 0.05 }
+
+[[optimizer]]
+name = "onebit-adam"
+warmup_steps = 50
+schedule = { name = "constant", lr = 0.05 }
+)",
+                               "tracks-reference",
+                               "runs = [\"onebit-adam\"]\nreference = \"adam\"\nmetric = "
+                               "\"optimality_gap\"\ntolerance = 0.05\n")}},
+  };
 }
 
 }  // namespace lemmalab

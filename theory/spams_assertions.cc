@@ -15,11 +15,14 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "theory/assertion_examples.h"
 #include "theory/assertions.h"
 #include "theory/bounds.h"
 #include "theory/metrics.h"
+#include "theory/optimizer_options.h"
 #include "theory/premises.h"
 #include "theory/verdicts.h"
 
@@ -176,10 +179,11 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
   if (l1 == nullptr || sq == nullptr || l1->empty() || sq->empty()) {
     return Verdict::Inconclusive("the run has no D_t series (probe spams-d)");
   }
-  const std::optional<double> eps = run.hyperparameters.Number("eps");
-  if (!eps) return Verdict::Inconclusive("the run's optimizer has no eps");
+  const std::optional<MomentOptions> moments = MomentOptionsOf(run.optimizer, run.hyperparameters);
+  if (!moments) return Verdict::Inconclusive("the run's optimizer has no eps");
+  const double eps = moments->eps;
   const double d = static_cast<double>(run.dimension);
-  const SpamsLemma5Bounds bounds = SpamsLemma5(d, *eps);
+  const SpamsLemma5Bounds bounds = SpamsLemma5(d, eps);
   const double rtol = RoundingSlack(run, rtol_option);
 
   Verdict verdict;
@@ -227,7 +231,7 @@ Verdict CheckSpamsLemma5(const AssertionInput& input, std::optional<double> rtol
   verdict.measured = fmt::format("{}", fmt::join(parts, "; "));
   verdict.bound =
       fmt::format("<= d / sqrt(eps) = {:.6g} and d / eps = {:.6g} (d = {}, eps = {:.3g})",
-                  bounds.l1_sum, bounds.squared_sum, run.dimension, *eps);
+                  bounds.l1_sum, bounds.squared_sum, run.dimension, eps);
   verdict.detail = fmt::format(
       "deterministic (v_hat_0 = 0, v_hat non-decreasing); rounding slack "
       "rtol = {:.1g}",
@@ -318,9 +322,8 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   const double eta = average->step_size;
   const double measured = average->sum / static_cast<double>(T);
 
-  const std::optional<double> beta1 = run.hyperparameters.Number("beta1");
-  const std::optional<double> eps = run.hyperparameters.Number("eps");
-  if (!beta1 || !eps) {
+  const std::optional<MomentOptions> moments = MomentOptionsOf(run.optimizer, run.hyperparameters);
+  if (!moments) {
     verdict.detail = fmt::format("optimizer '{}' has no beta1 and eps", run.optimizer);
     return verdict;
   }
@@ -328,8 +331,8 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   k.q = *q_value;
   k.grad_bound = G->value;
   k.lipschitz = L->value;
-  k.eps = *eps;
-  k.beta1 = *beta1;
+  k.eps = moments->eps;
+  k.beta1 = moments->beta1;
   k.eta = eta;
   k.n = run.workers;
   k.d = static_cast<double>(run.dimension);
@@ -404,8 +407,6 @@ Verdict CheckSpamsTheorem1Impl(const AssertionInput& input, const SpamsClaimOpti
   return verdict;
 }
 
-}  // namespace
-
 Judgement MakeSpamsLemma2Check(OptionTable& options, const AssertionContext& /*context*/) {
   const SpamsClaimOptions o = ReadClaimOptions(options);
   return [o](const AssertionInput& input) { return CheckSpamsLemma2(input, o); };
@@ -420,8 +421,6 @@ Judgement MakeSpamsLemma5Check(OptionTable& options, const AssertionContext& /*c
   const std::optional<double> rtol = options.GetOptionalDouble("rtol", Interval::NonNegative());
   return [rtol](const AssertionInput& input) { return CheckSpamsLemma5(input, rtol); };
 }
-
-namespace {
 
 Judgement MakeTheoremOrCorollary(OptionTable& options, int corollary) {
   const SpamsClaimOptions o = ReadClaimOptions(options);
@@ -508,8 +507,6 @@ Verdict CheckSpamsMomentLemma(const AssertionInput& input, const SpamsClaimOptio
   return v;
 }
 
-}  // namespace
-
 Judgement MakeSpamsTheorem1Check(OptionTable& options, const AssertionContext& /*context*/) {
   return MakeTheoremOrCorollary(options, 0);
 }
@@ -530,6 +527,124 @@ Judgement MakeSpamsLemma1Check(OptionTable& options, const AssertionContext& /*c
 Judgement MakeSpamsLemma3Check(OptionTable& options, const AssertionContext& /*context*/) {
   const SpamsClaimOptions o = ReadClaimOptions(options);
   return [o](const AssertionInput& input) { return CheckSpamsMomentLemma(input, o, true); };
+}
+
+// SPAMS where Theorem 1's step-size condition can hold: eps = 1e4 makes eta_max large.
+constexpr std::string_view kDistSpamsLargeEps = R"(
+[[optimizer]]
+name = "dist-spams"
+compressor = { name = "top-k", k = 9 }
+eps = 1e4
+beta1 = 0.0
+beta2 = 0.5
+schedule = { name = "constant", lr = 16 }
+)";
+
+}  // namespace
+
+// This file's rows of the assertion registry (theory/assertions.h).
+std::vector<AssertionInfo> SpamsAssertions() {
+  return {
+      {.name = "spams-corollary1",
+       .summary = "Theorem 1 at Corollary 1's step size eta = L sqrt(n/T) (Algorithm 2)",
+       .source = "spams.txt Corollary 1 (lines 266-270)",
+       .probes = {"spams-ef", "q-deviate"},
+       .make = &MakeSpamsCorollary1Check,
+       .algorithms = {"spams", "dist-spams"},
+       .example = {ExampleSpec(kNoisyQuadratic, R"(
+[[optimizer]]
+name = "dist-spams"
+compressor = { name = "top-k", k = 9 }
+beta1 = 0.0
+eps = 1e4
+schedule = { name = "constant", lr = 1.0, workers_exponent = 0.5, steps_exponent = -0.5 }
+)",
+                               "spams-corollary1", "expect = \"vacuous\"\n"),
+                   {{"a step size that is not the corollary's",
+                     {"optimizer.schedule.workers_exponent=0.0"}}}}},
+      {.name = "spams-corollary2",
+       .summary = "Theorem 1 at Corollary 2's step size eta = L / sqrt(T), n = 1 (Algorithm 3)",
+       .source = "spams.txt Corollary 2 (lines 311-316)",
+       .probes = {"spams-ef", "q-deviate"},
+       .make = &MakeSpamsCorollary2Check,
+       .algorithms = {"spams"},
+       .example = {ExampleSpec(R"(seed = 2
+steps = 300
+workers = 1
+precision = "fp64"
+
+[problem]
+name = "quadratic"
+dimension = 10
+L = 1.0
+mu = 0.1
+rotate = true
+noise = "sphere"
+sigma = 0.1
+)",
+                               R"(
+[[optimizer]]
+name = "spams"
+compressor = { name = "top-k", k = 9 }
+eps = 1e4
+beta1 = 0.0
+schedule = { name = "constant", lr = 1.0, steps_exponent = -0.5 }
+)",
+                               "spams-corollary2", "expect = \"vacuous\"\n"),
+                   {{"two workers: Corollary 2 is about one", {"workers=2"}}}}},
+      {.name = "spams-lemma1",
+       .summary = "sum_t ||m'_t||^2 <= T sigma^2 + sum_t ||grad f(theta_t)||^2 (the proof's "
+                  "momentum of "
+                  "the averaged uncompressed gradients; Markov at the confidence)",
+       .source = "spams.txt Lemma 1 (lines 475-490)",
+       .probes = {"spams-moments"},
+       .make = &MakeSpamsLemma1Check,
+       .algorithms = {"spams", "dist-spams"},
+       .example = {ExampleSpec(kNoisyQuadratic, kDistSpamsLargeEps, "spams-lemma1")}},
+      {.name = "spams-lemma2",
+       .summary = "||e_t,i||^2 <= 4 q^2 G^2 / (1-q^2)^2 at every step and worker",
+       .source = "spams.txt Lemma 2 (lines 498-513, Eq. 3)",
+       .probes = {"spams-ef", "q-deviate"},
+       .make = &MakeSpamsLemma2Check,
+       .algorithms = {"spams", "dist-spams"},
+       .example = {ExampleSpec(kNoisyQuadratic, kDistSpams, "spams-lemma2"),
+                   {{"a q the compressor does not keep", {}, "q = 0.1\n"},
+                    {"iterates that leave the ball where G holds",
+                     {"optimizer.compressor.k=2", "optimizer.schedule.lr=2.0"}}}}},
+      {.name = "spams-lemma3",
+       .summary = "sum_t ||E_t||^2 <= 4Tq^2/(1-q^2)^2 (sigma^2 + sigma_g^2) + 4q^2/(1-q^2)^2 sum_t "
+                  "||grad f(theta_t)||^2 (E_t the moving average of the averaged errors; Markov)",
+       .source = "spams.txt Lemma 3 (lines 515-530)",
+       .probes = {"spams-moments", "spams-ef", "q-deviate"},
+       .make = &MakeSpamsLemma3Check,
+       .algorithms = {"spams", "dist-spams"},
+       .example = {ExampleSpec(kNoisyQuadratic, kDistSpamsLargeEps, "spams-lemma3"),
+                   {{"a q the compressor does not keep", {}, "q = 0.1\n"}}}},
+      {.name = "spams-lemma4",
+       .summary = "max_j v_hat_t,j <= 4 (1+q^2)^3 G^2 / (1-q^2)^2 at every step",
+       .source = "spams.txt Lemma 4 (lines 536-549)",
+       .probes = {"spams-vhat", "q-deviate"},
+       .make = &MakeSpamsLemma4Check,
+       .algorithms = {"spams", "dist-spams"},
+       .example = {ExampleSpec(kNoisyQuadratic, kDistSpams, "spams-lemma4"),
+                   {{"a q the compressor does not keep", {}, "q = 0.1\n"}}}},
+      {.name = "spams-lemma5",
+       .summary = "sum_t ||D_t||_1 <= d / sqrt(eps) and sum_t ||D_t||^2 <= d / eps at every step",
+       .source = "spams.txt Lemma 5 (lines 601-622)",
+       .probes = {"spams-d"},
+       .make = &MakeSpamsLemma5Check,
+       .algorithms = {"spams", "dist-spams"},
+       .example = {ExampleSpec(kNoisyQuadratic, kDistSpams, "spams-lemma5")}},
+      {.name = "spams-theorem1",
+       .summary =
+           "(1/T) sum_t ||grad f(theta_t)||^2 <= Theorem 1's bound (Markov at the confidence)",
+       .source = "spams.txt Theorem 1 (lines 221-222; proof lines 552-590)",
+       .probes = {"spams-ef", "q-deviate"},
+       .make = &MakeSpamsTheorem1Check,
+       .algorithms = {"spams", "dist-spams"},
+       .example = {ExampleSpec(kNoisyQuadratic, kDistSpamsLargeEps, "spams-theorem1"),
+                   {{"a step size above eta_max", {"optimizer.schedule.lr=100"}}}}},
+  };
 }
 
 }  // namespace lemmalab

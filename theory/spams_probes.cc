@@ -6,11 +6,18 @@
 #include <limits>
 #include <optional>
 
+#include "theory/optimizer_options.h"
 #include "theory/tally.h"
 #include "theory/verdicts.h"
 
 namespace lemmalab {
 namespace {
+
+// beta1 of the run's optimizer (SPAMS's, for the probes that apply), nullopt when it has none.
+std::optional<double> Beta1Of(const Hyperparameters& h) {
+  const std::optional<MomentOptions> moments = MomentOptionsOf(OptimizerName(h), h);
+  return moments ? std::optional<double>(moments->beta1) : std::nullopt;
+}
 
 // The q that `sender`'s compressor declares (spams.txt Assumption 1), when the optimizer keeps
 // compression records and the compressor has one.
@@ -216,7 +223,7 @@ class SpamsMomentsProbe final : public Probe<T> {
  public:
   explicit SpamsMomentsProbe(const ProbeContext& context)
       : workers_(context.workers),
-        beta1_(context.hyperparameters.Number("beta1")),
+        beta1_(Beta1Of(context.hyperparameters)),
         momentum_(Eigen::VectorXd::Zero(context.dimension)),
         error_average_(Eigen::VectorXd::Zero(context.dimension)) {}
 

@@ -26,11 +26,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compressors/scaled_sign.h"
 #include "optimizers/zero_one_adam.h"
+#include "theory/assertion_examples.h"
 #include "theory/assertions.h"
 #include "theory/metrics.h"
+#include "theory/optimizer_options.h"
 #include "theory/premises.h"
 
 namespace lemmalab {
@@ -40,25 +43,6 @@ struct VolumeOptions {
   double fraction = 1.0;
   std::optional<std::int64_t> onebit_warmup;  // absent: the run's var_freeze_step
 };
-
-// The schedule options of the run, from its resolved hyperparameters (nullopt: not 0/1 Adam's).
-std::optional<ZeroOneAdamOptions> ScheduleOf(const RunEvidence& run) {
-  const Hyperparameters& h = run.hyperparameters;
-  const auto freeze = h.Integer("var_freeze_step");
-  const auto kappa = h.Integer("var_update_scaler");
-  const auto alpha = h.Integer("local_step_scaler");
-  const auto clipper = h.Integer("local_step_clipper");
-  const auto sync = h.Text("variance_sync");
-  if (!freeze || !kappa || !alpha || !clipper || !sync) return std::nullopt;
-  ZeroOneAdamOptions o;
-  o.var_freeze_step = *freeze;
-  o.var_update_scaler = *kappa;
-  o.local_step_scaler = *alpha;
-  o.local_step_clipper = *clipper;
-  o.variance_sync =
-      *sync == "full-precision" ? VarianceSync::kFullPrecision : VarianceSync::kOneBit;
-  return o;
-}
 
 // The server re-compresses with the workers' configuration: server_compressor absent (the
 // default, the same configuration) or naming the same compressor and chunk.
@@ -95,7 +79,9 @@ Verdict CheckVolume(const AssertionInput& input, const VolumeOptions& options) {
   v.premises.push_back(OptionIs(run, "communication.scheme", "parameter-server",
                                 "each worker sends one message and receives one reply a step"));
   v.premises.push_back(OneBitBothWays(run));
-  const std::optional<ZeroOneAdamOptions> schedule = ScheduleOf(run);
+  // The schedule options of the run (nullopt: not 0/1 Adam's).
+  const std::optional<ZeroOneAdamOptions> schedule =
+      ZeroOneAdamOptionsOf(run.optimizer, run.hyperparameters);
   const Series* sent = run.Metric(metric::kBitsSent);
   const Series* received = run.Metric(metric::kBitsReceived);
   if (!schedule || sent == nullptr || received == nullptr || sent->empty() || received->empty() ||
@@ -184,8 +170,6 @@ Verdict CheckVolume(const AssertionInput& input, const VolumeOptions& options) {
   return v;
 }
 
-}  // namespace
-
 Judgement MakeZeroOneAdamVolumeCheck(OptionTable& options, const AssertionContext& /*context*/) {
   VolumeOptions o;
   o.fraction = options.GetDouble("fraction", o.fraction, Interval::Positive());
@@ -194,6 +178,38 @@ Judgement MakeZeroOneAdamVolumeCheck(OptionTable& options, const AssertionContex
                    "an integer >= 0: 1-bit Adam's T_w in the comparison; default: the run's "
                    "var_freeze_step");
   return [o](const AssertionInput& input) { return CheckVolume(input, o); };
+}
+
+}  // namespace
+
+// This file's rows of the assertion registry (theory/assertions.h).
+std::vector<AssertionInfo> ZeroOneAdamAssertions() {
+  return {
+      {.name = "zero-one-adam-volume",
+       .summary =
+           "the bits a 0/1 Adam run sends and receives equal its schedule's count (raw "
+           "gradient on "
+           "T_v, 1-bit u on T_u, nothing on local steps) and are <= fraction x 1-bit Adam's on "
+           "the same steps",
+       .source = "0/1 Adam (Lu et al., ICLR 2023) abstract (up to 87% less data volume than "
+                 "1-bit Adam); "
+                 "its T_v, T_u policies (DeepSpeed tutorial)",
+       .probes = {},
+       .make = &MakeZeroOneAdamVolumeCheck,
+       .algorithms = {"zero-one-adam"},
+       .example = {ExampleSpec(kNoisyQuadratic, R"(
+[[optimizer]]
+name = "zero-one-adam"
+var_freeze_step = 50
+var_update_scaler = 4
+local_step_scaler = 20
+local_step_clipper = 8
+schedule = { name = "constant", lr = 0.01 }
+)",
+                               "zero-one-adam-volume", "fraction = 0.5\n"),
+                   {{"all-gather instead of a parameter server",
+                     {"communication.scheme=allgather"}}}}},
+  };
 }
 
 }  // namespace lemmalab
