@@ -13,6 +13,7 @@
 #include "core/state.h"
 #include "core/text.h"
 #include "optimizers/optimizer.h"
+#include "theory/metrics.h"
 
 namespace lemmalab {
 namespace {
@@ -123,12 +124,14 @@ MemoryEstimate EstimateResults(const RunSpec& spec, std::size_t runs, std::size_
   const double evaluations = std::ceil(steps / every(spec.eval_every)) + 1;
   const auto n = static_cast<double>(runs);
   MemoryEstimate estimate;
-  estimate.Add("the per-step metrics", n * records * 8 * kBytesPerResultRow,
-               fmt::format("steps = {} / metrics_every = {} x 8 metrics x {} runs", spec.steps,
-                           std::max<std::int64_t>(1, spec.metrics_every), runs));
-  estimate.Add("the evaluations", n * evaluations * 6 * kBytesPerResultRow,
-               fmt::format("steps = {} / eval_every = {} x 6 metrics x {} runs", spec.steps,
-                           spec.eval_every, runs));
+  estimate.Add("the per-step metrics", n * records * kStepMetrics * kBytesPerResultRow,
+               fmt::format("steps = {} / metrics_every = {} x {} metrics x {} runs", spec.steps,
+                           std::max<std::int64_t>(1, spec.metrics_every), kStepMetrics, runs));
+  // Every evaluation metric counts, though a problem without test data or a known f* records
+  // fewer: an estimate that refuses a run must not fall short.
+  estimate.Add("the evaluations", n * evaluations * kEvaluationMetrics * kBytesPerResultRow,
+               fmt::format("steps = {} / eval_every = {} x {} metrics x {} runs", spec.steps,
+                           spec.eval_every, kEvaluationMetrics, runs));
   // A probe records a few series per sender (the workers and the server) at each kept step.
   estimate.Add(
       "the probe series",

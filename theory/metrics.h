@@ -62,4 +62,13 @@ inline constexpr MetricInfo kMetrics[] = {
     {metric::kOptimalityGap, true, "f(x_t) - f_star, where f_star is known or estimated"},
 };
 
+// How many metrics a recorded step or evaluation holds at most (the results estimate).
+constexpr int CountMetrics(bool evaluated) {
+  int count = 0;
+  for (const MetricInfo& m : kMetrics) count += m.evaluated == evaluated ? 1 : 0;
+  return count;
+}
+inline constexpr int kStepMetrics = CountMetrics(false);
+inline constexpr int kEvaluationMetrics = CountMetrics(true);
+
 }  // namespace lemmalab
