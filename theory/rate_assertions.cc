@@ -532,6 +532,11 @@ Judgement MakeTracksReferenceCheck(OptionTable& options, const AssertionContext&
 }  // namespace
 
 // This file's rows of the assertion registry (theory/assertions.h).
+// The probes the premises of the theorems the rate assertions cite read (Birder's, SPAMS's,
+// 1-bit Adam's and 1-bit LAMB's).
+const std::vector<std::string_view> kTheoremPremiseProbes = {
+    "min-b", "birder-z", "ef-norm", "spams-ef", "q-deviate", "onebit-error", "lamb-ratios"};
+
 std::vector<AssertionInfo> RateAssertions() {
   return {
       {.name = "linear-speedup",
@@ -544,8 +549,7 @@ std::vector<AssertionInfo> RateAssertions() {
        .probes = {},
        .scope = AssertionScope::kAcrossWorkers,
        .make = &MakeSpeedupCheck,
-       .premise_probes = {"min-b", "birder-z", "ef-norm", "spams-ef", "q-deviate", "onebit-error",
-                          "lamb-ratios"},
+       .premise_probes = kTheoremPremiseProbes,
        .example = {R"(seed = 1
 steps = 600
 workers = 1
@@ -594,8 +598,7 @@ schedule = { name = "constant", lr = 0.5 }
        .probes = {},
        .scope = AssertionScope::kAcrossSeeds,
        .make = &MakeRateCheck,
-       .premise_probes = {"min-b", "birder-z", "ef-norm", "spams-ef", "q-deviate", "onebit-error",
-                          "lamb-ratios"},
+       .premise_probes = kTheoremPremiseProbes,
        .example = {R"(seed = 1
 steps = 800
 workers = 1
