@@ -262,6 +262,7 @@ class WireExchange {
   const EncodeStats* LastEncode(int worker) const {
     return worker == kServer ? &wire_.server_stats() : &stats_[static_cast<std::size_t>(worker)];
   }
+  void Persist(StateArchive& /*archive*/) {}  // the wire keeps nothing from one step to the next
 
  private:
   FullPrecisionWire<T> wire_;
@@ -334,9 +335,7 @@ class PhasedExchangeOptimizer : public ExchangingOptimizer<T> {
   }
   // The exchanges' state and which one carried the last step.
   void DeclareExchanges(OptimizerState<T>& state) {
-    if constexpr (!std::is_same_v<FullPrecision, WireExchange<T>>) {
-      state.Nested("warmup", full_precision_);  // the wire keeps no state
-    }
+    state.Nested("full_precision_exchange", full_precision_);
     state.Nested("exchange", exchange_);
     state.Value("full_precision", applied_full_precision_);
   }

@@ -136,7 +136,8 @@ class OneBitAdam final : public PhasedExchangeOptimizer<T, CompressedExchange<T>
 
   void Apply(const StepContext& ctx, std::span<const Message> reply, VectorRef<T> x) override {
     t_ = ctx.t;
-    if (this->AppliesFullPrecision(ctx)) {  // Eq. 1 without bias correction; v_Tw after T_w
+    const bool warmup = this->AppliesFullPrecision(ctx);
+    if (warmup) {  // Eq. 1 without bias correction; v is v_Tw after step T_w
       full_precision_.Receive(reply, g_);
       m_ = beta1_ * m_ + (T(1) - beta1_) * g_;
       v_ = beta2_ * v_ + (T(1) - beta2_) * g_.cwiseAbs2();
@@ -145,7 +146,7 @@ class OneBitAdam final : public PhasedExchangeOptimizer<T, CompressedExchange<T>
       exchange_.Receive(reply, m_);  // line 13: m = m_bar
     }
     if (const TraceScope trace = ctx.Trace(kServer)) {
-      if (Warmup(ctx.t)) {
+      if (warmup) {
         trace.Vector<T>(kWarmupMomentum, m_);
         trace.Vector<T>(kVariance.symbol, v_);
       } else {

@@ -367,13 +367,7 @@ TEST_P(EveryOptimizerCheckpoint, RefusesStateOfAnyOtherLength) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryOptimizerCheckpoint,
-                         ::testing::ValuesIn(Optimizers().names()), [](const auto& param) {
-                           std::string name = param.param;
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+                         ::testing::ValuesIn(Optimizers().names()), testing::RegistryTestName);
 
 // Every probe on every optimizer it applies to: restored after step kSaveAfter (optimizer and
 // probe, the probe attached first as a run does), it records the same series and ends with the

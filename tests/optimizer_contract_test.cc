@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "optimizers/optimizer.h"
 #include "tests/optimizer_test_util.h"
+#include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
@@ -151,13 +152,7 @@ TEST_P(EveryOptimizer, ShowsItsStateByWhoHoldsIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryOptimizer, ::testing::ValuesIn(Optimizers().names()),
-                         [](const auto& param) {
-                           std::string name = param.param;
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+                         testing::RegistryTestName);
 
 }  // namespace
 }  // namespace lemmalab

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "optimizers/optimizer.h"
+#include "tests/test_util.h"
 
 namespace lemmalab {
 namespace {
@@ -122,13 +123,7 @@ TEST_P(EveryOptimizerRecord, GivesTheoryEveryKeyItReadsThroughItsOwnReader) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryOptimizerRecord, ::testing::ValuesIn(Optimizers().names()),
-                         [](const auto& param) {
-                           std::string name = param.param;
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+                         testing::RegistryTestName);
 
 }  // namespace
 }  // namespace lemmalab

@@ -123,4 +123,12 @@ Eigen::VectorXd GaussianVector(Eigen::Index d, std::uint64_t seed) {
   return x;
 }
 
+std::string RegistryTestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+}
+
 }  // namespace lemmalab::testing

@@ -1,6 +1,8 @@
 // Helpers shared by the tests: temporary folders, files, and running the lemmalab binary.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <Eigen/Core>
 #include <filesystem>
 #include <functional>
@@ -57,6 +59,10 @@ std::string TinySpec(int steps, const std::string& tail = "");
 
 // The repository root, for runs/ and data/.
 std::filesystem::path SourceDir();
+
+// A registry name as a GoogleTest parameter name ("onebit-adam" -> "onebit_adam"), for suites
+// instantiated over a registry's names.
+std::string RegistryTestName(const ::testing::TestParamInfo<std::string>& info);
 
 // d independent standard normal values from a Philox stream keyed by `seed`.
 Eigen::VectorXd GaussianVector(Eigen::Index d, std::uint64_t seed);
