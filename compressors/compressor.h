@@ -121,6 +121,8 @@ struct CompressorClaims {
   bool draws_word_per_element = false;
 };
 
+struct OneBitFormat;
+
 template <typename T>
 class Compressor {
  public:
@@ -159,6 +161,10 @@ class Compressor {
   // one-pass kernel override it with bit-identical results.
   virtual EncodeStats EncodeWithFeedback(ConstVectorRef<T> x, T a, VectorRef<T> e,
                                          PhiloxStream& stream, Message& out);
+
+  // The 1-bit format this instance encodes (compressors/one_bit_compressor.h), or null: what a
+  // batched step (batched/optimizers.h) runs in its place, on the CPU or the GPU.
+  virtual const OneBitFormat* one_bit_format() const { return nullptr; }
 
   // The state one Encode leaves for the next (core/state.h): PowerSGD's warm start. Most
   // compressors have none.

@@ -39,6 +39,7 @@ class OneBitCompressor final : public Compressor<T> {
             .uses_layers = format_.uses_layers,
             .draws_word_per_element = format_.draw == OneBitFormat::Draw::kStochastic};
   }
+  const OneBitFormat* one_bit_format() const override { return &format_; }
   std::vector<double> MessageScales(const Message& in) const override {
     Bits(in, dimension_);  // checks the size
     std::vector<double> scales;

@@ -1,0 +1,61 @@
+#include "batched/backend.h"
+
+#if defined(LEMMALAB_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+
+#include "cuda/runtime.h"
+#endif
+
+namespace lemmalab::batched {
+
+std::string_view BackendName(Backend backend) {
+  return backend == Backend::kHost ? "host" : "cuda";
+}
+
+#if defined(LEMMALAB_HAVE_CUDA)
+
+bool HaveCudaBackend() { return true; }
+
+namespace detail {
+
+void CheckLaunch(cudaError_t status, const char* kernel) {
+  ::lemmalab::cuda::Check(status, kernel, __FILE__, __LINE__);
+}
+
+void* DeviceAllocate(std::size_t bytes) {
+  void* pointer = nullptr;
+  LEMMALAB_CUDA_CHECK(cudaMalloc(&pointer, bytes));
+  return pointer;
+}
+void DeviceFree(void* pointer) { cudaFree(pointer); }
+void CopyToDevice(void* to, const void* from, std::size_t bytes) {
+  LEMMALAB_CUDA_CHECK(cudaMemcpy(to, from, bytes, cudaMemcpyHostToDevice));
+}
+void CopyToHost(void* to, const void* from, std::size_t bytes) {
+  LEMMALAB_CUDA_CHECK(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToHost));
+}
+void DeviceZero(void* pointer, std::size_t bytes) {
+  LEMMALAB_CUDA_CHECK(cudaMemset(pointer, 0, bytes));
+}
+
+}  // namespace detail
+
+#else  // a build without the CUDA toolkit: nothing can ask for the CUDA backend and reach here
+
+bool HaveCudaBackend() { return false; }
+
+namespace detail {
+void NoCudaBackend() {
+  internal::CheckFailed("HaveCudaBackend()", __FILE__, __LINE__,
+                        "the CUDA backend was used in a build without CUDA");
+}
+void* DeviceAllocate(std::size_t /*bytes*/) { NoCudaBackend(); }
+void DeviceFree(void* /*pointer*/) {}
+void CopyToDevice(void* /*to*/, const void* /*from*/, std::size_t /*bytes*/) { NoCudaBackend(); }
+void CopyToHost(void* /*to*/, const void* /*from*/, std::size_t /*bytes*/) { NoCudaBackend(); }
+void DeviceZero(void* /*pointer*/, std::size_t /*bytes*/) { NoCudaBackend(); }
+}  // namespace detail
+
+#endif
+
+}  // namespace lemmalab::batched

@@ -1,0 +1,131 @@
+// Where a batched step runs (batched/optimizers.h): on the CPU, one element after another, or on
+// an NVIDIA GPU, one CUDA launch per phase for all workers. Both run the same functors
+// (batched/kernels.h), so the CPU backend is an exact emulation of the GPU's arithmetic that
+// every machine can test.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+
+namespace lemmalab::batched {
+
+enum class Backend {
+  kHost,  // the CPU: a loop over the range
+  kCuda,  // the GPU (builds with LEMMALAB_HAVE_CUDA only)
+};
+
+std::string_view BackendName(Backend backend);  // "host", "cuda"
+
+// Whether this build has the CUDA backend (it still needs a device to run).
+bool HaveCudaBackend();
+
+namespace detail {
+#if defined(LEMMALAB_HAVE_CUDA)
+// One launch of f over [0, n) on the default stream: cuda/batched_loops.cu instantiates it for
+// every functor of LEMMALAB_BATCHED_FUNCTORS.
+template <typename F>
+void CudaForEach(std::int64_t n, const F& f);
+#else
+[[noreturn]] void NoCudaBackend();  // an internal error: the CUDA backend in a build without it
+template <typename F>
+void CudaForEach(std::int64_t /*n*/, const F& /*f*/) {
+  NoCudaBackend();
+}
+#endif
+
+void* DeviceAllocate(std::size_t bytes);
+void DeviceFree(void* pointer);
+void CopyToDevice(void* to, const void* from, std::size_t bytes);
+void CopyToHost(void* to, const void* from, std::size_t bytes);
+void DeviceZero(void* pointer, std::size_t bytes);
+}  // namespace detail
+
+// f(i) for every i in [0, n), each exactly once, in any order: a functor of batched/kernels.h.
+template <typename F>
+void ForEach(Backend backend, std::int64_t n, const F& f) {
+  if (n <= 0) return;
+  if (backend == Backend::kHost) {
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  detail::CudaForEach(n, f);
+}
+
+// `size` elements of T in the backend's memory, zero when made.
+template <typename T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend backend, std::size_t size) : backend_(backend), size_(size) {
+    if (backend_ == Backend::kHost) {
+      host_.assign(size, T(0));
+    } else if (size_ > 0) {
+      device_ = static_cast<T*>(detail::DeviceAllocate(size_ * sizeof(T)));
+      detail::DeviceZero(device_, size_ * sizeof(T));
+    }
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+  Buffer& operator=(Buffer&& other) noexcept {
+    std::swap(backend_, other.backend_);
+    std::swap(size_, other.size_);
+    std::swap(host_, other.host_);
+    std::swap(device_, other.device_);
+    return *this;
+  }
+  ~Buffer() {
+    if (device_ != nullptr) detail::DeviceFree(device_);
+  }
+
+  T* data() { return backend_ == Backend::kHost ? host_.data() : device_; }
+  const T* data() const { return backend_ == Backend::kHost ? host_.data() : device_; }
+  std::size_t size() const { return size_; }
+
+  // Elements [offset, offset + host.size()) from or to the host.
+  void Upload(std::span<const T> host, std::size_t offset = 0) {
+    LEMMALAB_CHECK(offset + host.size() <= size_, "upload of {} elements at {} into a buffer of {}",
+                   host.size(), offset, size_);
+    if (host.empty()) return;
+    if (backend_ == Backend::kHost) {
+      std::copy(host.begin(), host.end(), host_.begin() + static_cast<std::ptrdiff_t>(offset));
+    } else {
+      detail::CopyToDevice(device_ + offset, host.data(), host.size_bytes());
+    }
+  }
+  void Download(std::span<T> host, std::size_t offset = 0) const {
+    LEMMALAB_CHECK(offset + host.size() <= size_,
+                   "download of {} elements at {} from a buffer of {}", host.size(), offset, size_);
+    if (host.empty()) return;
+    if (backend_ == Backend::kHost) {
+      std::copy_n(host_.begin() + static_cast<std::ptrdiff_t>(offset), host.size(), host.begin());
+    } else {
+      detail::CopyToHost(host.data(), device_ + offset, host.size_bytes());
+    }
+  }
+  std::vector<T> ToHost(std::size_t offset = 0, std::size_t count = SIZE_MAX) const {
+    std::vector<T> host(std::min(count, size_ - offset));
+    Download(host, offset);
+    return host;
+  }
+  void SetZero() {
+    if (backend_ == Backend::kHost) {
+      std::fill(host_.begin(), host_.end(), T(0));
+    } else if (size_ > 0) {
+      detail::DeviceZero(device_, size_ * sizeof(T));
+    }
+  }
+
+ private:
+  Backend backend_ = Backend::kHost;
+  std::size_t size_ = 0;
+  std::vector<T> host_;
+  T* device_ = nullptr;
+};
+
+}  // namespace lemmalab::batched

@@ -1,0 +1,440 @@
+// The element-wise work of a batched step (batched/optimizers.h): one functor per phase, run for
+// every index of its range by ForEach (batched/backend.h), on the CPU or as one CUDA launch for
+// all workers at once. Worker i's vector of d elements is row i of an n x d row-major array.
+//
+// Every functor does, per element, exactly the arithmetic of the CPU optimizer it stands for, in
+// the same order and with the same roundings (nvcc compiles with --fmad=false and g++ with
+// -ffp-contract=off, so neither contracts a product and a sum): the CPU's Eigen expressions
+// evaluate element by element, and the 1-bit decisions are compressors/one_bit_element.h's,
+// which the CPU compressors use too. tests/batched_optimizer_test.cc holds the two to the same
+// bits.
+//
+// nvcc compiles this header for the device: C++17, no Eigen, no standard containers.
+#pragma once
+
+#include <Random123/philox.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "compressors/one_bit_element.h"
+#include "core/host_device.h"
+
+namespace lemmalab::batched {
+
+template <typename T>
+LEMMALAB_HOST_DEVICE inline T SquareRoot(T v) {
+#if defined(__CUDA_ARCH__)
+  return sqrt(v);  // correctly rounded on the device, as std::sqrt is on the CPU
+#else
+  return std::sqrt(v);
+#endif
+}
+
+template <typename T>
+LEMMALAB_HOST_DEVICE inline T Magnitude(T v) {
+#if defined(__CUDA_ARCH__)
+  return fabs(v);
+#else
+  return std::fabs(v);
+#endif
+}
+
+// Eigen's cwiseMax of two finite values: b where a < b, else a.
+template <typename T>
+LEMMALAB_HOST_DEVICE inline T Larger(T a, T b) {
+  return a < b ? b : a;
+}
+
+// mean[j] = (sum_i rows[i][j]) / n, summed from zero in worker order: MeanOfRawMessages.
+template <typename T>
+struct MeanOfRows {
+  const T* rows;
+  std::int64_t workers, d;
+  T* mean;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    T sum = T(0);
+    for (std::int64_t i = 0; i < workers; ++i) sum += rows[i * d + j];
+    mean[j] = sum / static_cast<T>(workers);
+  }
+};
+
+// x <- x - lr g (SGD's update of the mean gradient).
+template <typename T>
+struct SgdStep {
+  T* x;
+  const T* g;
+  T lr;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const { x[j] -= lr * g[j]; }
+};
+
+// Adam's moments of the mean gradient g (onebit-adam.txt Eq. 1):
+// m <- beta1 m + (1 - beta1) g, v <- beta2 v + (1 - beta2) g^2.
+template <typename T>
+struct AdamMoments {
+  const T* g;
+  T* m;
+  T* v;
+  T beta1, one_minus_beta1, beta2, one_minus_beta2;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    m[j] = beta1 * m[j] + one_minus_beta1 * g[j];
+    v[j] = beta2 * v[j] + one_minus_beta2 * (g[j] * g[j]);
+  }
+};
+
+// Adam's update in PyTorch's order (optimizers/adam.cc, AdamUpdate): x <- x - step m / denominator
+// with denominator sqrt(v) / sqrt(c2) + eps (eps outside) or sqrt(v / c2 + eps) (eps inside).
+template <typename T>
+struct AdamUpdate {
+  T* x;
+  const T* m;
+  const T* v;
+  T step, eps;
+  T c2;  // eps inside: the bias correction 1 - beta2^t; outside: its square root
+  bool eps_inside;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    const T denominator = eps_inside ? SquareRoot(v[j] / c2 + eps) : SquareRoot(v[j]) / c2 + eps;
+    x[j] -= step * (m[j] / denominator);
+  }
+};
+
+// Birder's worker phase for every worker's element at once (birder.txt Alg. 1 lines 5-8, the
+// rows of n workers as one array): m, b_hat, b, b + eps and the quantizer's input m / (b + eps).
+template <typename T>
+struct BirderMoments {
+  const T* g;
+  T* m;
+  T* b_hat;
+  T* b;
+  T* denominator;
+  T* update;
+  T beta, one_minus_beta, eps;
+  bool max_rule;  // line 7 after T0: b = max(b_prev, b_hat)
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    m[k] = beta * m[k] + one_minus_beta * g[k];
+    b_hat[k] = beta * b_hat[k] + one_minus_beta * Magnitude(g[k]);
+    b[k] = max_rule ? Larger(b[k], b_hat[k]) : b_hat[k];
+    denominator[k] = b[k] + eps;
+    update[k] = m[k] / denominator[k];
+  }
+};
+
+// The Philox stream of core/rng.h for (seed, purpose, step) and the worker field `first_field +
+// row`: word w is word w % 4 of Philox4x32-10(counter {w / 4, step, field, purpose}, key {seed}).
+struct RowStreams {
+  std::uint32_t seed_lo, seed_hi;
+  std::uint32_t purpose;
+  std::uint32_t step;
+  std::uint32_t first_field;
+
+  // The four words of block `block` of row `row`'s stream.
+  LEMMALAB_HOST_DEVICE r123::Philox4x32::ctr_type Block(std::int64_t row,
+                                                        std::uint64_t block) const {
+    const r123::Philox4x32::ctr_type counter = {{static_cast<std::uint32_t>(block), step,
+                                                 first_field + static_cast<std::uint32_t>(row),
+                                                 purpose}};
+    const r123::Philox4x32::key_type key = {{seed_lo, seed_hi}};
+    return r123::Philox4x32()(counter, key);
+  }
+};
+
+// What a 1-bit sender compresses, row by row: u = x + a e, or u = x without error feedback
+// (KernelInput's arithmetic: the product and the sum each rounded).
+template <typename T>
+struct RowInput {
+  const T* x;
+  const T* e;  // null: no error feedback
+  T a;
+
+  LEMMALAB_HOST_DEVICE T operator[](std::int64_t k) const {
+    return e == nullptr ? x[k] : x[k] + a * e[k];
+  }
+};
+
+// The blocks of a 1-bit format, each with its own scale: block b is [ends[b - 1], ends[b]) with
+// ends[-1] = 0, the same for every row.
+struct BlockEnds {
+  const std::int64_t* ends;
+  std::int64_t count;
+
+  LEMMALAB_HOST_DEVICE std::int64_t Begin(std::int64_t b) const { return b == 0 ? 0 : ends[b - 1]; }
+  // The block holding element j: the first b with ends[b] > j.
+  LEMMALAB_HOST_DEVICE std::int64_t Of(std::int64_t j) const {
+    std::int64_t lo = 0, hi = count - 1;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (ends[mid] > j) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo;
+  }
+};
+
+// The kRms and kMeanAbs scales' sums in the CPU's fixed order (one_bit_element.h): index (row, b,
+// p) adds u_j^2 or |u_j|, in double, over the elements j of block b with (j - begin) % kPartials
+// = p, in index order, into partials[(row B + b) kPartials + p].
+template <typename T>
+struct OneBitPartialSums {
+  RowInput<T> u;
+  std::int64_t d;
+  BlockEnds blocks;
+  bool squares;  // kRms; else kMeanAbs
+  double* partials;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const std::int64_t p = index % one_bit::kPartials, rb = index / one_bit::kPartials;
+    const std::int64_t row = rb / blocks.count, b = rb % blocks.count;
+    double sum = 0;
+    for (std::int64_t j = blocks.Begin(b) + p; j < blocks.ends[b]; j += one_bit::kPartials) {
+      const double v = static_cast<double>(u[row * d + j]);
+      sum += squares ? v * v : Magnitude(v);
+    }
+    partials[index] = sum;
+  }
+};
+
+// The kMaxAbs scale's reduction: max |u_j| over the finite u_j of block b of a row (order-free).
+template <typename T>
+struct OneBitMaxAbs {
+  RowInput<T> u;
+  std::int64_t d;
+  BlockEnds blocks;
+  double* largest;  // rows x blocks
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t rb) const {
+    const std::int64_t row = rb / blocks.count, b = rb % blocks.count;
+    T result = T(0);
+    for (std::int64_t j = blocks.Begin(b); j < blocks.ends[b]; ++j) {
+      const T v = u[row * d + j];
+      if (one_bit::IsFinite(v)) result = Larger(result, Magnitude(v));
+    }
+    largest[rb] = static_cast<double>(result);
+  }
+};
+
+// Every row's block scales from their reductions: ScaleFromReduction of the combined partial sums
+// (kRms, kMeanAbs) or of the largest magnitude (kMaxAbs).
+struct OneBitScales {
+  one_bit::Scale kind;
+  BlockEnds blocks;
+  const double* partials;  // kRms, kMeanAbs
+  const double* largest;   // kMaxAbs
+  float* scales;           // rows x blocks
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t rb) const {
+    const std::int64_t b = rb % blocks.count;
+    const double reduction = kind == one_bit::Scale::kMaxAbs
+                                 ? largest[rb]
+                                 : one_bit::CombinePartials(partials + one_bit::kPartials * rb);
+    const auto size = static_cast<double>(blocks.ends[b] - blocks.Begin(b));
+    scales[rb] = one_bit::ScaleFromReduction(kind, reduction, size);
+  }
+};
+
+// The scale of element j of a row (1 for a format without scales), in T as the CPU reads it.
+struct RowScales {
+  const float* scales;  // rows x blocks; null: no scales
+  BlockEnds blocks;
+
+  template <typename T>
+  LEMMALAB_HOST_DEVICE T At(std::int64_t row, std::int64_t b) const {
+    return scales == nullptr ? T(1) : static_cast<T>(scales[row * blocks.count + b]);
+  }
+};
+
+// *counter += amount, from any number of threads at once.
+LEMMALAB_HOST_DEVICE inline void AddCount(unsigned long long* counter, unsigned long long amount) {
+  if (amount == 0) return;
+#if defined(__CUDA_ARCH__)
+  atomicAdd(counter, amount);
+#else
+  *counter += amount;  // the host runs one index at a time
+#endif
+}
+
+// A 1-bit format for every row at once: thread (row, w) packs message word w of the row, the bits
+// of elements 32 w, ..., 32 w + 31 of u, each with its block's scale s (the CPU's quantizers:
+// Birder's Q sees u / s through the inverse 1 / s), and with error feedback leaves e = u - C(u)
+// (compressors/one_bit_reference.cc's arithmetic). counts[2 row] += finite inputs outside
+// [-1, 1] (the stochastic draw), counts[2 row + 1] += non-finite inputs.
+template <typename T>
+struct OneBitEncode {
+  RowInput<T> u;
+  T* e_out;               // u.e (or null): the error feedback's new e
+  std::int64_t d, words;  // elements and message words per row
+  bool stochastic;        // Birder's Q (word j of the row's stream for element j), else sign
+  RowStreams streams;
+  RowScales scales;
+  std::uint32_t* bits;         // rows x words
+  unsigned long long* counts;  // rows x 2
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const std::int64_t row = index / words, w = index % words;
+    const std::int64_t first = 32 * w, last = first + 32 < d ? first + 32 : d;
+    std::int64_t b = scales.scales == nullptr ? 0 : scales.blocks.Of(first);
+    T s = scales.template At<T>(row, b);
+    std::uint32_t word = 0;
+    unsigned long long outside = 0, non_finite = 0;
+    r123::Philox4x32::ctr_type draws = {};
+    for (std::int64_t j = first; j < last; ++j) {
+      if (scales.scales != nullptr && j >= scales.blocks.ends[b])
+        s = scales.template At<T>(row, ++b);
+      const std::int64_t k = row * d + j;
+      const T v = u[k];
+      bool plus;
+      if (stochastic) {
+        if (j % 4 == 0) draws = streams.Block(row, static_cast<std::uint64_t>(j / 4));
+        plus = one_bit::StochasticBit(v, T(1) / s, draws[j % 4]);
+        outside += one_bit::OutOfDomain(v) ? 1 : 0;
+      } else {
+        plus = one_bit::SignBit(v);
+      }
+      non_finite += one_bit::IsFinite(v) ? 0 : 1;
+      if (plus) word |= std::uint32_t{1} << (j - first);
+      if (e_out != nullptr) e_out[k] = one_bit::Residual(v, plus, s);
+    }
+    bits[index] = word;
+    AddCount(&counts[2 * row], outside);
+    AddCount(&counts[2 * row + 1], non_finite);
+  }
+};
+
+// Element j of a row's decoded 1-bit message: s or -s.
+template <typename T>
+LEMMALAB_HOST_DEVICE inline T Decoded(const std::uint32_t* row_bits, T s, std::int64_t j) {
+  return ((row_bits[j / 32] >> (j % 32)) & 1u) != 0 ? s : -s;
+}
+
+// The mean of n rows' decoded 1-bit messages: the CPU server adds each worker's message decoded
+// with weight 1 (value 1 s) to zero in worker order and divides by n.
+template <typename T>
+struct OneBitMeanOfRows {
+  const std::uint32_t* bits;  // rows x words
+  RowScales scales;
+  std::int64_t workers, d, words;
+  T* mean;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    const std::int64_t b = scales.scales == nullptr ? 0 : scales.blocks.Of(j);
+    T sum = T(0);
+    for (std::int64_t i = 0; i < workers; ++i) {
+      sum += Decoded(bits + i * words, T(1) * scales.template At<T>(i, b), j);
+    }
+    mean[j] = sum / static_cast<T>(workers);
+  }
+};
+
+// x <- x - lr C: the replicas' update by one decoded 1-bit message (Birder Alg. 1 line 16).
+template <typename T>
+struct OneBitStep {
+  const std::uint32_t* bits;
+  RowScales scales;  // of one row
+  T* x;
+  T lr;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    const std::int64_t b = scales.scales == nullptr ? 0 : scales.blocks.Of(j);
+    x[j] -= lr * Decoded(bits, scales.template At<T>(0, b), j);
+  }
+};
+
+// out = the decoded 1-bit message of one row (the replicas' m = m_bar of 1-bit Adam line 13).
+template <typename T>
+struct OneBitDecode {
+  const std::uint32_t* bits;
+  RowScales scales;  // of one row
+  T* out;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    const std::int64_t b = scales.scales == nullptr ? 0 : scales.blocks.Of(j);
+    out[j] = Decoded(bits, scales.template At<T>(0, b), j);
+  }
+};
+
+// counts[row] += the non-finite values of each row: what sending them as they are counts
+// (the identity compressor's statistics).
+template <typename T>
+struct NonFiniteCounts {
+  const T* values;
+  std::int64_t d;
+  unsigned long long* counts;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    AddCount(&counts[k / d], one_bit::IsFinite(values[k]) ? 0 : 1);
+  }
+};
+
+// 1-bit Adam's worker momentum after warmup (onebit-adam.txt Alg. 1 line 6) for every worker:
+// m^(i) = beta1 m_prev + (1 - beta1) g^(i), m_prev the synchronised m or the worker's own.
+template <typename T>
+struct OneBitAdamMomentum {
+  const T* g;
+  T* worker_m;  // n x d
+  const T* m;   // d: the synchronised m
+  std::int64_t d;
+  bool own;
+  T beta1, one_minus_beta1;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    const T previous = own ? worker_m[k] : m[k % d];
+    worker_m[k] = beta1 * previous + one_minus_beta1 * g[k];
+  }
+};
+
+// The preconditioner of 1-bit Adam (optimizers/one_bit_adam.cc): sqrt(v) + eta, or sqrt(v + eta)
+// with eta inside.
+template <typename T>
+struct RootDenominator {
+  const T* v;
+  T* denominator;
+  T eta;
+  bool eta_inside;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    denominator[j] = eta_inside ? SquareRoot(v[j] + eta) : SquareRoot(v[j]) + eta;
+  }
+};
+
+// x <- x - lr (m / denominator).
+template <typename T>
+struct PreconditionedStep {
+  T* x;
+  const T* m;
+  const T* denominator;
+  T lr;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    x[j] -= lr * (m[j] / denominator[j]);
+  }
+};
+
+}  // namespace lemmalab::batched
+
+// Every functor ForEach runs, for each scalar type: the CUDA build instantiates its launch for
+// each (cuda/batched_loops.cu). A new functor is added here.
+#define LEMMALAB_BATCHED_FUNCTORS(X, T)         \
+  X(::lemmalab::batched::MeanOfRows<T>)         \
+  X(::lemmalab::batched::SgdStep<T>)            \
+  X(::lemmalab::batched::AdamMoments<T>)        \
+  X(::lemmalab::batched::AdamUpdate<T>)         \
+  X(::lemmalab::batched::BirderMoments<T>)      \
+  X(::lemmalab::batched::OneBitPartialSums<T>)  \
+  X(::lemmalab::batched::OneBitMaxAbs<T>)       \
+  X(::lemmalab::batched::OneBitEncode<T>)       \
+  X(::lemmalab::batched::OneBitMeanOfRows<T>)   \
+  X(::lemmalab::batched::OneBitStep<T>)         \
+  X(::lemmalab::batched::OneBitDecode<T>)       \
+  X(::lemmalab::batched::NonFiniteCounts<T>)    \
+  X(::lemmalab::batched::OneBitAdamMomentum<T>) \
+  X(::lemmalab::batched::RootDenominator<T>)    \
+  X(::lemmalab::batched::PreconditionedStep<T>)
+// ... and those without a scalar type.
+#define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) X(::lemmalab::batched::OneBitScales)

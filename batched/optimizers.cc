@@ -1,0 +1,514 @@
+#include "batched/optimizers.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "batched/kernels.h"
+#include "compressors/one_bit_compressor.h"
+#include "optimizers/adam.h"
+#include "optimizers/birder.h"
+#include "optimizers/compressed_exchange.h"
+#include "optimizers/one_bit_adam.h"
+#include "optimizers/weight_decay.h"
+
+namespace lemmalab::batched {
+namespace {
+
+constexpr std::string_view kNames[] = {"sgd", "adam", "birder", "onebit-adam"};
+
+// A UserError located at `key` of the optimizer's table.
+[[noreturn]] void Refuse(const OptionTable& options, std::string_view key, std::string_view what) {
+  options.Fail(key, what);
+}
+
+// Rows [row, row + 1) of a rows x d buffer, or all of a d buffer (row < 0).
+template <typename T>
+std::vector<T> Row(const Buffer<T>& buffer, std::int64_t d, std::int64_t row) {
+  return buffer.ToHost(static_cast<std::size_t>(std::max<std::int64_t>(row, 0) * d),
+                       static_cast<std::size_t>(d));
+}
+
+// The mean of the workers' gradients, as the averaged-gradient baselines' server computes it.
+template <typename T>
+class AveragedGradient : public BatchedOptimizer<T> {
+ public:
+  explicit AveragedGradient(const BatchedContext& context)
+      : context_(context), mean_(context.backend, static_cast<std::size_t>(context.dimension)) {}
+
+  void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) final {
+    ForEach(context_.backend, context_.dimension,
+            MeanOfRows<T>{gradients.data(), context_.workers, context_.dimension, mean_.data()});
+    ApplyMean(ctx, x);
+  }
+
+ protected:
+  virtual void ApplyMean(const StepContext& ctx, Buffer<T>& x) = 0;
+
+  BatchedContext context_;
+  Buffer<T> mean_;
+};
+
+template <typename T>
+class Sgd final : public AveragedGradient<T> {
+ public:
+  using AveragedGradient<T>::AveragedGradient;
+
+  std::optional<std::vector<T>> Observe(Quantity /*quantity*/, int /*worker*/) const override {
+    return std::nullopt;  // x is all SGD carries
+  }
+
+ private:
+  void ApplyMean(const StepContext& ctx, Buffer<T>& x) override {
+    ForEach(this->context_.backend, this->context_.dimension,
+            SgdStep<T>{x.data(), this->mean_.data(), static_cast<T>(ctx.lr)});
+  }
+};
+
+// Adam on the averaged gradient (optimizers/adam.cc); AMSGrad has no batched form yet.
+template <typename T>
+class Adam final : public AveragedGradient<T> {
+ public:
+  Adam(const AdamOptions& options, const BatchedContext& context)
+      : AveragedGradient<T>(context),
+        options_(options),
+        m_(context.backend, static_cast<std::size_t>(context.dimension)),
+        v_(context.backend, static_cast<std::size_t>(context.dimension)) {}
+
+  std::optional<std::vector<T>> Observe(Quantity quantity, int /*worker*/) const override {
+    // Every replica holds m and v: every worker and the server see them.
+    const std::int64_t d = this->context_.dimension;
+    if (quantity == Quantity::kMomentum) return Row(m_, d, -1);
+    if (quantity == Quantity::kVariance) return Row(v_, d, -1);
+    return std::nullopt;
+  }
+
+ private:
+  void ApplyMean(const StepContext& ctx, Buffer<T>& x) override {
+    const Backend backend = this->context_.backend;
+    const std::int64_t d = this->context_.dimension;
+    const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
+    ForEach(backend, d,
+            AdamMoments<T>{this->mean_.data(), m_.data(), v_.data(), beta1, T(1) - beta1, beta2,
+                           T(1) - beta2});
+    // AdamUpdate's constants, computed as it computes them.
+    double c1 = 1.0, c2 = 1.0;
+    if (options_.bias_correction) {
+      const auto t = static_cast<double>(ctx.t);
+      c1 = 1.0 - std::pow(options_.beta1, t);
+      c2 = 1.0 - std::pow(options_.beta2, t);
+    }
+    const bool inside = options_.eps_placement == EpsPlacement::kInside;
+    ForEach(backend, d,
+            AdamUpdate<T>{x.data(), m_.data(), v_.data(), static_cast<T>(ctx.lr / c1),
+                          static_cast<T>(options_.eps),
+                          inside ? static_cast<T>(c2) : static_cast<T>(std::sqrt(c2)), inside});
+  }
+
+  AdamOptions options_;
+  Buffer<T> m_, v_;
+};
+
+// One side of a 1-bit exchange for `rows` senders: their error feedback, block scales, messages
+// and counts. Every 1-bit format of compressors/one_bit_compressor.h: the scales' reductions
+// come first (in the CPU's order), then the bits.
+template <typename T>
+class OneBitSenders {
+ public:
+  OneBitSenders(const OneBitFormat& format, bool feedback, std::int64_t rows,
+                const BatchedContext& context, Purpose purpose, std::uint32_t first_field)
+      : stochastic_(format.draw == one_bit::Draw::kStochastic),
+        scale_(format.scale),
+        feedback_(feedback),
+        rows_(rows),
+        d_(context.dimension),
+        words_((context.dimension + 31) / 32),
+        blocks_(static_cast<std::int64_t>(format.blocks.size())),
+        purpose_(purpose),
+        first_field_(first_field),
+        backend_(context.backend),
+        e_(Sized<T>(feedback, rows * d_)),
+        block_ends_(context.backend, format.blocks.size()),
+        partials_(
+            Sized<double>(scale_ == one_bit::Scale::kRms || scale_ == one_bit::Scale::kMeanAbs,
+                          rows * blocks_ * one_bit::kPartials)),
+        largest_(Sized<double>(scale_ == one_bit::Scale::kMaxAbs, rows * blocks_)),
+        scales_(Sized<float>(scale_ != one_bit::Scale::kNone, rows * blocks_)),
+        bits_(context.backend, static_cast<std::size_t>(rows * words_)),
+        counts_(context.backend, static_cast<std::size_t>(2 * rows)) {
+    std::vector<std::int64_t> ends;
+    for (const auto& [begin, end] : format.blocks) ends.push_back(end);
+    block_ends_.Upload(ends);
+  }
+
+  // Encodes every sender's row of `x` (with error feedback: x + e, and e <- that minus C(it)).
+  void Encode(const StepContext& ctx, const T* x) {
+    const RowInput<T> u{x, feedback_ ? e_.data() : nullptr, T(1)};
+    const BlockEnds blocks = this->blocks();
+    if (partials_.size() > 0) {
+      ForEach(
+          backend_, rows_ * blocks_ * one_bit::kPartials,
+          OneBitPartialSums<T>{u, d_, blocks, scale_ == one_bit::Scale::kRms, partials_.data()});
+    }
+    if (largest_.size() > 0) {
+      ForEach(backend_, rows_ * blocks_, OneBitMaxAbs<T>{u, d_, blocks, largest_.data()});
+    }
+    if (scales_.size() > 0) {
+      ForEach(backend_, rows_ * blocks_,
+              OneBitScales{scale_, blocks, partials_.data(), largest_.data(), scales_.data()});
+    }
+    counts_.SetZero();
+    const RowStreams streams{
+        static_cast<std::uint32_t>(ctx.seed), static_cast<std::uint32_t>(ctx.seed >> 32),
+        static_cast<std::uint32_t>(purpose_), static_cast<std::uint32_t>(ctx.t), first_field_};
+    ForEach(backend_, rows_ * words_,
+            OneBitEncode<T>{u, feedback_ ? e_.data() : nullptr, d_, words_, stochastic_, streams,
+                            scales(), bits_.data(), counts_.data()});
+  }
+
+  const std::uint32_t* bits() const { return bits_.data(); }
+  std::int64_t words() const { return words_; }
+  RowScales scales() const { return {scales_.size() > 0 ? scales_.data() : nullptr, blocks()}; }
+  std::optional<std::vector<T>> Error(std::int64_t row) const {
+    if (!feedback_) return std::nullopt;
+    return Row(e_, d_, row);
+  }
+  EncodeStats Stats(std::int64_t row) const {
+    const std::vector<unsigned long long> counts = counts_.ToHost(2 * row, 2);
+    return {.elements = d_,
+            .out_of_domain = static_cast<std::int64_t>(counts[0]),
+            .non_finite = static_cast<std::int64_t>(counts[1])};
+  }
+
+ private:
+  BlockEnds blocks() const { return {block_ends_.data(), blocks_}; }
+  // `size` elements when `used`, else none.
+  template <typename U>
+  Buffer<U> Sized(bool used, std::int64_t size) const {
+    return used ? Buffer<U>(backend_, static_cast<std::size_t>(size)) : Buffer<U>();
+  }
+
+  bool stochastic_;
+  one_bit::Scale scale_;
+  bool feedback_;
+  std::int64_t rows_, d_, words_, blocks_;
+  Purpose purpose_;
+  std::uint32_t first_field_;
+  Backend backend_;
+  Buffer<T> e_;
+  Buffer<std::int64_t> block_ends_;
+  Buffer<double> partials_;  // kRms, kMeanAbs: rows x blocks x kPartials
+  Buffer<double> largest_;   // kMaxAbs: rows x blocks
+  Buffer<float> scales_;     // rows x blocks, when the format sends scales
+  Buffer<std::uint32_t> bits_;
+  Buffer<unsigned long long> counts_;
+};
+
+// Birder (optimizers/birder.cc) with a 1-bit compressor on both sides.
+template <typename T>
+class Birder final : public BatchedOptimizer<T> {
+ public:
+  Birder(const BirderOptions& options, const OneBitFormat& worker_format, bool worker_feedback,
+         const OneBitFormat& server_format, bool server_feedback, const BatchedContext& context)
+      : options_(options),
+        context_(context),
+        m_(Rows(context)),
+        b_hat_(Rows(context)),
+        b_(Rows(context)),
+        denominator_(Rows(context)),
+        update_(Rows(context)),
+        mean_(context.backend, static_cast<std::size_t>(context.dimension)),
+        workers_(worker_format, worker_feedback, context.workers, context,
+                 Purpose::kWorkerCompression, 0),
+        server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
+                kServerStream) {}
+
+  void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
+    const Backend backend = context_.backend;
+    const std::int64_t n = context_.workers, d = context_.dimension;
+    const T beta = static_cast<T>(options_.beta);
+    ForEach(backend, n * d,  // lines 5-8 up to the quantizer's input
+            BirderMoments<T>{gradients.data(), m_.data(), b_hat_.data(), b_.data(),
+                             denominator_.data(), update_.data(), beta, T(1) - beta,
+                             static_cast<T>(options_.eps), options_.t0 && ctx.t > *options_.t0});
+    workers_.Encode(ctx, update_.data());  // lines 8-9
+    ForEach(backend, d,
+            OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
+                                mean_.data()});
+    server_.Encode(ctx, mean_.data());  // lines 12-13
+    ForEach(backend, d,                 // line 16
+            OneBitStep<T>{server_.bits(), server_.scales(), x.data(), static_cast<T>(ctx.lr)});
+  }
+
+  std::optional<std::vector<T>> Observe(Quantity quantity, int worker) const override {
+    const std::int64_t d = context_.dimension;
+    if (worker == kServer) {
+      return quantity == Quantity::kServerError ? server_.Error(0) : std::nullopt;
+    }
+    switch (quantity) {
+      case Quantity::kMomentum:
+        return Row(m_, d, worker);
+      case Quantity::kRawDenominator:
+        return Row(b_, d, worker);
+      case Quantity::kDenominator:
+        return Row(denominator_, d, worker);
+      case Quantity::kWorkerError:
+        return workers_.Error(worker);
+      default:
+        return std::nullopt;
+    }
+  }
+
+  std::optional<EncodeStats> LastEncode(int worker) const override {
+    return worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
+  }
+
+ private:
+  static Buffer<T> Rows(const BatchedContext& context) {
+    return Buffer<T>(context.backend,
+                     static_cast<std::size_t>(context.workers * context.dimension));
+  }
+
+  BirderOptions options_;
+  BatchedContext context_;
+  Buffer<T> m_, b_hat_, b_, denominator_, update_;  // n x d
+  Buffer<T> mean_;                                  // d: the mean of the workers' Q(u)
+  OneBitSenders<T> workers_, server_;
+};
+
+// 1-bit Adam (optimizers/one_bit_adam.cc): Adam on the mean gradient, sent as it is, for the
+// warmup's T_w steps; then every worker's momentum through the 1-bit exchange, and the replicas'
+// step preconditioned by the frozen v.
+template <typename T>
+class OneBitAdam final : public BatchedOptimizer<T> {
+ public:
+  OneBitAdam(const OneBitAdamOptions& options, const OneBitFormat& worker_format,
+             bool worker_feedback, const OneBitFormat& server_format, bool server_feedback,
+             const BatchedContext& context)
+      : options_(options),
+        context_(context),
+        m_(context.backend, static_cast<std::size_t>(context.dimension)),
+        v_(context.backend, static_cast<std::size_t>(context.dimension)),
+        denominator_(context.backend, static_cast<std::size_t>(context.dimension)),
+        mean_(context.backend, static_cast<std::size_t>(context.dimension)),
+        worker_m_(context.backend, static_cast<std::size_t>(context.workers * context.dimension)),
+        warmup_counts_(context.backend, static_cast<std::size_t>(context.workers + 1)),
+        workers_(worker_format, worker_feedback, context.workers, context,
+                 Purpose::kWorkerCompression, 0),
+        server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
+                kServerStream) {
+    // The denominator of v = 0, as the CPU's preconditioner starts.
+    Precondition();
+  }
+
+  void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
+    t_ = ctx.t;
+    const Backend backend = context_.backend;
+    const std::int64_t n = context_.workers, d = context_.dimension;
+    const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
+    if (Warmup(ctx.t)) {  // line 2: Adam (Eq. 1, no bias correction) on the mean gradient
+      warmup_counts_.SetZero();
+      ForEach(backend, n * d, NonFiniteCounts<T>{gradients.data(), d, warmup_counts_.data()});
+      ForEach(backend, d, MeanOfRows<T>{gradients.data(), n, d, mean_.data()});
+      ForEach(backend, d, NonFiniteCounts<T>{mean_.data(), d, warmup_counts_.data() + n});
+      ForEach(backend, d,
+              AdamMoments<T>{mean_.data(), m_.data(), v_.data(), beta1, T(1) - beta1, beta2,
+                             T(1) - beta2});
+      Precondition();
+    } else {
+      const bool own =
+          options_.local_momentum == LocalMomentum::kOwn && ctx.t > options_.warmup_steps + 1;
+      ForEach(backend, n * d,  // line 6
+              OneBitAdamMomentum<T>{gradients.data(), worker_m_.data(), m_.data(), d, own, beta1,
+                                    T(1) - beta1});
+      workers_.Encode(ctx, worker_m_.data());  // lines 7-8
+      ForEach(backend, d,
+              OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
+                                  mean_.data()});
+      server_.Encode(ctx, mean_.data());                                                  // line 10
+      ForEach(backend, d, OneBitDecode<T>{server_.bits(), server_.scales(), m_.data()});  // 13
+    }
+    ForEach(
+        backend, d,  // line 13
+        PreconditionedStep<T>{x.data(), m_.data(), denominator_.data(), static_cast<T>(ctx.lr)});
+  }
+
+  std::optional<std::vector<T>> Observe(Quantity quantity, int worker) const override {
+    const std::int64_t d = context_.dimension;
+    switch (quantity) {
+      case Quantity::kMomentum:  // warmup: every replica's m; then each worker's own
+        return worker == kServer || Warmup(t_) ? Row(m_, d, -1) : Row(worker_m_, d, worker);
+      case Quantity::kVariance:
+        return Row(v_, d, -1);
+      case Quantity::kFrozenVariance:
+        if (t_ < options_.warmup_steps) return std::nullopt;
+        return Row(v_, d, -1);
+      case Quantity::kWorkerError:
+        return worker == kServer ? std::nullopt : workers_.Error(worker);
+      case Quantity::kServerError:
+        return worker == kServer ? server_.Error(0) : std::nullopt;
+      default:
+        return std::nullopt;
+    }
+  }
+
+  std::optional<EncodeStats> LastEncode(int worker) const override {
+    if (!Warmup(t_)) return worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
+    const std::size_t row = worker == kServer ? static_cast<std::size_t>(context_.workers)
+                                              : static_cast<std::size_t>(worker);
+    return EncodeStats{.elements = context_.dimension,
+                       .non_finite = static_cast<std::int64_t>(warmup_counts_.ToHost(row, 1)[0])};
+  }
+
+ private:
+  bool Warmup(std::int64_t t) const { return t <= options_.warmup_steps; }
+  void Precondition() {
+    ForEach(context_.backend, context_.dimension,
+            RootDenominator<T>{v_.data(), denominator_.data(), static_cast<T>(options_.eps),
+                               options_.eps_placement == EpsPlacement::kInside});
+  }
+
+  OneBitAdamOptions options_;
+  BatchedContext context_;
+  Buffer<T> m_, v_;        // the synchronised m; v, frozen (v_Tw) after step T_w
+  Buffer<T> denominator_;  // sqrt(v) + eta
+  Buffer<T> mean_;         // the mean gradient (warmup), the mean of the decoded messages (after)
+  Buffer<T> worker_m_;     // n x d: m^(i) of line 6
+  Buffer<unsigned long long> warmup_counts_;  // non-finite values sent: workers', then the mean's
+  OneBitSenders<T> workers_, server_;
+  std::int64_t t_ = 0;  // the last step
+};
+
+// The compressors whose instances encode a 1-bit format, by registry name (each in its default
+// configuration): those a batched exchange runs.
+const std::string& OneBitCompressorNames() {
+  static const std::string names = [] {
+    std::vector<std::string_view> found;
+    for (const CompressorInfo& info : Compressors().entries()) {
+      OptionTable table(fmt::format("compressor '{}'", info.name), "");
+      table.Set("name", {std::string(info.name), ""});
+      try {
+        if (info.make_f32(table)(CompressorShape::Flat(64))->one_bit_format() != nullptr) {
+          found.push_back(info.name);
+        }
+      } catch (const UserError&) {
+        // A compressor without defaults for every option is not one of them by default.
+      }
+    }
+    return fmt::format("{}", fmt::join(found, ", "));
+  }();
+  return names;
+}
+
+// The format a side of the exchange compresses with, when it has a batched form.
+template <typename T>
+const OneBitFormat& BatchedFormat(const OptionTable& options, const CompressorMaker<T>& maker,
+                                  const BatchedContext& context, std::string_view side,
+                                  std::unique_ptr<Compressor<T>>& instance) {
+  instance = maker(context.shape());
+  const OneBitFormat* format = instance->one_bit_format();
+  if (format == nullptr) {
+    Refuse(options, side == "worker" ? "compressor" : "server_compressor",
+           fmt::format("the {} compressor '{}' has no batched (GPU) form yet; those "
+                       "that have: {}",
+                       side, instance->name(), OneBitCompressorNames()));
+  }
+  return *format;
+}
+
+bool BatchedFeedback(const OptionTable& options, FeedbackKind kind, std::string_view key) {
+  if (kind == FeedbackKind::kNone) return false;
+  if (kind == FeedbackKind::kClassic) return true;
+  Refuse(options, key,
+         fmt::format("{} = \"{}\" has no batched (GPU) form yet; those that have: "
+                     "\"none\", \"classic\"",
+                     key, FeedbackName(kind)));
+}
+
+// An optimizer whose exchange is a 1-bit exchange on both sides (Birder, 1-bit Adam), built from
+// the exchange's options.
+template <typename T, typename Optimizer, typename Options>
+std::unique_ptr<BatchedOptimizer<T>> WithOneBitExchange(OptionTable& options,
+                                                        const Options& optimizer_options,
+                                                        const ExchangeDefaults& defaults,
+                                                        const BatchedContext& context) {
+  const ExchangeConfig<T> exchange = ExchangeFromOptions<T>(options, defaults);
+  std::unique_ptr<Compressor<T>> worker, server;
+  const OneBitFormat& worker_format =
+      BatchedFormat(options, exchange.worker_compressor, context, "worker", worker);
+  const OneBitFormat& server_format =
+      BatchedFormat(options, exchange.server_compressor, context, "server", server);
+  return std::make_unique<Optimizer>(
+      optimizer_options, worker_format,
+      BatchedFeedback(options, exchange.worker_feedback, "worker_feedback"), server_format,
+      BatchedFeedback(options, exchange.server_feedback, "server_feedback"), context);
+}
+
+template <typename T>
+std::unique_ptr<BatchedOptimizer<T>> MakeBirder(OptionTable& options,
+                                                const BatchedContext& context) {
+  const BirderOptions o = ReadBirderOptions(options, /*read_t0=*/true);
+  // Birder's exchange defaults (optimizers/birder.cc).
+  return WithOneBitExchange<T, Birder<T>>(options, o,
+                                          {.compressor = "stochastic-binary",
+                                           .worker_feedback = FeedbackKind::kClassic,
+                                           .server_recompresses = true,
+                                           .server_feedback = FeedbackKind::kClassic},
+                                          context);
+}
+
+template <typename T>
+std::unique_ptr<BatchedOptimizer<T>> MakeOneBitAdam(OptionTable& options,
+                                                    const BatchedContext& context) {
+  const OneBitAdamOptions o = ReadOneBitAdamOptions(options, /*read_local_momentum=*/true);
+  // Read as the CPU optimizer reads it (its options validated alike).
+  const std::string warmup(MakeCompressorMaker<T>(*options.GetComponent(
+      "warmup_compressor", "identity"))(context.shape())
+                               ->name());
+  if (warmup != "identity") {
+    Refuse(options, "warmup_compressor",
+           fmt::format("warmup_compressor '{}' has no batched (GPU) form yet; the "
+                       "warmup sends the gradients as they are (\"identity\")",
+                       warmup));
+  }
+  return WithOneBitExchange<T, OneBitAdam<T>>(options, o, kOneBitAdamDefaults, context);
+}
+
+}  // namespace
+
+std::span<const std::string_view> BatchedOptimizerNames() { return kNames; }
+
+template <typename T>
+std::unique_ptr<BatchedOptimizer<T>> MakeBatchedOptimizer(OptionTable& options,
+                                                          const BatchedContext& context) {
+  const std::string_view name = Optimizers().Get(options).name;  // unknown names as in a run
+  std::unique_ptr<BatchedOptimizer<T>> optimizer;
+  if (name == "sgd") {
+    optimizer = std::make_unique<Sgd<T>>(context);
+  } else if (name == "adam") {
+    optimizer = std::make_unique<Adam<T>>(ReadAdamOptions(options, AdamOptions{}), context);
+  } else if (name == "birder") {
+    optimizer = MakeBirder<T>(options, context);
+  } else if (name == "onebit-adam") {
+    optimizer = MakeOneBitAdam<T>(options, context);
+  } else {
+    Refuse(options, "name",
+           fmt::format("optimizer '{}' has no batched (GPU) form yet; those that have: {}", name,
+                       fmt::join(kNames, ", ")));
+  }
+  if (WeightDecayFromOptions(options, 0.0).lambda != 0) {
+    Refuse(options, "weight_decay", "weight_decay has no batched (GPU) form yet; set it to 0");
+  }
+  options.RejectUnknownKeys();
+  return optimizer;
+}
+
+template std::unique_ptr<BatchedOptimizer<float>> MakeBatchedOptimizer(OptionTable&,
+                                                                       const BatchedContext&);
+template std::unique_ptr<BatchedOptimizer<double>> MakeBatchedOptimizer(OptionTable&,
+                                                                        const BatchedContext&);
+
+}  // namespace lemmalab::batched
