@@ -16,6 +16,13 @@ std::string_view BackendName(Backend backend) {
 
 bool HaveCudaBackend() { return true; }
 
+std::string CudaDeviceUnavailable() {
+  const cuda::Devices devices = cuda::QueryDevices();
+  return devices.list.empty() ? devices.why_none : std::string();
+}
+
+std::string DescribeCudaDevices() { return cuda::Describe(cuda::QueryDevices()); }
+
 namespace detail {
 
 void CheckLaunch(cudaError_t status, const char* kernel) {
@@ -43,6 +50,12 @@ void DeviceZero(void* pointer, std::size_t bytes) {
 #else  // a build without the CUDA toolkit: nothing can ask for the CUDA backend and reach here
 
 bool HaveCudaBackend() { return false; }
+
+std::string CudaDeviceUnavailable() {
+  return "this build has no CUDA backend (CMake found no CUDA toolkit)";
+}
+
+std::string DescribeCudaDevices() { return CudaDeviceUnavailable(); }
 
 namespace detail {
 void NoCudaBackend() {

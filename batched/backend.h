@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -23,6 +24,10 @@ std::string_view BackendName(Backend backend);  // "host", "cuda"
 
 // Whether this build has the CUDA backend (it still needs a device to run).
 bool HaveCudaBackend();
+// Empty when the CUDA backend can run here; else why not (no backend, no device, an old driver).
+std::string CudaDeviceUnavailable();
+// The CUDA runtime and its devices in words (cuda::Describe), or why there are none.
+std::string DescribeCudaDevices();
 
 namespace detail {
 #if defined(LEMMALAB_HAVE_CUDA)

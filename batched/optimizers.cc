@@ -32,6 +32,12 @@ std::vector<T> Row(const Buffer<T>& buffer, std::int64_t d, std::int64_t row) {
                        static_cast<std::size_t>(d));
 }
 
+// A vector of the run's scalars as the full-precision wire sends it.
+template <typename T>
+std::size_t RawBytes(const BatchedContext& context) {
+  return static_cast<std::size_t>(context.dimension) * sizeof(T);
+}
+
 // The mean of the workers' gradients, as the averaged-gradient baselines' server computes it.
 template <typename T>
 class AveragedGradient : public BatchedOptimizer<T> {
@@ -43,6 +49,10 @@ class AveragedGradient : public BatchedOptimizer<T> {
     ForEach(context_.backend, context_.dimension,
             MeanOfRows<T>{gradients.data(), context_.workers, context_.dimension, mean_.data()});
     ApplyMean(ctx, x);
+  }
+  // The gradients and their mean in full precision.
+  typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t /*t*/) const final {
+    return {RawBytes<T>(context_), RawBytes<T>(context_)};
   }
 
  protected:
@@ -142,6 +152,11 @@ class OneBitSenders {
     std::vector<std::int64_t> ends;
     for (const auto& [begin, end] : format.blocks) ends.push_back(end);
     block_ends_.Upload(ends);
+    // The CPU compressor's own message for this format, whose size every message has.
+    Message message;
+    PhiloxStream stream({0, purpose, first_field, 0});
+    MakeOneBitCompressor<T>(format)->Encode(Vector<T>::Zero(d_), stream, message);
+    message_bytes_ = message.bytes.size();
   }
 
   // Encodes every sender's row of `x` (with error feedback: x + e, and e <- that minus C(it)).
@@ -171,6 +186,8 @@ class OneBitSenders {
 
   const std::uint32_t* bits() const { return bits_.data(); }
   std::int64_t words() const { return words_; }
+  // The bytes of one sender's message on the CPU's wire.
+  std::size_t message_bytes() const { return message_bytes_; }
   RowScales scales() const { return {scales_.size() > 0 ? scales_.data() : nullptr, blocks()}; }
   std::optional<std::vector<T>> Error(std::int64_t row) const {
     if (!feedback_) return std::nullopt;
@@ -205,6 +222,7 @@ class OneBitSenders {
   Buffer<float> scales_;     // rows x blocks, when the format sends scales
   Buffer<std::uint32_t> bits_;
   Buffer<unsigned long long> counts_;
+  std::size_t message_bytes_ = 0;
 };
 
 // Birder (optimizers/birder.cc) with a 1-bit compressor on both sides.
@@ -264,6 +282,10 @@ class Birder final : public BatchedOptimizer<T> {
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
     return worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
+  }
+
+  typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t /*t*/) const override {
+    return {workers_.message_bytes(), server_.message_bytes()};
   }
 
  private:
@@ -353,6 +375,12 @@ class OneBitAdam final : public BatchedOptimizer<T> {
       default:
         return std::nullopt;
     }
+  }
+
+  // The warmup sends the gradients and their mean as they are (the identity compressor).
+  typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
+    if (Warmup(t)) return {RawBytes<T>(context_), RawBytes<T>(context_)};
+    return {workers_.message_bytes(), server_.message_bytes()};
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {

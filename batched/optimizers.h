@@ -45,6 +45,13 @@ class BatchedOptimizer {
   // the CPU optimizer draws from (ctx.seed, the purpose, the worker, ctx.t).
   virtual void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) = 0;
 
+  // The bytes of the messages step t sends, as the CPU optimizer's wire carries them: what each
+  // worker sends and what the server sends back.
+  struct WireBytes {
+    std::size_t worker = 0, server = 0;
+  };
+  virtual WireBytes Wire(std::int64_t t) const = 0;
+
   // What Observable::Observe shows of the CPU optimizer, copied to the host: `quantity` as
   // `worker` (or kServer) holds it, or nullopt when the algorithm has no such quantity there.
   virtual std::optional<std::vector<T>> Observe(Quantity quantity, int worker) const = 0;

@@ -1,11 +1,13 @@
 #include "cli/list.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "batched/optimizers.h"
 #include "comm/network.h"
 #include "comm/scheme.h"
 #include "compressors/compressor.h"
@@ -82,8 +84,10 @@ Section DevicesSection() {
 #ifdef LEMMALAB_HAVE_CUDA
   devices.items.push_back(
       {"cuda",
-       "built: the 1-bit compressors' kernels (cuda/one_bit.h); runs stay on the CPU. " +
-           cuda::Describe(cuda::QueryDevices()),
+       fmt::format("built: device = \"cuda\" steps the optimizers that have a batched form "
+                   "({}) on the GPU; the gradients stay on the CPU (docs/gpu.md). {}",
+                   fmt::join(batched::BatchedOptimizerNames(), ", "),
+                   cuda::Describe(cuda::QueryDevices())),
        "",
        {}});
 #else

@@ -26,10 +26,8 @@ template <typename T>
 Footprint MeasureFootprint(const OptimizerSpec& spec) {
   constexpr std::int64_t kSmall = 4096;
   const auto saved_vectors = [&](int workers, std::int64_t dimension) {
-    const std::shared_ptr<OptionTable> table = spec.options->Clone();
-    table->Erase("label");  // the spec's keys, read by the spec (engine/spec.h)
-    table->Erase("schedule");
-    const auto optimizer = MakeOptimizer<T>(*table, OptimizerContext{dimension, workers});
+    const auto optimizer =
+        MakeOptimizer<T>(*spec.AlgorithmOptions(), OptimizerContext{dimension, workers});
     double bytes = 0;
     for (const auto& [path, item] : SaveState(*optimizer)) {
       bytes += static_cast<double>(item.bytes.size());

@@ -7,6 +7,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "batched/device_optimizer.h"
 #include "comm/cluster.h"
 #include "comm/network.h"
 #include "core/build_info.h"
@@ -52,6 +53,7 @@ Hyperparameters SettingOf(const RunSpec& spec, const Hyperparameters& data,
   setting.Set("workers", std::int64_t{spec.workers});
   setting.Set("steps", spec.steps);
   setting.Set("precision", std::string(PrecisionName(spec.precision)));
+  setting.Set("device", std::string(DeviceName(spec.device)));
   setting.Merge("problem", spec.problem->Resolved());
   if (spec.data) setting.Merge("data", data);
   setting.Set("communication.scheme", std::string(SchemeName(spec.comm.scheme)));
@@ -88,8 +90,10 @@ PreparedExperiment<T> Prepare(const RunSpec& spec, const ExperimentOptions& opti
   const MemoryLimit memory = options.max_memory.value_or(MemoryLimit::Machine());
   job.Agreed([&] {
     // Every option that does not depend on the data, checked before they load (real data sets
-    // take seconds and hundreds of MB): the problem's, the schedules' and the optimizers', the
-    // latter measured for the memory estimate at the same time.
+    // take seconds and hundreds of MB): the device's, the problem's, the schedules' and the
+    // optimizers', the latter measured for the memory estimate at the same time.
+    RequireDeviceFits(spec, options.device_backend, job.transport() != nullptr,
+                      options.trace != nullptr);
     MakeProblem<T>(*spec.problem->Clone(), {spec.workers, spec.seed, nullptr, true});
     std::vector<Footprint> footprints;
     for (const OptimizerSpec& o : spec.optimizers) {
@@ -140,7 +144,10 @@ PreparedExperiment<T> Prepare(const RunSpec& spec, const ExperimentOptions& opti
       run.optimizer = o.options->GetString("name", "");
       run.schedule = MakeSchedule(*o.schedule, {spec.steps, spec.workers});
       try {
-        run.algorithm = MakeOptimizer<T>(*o.options, optimizer_context);
+        run.algorithm = spec.device == Device::kCuda
+                            ? batched::MakeDeviceOptimizer<T>(*o.options, optimizer_context,
+                                                              options.device_backend)
+                            : MakeOptimizer<T>(*o.options, optimizer_context);
         RequireSchemeFits(spec.comm, *run.algorithm, "it");
       } catch (const UserError& error) {
         // A refusal that did not come from reading an option (a chunked scheme's, say) is given
@@ -206,6 +213,7 @@ PreparedExperiment<T> Prepare(const RunSpec& spec, const ExperimentOptions& opti
               {"workers", fmt::format("{}", spec.workers)},
               {"processes", fmt::format("{}", job.processes())},
               {"precision", std::string(PrecisionName(spec.precision))},
+              {"device", DescribeDevice(spec.device, options.device_backend)},
               {"problem", problem.Describe()},
               {"dimension", fmt::format("{}", problem.dimension())}};
     if (spec.reference && !options.resume) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "batched/backend.h"
 #include "comm/transport.h"
 #include "core/resources.h"
 #include "engine/results.h"
@@ -89,6 +90,10 @@ struct ExperimentOptions {
   // Both are checked against estimates before the first step (engine/estimates.h).
   std::optional<MemoryLimit> max_memory;
   std::optional<MemoryLimit> max_results;
+  // Where a spec with device = "cuda" steps its optimizers: the GPU, or the host backend that
+  // emulates it bit for bit (batched/backend.h), which lets a machine without a GPU run the
+  // whole GPU path (tests do).
+  batched::Backend device_backend = batched::Backend::kCuda;
 };
 
 struct RunReport {

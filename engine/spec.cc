@@ -227,6 +227,13 @@ RunSpec ParseSpec(const std::string& text, const std::filesystem::path& path,
   return spec;
 }
 
+std::shared_ptr<OptionTable> OptimizerSpec::AlgorithmOptions() const {
+  std::shared_ptr<OptionTable> table = options->Clone();
+  table->Erase("label");
+  table->Erase("schedule");
+  return table;
+}
+
 RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::path& path,
                       std::string text) {
   RunSpec spec;
@@ -239,6 +246,7 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
   static const std::vector<std::string> kPrecisions = {"fp32", "fp64"};
   spec.precision = root->GetChoice("precision", "fp32", kPrecisions) == "fp64" ? Precision::kFp64
                                                                                : Precision::kFp32;
+  spec.device = DeviceNamed(root->GetChoice("device", "cpu", DeviceNames()));
   spec.eval_every = root->GetInt("eval_every", 1, 1);
   spec.metrics_every = root->GetOptionalInt("metrics_every", 1).value_or(0);
   spec.probe_every = root->GetOptionalInt("probe_every", 1).value_or(0);

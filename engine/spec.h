@@ -5,6 +5,7 @@
 //   steps = 300                  # T
 //   workers = 8                  # n simulated workers
 //   precision = "fp32"           # or "fp64"
+//   device = "cpu"               # or "cuda": the optimizers on one NVIDIA GPU (engine/device.h)
 //   eval_every = 1               # full-batch loss/accuracy every k steps (and at the last)
 //   metrics_every = 1            # per-step metrics recorded every k steps (engine/experiment.h);
 //   probe_every = 1              # probe series likewise (default: 1; a sweep: steps / 100)
@@ -48,6 +49,7 @@
 #include "comm/scheme.h"
 #include "core/options.h"
 #include "core/types.h"
+#include "engine/device.h"
 
 namespace lemmalab {
 
@@ -55,6 +57,11 @@ struct OptimizerSpec {
   std::string label;
   std::shared_ptr<OptionTable> options;   // the [[optimizer]] table: name and algorithm options
   std::shared_ptr<OptionTable> schedule;  // its own schedule table, or the spec's [schedule]
+
+  // A fresh copy of `options` (nothing read yet) without the keys the spec reads itself (label,
+  // schedule), for building the algorithm once more: the memory estimate's trial optimizers, the
+  // device check.
+  std::shared_ptr<OptionTable> AlgorithmOptions() const;
 };
 
 struct RunSpec {
@@ -66,6 +73,7 @@ struct RunSpec {
   std::int64_t steps = 0;
   int workers = 1;
   Precision precision = Precision::kFp32;
+  Device device = Device::kCpu;
   std::int64_t eval_every = 1;
   // Every how many steps the per-step metrics and the probe series are recorded; 0: the
   // command's default (every step for run and check, about 100 points per series for sweep).

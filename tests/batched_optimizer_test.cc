@@ -195,6 +195,9 @@ TEST_P(BatchedAgainstCpu, HoldsTheCpuOptimizersBitsForAHundredSteps) {
       cpu->Apply(ctx, std::span<const Message>(&down, 1), x);
       g_batched.Upload(g);
       gpu->Step(ctx, g_batched, x_batched);
+      const auto wire = gpu->Wire(t);
+      ASSERT_EQ(wire.worker, up[0].bytes.size()) << "a worker's message at step " << t;
+      ASSERT_EQ(wire.server, down.bytes.size()) << "the server's message at step " << t;
       ASSERT_TRUE(SameBits(x_batched.ToHost(), std::span<const float>(x.data(), d)))
           << "x after step " << t;
     }

@@ -1,0 +1,36 @@
+// Where a run computes: `device = "cpu"` (every run), or `device = "cuda"`: the optimizers step
+// every worker at once on one NVIDIA GPU (batched/optimizers.h, driven through the cluster by
+// batched/device_optimizer.h), while the problems' gradients are still computed on the CPU.
+//
+// What a GPU run cannot do yet is refused before the data load, by RequireDeviceFits, naming the
+// key and what is supported: a build without CUDA, a machine without a device, mpirun, probes and
+// `lemmalab check`, checkpoints, traces, the chunked and hierarchical schemes, and every
+// optimizer, compressor and option without a batched form.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "batched/backend.h"
+
+namespace lemmalab {
+
+struct RunSpec;
+
+enum class Device { kCpu, kCuda };
+
+std::span<const std::string> DeviceNames();  // "cpu", "cuda": the spec key's values
+Device DeviceNamed(std::string_view name);   // one of DeviceNames()
+std::string_view DeviceName(Device device);
+
+// UserError (exit 2) unless the spec's runs can run on its device, on `backend` (the GPU; tests
+// run the same path on the host emulation, batched/backend.h), in one process unless
+// `multi_process`, traced or not. Checks options only: call it before the data load.
+void RequireDeviceFits(const RunSpec& spec, batched::Backend backend, bool multi_process,
+                       bool traced);
+
+// What the results record as the run's device: "cpu", or "cuda: <the runtime and the card>".
+std::string DescribeDevice(Device device, batched::Backend backend);
+
+}  // namespace lemmalab

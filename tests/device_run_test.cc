@@ -1,0 +1,222 @@
+// Runs with device = "cuda": the whole GPU path of a run (spec, preparation, the cluster driving
+// the batched optimizers, metrics, evaluation, results) on the host backend that emulates the GPU
+// bit for bit, against the same spec on the CPU; and the refusals of what a GPU run cannot do,
+// before the data load, with exit code 2.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "batched/backend.h"
+#include "engine/experiment.h"
+#include "engine/results_reader.h"
+#include "engine/spec.h"
+#include "tests/test_util.h"
+
+namespace lemmalab {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::UserErrorOf;
+using testing::WriteFile;
+
+// Every optimizer with a batched form, 1-bit Adam through its warmup and after, on a data
+// problem with minibatches and on both schemes a GPU run takes.
+constexpr const char* kSpec = R"toml(
+seed = 11
+steps = 40
+workers = 5
+eval_every = 4
+{device}
+
+[data]
+source = "synthetic-logistic"
+samples = 300
+features = 21
+
+[problem]
+name = "logreg"
+l2 = 1e-3
+batch_size = 8
+
+[communication]
+scheme = "{scheme}"
+
+[schedule]
+lr = 0.05
+
+[[optimizer]]
+name = "birder"
+
+[[optimizer]]
+name = "birder"
+label = "birder-scaled-sign"
+compressor = { name = "scaled-sign", chunk = 8 }
+t0 = 10
+
+[[optimizer]]
+name = "onebit-adam"
+warmup_steps = 12
+
+[[optimizer]]
+name = "adam"
+
+[[optimizer]]
+name = "sgd"
+)toml";
+
+std::string SpecText(const std::string& device, const std::string& scheme) {
+  std::string text = kSpec;
+  text.replace(text.find("{device}"), 8, device);
+  text.replace(text.find("{scheme}"), 8, scheme);
+  return text;
+}
+
+ExperimentReport RunOn(batched::Backend backend, const RunSpec& spec,
+                       const std::filesystem::path& out) {
+  ExperimentOptions options;
+  options.out_dir = out;
+  options.progress = false;
+  options.checkpoints = true;  // as lemmalab run: the spec's checkpoint_every is honoured
+  options.device_backend = backend;
+  return RunExperiment(spec, options);
+}
+
+ExperimentReport RunEmulated(const RunSpec& spec, const std::filesystem::path& out) {
+  return RunOn(batched::Backend::kHost, spec, out);
+}
+
+// A value of the results' meta table.
+std::string MetaValue(const std::filesystem::path& out, const std::string& key) {
+  std::string value;
+  ResultsReader(out / "results.sqlite")
+      .ForEachRow(fmt::format("SELECT value FROM meta WHERE key = '{}'", key).c_str(),
+                  [&](sqlite3_stmt* row) { value = ResultsReader::Text(row, 0); });
+  return value;
+}
+
+// The GPU path on the host emulation (every machine) and on the GPU (where there is one).
+class DeviceRunOn : public ::testing::TestWithParam<batched::Backend> {};
+
+TEST_P(DeviceRunOn, WritesTheCpuRunsMetricsAndParametersBitForBit) {
+  const batched::Backend backend = GetParam();
+  if (backend == batched::Backend::kCuda) {
+    if (const std::string missing = batched::CudaDeviceUnavailable(); !missing.empty()) {
+      const char* required = std::getenv("LEMMALAB_REQUIRE_GPU");
+      if (required != nullptr && std::string_view(required) == "1") FAIL() << missing;
+      GTEST_SKIP() << missing << " (set LEMMALAB_REQUIRE_GPU=1 to fail instead)";
+    }
+  }
+  for (const std::string scheme : {"parameter-server", "allgather"}) {
+    SCOPED_TRACE(scheme);
+    TempDir dir;
+    const ExperimentReport cpu =
+        RunOn(backend, ParseSpec(SpecText("", scheme), "cpu.toml"), dir / "cpu");
+    const ExperimentReport gpu =
+        RunOn(backend, ParseSpec(SpecText("device = \"cuda\"", scheme), "gpu.toml"), dir / "gpu");
+    ASSERT_EQ(gpu.runs.size(), cpu.runs.size());
+    for (std::size_t r = 0; r < cpu.runs.size(); ++r) {
+      EXPECT_EQ(gpu.runs[r].record.status, "completed");
+      EXPECT_EQ(gpu.runs[r].record.bits_sent_per_worker, cpu.runs[r].record.bits_sent_per_worker);
+    }
+    // Losses, gradient norms, bits and bytes of every step, the evaluations, and x at the end.
+    const std::string metrics = ReadFile(dir / "cpu/metrics.csv");
+    EXPECT_GT(std::count(metrics.begin(), metrics.end(), '\n'), 40 * 5 * 6);
+    EXPECT_EQ(ReadFile(dir / "gpu/metrics.csv"), metrics);
+    EXPECT_EQ(ReadFile(dir / "gpu/params.npy"), ReadFile(dir / "cpu/params.npy"));
+    // The results say where the run computed.
+    EXPECT_EQ(MetaValue(dir / "cpu", "device"), "cpu");
+    const std::string device = MetaValue(dir / "gpu", "device");
+    if (backend == batched::Backend::kHost) {
+      EXPECT_EQ(device, "cuda (emulated on the host)");
+    } else {
+      EXPECT_THAT(device, ::testing::StartsWith("cuda: CUDA runtime"));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DeviceRunOn,
+                         ::testing::Values(batched::Backend::kHost, batched::Backend::kCuda),
+                         [](const ::testing::TestParamInfo<batched::Backend>& test) {
+                           return std::string(batched::BackendName(test.param));
+                         });
+
+// What a GPU run cannot do yet is refused before the data load, at the key that asks for it.
+TEST(DeviceRun, RefusesWhatDoesNotRunOnTheGpuYetByName) {
+  const auto error_of = [](const std::string& tail,
+                           const std::string& optimizer = "name = \"birder\"") {
+    const std::string text = fmt::format(R"toml(
+seed = 1
+steps = 3
+workers = 2
+device = "cuda"
+{}
+[data]
+source = "csv"
+path = "/nonexistent/never-loaded.csv"
+[problem]
+name = "logreg"
+[schedule]
+lr = 0.1
+[[optimizer]]
+{}
+)toml",
+                                         tail, optimizer);
+    TempDir dir;
+    return UserErrorOf([&] { RunEmulated(ParseSpec(text, "gpu.toml"), dir / "out"); });
+  };
+  EXPECT_THAT(error_of("probes = [\"ef-norm\"]"),
+              HasSubstr("gpu.toml: device = \"cuda\": probes (ef-norm) do not run on the GPU yet"));
+  EXPECT_THAT(error_of("checkpoint_every = 2"),
+              HasSubstr("checkpoint_every: GPU runs do not save checkpoints yet"));
+  EXPECT_THAT(error_of("[communication]\nscheme = \"allreduce\""),
+              HasSubstr("scheme = \"allreduce\" does not run on the GPU yet"));
+  EXPECT_THAT(error_of("", "name = \"ef21\""),
+              HasSubstr("optimizer 'ef21' has no batched (GPU) form yet"));
+  EXPECT_THAT(error_of("", "name = \"birder\"\ncompressor = { name = \"top-k\", fraction = 0.1 }"),
+              HasSubstr("the worker compressor 'top-k' has no batched (GPU) form yet"));
+}
+
+// On this machine's GPU backend: refused with exit code 2, naming the build or the missing device,
+// before the data load (the data file does not exist), and leaving no results folder behind;
+// from the spec, from --set, and misspelt.
+TEST(DeviceRun, WithoutAGpuIsRefusedWithExitCode2) {
+  if (batched::CudaDeviceUnavailable().empty()) GTEST_SKIP() << "this machine has a CUDA device";
+  TempDir dir;
+  const std::filesystem::path spec = dir / "gpu.toml";
+  WriteFile(spec, R"toml(seed = 1
+steps = 3
+workers = 2
+[data]
+source = "csv"
+path = "/nonexistent/never-loaded.csv"
+[problem]
+name = "logreg"
+[schedule]
+lr = 0.1
+[[optimizer]]
+name = "birder"
+)toml");
+  const std::string expected = batched::HaveCudaBackend()
+                                   ? "device = \"cuda\": no CUDA device: "
+                                   : "device = \"cuda\": this lemmalab was built without CUDA";
+  for (const std::string how : {"--set=device=cuda", "--set=device=\"cuda\""}) {
+    const testing::CommandResult result =
+        testing::RunLemmalab({"run", spec.string(), how, "--out", (dir / "out").string()});
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_THAT(result.err, HasSubstr(expected));
+    EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+  }
+  const testing::CommandResult misspelt = testing::RunLemmalab(
+      {"run", spec.string(), "--set", "device=gpu", "--out", (dir / "out").string()});
+  EXPECT_EQ(misspelt.exit_code, 2);
+  EXPECT_THAT(misspelt.err, HasSubstr("device"));
+  EXPECT_THAT(misspelt.err, HasSubstr("cuda"));
+}
+
+}  // namespace
+}  // namespace lemmalab
