@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "batched/device_state.h"
 #include "batched/optimizers.h"
 
 namespace lemmalab::batched {
@@ -36,6 +37,7 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
     device_gradients_.Upload(gradients_);
     device_x_.Upload(x_);
     batched_->Step(ctx, device_gradients_, device_x_);
+    copies_.Invalidate();
     device_x_.Download(x_);
     for (int w = 0; w < workers_; ++w) {
       stats_[static_cast<std::size_t>(w)] = batched_->LastEncode(w).value_or(EncodeStats{});
@@ -53,9 +55,12 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
     return &stats_[worker == kServer ? stats_.size() - 1 : static_cast<std::size_t>(worker)];
   }
 
-  // Probes and checkpoints do not run on the device yet (engine/device.h refuses them), so there
-  // is no state to declare.
-  void DeclareState(OptimizerState<T>& /*state*/) override {}
+  // The batched optimizer's state through host copies (batched/device_state.h): probes and
+  // checkpoints see what they see of the CPU optimizer.
+  void DeclareState(OptimizerState<T>& state) override {
+    DeviceState<T> device(state, copies_);
+    batched_->DeclareState(device);
+  }
 
  private:
   std::unique_ptr<BatchedOptimizer<T>> batched_;
@@ -65,6 +70,7 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
   std::vector<T> x_;          // the replicas' x, before and after the step
   Buffer<T> device_gradients_, device_x_;
   std::vector<EncodeStats> stats_;  // of the last step: the workers', then the server's
+  HostCopies<T> copies_;            // of the device state, for probes and checkpoints
 };
 
 }  // namespace

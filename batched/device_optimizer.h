@@ -8,7 +8,8 @@
 //               gradients of all workers are in, and replies with the server's wire size;
 //   Apply       copies the device's updated parameters into the replica's.
 // The messages' bytes stay on the device; the cluster counts each at its size, which is the CPU
-// optimizer's to the byte (tests/batched_optimizer_test.cc). One process only: the parameter-
+// optimizer's to the byte (tests/batched_optimizer_test.cc). Probes and checkpoints see the
+// device state through host copies (batched/device_state.h). One process only: the parameter-
 // server and allgather schemes, in-process transport.
 #pragma once
 

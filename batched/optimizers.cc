@@ -18,18 +18,30 @@
 namespace lemmalab::batched {
 namespace {
 
+// The state's tags: names in checkpoints, and the quantities probes observe, as the CPU
+// optimizers declare them (their sources are there).
+constexpr StateTag kAdamMomentum = {{"m", "optimizers/adam.cc", ""}, Quantity::kMomentum};
+constexpr StateTag kAdamVariance = {{"v", "optimizers/adam.cc", ""}, Quantity::kVariance};
+constexpr StateTag kBirderMomentum = {{"m", "optimizers/birder.cc", ""}, Quantity::kMomentum};
+constexpr StateTag kBirderBHat = {{"b_hat", "optimizers/birder.cc", ""}};
+constexpr StateTag kBirderB = {{"b", "optimizers/birder.cc", ""}, Quantity::kRawDenominator};
+constexpr StateTag kOneBitAdamWorkerMomentum = {{"m_i", "optimizers/one_bit_adam.cc", ""},
+                                                Quantity::kMomentum};
+constexpr StateTag kOneBitAdamMomentum = {{"m", "optimizers/one_bit_adam.cc", ""},
+                                          Quantity::kMomentum};
+constexpr StateTag kOneBitAdamVariance = {{"v", "optimizers/one_bit_adam.cc", ""},
+                                          Quantity::kVariance};
+constexpr StateTag kPreconditioner = {{"denominator", "optimizers/one_bit_adam.cc", ""}};
+constexpr StateTag kWorkerErrorTag = {{"e", "compressors/error_feedback.h", ""},
+                                      Quantity::kWorkerError};
+constexpr StateTag kServerErrorTag = {{"e_bar", "compressors/error_feedback.h", ""},
+                                      Quantity::kServerError};
+
 constexpr std::string_view kNames[] = {"sgd", "adam", "birder", "onebit-adam"};
 
 // A UserError located at `key` of the optimizer's table.
 [[noreturn]] void Refuse(const OptionTable& options, std::string_view key, std::string_view what) {
   options.Fail(key, what);
-}
-
-// Rows [row, row + 1) of a rows x d buffer, or all of a d buffer (row < 0).
-template <typename T>
-std::vector<T> Row(const Buffer<T>& buffer, std::int64_t d, std::int64_t row) {
-  return buffer.ToHost(static_cast<std::size_t>(std::max<std::int64_t>(row, 0) * d),
-                       static_cast<std::size_t>(d));
 }
 
 // A vector of the run's scalars as the full-precision wire sends it.
@@ -67,9 +79,7 @@ class Sgd final : public AveragedGradient<T> {
  public:
   using AveragedGradient<T>::AveragedGradient;
 
-  std::optional<std::vector<T>> Observe(Quantity /*quantity*/, int /*worker*/) const override {
-    return std::nullopt;  // x is all SGD carries
-  }
+  void DeclareState(DeviceState<T>& /*state*/) override {}  // x is all SGD carries
 
  private:
   void ApplyMean(const StepContext& ctx, Buffer<T>& x) override {
@@ -88,12 +98,9 @@ class Adam final : public AveragedGradient<T> {
         m_(context.backend, static_cast<std::size_t>(context.dimension)),
         v_(context.backend, static_cast<std::size_t>(context.dimension)) {}
 
-  std::optional<std::vector<T>> Observe(Quantity quantity, int /*worker*/) const override {
-    // Every replica holds m and v: every worker and the server see them.
-    const std::int64_t d = this->context_.dimension;
-    if (quantity == Quantity::kMomentum) return Row(m_, d, -1);
-    if (quantity == Quantity::kVariance) return Row(v_, d, -1);
-    return std::nullopt;
+  void DeclareState(DeviceState<T>& state) override {
+    state.Replicated(kAdamMomentum, m_);
+    state.Replicated(kAdamVariance, v_);
   }
 
  private:
@@ -189,9 +196,14 @@ class OneBitSenders {
   // The bytes of one sender's message on the CPU's wire.
   std::size_t message_bytes() const { return message_bytes_; }
   RowScales scales() const { return {scales_.size() > 0 ? scales_.data() : nullptr, blocks()}; }
-  std::optional<std::vector<T>> Error(std::int64_t row) const {
-    if (!feedback_) return std::nullopt;
-    return Row(e_, d_, row);
+  // The error feedback's e, per sender (kWorkerError) or the server's (kServerError).
+  void DeclareErrors(DeviceState<T>& state) {
+    if (!feedback_) return;
+    if (purpose_ == Purpose::kServerCompression) {
+      state.Server(kServerErrorTag, e_);
+    } else {
+      state.PerWorker(kWorkerErrorTag, e_, d_);
+    }
   }
   EncodeStats Stats(std::int64_t row) const {
     const std::vector<unsigned long long> counts = counts_.ToHost(2 * row, 2);
@@ -261,23 +273,14 @@ class Birder final : public BatchedOptimizer<T> {
             OneBitStep<T>{server_.bits(), server_.scales(), x.data(), static_cast<T>(ctx.lr)});
   }
 
-  std::optional<std::vector<T>> Observe(Quantity quantity, int worker) const override {
+  void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
-    if (worker == kServer) {
-      return quantity == Quantity::kServerError ? server_.Error(0) : std::nullopt;
-    }
-    switch (quantity) {
-      case Quantity::kMomentum:
-        return Row(m_, d, worker);
-      case Quantity::kRawDenominator:
-        return Row(b_, d, worker);
-      case Quantity::kDenominator:
-        return Row(denominator_, d, worker);
-      case Quantity::kWorkerError:
-        return workers_.Error(worker);
-      default:
-        return std::nullopt;
-    }
+    state.PerWorker(kBirderMomentum, m_, d);
+    state.PerWorker(kBirderBHat, b_hat_, d);
+    state.PerWorker(kBirderB, b_, d);
+    state.PerWorkerShows(Quantity::kDenominator, denominator_, d);
+    workers_.DeclareErrors(state);
+    server_.DeclareErrors(state);
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
@@ -358,23 +361,21 @@ class OneBitAdam final : public BatchedOptimizer<T> {
         PreconditionedStep<T>{x.data(), m_.data(), denominator_.data(), static_cast<T>(ctx.lr)});
   }
 
-  std::optional<std::vector<T>> Observe(Quantity quantity, int worker) const override {
+  void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
-    switch (quantity) {
-      case Quantity::kMomentum:  // warmup: every replica's m; then each worker's own
-        return worker == kServer || Warmup(t_) ? Row(m_, d, -1) : Row(worker_m_, d, worker);
-      case Quantity::kVariance:
-        return Row(v_, d, -1);
-      case Quantity::kFrozenVariance:
-        if (t_ < options_.warmup_steps) return std::nullopt;
-        return Row(v_, d, -1);
-      case Quantity::kWorkerError:
-        return worker == kServer ? std::nullopt : workers_.Error(worker);
-      case Quantity::kServerError:
-        return worker == kServer ? server_.Error(0) : std::nullopt;
-      default:
-        return std::nullopt;
+    state.Replicated(kPreconditioner, denominator_);
+    workers_.DeclareErrors(state);
+    server_.DeclareErrors(state);
+    // During warmup every worker holds the synchronised m; after it, its own m^(i).
+    state.PerWorker(kOneBitAdamWorkerMomentum, worker_m_, d, !Warmup(t_));
+    if (Warmup(t_)) {
+      state.Replicated(kOneBitAdamMomentum, m_);
+    } else {
+      state.Server(kOneBitAdamMomentum, m_);
     }
+    state.Replicated(kOneBitAdamVariance, v_);
+    state.Shows(Quantity::kFrozenVariance, v_, t_ >= options_.warmup_steps);
+    state.Value("t", t_);
   }
 
   // The warmup sends the gradients and their mean as they are (the identity compressor).

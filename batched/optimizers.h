@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "batched/backend.h"
+#include "batched/device_state.h"
 #include "core/options.h"
 #include "optimizers/optimizer.h"
 
@@ -52,9 +53,20 @@ class BatchedOptimizer {
   };
   virtual WireBytes Wire(std::int64_t t) const = 0;
 
+  // Declares the state a later step reads, as the CPU optimizer's DeclareState does (the same
+  // quantities, held by the same replicas): what probes observe and checkpoints save.
+  virtual void DeclareState(DeviceState<T>& state) = 0;
+
   // What Observable::Observe shows of the CPU optimizer, copied to the host: `quantity` as
   // `worker` (or kServer) holds it, or nullopt when the algorithm has no such quantity there.
-  virtual std::optional<std::vector<T>> Observe(Quantity quantity, int worker) const = 0;
+  std::optional<std::vector<T>> Observe(Quantity quantity, int worker) {
+    HostCopies<T> copies;
+    OptimizerState<T> query(quantity, worker);
+    DeviceState<T> state(query, copies);
+    DeclareState(state);
+    if (query.found() == nullptr) return std::nullopt;
+    return std::vector<T>(query.found()->begin(), query.found()->end());
+  }
 
   // Statistics of the last 1-bit encode of `worker` (or kServer): elements, finite inputs outside
   // the quantizer's domain, non-finite inputs; nullopt when it sends raw values.

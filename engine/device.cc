@@ -52,14 +52,6 @@ void RequireDeviceFits(const RunSpec& spec, batched::Backend backend, bool multi
                     "parameter-server or allgather scheme",
                     SchemeName(spec.comm.scheme)));
   }
-  if (!spec.check_probes.empty()) refuse("lemmalab check does not run on the GPU yet");
-  if (!spec.probes.empty()) {
-    refuse(fmt::format("probes ({}) do not run on the GPU yet: remove `probes`",
-                       fmt::join(spec.probes, ", ")));
-  }
-  if (spec.checkpoint_every > 0) {
-    refuse("checkpoint_every: GPU runs do not save checkpoints yet: remove it");
-  }
   if (traced) refuse("lemmalab trace does not run on the GPU yet");
   // Every optimizer's options, read by its batched form (a dimension of 64 stands for the
   // problem's, which the data decides).

@@ -3,9 +3,9 @@
 // batched/device_optimizer.h), while the problems' gradients are still computed on the CPU.
 //
 // What a GPU run cannot do yet is refused before the data load, by RequireDeviceFits, naming the
-// key and what is supported: a build without CUDA, a machine without a device, mpirun, probes and
-// `lemmalab check`, checkpoints, traces, the chunked and hierarchical schemes, and every
-// optimizer, compressor and option without a batched form.
+// key and what is supported: a build without CUDA, a machine without a device, mpirun, traces,
+// the chunked and hierarchical schemes, and every optimizer, compressor and option without a
+// batched form. Probes, checks, sweeps and checkpoints run as on the CPU.
 #pragma once
 
 #include <span>

@@ -77,6 +77,8 @@ class OptimizerState {
 
   // Observing: the vector found, or nullptr.
   const Vector<T>* found() const { return found_; }
+  // Whether the declared members are being overwritten from a checkpoint.
+  bool restoring() const { return archive_ != nullptr && archive_->restoring(); }
 
   void Replicated(const StateTag& tag, Vector<T>& v, bool seen = true) {
     Save(tag.symbol.name, v);
@@ -116,6 +118,12 @@ class OptimizerState {
   // PerWorker it is that worker's; elsewhere every replica's.
   void Shows(Quantity quantity, const Vector<T>& v, bool seen = true) {
     if (seen) Offer(quantity, v);
+  }
+  // The same for per-worker values kept as one list (entry i: worker i's).
+  void PerWorkerShows(Quantity quantity, const std::vector<Vector<T>>& vectors, bool seen = true) {
+    if (seen && worker_ != kServer && static_cast<std::size_t>(worker_) < vectors.size()) {
+      Offer(quantity, vectors[static_cast<std::size_t>(worker_)]);
+    }
   }
   // The same, seen by kServer only.
   void ServerShows(Quantity quantity, const Vector<T>& v, bool seen = true) {

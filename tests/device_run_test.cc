@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -25,12 +26,14 @@ using testing::UserErrorOf;
 using testing::WriteFile;
 
 // Every optimizer with a batched form, 1-bit Adam through its warmup and after, on a data
-// problem with minibatches and on both schemes a GPU run takes.
+// problem with minibatches and on both schemes a GPU run takes, with the probes that read the
+// optimizers' state (error feedback, Birder's denominators, Q's domain).
 constexpr const char* kSpec = R"toml(
 seed = 11
 steps = 40
 workers = 5
 eval_every = 4
+probes = ["q-domain", "ef-norm", "min-b"]
 {device}
 
 [data]
@@ -90,6 +93,20 @@ ExperimentReport RunEmulated(const RunSpec& spec, const std::filesystem::path& o
   return RunOn(batched::Backend::kHost, spec, out);
 }
 
+// Every probe value the results hold, one line each, in order.
+std::string ProbeRows(const std::filesystem::path& out) {
+  std::string rows;
+  ResultsReader(out / "results.sqlite")
+      .ForEachRow(
+          "SELECT run_id, step, probe, series, worker, value FROM probes "
+          "ORDER BY run_id, step, probe, series, worker",
+          [&](sqlite3_stmt* row) {
+            for (int c = 0; c < 6; ++c) rows += ResultsReader::Text(row, c) + " ";
+            rows += "\n";
+          });
+  return rows;
+}
+
 // A value of the results' meta table.
 std::string MetaValue(const std::filesystem::path& out, const std::string& key) {
   std::string value;
@@ -123,7 +140,14 @@ TEST_P(DeviceRunOn, WritesTheCpuRunsMetricsAndParametersBitForBit) {
       EXPECT_EQ(gpu.runs[r].record.status, "completed");
       EXPECT_EQ(gpu.runs[r].record.bits_sent_per_worker, cpu.runs[r].record.bits_sent_per_worker);
     }
-    // Losses, gradient norms, bits and bytes of every step, the evaluations, and x at the end.
+    // Losses, gradient norms, bits and bytes of every step, the evaluations, every probe value
+    // and x at the end.
+    for (std::size_t r = 0; r < cpu.runs.size(); ++r) {
+      EXPECT_EQ(gpu.runs[r].probe_lines, cpu.runs[r].probe_lines);
+    }
+    const std::string probes = ProbeRows(dir / "cpu");
+    EXPECT_GT(std::count(probes.begin(), probes.end(), '\n'), 40 * 3 * 5);
+    EXPECT_EQ(ProbeRows(dir / "gpu"), probes);
     const std::string metrics = ReadFile(dir / "cpu/metrics.csv");
     EXPECT_GT(std::count(metrics.begin(), metrics.end(), '\n'), 40 * 5 * 6);
     EXPECT_EQ(ReadFile(dir / "gpu/metrics.csv"), metrics);
@@ -144,6 +168,47 @@ INSTANTIATE_TEST_SUITE_P(Backends, DeviceRunOn,
                          [](const ::testing::TestParamInfo<batched::Backend>& test) {
                            return std::string(batched::BackendName(test.param));
                          });
+
+// A GPU run stopped (as by SIGINT) and resumed from its checkpoint ends as the uninterrupted run:
+// the device state went out through the host copies and came back.
+TEST(DeviceRun, ResumesFromItsCheckpointBitForBit) {
+  TempDir dir;
+  const RunSpec spec = ParseSpec(
+      SpecText("device = \"cuda\"\ncheckpoint_every = 10", "parameter-server"), "gpu.toml");
+  const ExperimentReport whole = RunEmulated(spec, dir / "whole");
+  // In Birder with scaled sign after its T0, and in 1-bit Adam's warmup (checkpointed at 10,
+  // resumed across the end of warmup at 12).
+  for (const auto& [run, step] : {std::pair{1, 34}, std::pair{2, 15}}) {
+    SCOPED_TRACE(fmt::format("stopped after step {} of run {}", step, run));
+    const std::filesystem::path out = dir / fmt::format("stop-{}-{}", run, step);
+    std::atomic<bool> stop{false};
+    ExperimentOptions options;
+    options.out_dir = out;
+    options.progress = false;
+    options.checkpoints = true;
+    options.device_backend = batched::Backend::kHost;
+    options.stop = &stop;
+    int current = 0;
+    std::int64_t previous = 0;
+    options.on_step = [&](std::int64_t t, double) {
+      if (t < previous) ++current;  // the next run started
+      previous = t;
+      if (current == run && t == step) stop = true;
+    };
+    EXPECT_THROW(RunExperiment(spec, options), Interrupted);
+    options.stop = nullptr;
+    options.on_step = {};
+    options.resume = true;
+    const ExperimentReport resumed = RunExperiment(spec, options);
+    EXPECT_EQ(ReadFile(out / "metrics.csv"), ReadFile(dir / "whole/metrics.csv"));
+    EXPECT_EQ(ReadFile(out / "params.npy"), ReadFile(dir / "whole/params.npy"));
+    EXPECT_EQ(ProbeRows(out), ProbeRows(dir / "whole"));
+    ASSERT_EQ(resumed.runs.size(), whole.runs.size());
+    for (std::size_t k = 0; k < whole.runs.size(); ++k) {
+      EXPECT_EQ(resumed.runs[k].probe_lines, whole.runs[k].probe_lines);
+    }
+  }
+}
 
 // What a GPU run cannot do yet is refused before the data load, at the key that asks for it.
 TEST(DeviceRun, RefusesWhatDoesNotRunOnTheGpuYetByName) {
@@ -169,10 +234,6 @@ lr = 0.1
     TempDir dir;
     return UserErrorOf([&] { RunEmulated(ParseSpec(text, "gpu.toml"), dir / "out"); });
   };
-  EXPECT_THAT(error_of("probes = [\"ef-norm\"]"),
-              HasSubstr("gpu.toml: device = \"cuda\": probes (ef-norm) do not run on the GPU yet"));
-  EXPECT_THAT(error_of("checkpoint_every = 2"),
-              HasSubstr("checkpoint_every: GPU runs do not save checkpoints yet"));
   EXPECT_THAT(error_of("[communication]\nscheme = \"allreduce\""),
               HasSubstr("scheme = \"allreduce\" does not run on the GPU yet"));
   EXPECT_THAT(error_of("", "name = \"ef21\""),

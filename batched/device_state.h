@@ -1,0 +1,113 @@
+// A batched optimizer's state declared as the CPU optimizer declares its own
+// (optimizers/optimizer_state.h), each member a buffer in the backend's memory: the declaration
+// hands an OptimizerState a host copy of the buffer, taken from the device first and, when the
+// state is being restored from a checkpoint, put back on the device afterwards. One declaration
+// per batched optimizer therefore serves probes (Observe) and checkpoints, as on the CPU.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include "batched/backend.h"
+#include "optimizers/optimizer_state.h"
+
+namespace lemmalab::batched {
+
+// The host copies of device buffers, kept between declarations: a copy is taken from the device
+// at most once per step (Invalidate() after each), however many probes look at it.
+template <typename T>
+class HostCopies {
+ public:
+  void Invalidate() { ++version_; }
+
+  // The copy of a buffer of d elements, or of n rows of d.
+  Vector<T>& Of(const Buffer<T>& buffer) {
+    Copy& copy = copies_[&buffer];
+    if (copy.version != version_) {
+      copy.vector.resize(static_cast<Eigen::Index>(buffer.size()));
+      buffer.Download({copy.vector.data(), buffer.size()});
+      copy.version = version_;
+    }
+    return copy.vector;
+  }
+  std::vector<Vector<T>>& RowsOf(const Buffer<T>& buffer, std::int64_t d) {
+    RowCopies& copy = rows_[&buffer];
+    if (copy.version != version_) {
+      const std::size_t n = d == 0 ? 0 : buffer.size() / static_cast<std::size_t>(d);
+      copy.rows.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        copy.rows[i].resize(d);
+        buffer.Download({copy.rows[i].data(), static_cast<std::size_t>(d)}, i * d);
+      }
+      copy.version = version_;
+    }
+    return copy.rows;
+  }
+
+ private:
+  struct Copy {
+    Vector<T> vector;
+    std::uint64_t version = 0;
+  };
+  struct RowCopies {
+    std::vector<Vector<T>> rows;
+    std::uint64_t version = 0;
+  };
+  std::uint64_t version_ = 1;
+  std::map<const Buffer<T>*, Copy> copies_;
+  std::map<const Buffer<T>*, RowCopies> rows_;
+};
+
+// OptimizerState's vocabulary for device buffers (see optimizers/optimizer_state.h for who sees
+// what): Replicated and Server for d elements, PerWorker for n rows of d.
+template <typename T>
+class DeviceState {
+ public:
+  DeviceState(OptimizerState<T>& state, HostCopies<T>& copies) : state_(state), copies_(copies) {}
+
+  void Replicated(const StateTag& tag, Buffer<T>& buffer, bool seen = true) {
+    Vector<T>& copy = copies_.Of(buffer);
+    state_.Replicated(tag, copy, seen);
+    Restore(copy, buffer);
+  }
+  void Server(const StateTag& tag, Buffer<T>& buffer, bool seen = true) {
+    Vector<T>& copy = copies_.Of(buffer);
+    state_.Server(tag, copy, seen);
+    Restore(copy, buffer);
+  }
+  void PerWorker(const StateTag& tag, Buffer<T>& rows, std::int64_t d, bool seen = true) {
+    std::vector<Vector<T>>& copy = copies_.RowsOf(rows, d);
+    state_.PerWorker(tag, copy, seen);
+    if (!state_.restoring()) return;
+    for (std::size_t i = 0; i < copy.size(); ++i) {
+      rows.Upload({copy[i].data(), static_cast<std::size_t>(d)}, i * d);
+    }
+  }
+  // Values probes see that are not state (OptimizerState::Shows, PerWorkerShows, ServerShows).
+  void Shows(Quantity quantity, const Buffer<T>& buffer, bool seen = true) {
+    if (seen && !state_.restoring()) state_.Shows(quantity, copies_.Of(buffer));
+  }
+  void PerWorkerShows(Quantity quantity, const Buffer<T>& rows, std::int64_t d, bool seen = true) {
+    if (seen && !state_.restoring()) state_.PerWorkerShows(quantity, copies_.RowsOf(rows, d));
+  }
+  void ServerShows(Quantity quantity, const Buffer<T>& buffer, bool seen = true) {
+    if (seen && !state_.restoring()) state_.ServerShows(quantity, copies_.Of(buffer));
+  }
+  // Host values: counters and flags.
+  template <typename V>
+  void Value(std::string_view name, V& value) {
+    state_.Value(name, value);
+  }
+
+ private:
+  void Restore(const Vector<T>& copy, Buffer<T>& buffer) {
+    if (state_.restoring()) buffer.Upload({copy.data(), static_cast<std::size_t>(copy.size())});
+  }
+
+  OptimizerState<T>& state_;
+  HostCopies<T>& copies_;
+};
+
+}  // namespace lemmalab::batched
