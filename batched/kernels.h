@@ -416,6 +416,28 @@ struct PreconditionedStep {
   }
 };
 
+// The AMSGrad server of dist-SPAMS (spams.txt Alg. 2 lines 13-16, optimizers/spams.cc) on the
+// mean of the decoded messages g, and the replicas' step by the direction it sends back.
+template <typename T>
+struct AmsGradStep {
+  const T* g;
+  T* m;
+  T* v;
+  T* v_hat;
+  T* denominator;
+  T* x;
+  T beta1, one_minus_beta1, beta2, one_minus_beta2, eps, lr;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    m[j] = beta1 * m[j] + one_minus_beta1 * g[j];           // line 13
+    v[j] = beta2 * v[j] + one_minus_beta2 * (g[j] * g[j]);  // line 14
+    v_hat[j] = Larger(v_hat[j], v[j]);                      // line 15
+    denominator[j] = SquareRoot(v_hat[j] + eps);            // line 16
+    const T direction = m[j] / denominator[j];
+    x[j] -= lr * direction;
+  }
+};
+
 }  // namespace lemmalab::batched
 
 // Every functor ForEach runs, for each scalar type: the CUDA build instantiates its launch for
@@ -435,6 +457,7 @@ struct PreconditionedStep {
   X(::lemmalab::batched::NonFiniteCounts<T>)    \
   X(::lemmalab::batched::OneBitAdamMomentum<T>) \
   X(::lemmalab::batched::RootDenominator<T>)    \
-  X(::lemmalab::batched::PreconditionedStep<T>)
+  X(::lemmalab::batched::PreconditionedStep<T>) \
+  X(::lemmalab::batched::AmsGradStep<T>)
 // ... and those without a scalar type.
 #define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) X(::lemmalab::batched::OneBitScales)

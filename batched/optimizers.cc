@@ -13,6 +13,7 @@
 #include "optimizers/birder.h"
 #include "optimizers/compressed_exchange.h"
 #include "optimizers/one_bit_adam.h"
+#include "optimizers/spams.h"
 #include "optimizers/weight_decay.h"
 
 namespace lemmalab::batched {
@@ -31,13 +32,19 @@ constexpr StateTag kOneBitAdamMomentum = {{"m", "optimizers/one_bit_adam.cc", ""
                                           Quantity::kMomentum};
 constexpr StateTag kOneBitAdamVariance = {{"v", "optimizers/one_bit_adam.cc", ""},
                                           Quantity::kVariance};
+constexpr StateTag kSpamsMomentum = {{"m", "optimizers/spams.cc", ""}, Quantity::kMomentum};
+constexpr StateTag kSpamsVariance = {{"v", "optimizers/spams.cc", ""}, Quantity::kVariance};
+constexpr StateTag kSpamsMaxVariance = {{"v_hat", "optimizers/spams.cc", ""},
+                                        Quantity::kMaxVariance};
+constexpr StateTag kSpamsDenominator = {{"sqrt(v_hat+eps)", "optimizers/spams.cc", ""},
+                                        Quantity::kDenominator};
 constexpr StateTag kPreconditioner = {{"denominator", "optimizers/one_bit_adam.cc", ""}};
 constexpr StateTag kWorkerErrorTag = {{"e", "compressors/error_feedback.h", ""},
                                       Quantity::kWorkerError};
 constexpr StateTag kServerErrorTag = {{"e_bar", "compressors/error_feedback.h", ""},
                                       Quantity::kServerError};
 
-constexpr std::string_view kNames[] = {"sgd", "adam", "birder", "onebit-adam"};
+constexpr std::string_view kNames[] = {"sgd", "adam", "birder", "onebit-adam", "dist-spams"};
 
 // A UserError located at `key` of the optimizer's table.
 [[noreturn]] void Refuse(const OptionTable& options, std::string_view key, std::string_view what) {
@@ -411,6 +418,68 @@ class OneBitAdam final : public BatchedOptimizer<T> {
   std::int64_t t_ = 0;  // the last step
 };
 
+// dist-SPAMS (optimizers/spams.cc): each worker's gradient through a 1-bit compressor with error
+// feedback, the mean of the decoded messages into the server's AMSGrad, and the replicas' step
+// by the direction it sends back in full precision.
+template <typename T>
+class DistSpams final : public BatchedOptimizer<T> {
+ public:
+  DistSpams(const SpamsOptions& options, const OneBitFormat& format, bool feedback,
+            const BatchedContext& context)
+      : options_(options),
+        context_(context),
+        m_(context.backend, static_cast<std::size_t>(context.dimension)),
+        v_(context.backend, static_cast<std::size_t>(context.dimension)),
+        v_hat_(context.backend, static_cast<std::size_t>(context.dimension)),
+        denominator_(context.backend, static_cast<std::size_t>(context.dimension)),
+        mean_(context.backend, static_cast<std::size_t>(context.dimension)),
+        workers_(format, feedback, context.workers, context, Purpose::kWorkerCompression, 0) {
+    // sqrt(eps) before step 1 (v_hat_0 = 0), in the run's precision as the CPU's.
+    const T eps = static_cast<T>(options.eps);
+    denominator_.Upload(
+        std::vector<T>(static_cast<std::size_t>(context.dimension), std::sqrt(eps)));
+  }
+
+  void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
+    const Backend backend = context_.backend;
+    const std::int64_t n = context_.workers, d = context_.dimension;
+    workers_.Encode(ctx, gradients.data());  // lines 7-9
+    ForEach(backend, d,                      // line 12
+            OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
+                                mean_.data()});
+    const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
+    ForEach(backend, d,  // lines 13-16
+            AmsGradStep<T>{mean_.data(), m_.data(), v_.data(), v_hat_.data(), denominator_.data(),
+                           x.data(), beta1, T(1) - beta1, beta2, T(1) - beta2,
+                           static_cast<T>(options_.eps), static_cast<T>(ctx.lr)});
+  }
+
+  // The server sends the direction m / sqrt(v_hat + eps) in full precision.
+  typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t /*t*/) const override {
+    return {workers_.message_bytes(), RawBytes<T>(context_)};
+  }
+
+  std::optional<EncodeStats> LastEncode(int worker) const override {
+    if (worker == kServer) return std::nullopt;  // the server sends raw values
+    return workers_.Stats(worker);
+  }
+
+  void DeclareState(DeviceState<T>& state) override {
+    state.Server(kSpamsMomentum, m_);
+    state.Server(kSpamsVariance, v_);
+    state.Server(kSpamsMaxVariance, v_hat_);
+    state.Server(kSpamsDenominator, denominator_);
+    workers_.DeclareErrors(state);
+  }
+
+ private:
+  SpamsOptions options_;
+  BatchedContext context_;
+  Buffer<T> m_, v_, v_hat_, denominator_;  // the server's AMSGrad state
+  Buffer<T> mean_;                         // the mean of the decoded messages (line 12)
+  OneBitSenders<T> workers_;
+};
+
 // The compressors whose instances encode a 1-bit format, by registry name (each in its default
 // configuration): those a batched exchange runs.
 const std::string& OneBitCompressorNames() {
@@ -490,6 +559,22 @@ std::unique_ptr<BatchedOptimizer<T>> MakeBirder(OptionTable& options,
 }
 
 template <typename T>
+std::unique_ptr<BatchedOptimizer<T>> MakeDistSpams(OptionTable& options,
+                                                   const BatchedContext& context) {
+  const SpamsOptions o = ReadSpamsOptions(options);
+  // dist-SPAMS's exchange defaults (optimizers/spams.cc): the server does not re-compress.
+  const ExchangeConfig<T> exchange =
+      ExchangeFromOptions<T>(options, {.compressor = "block-sign",
+                                       .worker_feedback = FeedbackKind::kClassic,
+                                       .server_options = false});
+  std::unique_ptr<Compressor<T>> worker;
+  const OneBitFormat& format =
+      BatchedFormat(options, exchange.worker_compressor, context, "worker", worker);
+  return std::make_unique<DistSpams<T>>(
+      o, format, BatchedFeedback(options, exchange.worker_feedback, "worker_feedback"), context);
+}
+
+template <typename T>
 std::unique_ptr<BatchedOptimizer<T>> MakeOneBitAdam(OptionTable& options,
                                                     const BatchedContext& context) {
   const OneBitAdamOptions o = ReadOneBitAdamOptions(options, /*read_local_momentum=*/true);
@@ -523,6 +608,8 @@ std::unique_ptr<BatchedOptimizer<T>> MakeBatchedOptimizer(OptionTable& options,
     optimizer = MakeBirder<T>(options, context);
   } else if (name == "onebit-adam") {
     optimizer = MakeOneBitAdam<T>(options, context);
+  } else if (name == "dist-spams") {
+    optimizer = MakeDistSpams<T>(options, context);
   } else {
     Refuse(options, "name",
            fmt::format("optimizer '{}' has no batched (GPU) form yet; those that have: {}", name,

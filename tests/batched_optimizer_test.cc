@@ -103,6 +103,13 @@ std::vector<Case> Cases() {
                    "birder",
                    {{"compressor", Str("block-sign")}},
                    {Layer{"w", 0, 5, 5}, Layer{"b", 25, 52, 1}}});
+  cases.push_back({"dist_spams_block_sign_by_layers",
+                   "dist-spams",
+                   {{"beta1", Real(0.5)}, {"eps", Real(1e-4)}},
+                   {Layer{"w", 0, 5, 5}, Layer{"b", 25, 52, 1}}});
+  cases.push_back({"dist_spams_stochastic_binary_no_feedback",
+                   "dist-spams",
+                   {{"compressor", Str("stochastic-binary")}, {"worker_feedback", Str("none")}}});
   cases.push_back({"onebit_adam_compressing", "onebit-adam", {{"warmup_steps", Int(10)}}});
   cases.push_back({"onebit_adam_own_momentum_eps_inside_scaled_sign_chunks",
                    "onebit-adam",

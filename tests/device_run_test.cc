@@ -66,6 +66,9 @@ name = "onebit-adam"
 warmup_steps = 12
 
 [[optimizer]]
+name = "dist-spams"
+
+[[optimizer]]
 name = "adam"
 
 [[optimizer]]
