@@ -2,7 +2,9 @@
 
 #if defined(LEMMALAB_HAVE_CUDA)
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
+#include "core/resources.h"
 #include "cuda/runtime.h"
 #endif
 
@@ -31,7 +33,20 @@ void CheckLaunch(cudaError_t status, const char* kernel) {
 
 void* DeviceAllocate(std::size_t bytes) {
   void* pointer = nullptr;
-  LEMMALAB_CUDA_CHECK(cudaMalloc(&pointer, bytes));
+  const cudaError_t status = cudaMalloc(&pointer, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    // The run's state does not fit: a limit of the spec (workers x dimension x runs), not a
+    // fault. Every run's optimizer is allocated before the first step, so nothing has run yet.
+    cudaGetLastError();  // clears the error
+    std::size_t free = 0, total = 0;
+    cudaMemGetInfo(&free, &total);
+    throw UserError(fmt::format(
+        "device = \"cuda\": the GPU's memory is exhausted: {} more did not fit ({} free of {}); "
+        "use fewer workers or [[optimizer]] runs, or a smaller problem",
+        FormatBytes(static_cast<double>(bytes)), FormatBytes(static_cast<double>(free)),
+        FormatBytes(static_cast<double>(total))));
+  }
+  LEMMALAB_CUDA_CHECK(status);
   return pointer;
 }
 void DeviceFree(void* pointer) { cudaFree(pointer); }

@@ -438,26 +438,96 @@ struct AmsGradStep {
   }
 };
 
+// EF21-SGDM's momentum for every worker (optimizers/ef21.cc): v = g at the first step, then
+// v = (1 - eta) v + eta g.
+template <typename T>
+struct Ef21Momentum {
+  const T* g;
+  T* v;
+  bool first;
+  T one_minus_eta, eta;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    v[k] = first ? g[k] : one_minus_eta * v[k] + eta * g[k];
+  }
+};
+
+// out = a - b, element by element (EF21's y - g_i for every worker).
+template <typename T>
+struct Difference {
+  const T* a;
+  const T* b;
+  T* out;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const { out[k] = a[k] - b[k]; }
+};
+
+// out = in.
+template <typename T>
+struct Copy {
+  const T* in;
+  T* out;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const { out[k] = in[k]; }
+};
+
+// acc += each row's own decoded 1-bit message, weight 1 (EF21's g_i <- g_i + c_i, the worker
+// decoding its own message as the server does).
+template <typename T>
+struct OneBitDecodeAddRows {
+  const std::uint32_t* bits;  // rows x words
+  RowScales scales;
+  std::int64_t d, words;
+  T* acc;  // rows x d
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    const std::int64_t row = k / d, j = k % d;
+    const std::int64_t b = scales.scales == nullptr ? 0 : scales.blocks.Of(j);
+    acc[k] += Decoded(bits + row * words, T(1) * scales.template At<T>(row, b), j);
+  }
+};
+
+// The replicas' EF21 step: g = mean (the first step of init = "full") or g = g + mean, then
+// x <- x - lr g.
+template <typename T>
+struct Ef21Step {
+  const T* mean;
+  T* g;
+  T* x;
+  bool replace;
+  T lr;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    g[j] = replace ? mean[j] : g[j] + mean[j];
+    x[j] -= lr * g[j];
+  }
+};
+
 }  // namespace lemmalab::batched
 
 // Every functor ForEach runs, for each scalar type: the CUDA build instantiates its launch for
 // each (cuda/batched_loops.cu). A new functor is added here.
-#define LEMMALAB_BATCHED_FUNCTORS(X, T)         \
-  X(::lemmalab::batched::MeanOfRows<T>)         \
-  X(::lemmalab::batched::SgdStep<T>)            \
-  X(::lemmalab::batched::AdamMoments<T>)        \
-  X(::lemmalab::batched::AdamUpdate<T>)         \
-  X(::lemmalab::batched::BirderMoments<T>)      \
-  X(::lemmalab::batched::OneBitPartialSums<T>)  \
-  X(::lemmalab::batched::OneBitMaxAbs<T>)       \
-  X(::lemmalab::batched::OneBitEncode<T>)       \
-  X(::lemmalab::batched::OneBitMeanOfRows<T>)   \
-  X(::lemmalab::batched::OneBitStep<T>)         \
-  X(::lemmalab::batched::OneBitDecode<T>)       \
-  X(::lemmalab::batched::NonFiniteCounts<T>)    \
-  X(::lemmalab::batched::OneBitAdamMomentum<T>) \
-  X(::lemmalab::batched::RootDenominator<T>)    \
-  X(::lemmalab::batched::PreconditionedStep<T>) \
-  X(::lemmalab::batched::AmsGradStep<T>)
+#define LEMMALAB_BATCHED_FUNCTORS(X, T)          \
+  X(::lemmalab::batched::MeanOfRows<T>)          \
+  X(::lemmalab::batched::SgdStep<T>)             \
+  X(::lemmalab::batched::AdamMoments<T>)         \
+  X(::lemmalab::batched::AdamUpdate<T>)          \
+  X(::lemmalab::batched::BirderMoments<T>)       \
+  X(::lemmalab::batched::OneBitPartialSums<T>)   \
+  X(::lemmalab::batched::OneBitMaxAbs<T>)        \
+  X(::lemmalab::batched::OneBitEncode<T>)        \
+  X(::lemmalab::batched::OneBitMeanOfRows<T>)    \
+  X(::lemmalab::batched::OneBitStep<T>)          \
+  X(::lemmalab::batched::OneBitDecode<T>)        \
+  X(::lemmalab::batched::NonFiniteCounts<T>)     \
+  X(::lemmalab::batched::OneBitAdamMomentum<T>)  \
+  X(::lemmalab::batched::RootDenominator<T>)     \
+  X(::lemmalab::batched::PreconditionedStep<T>)  \
+  X(::lemmalab::batched::AmsGradStep<T>)         \
+  X(::lemmalab::batched::Ef21Momentum<T>)        \
+  X(::lemmalab::batched::Difference<T>)          \
+  X(::lemmalab::batched::Copy<T>)                \
+  X(::lemmalab::batched::OneBitDecodeAddRows<T>) \
+  X(::lemmalab::batched::Ef21Step<T>)
 // ... and those without a scalar type.
 #define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) X(::lemmalab::batched::OneBitScales)

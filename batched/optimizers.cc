@@ -12,6 +12,7 @@
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
 #include "optimizers/compressed_exchange.h"
+#include "optimizers/ef21.h"
 #include "optimizers/one_bit_adam.h"
 #include "optimizers/spams.h"
 #include "optimizers/weight_decay.h"
@@ -38,13 +39,17 @@ constexpr StateTag kSpamsMaxVariance = {{"v_hat", "optimizers/spams.cc", ""},
                                         Quantity::kMaxVariance};
 constexpr StateTag kSpamsDenominator = {{"sqrt(v_hat+eps)", "optimizers/spams.cc", ""},
                                         Quantity::kDenominator};
+constexpr StateTag kEf21Shift = {{"g_i", "optimizers/ef21.cc", ""}, Quantity::kShift};
+constexpr StateTag kEf21MeanShift = {{"g", "optimizers/ef21.cc", ""}, Quantity::kShift};
+constexpr StateTag kEf21Momentum = {{"v_i", "optimizers/ef21.cc", ""}, Quantity::kMomentum};
 constexpr StateTag kPreconditioner = {{"denominator", "optimizers/one_bit_adam.cc", ""}};
 constexpr StateTag kWorkerErrorTag = {{"e", "compressors/error_feedback.h", ""},
                                       Quantity::kWorkerError};
 constexpr StateTag kServerErrorTag = {{"e_bar", "compressors/error_feedback.h", ""},
                                       Quantity::kServerError};
 
-constexpr std::string_view kNames[] = {"sgd", "adam", "birder", "onebit-adam", "dist-spams"};
+constexpr std::string_view kNames[] = {"sgd",        "adam", "birder",   "onebit-adam",
+                                       "dist-spams", "ef21", "ef21-sgdm"};
 
 // A UserError located at `key` of the optimizer's table.
 [[noreturn]] void Refuse(const OptionTable& options, std::string_view key, std::string_view what) {
@@ -480,6 +485,95 @@ class DistSpams final : public BatchedOptimizer<T> {
   OneBitSenders<T> workers_;
 };
 
+// EF21 and EF21-SGDM (optimizers/ef21.cc) with a 1-bit compressor: every worker's correction
+// C(y - g_i) of its estimate g_i (y its gradient, or its momentum v_i), g_i moved by its own
+// decoded message, the corrections' mean sent back in full precision and added to the replicas'
+// g. With init = "full", step 1 sends y itself.
+template <typename T>
+class Ef21 final : public BatchedOptimizer<T> {
+ public:
+  Ef21(const Ef21Options& options, const OneBitFormat& format, const BatchedContext& context)
+      : options_(options),
+        context_(context),
+        g_i_(Rows(context)),
+        v_(options.eta ? Rows(context) : Buffer<T>()),
+        difference_(Rows(context)),
+        g_(context.backend, static_cast<std::size_t>(context.dimension)),
+        mean_(context.backend, static_cast<std::size_t>(context.dimension)),
+        counts_(context.backend, static_cast<std::size_t>(context.workers + 1)),
+        workers_(format, /*feedback=*/false, context.workers, context, Purpose::kWorkerCompression,
+                 0) {}
+
+  void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
+    t_ = ctx.t;
+    const Backend backend = context_.backend;
+    const std::int64_t n = context_.workers, d = context_.dimension;
+    const T* y = gradients.data();
+    if (options_.eta) {  // EF21-SGDM: y is the worker's momentum v_i
+      const T eta = static_cast<T>(*options_.eta);
+      ForEach(backend, n * d,
+              Ef21Momentum<T>{gradients.data(), v_.data(), ctx.t == 1, T(1) - eta, eta});
+      y = v_.data();
+    }
+    counts_.SetZero();
+    const bool full = FullPrecisionAt(ctx.t);
+    if (full) {  // g_i^0 = y, sent as it is
+      ForEach(backend, n * d, Copy<T>{y, g_i_.data()});
+      ForEach(backend, n * d, NonFiniteCounts<T>{y, d, counts_.data()});
+      ForEach(backend, d, MeanOfRows<T>{y, n, d, mean_.data()});
+    } else {
+      ForEach(backend, n * d, Difference<T>{y, g_i_.data(), difference_.data()});
+      workers_.Encode(ctx, difference_.data());  // c_i = C(y - g_i)
+      ForEach(backend, n * d,                    // g_i <- g_i + c_i
+              OneBitDecodeAddRows<T>{workers_.bits(), workers_.scales(), d, workers_.words(),
+                                     g_i_.data()});
+      ForEach(backend, d,
+              OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
+                                  mean_.data()});
+    }
+    ForEach(backend, d, NonFiniteCounts<T>{mean_.data(), d, counts_.data() + n});
+    ForEach(backend, d,
+            Ef21Step<T>{mean_.data(), g_.data(), x.data(), full, static_cast<T>(ctx.lr)});
+  }
+
+  // The server sends the mean correction (or, at a full first step, the mean of the y) in full
+  // precision.
+  typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
+    return {FullPrecisionAt(t) ? RawBytes<T>(context_) : workers_.message_bytes(),
+            RawBytes<T>(context_)};
+  }
+
+  std::optional<EncodeStats> LastEncode(int worker) const override {
+    if (worker != kServer && !FullPrecisionAt(t_)) return workers_.Stats(worker);
+    const std::size_t row = worker == kServer ? static_cast<std::size_t>(context_.workers)
+                                              : static_cast<std::size_t>(worker);
+    return EncodeStats{.elements = context_.dimension,
+                       .non_finite = static_cast<std::int64_t>(counts_.ToHost(row, 1)[0])};
+  }
+
+  void DeclareState(DeviceState<T>& state) override {
+    const std::int64_t d = context_.dimension;
+    state.PerWorker(kEf21Shift, g_i_, d);
+    if (options_.eta) state.PerWorker(kEf21Momentum, v_, d);
+    state.Server(kEf21MeanShift, g_);
+  }
+
+ private:
+  bool FullPrecisionAt(std::int64_t t) const { return options_.init == Ef21Init::kFull && t == 1; }
+  static Buffer<T> Rows(const BatchedContext& context) {
+    return Buffer<T>(context.backend,
+                     static_cast<std::size_t>(context.workers * context.dimension));
+  }
+
+  Ef21Options options_;
+  BatchedContext context_;
+  Buffer<T> g_i_, v_, difference_;     // n x d: the estimates g_i, EF21-SGDM's v_i, y - g_i
+  Buffer<T> g_, mean_;                 // the replicas' g; the step's mean (correction)
+  Buffer<unsigned long long> counts_;  // non-finite values sent raw: the workers', the mean's
+  OneBitSenders<T> workers_;
+  std::int64_t t_ = 0;
+};
+
 // The compressors whose instances encode a 1-bit format, by registry name (each in its default
 // configuration): those a batched exchange runs.
 const std::string& OneBitCompressorNames() {
@@ -575,6 +669,18 @@ std::unique_ptr<BatchedOptimizer<T>> MakeDistSpams(OptionTable& options,
 }
 
 template <typename T>
+std::unique_ptr<BatchedOptimizer<T>> MakeEf21(OptionTable& options, std::string_view name,
+                                              const BatchedContext& context) {
+  const bool momentum = name == "ef21-sgdm";
+  const ExchangeConfig<T> exchange = Ef21ExchangeFromOptions<T>(options, name);
+  const Ef21Options o = ReadEf21Options(options, momentum);
+  std::unique_ptr<Compressor<T>> worker;
+  const OneBitFormat& format =
+      BatchedFormat(options, exchange.worker_compressor, context, "worker", worker);
+  return std::make_unique<Ef21<T>>(o, format, context);
+}
+
+template <typename T>
 std::unique_ptr<BatchedOptimizer<T>> MakeOneBitAdam(OptionTable& options,
                                                     const BatchedContext& context) {
   const OneBitAdamOptions o = ReadOneBitAdamOptions(options, /*read_local_momentum=*/true);
@@ -610,6 +716,8 @@ std::unique_ptr<BatchedOptimizer<T>> MakeBatchedOptimizer(OptionTable& options,
     optimizer = MakeOneBitAdam<T>(options, context);
   } else if (name == "dist-spams") {
     optimizer = MakeDistSpams<T>(options, context);
+  } else if (name == "ef21" || name == "ef21-sgdm") {
+    optimizer = MakeEf21<T>(options, name, context);
   } else {
     Refuse(options, "name",
            fmt::format("optimizer '{}' has no batched (GPU) form yet; those that have: {}", name,

@@ -160,15 +160,6 @@ class Ef21 final : public PhasedExchangeOptimizer<T> {
   using PhasedExchangeOptimizer<T>::full_precision_;
 };
 
-template <typename T>
-ExchangeConfig<T> Ef21Exchange(OptionTable& options, std::string_view method) {
-  return CorrectionExchangeFromOptions<T>(
-      options, method,
-      {"top-k",
-       {{"k", {std::int64_t{1}, ""}}},
-       "{ name = 'top-k', k = 1 } (EF21's logistic-regression experiments)"});
-}
-
 Ef21Init InitFromOptions(OptionTable& options, Ef21Init fallback) {
   static const std::vector<std::string> kChoices = {"compressed", "full"};
   const std::string init =
@@ -189,6 +180,15 @@ std::unique_ptr<DistributedOptimizer<T>> MakeEf21(const Ef21Options& options,
   return std::make_unique<Ef21<T>>(options, exchange, context);
 }
 
+template <typename T>
+ExchangeConfig<T> Ef21ExchangeFromOptions(OptionTable& options, std::string_view method) {
+  return CorrectionExchangeFromOptions<T>(
+      options, method,
+      {"top-k",
+       {{"k", {std::int64_t{1}, ""}}},
+       "{ name = 'top-k', k = 1 } (EF21's logistic-regression experiments)"});
+}
+
 Ef21Options ReadEf21Options(OptionTable& options, bool momentum) {
   Ef21Options o;
   if (momentum) o.eta = options.GetDouble("eta", 0.1, Interval{0, 1, true, false});
@@ -199,20 +199,21 @@ Ef21Options ReadEf21Options(OptionTable& options, bool momentum) {
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> Ef21FromOptions(OptionTable& options,
                                                          const OptimizerContext& context) {
-  const ExchangeConfig<T> exchange = Ef21Exchange<T>(options, "ef21");
+  const ExchangeConfig<T> exchange = Ef21ExchangeFromOptions<T>(options, "ef21");
   return MakeEf21<T>(ReadEf21Options(options, /*momentum=*/false), exchange, context);
 }
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> Ef21SgdmFromOptions(OptionTable& options,
                                                              const OptimizerContext& context) {
-  const ExchangeConfig<T> exchange = Ef21Exchange<T>(options, "ef21-sgdm");
+  const ExchangeConfig<T> exchange = Ef21ExchangeFromOptions<T>(options, "ef21-sgdm");
   return MakeEf21<T>(ReadEf21Options(options, /*momentum=*/true), exchange, context);
 }
 
 #define LEMMALAB_INSTANTIATE(T)                                                               \
   template ExchangeConfig<T> CorrectionExchangeFromOptions<T>(OptionTable&, std::string_view, \
                                                               const DefaultCompressor&);      \
+  template ExchangeConfig<T> Ef21ExchangeFromOptions<T>(OptionTable&, std::string_view);      \
   template std::unique_ptr<DistributedOptimizer<T>> MakeEf21(                                 \
       const Ef21Options&, const ExchangeConfig<T>&, const OptimizerContext&);                 \
   template std::unique_ptr<DistributedOptimizer<T>> Ef21FromOptions(OptionTable&,             \

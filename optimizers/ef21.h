@@ -89,6 +89,11 @@ template <typename T>
 ExchangeConfig<T> CorrectionExchangeFromOptions(OptionTable& options, std::string_view method,
                                                 const DefaultCompressor& fallback);
 
+// The exchange of ef21 or ef21-sgdm (`method`) from its table: `compressor`, default top-k with
+// k = 1, the corrections sent without error feedback and averaged in full precision.
+template <typename T>
+ExchangeConfig<T> Ef21ExchangeFromOptions(OptionTable& options, std::string_view method);
+
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeEf21(const Ef21Options& options,
                                                   const ExchangeConfig<T>& exchange,

@@ -81,8 +81,11 @@ OptionValue Component(std::string_view name, const OptionPairs& options) {
 // another path through its batched code.
 std::vector<Case> Cases() {
   std::vector<Case> cases;
+  // EF21's default compressor (top-k) has no batched form: a 1-bit one is named.
   for (const std::string_view name : batched::BatchedOptimizerNames()) {
-    cases.push_back({Label(name), std::string(name), {}});
+    OptionPairs options;
+    if (name.starts_with("ef21")) options = {{"compressor", Str("scaled-sign")}};
+    cases.push_back({Label(name), std::string(name), options});
   }
   // Every 1-bit compressor of the registry, on both sides of Birder's exchange.
   for (const std::string_view name : OneBitCompressors()) {
@@ -110,6 +113,15 @@ std::vector<Case> Cases() {
   cases.push_back({"dist_spams_stochastic_binary_no_feedback",
                    "dist-spams",
                    {{"compressor", Str("stochastic-binary")}, {"worker_feedback", Str("none")}}});
+  cases.push_back({"ef21_full_init_stochastic_binary_rescale",
+                   "ef21",
+                   {{"init", Str("full")},
+                    {"compressor", Component("stochastic-binary", {{"domain", Str("rescale")}})}}});
+  cases.push_back(
+      {"ef21_sgdm_compressed_init_block_sign",
+       "ef21-sgdm",
+       {{"init", Str("compressed")}, {"eta", Real(0.3)}, {"compressor", Str("block-sign")}},
+       {Layer{"w", 0, 5, 5}, Layer{"b", 25, 52, 1}}});
   cases.push_back({"onebit_adam_compressing", "onebit-adam", {{"warmup_steps", Int(10)}}});
   cases.push_back({"onebit_adam_own_momentum_eps_inside_scaled_sign_chunks",
                    "onebit-adam",

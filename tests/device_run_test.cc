@@ -69,6 +69,14 @@ warmup_steps = 12
 name = "dist-spams"
 
 [[optimizer]]
+name = "ef21"
+compressor = "sign"
+
+[[optimizer]]
+name = "ef21-sgdm"
+compressor = "scaled-sign"
+
+[[optimizer]]
 name = "adam"
 
 [[optimizer]]
@@ -239,8 +247,8 @@ lr = 0.1
   };
   EXPECT_THAT(error_of("[communication]\nscheme = \"allreduce\""),
               HasSubstr("scheme = \"allreduce\" does not run on the GPU yet"));
-  EXPECT_THAT(error_of("", "name = \"ef21\""),
-              HasSubstr("optimizer 'ef21' has no batched (GPU) form yet"));
+  EXPECT_THAT(error_of("", "name = \"marina\""),
+              HasSubstr("optimizer 'marina' has no batched (GPU) form yet"));
   EXPECT_THAT(error_of("", "name = \"birder\"\ncompressor = { name = \"top-k\", fraction = 0.1 }"),
               HasSubstr("the worker compressor 'top-k' has no batched (GPU) form yet"));
 }
