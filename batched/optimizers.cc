@@ -56,18 +56,58 @@ constexpr std::string_view kNames[] = {"sgd",        "adam", "birder",   "onebit
   options.Fail(key, what);
 }
 
+// A vector of d elements (every replica's, or the server's), and n rows of d (one per worker), in
+// the backend's memory.
+template <typename T>
+Buffer<T> OneVector(const BatchedContext& context) {
+  return Buffer<T>(context.backend, static_cast<std::size_t>(context.dimension));
+}
+template <typename T>
+Buffer<T> WorkerRows(const BatchedContext& context) {
+  return Buffer<T>(context.backend, static_cast<std::size_t>(context.workers * context.dimension));
+}
+
 // A vector of the run's scalars as the full-precision wire sends it.
 template <typename T>
 std::size_t RawBytes(const BatchedContext& context) {
   return static_cast<std::size_t>(context.dimension) * sizeof(T);
 }
 
+// The statistics of values sent as they are (the full-precision wire's, the identity
+// compressor's): the non-finite values of each worker's row and of the server's vector.
+template <typename T>
+class RawSendCounts {
+ public:
+  explicit RawSendCounts(const BatchedContext& context)
+      : context_(context),
+        counts_(context.backend, static_cast<std::size_t>(context.workers) + 1) {}
+
+  // Counts the workers' rows (null: they sent no raw values) and the server's vector.
+  void Count(const T* rows, const T* server) {
+    counts_.SetZero();
+    const std::int64_t n = context_.workers, d = context_.dimension;
+    if (rows != nullptr)
+      ForEach(context_.backend, n * d, NonFiniteCounts<T>{rows, d, counts_.data()});
+    ForEach(context_.backend, d, NonFiniteCounts<T>{server, d, counts_.data() + n});
+  }
+  EncodeStats Stats(int worker) const {
+    const std::size_t row = worker == kServer ? static_cast<std::size_t>(context_.workers)
+                                              : static_cast<std::size_t>(worker);
+    return {.elements = context_.dimension,
+            .non_finite = static_cast<std::int64_t>(counts_.ToHost(row, 1)[0])};
+  }
+
+ private:
+  BatchedContext context_;
+  Buffer<unsigned long long> counts_;  // the workers', then the server's
+};
+
 // The mean of the workers' gradients, as the averaged-gradient baselines' server computes it.
 template <typename T>
 class AveragedGradient : public BatchedOptimizer<T> {
  public:
   explicit AveragedGradient(const BatchedContext& context)
-      : context_(context), mean_(context.backend, static_cast<std::size_t>(context.dimension)) {}
+      : context_(context), mean_(OneVector<T>(context)) {}
 
   void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) final {
     ForEach(context_.backend, context_.dimension,
@@ -107,8 +147,8 @@ class Adam final : public AveragedGradient<T> {
   Adam(const AdamOptions& options, const BatchedContext& context)
       : AveragedGradient<T>(context),
         options_(options),
-        m_(context.backend, static_cast<std::size_t>(context.dimension)),
-        v_(context.backend, static_cast<std::size_t>(context.dimension)) {}
+        m_(OneVector<T>(context)),
+        v_(OneVector<T>(context)) {}
 
   void DeclareState(DeviceState<T>& state) override {
     state.Replicated(kAdamMomentum, m_);
@@ -257,12 +297,12 @@ class Birder final : public BatchedOptimizer<T> {
          const OneBitFormat& server_format, bool server_feedback, const BatchedContext& context)
       : options_(options),
         context_(context),
-        m_(Rows(context)),
-        b_hat_(Rows(context)),
-        b_(Rows(context)),
-        denominator_(Rows(context)),
-        update_(Rows(context)),
-        mean_(context.backend, static_cast<std::size_t>(context.dimension)),
+        m_(WorkerRows<T>(context)),
+        b_hat_(WorkerRows<T>(context)),
+        b_(WorkerRows<T>(context)),
+        denominator_(WorkerRows<T>(context)),
+        update_(WorkerRows<T>(context)),
+        mean_(OneVector<T>(context)),
         workers_(worker_format, worker_feedback, context.workers, context,
                  Purpose::kWorkerCompression, 0),
         server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
@@ -304,11 +344,6 @@ class Birder final : public BatchedOptimizer<T> {
   }
 
  private:
-  static Buffer<T> Rows(const BatchedContext& context) {
-    return Buffer<T>(context.backend,
-                     static_cast<std::size_t>(context.workers * context.dimension));
-  }
-
   BirderOptions options_;
   BatchedContext context_;
   Buffer<T> m_, b_hat_, b_, denominator_, update_;  // n x d
@@ -327,12 +362,12 @@ class OneBitAdam final : public BatchedOptimizer<T> {
              const BatchedContext& context)
       : options_(options),
         context_(context),
-        m_(context.backend, static_cast<std::size_t>(context.dimension)),
-        v_(context.backend, static_cast<std::size_t>(context.dimension)),
-        denominator_(context.backend, static_cast<std::size_t>(context.dimension)),
-        mean_(context.backend, static_cast<std::size_t>(context.dimension)),
-        worker_m_(context.backend, static_cast<std::size_t>(context.workers * context.dimension)),
-        warmup_counts_(context.backend, static_cast<std::size_t>(context.workers + 1)),
+        m_(OneVector<T>(context)),
+        v_(OneVector<T>(context)),
+        denominator_(OneVector<T>(context)),
+        mean_(OneVector<T>(context)),
+        worker_m_(WorkerRows<T>(context)),
+        warmup_sends_(context),
         workers_(worker_format, worker_feedback, context.workers, context,
                  Purpose::kWorkerCompression, 0),
         server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
@@ -347,10 +382,8 @@ class OneBitAdam final : public BatchedOptimizer<T> {
     const std::int64_t n = context_.workers, d = context_.dimension;
     const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
     if (Warmup(ctx.t)) {  // line 2: Adam (Eq. 1, no bias correction) on the mean gradient
-      warmup_counts_.SetZero();
-      ForEach(backend, n * d, NonFiniteCounts<T>{gradients.data(), d, warmup_counts_.data()});
       ForEach(backend, d, MeanOfRows<T>{gradients.data(), n, d, mean_.data()});
-      ForEach(backend, d, NonFiniteCounts<T>{mean_.data(), d, warmup_counts_.data() + n});
+      warmup_sends_.Count(gradients.data(), mean_.data());
       ForEach(backend, d,
               AdamMoments<T>{mean_.data(), m_.data(), v_.data(), beta1, T(1) - beta1, beta2,
                              T(1) - beta2});
@@ -397,11 +430,8 @@ class OneBitAdam final : public BatchedOptimizer<T> {
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
-    if (!Warmup(t_)) return worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
-    const std::size_t row = worker == kServer ? static_cast<std::size_t>(context_.workers)
-                                              : static_cast<std::size_t>(worker);
-    return EncodeStats{.elements = context_.dimension,
-                       .non_finite = static_cast<std::int64_t>(warmup_counts_.ToHost(row, 1)[0])};
+    if (Warmup(t_)) return warmup_sends_.Stats(worker);
+    return worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
   }
 
  private:
@@ -418,7 +448,7 @@ class OneBitAdam final : public BatchedOptimizer<T> {
   Buffer<T> denominator_;  // sqrt(v) + eta
   Buffer<T> mean_;         // the mean gradient (warmup), the mean of the decoded messages (after)
   Buffer<T> worker_m_;     // n x d: m^(i) of line 6
-  Buffer<unsigned long long> warmup_counts_;  // non-finite values sent: workers', then the mean's
+  RawSendCounts<T> warmup_sends_;  // the warmup's gradients and their mean
   OneBitSenders<T> workers_, server_;
   std::int64_t t_ = 0;  // the last step
 };
@@ -433,11 +463,11 @@ class DistSpams final : public BatchedOptimizer<T> {
             const BatchedContext& context)
       : options_(options),
         context_(context),
-        m_(context.backend, static_cast<std::size_t>(context.dimension)),
-        v_(context.backend, static_cast<std::size_t>(context.dimension)),
-        v_hat_(context.backend, static_cast<std::size_t>(context.dimension)),
-        denominator_(context.backend, static_cast<std::size_t>(context.dimension)),
-        mean_(context.backend, static_cast<std::size_t>(context.dimension)),
+        m_(OneVector<T>(context)),
+        v_(OneVector<T>(context)),
+        v_hat_(OneVector<T>(context)),
+        denominator_(OneVector<T>(context)),
+        mean_(OneVector<T>(context)),
         workers_(format, feedback, context.workers, context, Purpose::kWorkerCompression, 0) {
     // sqrt(eps) before step 1 (v_hat_0 = 0), in the run's precision as the CPU's.
     const T eps = static_cast<T>(options.eps);
@@ -495,12 +525,12 @@ class Ef21 final : public BatchedOptimizer<T> {
   Ef21(const Ef21Options& options, const OneBitFormat& format, const BatchedContext& context)
       : options_(options),
         context_(context),
-        g_i_(Rows(context)),
-        v_(options.eta ? Rows(context) : Buffer<T>()),
-        difference_(Rows(context)),
-        g_(context.backend, static_cast<std::size_t>(context.dimension)),
-        mean_(context.backend, static_cast<std::size_t>(context.dimension)),
-        counts_(context.backend, static_cast<std::size_t>(context.workers + 1)),
+        g_i_(WorkerRows<T>(context)),
+        v_(options.eta ? WorkerRows<T>(context) : Buffer<T>()),
+        difference_(WorkerRows<T>(context)),
+        g_(OneVector<T>(context)),
+        mean_(OneVector<T>(context)),
+        raw_sends_(context),
         workers_(format, /*feedback=*/false, context.workers, context, Purpose::kWorkerCompression,
                  0) {}
 
@@ -515,11 +545,9 @@ class Ef21 final : public BatchedOptimizer<T> {
               Ef21Momentum<T>{gradients.data(), v_.data(), ctx.t == 1, T(1) - eta, eta});
       y = v_.data();
     }
-    counts_.SetZero();
     const bool full = FullPrecisionAt(ctx.t);
     if (full) {  // g_i^0 = y, sent as it is
       ForEach(backend, n * d, Copy<T>{y, g_i_.data()});
-      ForEach(backend, n * d, NonFiniteCounts<T>{y, d, counts_.data()});
       ForEach(backend, d, MeanOfRows<T>{y, n, d, mean_.data()});
     } else {
       ForEach(backend, n * d, Difference<T>{y, g_i_.data(), difference_.data()});
@@ -531,7 +559,7 @@ class Ef21 final : public BatchedOptimizer<T> {
               OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
                                   mean_.data()});
     }
-    ForEach(backend, d, NonFiniteCounts<T>{mean_.data(), d, counts_.data() + n});
+    raw_sends_.Count(full ? y : nullptr, mean_.data());
     ForEach(backend, d,
             Ef21Step<T>{mean_.data(), g_.data(), x.data(), full, static_cast<T>(ctx.lr)});
   }
@@ -545,10 +573,7 @@ class Ef21 final : public BatchedOptimizer<T> {
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
     if (worker != kServer && !FullPrecisionAt(t_)) return workers_.Stats(worker);
-    const std::size_t row = worker == kServer ? static_cast<std::size_t>(context_.workers)
-                                              : static_cast<std::size_t>(worker);
-    return EncodeStats{.elements = context_.dimension,
-                       .non_finite = static_cast<std::int64_t>(counts_.ToHost(row, 1)[0])};
+    return raw_sends_.Stats(worker);
   }
 
   void DeclareState(DeviceState<T>& state) override {
@@ -560,16 +585,12 @@ class Ef21 final : public BatchedOptimizer<T> {
 
  private:
   bool FullPrecisionAt(std::int64_t t) const { return options_.init == Ef21Init::kFull && t == 1; }
-  static Buffer<T> Rows(const BatchedContext& context) {
-    return Buffer<T>(context.backend,
-                     static_cast<std::size_t>(context.workers * context.dimension));
-  }
 
   Ef21Options options_;
   BatchedContext context_;
-  Buffer<T> g_i_, v_, difference_;     // n x d: the estimates g_i, EF21-SGDM's v_i, y - g_i
-  Buffer<T> g_, mean_;                 // the replicas' g; the step's mean (correction)
-  Buffer<unsigned long long> counts_;  // non-finite values sent raw: the workers', the mean's
+  Buffer<T> g_i_, v_, difference_;  // n x d: the estimates g_i, EF21-SGDM's v_i, y - g_i
+  Buffer<T> g_, mean_;              // the replicas' g; the step's mean (correction)
+  RawSendCounts<T> raw_sends_;      // what is sent as it is: y at a full step, the mean
   OneBitSenders<T> workers_;
   std::int64_t t_ = 0;
 };

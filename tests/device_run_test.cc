@@ -221,15 +221,13 @@ TEST(DeviceRun, ResumesFromItsCheckpointBitForBit) {
   }
 }
 
-// What a GPU run cannot do yet is refused before the data load, at the key that asks for it.
-TEST(DeviceRun, RefusesWhatDoesNotRunOnTheGpuYetByName) {
-  const auto error_of = [](const std::string& tail,
-                           const std::string& optimizer = "name = \"birder\"") {
-    const std::string text = fmt::format(R"toml(
-seed = 1
+// A spec whose data would fail to load (the file does not exist): what is refused before the
+// data load is refused for its own reason. `head` goes before [data]; `optimizer` is the
+// [[optimizer]] table's body.
+std::string NeverLoaded(const std::string& head, const std::string& optimizer) {
+  return fmt::format(R"toml(seed = 1
 steps = 3
 workers = 2
-device = "cuda"
 {}
 [data]
 source = "csv"
@@ -241,9 +239,18 @@ lr = 0.1
 [[optimizer]]
 {}
 )toml",
-                                         tail, optimizer);
+                     head, optimizer);
+}
+
+// What a GPU run cannot do yet is refused before the data load, at the key that asks for it.
+TEST(DeviceRun, RefusesWhatDoesNotRunOnTheGpuYetByName) {
+  const auto error_of = [](const std::string& head,
+                           const std::string& optimizer = "name = \"birder\"") {
     TempDir dir;
-    return UserErrorOf([&] { RunEmulated(ParseSpec(text, "gpu.toml"), dir / "out"); });
+    return UserErrorOf([&] {
+      RunEmulated(ParseSpec(NeverLoaded("device = \"cuda\"\n" + head, optimizer), "gpu.toml"),
+                  dir / "out");
+    });
   };
   EXPECT_THAT(error_of("[communication]\nscheme = \"allreduce\""),
               HasSubstr("scheme = \"allreduce\" does not run on the GPU yet"));
@@ -260,19 +267,7 @@ TEST(DeviceRun, WithoutAGpuIsRefusedWithExitCode2) {
   if (batched::CudaDeviceUnavailable().empty()) GTEST_SKIP() << "this machine has a CUDA device";
   TempDir dir;
   const std::filesystem::path spec = dir / "gpu.toml";
-  WriteFile(spec, R"toml(seed = 1
-steps = 3
-workers = 2
-[data]
-source = "csv"
-path = "/nonexistent/never-loaded.csv"
-[problem]
-name = "logreg"
-[schedule]
-lr = 0.1
-[[optimizer]]
-name = "birder"
-)toml");
+  WriteFile(spec, NeverLoaded("", "name = \"birder\""));
   const std::string expected = batched::HaveCudaBackend()
                                    ? "device = \"cuda\": no CUDA device: "
                                    : "device = \"cuda\": this lemmalab was built without CUDA";
