@@ -59,6 +59,7 @@ void CopyToHost(void* to, const void* from, std::size_t bytes) {
 void DeviceZero(void* pointer, std::size_t bytes) {
   LEMMALAB_CUDA_CHECK(cudaMemset(pointer, 0, bytes));
 }
+void DeviceSynchronize() { LEMMALAB_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 }  // namespace detail
 
@@ -82,6 +83,7 @@ void DeviceFree(void* /*pointer*/) {}
 void CopyToDevice(void* /*to*/, const void* /*from*/, std::size_t /*bytes*/) { NoCudaBackend(); }
 void CopyToHost(void* /*to*/, const void* /*from*/, std::size_t /*bytes*/) { NoCudaBackend(); }
 void DeviceZero(void* /*pointer*/, std::size_t /*bytes*/) { NoCudaBackend(); }
+void DeviceSynchronize() { NoCudaBackend(); }
 }  // namespace detail
 
 #endif

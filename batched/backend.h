@@ -48,7 +48,14 @@ void DeviceFree(void* pointer);
 void CopyToDevice(void* to, const void* from, std::size_t bytes);
 void CopyToHost(void* to, const void* from, std::size_t bytes);
 void DeviceZero(void* pointer, std::size_t bytes);
+void DeviceSynchronize();
 }  // namespace detail
+
+// Waits until the backend has done the work queued so far (the host backend always has): what a
+// benchmark times.
+inline void Synchronize(Backend backend) {
+  if (backend == Backend::kCuda) detail::DeviceSynchronize();
+}
 
 // f(i) for every i in [0, n), each exactly once, in any order: a functor of batched/kernels.h.
 template <typename F>
