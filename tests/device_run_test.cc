@@ -278,6 +278,27 @@ TEST(DeviceRun, WithoutAGpuIsRefusedWithExitCode2) {
     EXPECT_THAT(result.err, HasSubstr(expected));
     EXPECT_FALSE(std::filesystem::exists(dir / "out"));
   }
+  // A sweep over the device checks every point before it runs one.
+  const std::filesystem::path sweep = dir / "sweep.toml";
+  WriteFile(sweep, R"toml(seed = 1
+steps = 3
+workers = 2
+[problem]
+name = "quadratic"
+dimension = 8
+[schedule]
+lr = 0.01
+[[optimizer]]
+name = "birder"
+[sweep]
+device = ["cpu", "cuda"]
+)toml");
+  const testing::CommandResult swept =
+      testing::RunLemmalab({"sweep", sweep.string(), "--out", (dir / "swept").string()});
+  EXPECT_EQ(swept.exit_code, 2) << swept.err;
+  EXPECT_THAT(swept.err, HasSubstr("point 2 of 2 (device=cuda)"));
+  EXPECT_THAT(swept.err, HasSubstr(expected));
+  EXPECT_FALSE(std::filesystem::exists(dir / "swept"));
   const testing::CommandResult misspelt = testing::RunLemmalab(
       {"run", spec.string(), "--set", "device=gpu", "--out", (dir / "out").string()});
   EXPECT_EQ(misspelt.exit_code, 2);
