@@ -3,25 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <vector>
-
 #include "batched/optimizers.h"
 #include "core/error.h"
 #include "engine/spec.h"
 
 namespace lemmalab {
-
-std::span<const std::string> DeviceNames() {
-  static const std::vector<std::string> names = {"cpu", "cuda"};
-  return names;
-}
-
-Device DeviceNamed(std::string_view name) {
-  LEMMALAB_CHECK(name == "cpu" || name == "cuda", "unknown device '{}'", name);
-  return name == "cuda" ? Device::kCuda : Device::kCpu;
-}
-
-std::string_view DeviceName(Device device) { return device == Device::kCuda ? "cuda" : "cpu"; }
 
 void RequireDeviceFits(const RunSpec& spec, batched::Backend backend, bool multi_process,
                        bool traced) {

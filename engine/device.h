@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "batched/backend.h"
 
@@ -20,9 +21,19 @@ struct RunSpec;
 
 enum class Device { kCpu, kCuda };
 
-std::span<const std::string> DeviceNames();  // "cpu", "cuda": the spec key's values
-Device DeviceNamed(std::string_view name);   // one of DeviceNames()
-std::string_view DeviceName(Device device);
+// The spec key's values; inline, so that the spec parser alone (fuzz/spec_fuzzer.cc) needs no
+// more than this header.
+inline std::span<const std::string> DeviceNames() {
+  static const std::vector<std::string> names = {"cpu", "cuda"};
+  return names;
+}
+// One of DeviceNames() (the spec reads the key as a choice among them first).
+inline Device DeviceNamed(std::string_view name) {
+  return name == "cuda" ? Device::kCuda : Device::kCpu;
+}
+inline std::string_view DeviceName(Device device) {
+  return device == Device::kCuda ? "cuda" : "cpu";
+}
 
 // UserError (exit 2) unless the spec's runs can run on its device, on `backend` (the GPU; tests
 // run the same path on the host emulation, batched/backend.h), in one process unless
