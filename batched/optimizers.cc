@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "batched/kernels.h"
 #include "compressors/one_bit_compressor.h"
@@ -48,14 +50,6 @@ constexpr StateTag kWorkerErrorTag = {{"e", "compressors/error_feedback.h", ""},
 constexpr StateTag kServerErrorTag = {{"e_bar", "compressors/error_feedback.h", ""},
                                       Quantity::kServerError};
 
-constexpr std::string_view kNames[] = {"sgd",        "adam", "birder",   "onebit-adam",
-                                       "dist-spams", "ef21", "ef21-sgdm"};
-
-// A UserError located at `key` of the optimizer's table.
-[[noreturn]] void Refuse(const OptionTable& options, std::string_view key, std::string_view what) {
-  options.Fail(key, what);
-}
-
 // A vector of d elements (every replica's, or the server's), and n rows of d (one per worker), in
 // the backend's memory.
 template <typename T>
@@ -73,6 +67,28 @@ std::size_t RawBytes(const BatchedContext& context) {
   return static_cast<std::size_t>(context.dimension) * sizeof(T);
 }
 
+// Counters a step's kernels add to on the device, read on the host with one copy per step however
+// many senders' statistics are asked for (the run loop asks for every worker's after each step).
+class Counters {
+ public:
+  Counters(Backend backend, std::size_t size) : device_(backend, size) {}
+
+  // Zeroes them for a step's kernels, which add to data().
+  unsigned long long* Restart() {
+    device_.SetZero();
+    host_.clear();
+    return device_.data();
+  }
+  std::int64_t At(std::size_t index) const {
+    if (host_.empty()) host_ = device_.ToHost();
+    return static_cast<std::int64_t>(host_[index]);
+  }
+
+ private:
+  Buffer<unsigned long long> device_;
+  mutable std::vector<unsigned long long> host_;  // empty until read after Restart
+};
+
 // The statistics of values sent as they are (the full-precision wire's, the identity
 // compressor's): the non-finite values of each worker's row and of the server's vector.
 template <typename T>
@@ -84,22 +100,20 @@ class RawSendCounts {
 
   // Counts the workers' rows (null: they sent no raw values) and the server's vector.
   void Count(const T* rows, const T* server) {
-    counts_.SetZero();
+    unsigned long long* counts = counts_.Restart();
     const std::int64_t n = context_.workers, d = context_.dimension;
-    if (rows != nullptr)
-      ForEach(context_.backend, n * d, NonFiniteCounts<T>{rows, d, counts_.data()});
-    ForEach(context_.backend, d, NonFiniteCounts<T>{server, d, counts_.data() + n});
+    if (rows != nullptr) ForEach(context_.backend, n * d, NonFiniteCounts<T>{rows, d, counts});
+    ForEach(context_.backend, d, NonFiniteCounts<T>{server, d, counts + n});
   }
   EncodeStats Stats(int worker) const {
     const std::size_t row = worker == kServer ? static_cast<std::size_t>(context_.workers)
                                               : static_cast<std::size_t>(worker);
-    return {.elements = context_.dimension,
-            .non_finite = static_cast<std::int64_t>(counts_.ToHost(row, 1)[0])};
+    return {.elements = context_.dimension, .non_finite = counts_.At(row)};
   }
 
  private:
   BatchedContext context_;
-  Buffer<unsigned long long> counts_;  // the workers', then the server's
+  Counters counts_;  // the workers', then the server's
 };
 
 // The mean of the workers' gradients, as the averaged-gradient baselines' server computes it.
@@ -234,13 +248,13 @@ class OneBitSenders {
       ForEach(backend_, rows_ * blocks_,
               OneBitScales{scale_, blocks, partials_.data(), largest_.data(), scales_.data()});
     }
-    counts_.SetZero();
+    unsigned long long* counts = counts_.Restart();
     const RowStreams streams{
         static_cast<std::uint32_t>(ctx.seed), static_cast<std::uint32_t>(ctx.seed >> 32),
         static_cast<std::uint32_t>(purpose_), static_cast<std::uint32_t>(ctx.t), first_field_};
     ForEach(backend_, rows_ * words_,
             OneBitEncode<T>{u, feedback_ ? e_.data() : nullptr, d_, words_, stochastic_, streams,
-                            scales(), bits_.data(), counts_.data()});
+                            scales(), bits_.data(), counts});
   }
 
   const std::uint32_t* bits() const { return bits_.data(); }
@@ -258,10 +272,8 @@ class OneBitSenders {
     }
   }
   EncodeStats Stats(std::int64_t row) const {
-    const std::vector<unsigned long long> counts = counts_.ToHost(2 * row, 2);
-    return {.elements = d_,
-            .out_of_domain = static_cast<std::int64_t>(counts[0]),
-            .non_finite = static_cast<std::int64_t>(counts[1])};
+    const auto k = static_cast<std::size_t>(2 * row);
+    return {.elements = d_, .out_of_domain = counts_.At(k), .non_finite = counts_.At(k + 1)};
   }
 
  private:
@@ -285,7 +297,7 @@ class OneBitSenders {
   Buffer<double> largest_;   // kMaxAbs: rows x blocks
   Buffer<float> scales_;     // rows x blocks, when the format sends scales
   Buffer<std::uint32_t> bits_;
-  Buffer<unsigned long long> counts_;
+  Counters counts_;  // per sender: out of domain, non-finite
   std::size_t message_bytes_ = 0;
 };
 
@@ -624,10 +636,10 @@ const OneBitFormat& BatchedFormat(const OptionTable& options, const CompressorMa
   instance = maker(context.shape());
   const OneBitFormat* format = instance->one_bit_format();
   if (format == nullptr) {
-    Refuse(options, side == "worker" ? "compressor" : "server_compressor",
-           fmt::format("the {} compressor '{}' has no batched (GPU) form yet; those "
-                       "that have: {}",
-                       side, instance->name(), OneBitCompressorNames()));
+    options.Fail(side == "worker" ? "compressor" : "server_compressor",
+                 fmt::format("the {} compressor '{}' has no batched (GPU) form yet; those "
+                             "that have: {}",
+                             side, instance->name(), OneBitCompressorNames()));
   }
   return *format;
 }
@@ -635,10 +647,9 @@ const OneBitFormat& BatchedFormat(const OptionTable& options, const CompressorMa
 bool BatchedFeedback(const OptionTable& options, FeedbackKind kind, std::string_view key) {
   if (kind == FeedbackKind::kNone) return false;
   if (kind == FeedbackKind::kClassic) return true;
-  Refuse(options, key,
-         fmt::format("{} = \"{}\" has no batched (GPU) form yet; those that have: "
-                     "\"none\", \"classic\"",
-                     key, FeedbackName(kind)));
+  options.Fail(key, fmt::format("{} = \"{}\" has no batched (GPU) form yet; those that have: "
+                                "\"none\", \"classic\"",
+                                key, FeedbackName(kind)));
 }
 
 // An optimizer whose exchange is a 1-bit exchange on both sides (Birder, 1-bit Adam), built from
@@ -710,42 +721,79 @@ std::unique_ptr<BatchedOptimizer<T>> MakeOneBitAdam(OptionTable& options,
       "warmup_compressor", "identity"))(context.shape())
                                ->name());
   if (warmup != "identity") {
-    Refuse(options, "warmup_compressor",
-           fmt::format("warmup_compressor '{}' has no batched (GPU) form yet; the "
-                       "warmup sends the gradients as they are (\"identity\")",
-                       warmup));
+    options.Fail("warmup_compressor",
+                 fmt::format("warmup_compressor '{}' has no batched (GPU) form yet; the "
+                             "warmup sends the gradients as they are (\"identity\")",
+                             warmup));
   }
   return WithOneBitExchange<T, OneBitAdam<T>>(options, o, kOneBitAdamDefaults, context);
 }
 
+// The optimizers with a batched form, each with its factory (which reads the options as the CPU
+// optimizer's does): the one list both the names and MakeBatchedOptimizer come from.
+template <typename T>
+struct BatchedEntry {
+  std::string_view name;
+  std::unique_ptr<BatchedOptimizer<T>> (*make)(OptionTable& options, std::string_view name,
+                                               const BatchedContext& context);
+};
+
+template <typename T>
+std::span<const BatchedEntry<T>> BatchedEntries() {
+  using Made = std::unique_ptr<BatchedOptimizer<T>>;
+  static const BatchedEntry<T> entries[] = {
+      {"sgd",
+       [](OptionTable&, std::string_view, const BatchedContext& context) -> Made {
+         return std::make_unique<Sgd<T>>(context);
+       }},
+      {"adam",
+       [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
+         return std::make_unique<Adam<T>>(ReadAdamOptions(options, AdamOptions{}), context);
+       }},
+      {"birder",
+       [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
+         return MakeBirder<T>(options, context);
+       }},
+      {"onebit-adam",
+       [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
+         return MakeOneBitAdam<T>(options, context);
+       }},
+      {"dist-spams",
+       [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
+         return MakeDistSpams<T>(options, context);
+       }},
+      {"ef21", &MakeEf21<T>},
+      {"ef21-sgdm", &MakeEf21<T>},
+  };
+  return entries;
+}
+
 }  // namespace
 
-std::span<const std::string_view> BatchedOptimizerNames() { return kNames; }
+std::span<const std::string_view> BatchedOptimizerNames() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> found;
+    for (const BatchedEntry<float>& entry : BatchedEntries<float>()) found.push_back(entry.name);
+    return found;
+  }();
+  return names;
+}
 
 template <typename T>
 std::unique_ptr<BatchedOptimizer<T>> MakeBatchedOptimizer(OptionTable& options,
                                                           const BatchedContext& context) {
   const std::string_view name = Optimizers().Get(options).name;  // unknown names as in a run
-  std::unique_ptr<BatchedOptimizer<T>> optimizer;
-  if (name == "sgd") {
-    optimizer = std::make_unique<Sgd<T>>(context);
-  } else if (name == "adam") {
-    optimizer = std::make_unique<Adam<T>>(ReadAdamOptions(options, AdamOptions{}), context);
-  } else if (name == "birder") {
-    optimizer = MakeBirder<T>(options, context);
-  } else if (name == "onebit-adam") {
-    optimizer = MakeOneBitAdam<T>(options, context);
-  } else if (name == "dist-spams") {
-    optimizer = MakeDistSpams<T>(options, context);
-  } else if (name == "ef21" || name == "ef21-sgdm") {
-    optimizer = MakeEf21<T>(options, name, context);
-  } else {
-    Refuse(options, "name",
-           fmt::format("optimizer '{}' has no batched (GPU) form yet; those that have: {}", name,
-                       fmt::join(kNames, ", ")));
+  const auto entries = BatchedEntries<T>();
+  const auto entry = std::find_if(entries.begin(), entries.end(),
+                                  [&](const BatchedEntry<T>& e) { return e.name == name; });
+  if (entry == entries.end()) {
+    options.Fail("name",
+                 fmt::format("optimizer '{}' has no batched (GPU) form yet; those that have: {}",
+                             name, fmt::join(BatchedOptimizerNames(), ", ")));
   }
+  std::unique_ptr<BatchedOptimizer<T>> optimizer = entry->make(options, name, context);
   if (WeightDecayFromOptions(options, 0.0).lambda != 0) {
-    Refuse(options, "weight_decay", "weight_decay has no batched (GPU) form yet; set it to 0");
+    options.Fail("weight_decay", "weight_decay has no batched (GPU) form yet; set it to 0");
   }
   options.RejectUnknownKeys();
   return optimizer;

@@ -15,12 +15,9 @@
 #include "compressors/compressor.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "tests/cuda_test_util.h"
 #include "tests/optimizer_test_util.h"
 #include "tests/test_util.h"
-
-#if defined(LEMMALAB_HAVE_CUDA)
-#include "cuda/runtime.h"
-#endif
 
 namespace lemmalab {
 namespace {
@@ -167,26 +164,11 @@ bool SameBits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
-// Empty when the backend can run here; else why not.
-std::string Unavailable(Backend backend) {
-  if (backend == Backend::kHost) return "";
-#if defined(LEMMALAB_HAVE_CUDA)
-  const cuda::Devices devices = cuda::QueryDevices();
-  return devices.list.empty() ? "no CUDA device: " + devices.why_none : "";
-#else
-  return "this build has no CUDA backend (no CUDA toolkit was found)";
-#endif
-}
-
 class BatchedAgainstCpu : public ::testing::TestWithParam<std::tuple<std::string, Backend>> {};
 
 TEST_P(BatchedAgainstCpu, HoldsTheCpuOptimizersBitsForAHundredSteps) {
   const auto& [label, backend] = GetParam();
-  if (const std::string missing = Unavailable(backend); !missing.empty()) {
-    const char* required = std::getenv("LEMMALAB_REQUIRE_GPU");
-    if (required != nullptr && std::string_view(required) == "1") FAIL() << missing;
-    GTEST_SKIP() << missing << " (set LEMMALAB_REQUIRE_GPU=1 to fail instead)";
-  }
+  if (backend == Backend::kCuda) LEMMALAB_REQUIRE_GPU();
   const Case& c = CaseNamed(label);
   // 77 coordinates: the 1-bit messages end in a partial word.
   constexpr std::int64_t d = 77;

@@ -1,5 +1,6 @@
 // What the GPU tests share: the skip (or, with LEMMALAB_REQUIRE_GPU=1 in the environment, the
-// failure) when there is no device, and copies to the device.
+// failure) when the CUDA backend cannot run here, in any build (without the CUDA toolkit there is
+// no backend, which is a reason like a missing device), and copies to the device.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,14 +10,18 @@
 #include <string_view>
 #include <vector>
 
+#include "batched/backend.h"
+
+#if defined(LEMMALAB_HAVE_CUDA)
 #include "cuda/runtime.h"
+#endif
 
 namespace lemmalab::testing {
 
-// Empty when a device is there; else why not.
+// Empty when the CUDA backend can run here; else why not.
 inline std::string MissingDevice() {
-  const cuda::Devices devices = cuda::QueryDevices();
-  return devices.list.empty() ? "no CUDA device: " + devices.why_none : std::string();
+  const std::string why = batched::CudaDeviceUnavailable();
+  return why.empty() ? why : "no CUDA device: " + why;
 }
 
 // On a machine meant to have a GPU, a test that cannot find one must fail, not pass as skipped.
@@ -25,12 +30,14 @@ inline bool GpuRequired() {
   return required != nullptr && std::string_view(required) == "1";
 }
 
+#if defined(LEMMALAB_HAVE_CUDA)
 template <typename T>
 cuda::DeviceBuffer<T> OnDevice(const std::vector<T>& host) {
   cuda::DeviceBuffer<T> device(host.size());
   device.CopyFrom(host);
   return device;
 }
+#endif
 
 }  // namespace lemmalab::testing
 

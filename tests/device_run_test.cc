@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -14,6 +13,7 @@
 #include "engine/experiment.h"
 #include "engine/results_reader.h"
 #include "engine/spec.h"
+#include "tests/cuda_test_util.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
@@ -132,13 +132,7 @@ class DeviceRunOn : public ::testing::TestWithParam<batched::Backend> {};
 
 TEST_P(DeviceRunOn, WritesTheCpuRunsMetricsAndParametersBitForBit) {
   const batched::Backend backend = GetParam();
-  if (backend == batched::Backend::kCuda) {
-    if (const std::string missing = batched::CudaDeviceUnavailable(); !missing.empty()) {
-      const char* required = std::getenv("LEMMALAB_REQUIRE_GPU");
-      if (required != nullptr && std::string_view(required) == "1") FAIL() << missing;
-      GTEST_SKIP() << missing << " (set LEMMALAB_REQUIRE_GPU=1 to fail instead)";
-    }
-  }
+  if (backend == batched::Backend::kCuda) LEMMALAB_REQUIRE_GPU();
   for (const std::string scheme : {"parameter-server", "allgather"}) {
     SCOPED_TRACE(scheme);
     TempDir dir;
@@ -264,7 +258,9 @@ TEST(DeviceRun, RefusesWhatDoesNotRunOnTheGpuYetByName) {
 // before the data load (the data file does not exist), and leaving no results folder behind;
 // from the spec, from --set, and misspelt.
 TEST(DeviceRun, WithoutAGpuIsRefusedWithExitCode2) {
-  if (batched::CudaDeviceUnavailable().empty()) GTEST_SKIP() << "this machine has a CUDA device";
+  // What is tested is the refusal of a machine without a device; on one with a device there is
+  // nothing to refuse.
+  if (testing::MissingDevice().empty()) GTEST_SKIP() << "this machine has a CUDA device";
   TempDir dir;
   const std::filesystem::path spec = dir / "gpu.toml";
   WriteFile(spec, NeverLoaded("", "name = \"birder\""));
