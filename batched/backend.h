@@ -75,7 +75,7 @@ class Buffer {
   Buffer() = default;
   Buffer(Backend backend, std::size_t size) : backend_(backend), size_(size) {
     if (backend_ == Backend::kHost) {
-      host_.assign(size, T(0));
+      host_.assign(size, T{});
     } else if (size_ > 0) {
       device_ = static_cast<T*>(detail::DeviceAllocate(size_ * sizeof(T)));
       detail::DeviceZero(device_, size_ * sizeof(T));
@@ -127,7 +127,7 @@ class Buffer {
   }
   void SetZero() {
     if (backend_ == Backend::kHost) {
-      std::fill(host_.begin(), host_.end(), T(0));
+      std::fill(host_.begin(), host_.end(), T{});
     } else if (size_ > 0) {
       detail::DeviceZero(device_, size_ * sizeof(T));
     }

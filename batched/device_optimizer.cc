@@ -18,41 +18,46 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
         workers_(context.workers),
         dimension_(context.dimension),
         gradients_(static_cast<std::size_t>(context.workers * context.dimension)),
-        x_(static_cast<std::size_t>(context.dimension)),
         device_gradients_(backend, gradients_.size()),
-        device_x_(backend, x_.size()),
+        device_x_(backend, static_cast<std::size_t>(context.dimension)),
         stats_(static_cast<std::size_t>(context.workers) + 1) {}
 
-  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> x, ConstVectorRef<T> g,
+  void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
-    // Workers run concurrently, each on its own row; every replica's x is the same.
+    // Workers run concurrently, each on its own row.
     std::memcpy(gradients_.data() + static_cast<std::size_t>(worker * dimension_), g.data(),
                 static_cast<std::size_t>(dimension_) * sizeof(T));
-    if (worker == 0) std::memcpy(x_.data(), x.data(), x_.size() * sizeof(T));
     out.bytes.assign(batched_->Wire(ctx.t).worker, 0);
   }
 
   void ServerStep(const StepContext& ctx, int /*chunk*/, std::span<const Message> /*received*/,
                   Message& out) override {
+    out.bytes.assign(batched_->Wire(ctx.t).server, 0);
+  }
+
+  // The whole batched step, from the synchronised x the cluster holds (a worker's x may be its
+  // own, LocalParameters).
+  void Apply(const StepContext& ctx, std::span<const Message> /*reply*/, VectorRef<T> x) override {
     device_gradients_.Upload(gradients_);
-    device_x_.Upload(x_);
+    device_x_.Upload(std::span<const T>(x.data(), static_cast<std::size_t>(x.size())));
     batched_->Step(ctx, device_gradients_, device_x_);
     copies_.Invalidate();
-    device_x_.Download(x_);
+    device_x_.Download(std::span<T>(x.data(), static_cast<std::size_t>(x.size())));
     for (int w = 0; w < workers_; ++w) {
       stats_[static_cast<std::size_t>(w)] = batched_->LastEncode(w).value_or(EncodeStats{});
     }
     stats_.back() = batched_->LastEncode(kServer).value_or(EncodeStats{});
-    out.bytes.assign(batched_->Wire(ctx.t).server, 0);
-  }
-
-  void Apply(const StepContext& /*ctx*/, std::span<const Message> /*reply*/,
-             VectorRef<T> x) override {
-    std::memcpy(x.data(), x_.data(), x_.size() * sizeof(T));
+    CopyLocalParameters();
   }
 
   const EncodeStats* LastEncode(int worker) const override {
     return &stats_[worker == kServer ? stats_.size() - 1 : static_cast<std::size_t>(worker)];
+  }
+
+  // Host copies of the workers' own models, taken after each step, before the next step's
+  // workers read them concurrently.
+  const Vector<T>* LocalParameters(int worker) const override {
+    return local_.empty() ? nullptr : &local_[static_cast<std::size_t>(worker)];
   }
 
   // The batched optimizer's state through host copies (batched/device_state.h): probes and
@@ -60,17 +65,32 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
   void DeclareState(OptimizerState<T>& state) override {
     DeviceState<T> device(state, copies_);
     batched_->DeclareState(device);
+    if (state.restoring()) CopyLocalParameters();
   }
 
  private:
+  void CopyLocalParameters() {
+    const Buffer<T>* rows = batched_->LocalParameters();
+    if (rows == nullptr) {
+      local_.clear();
+      return;
+    }
+    local_.resize(static_cast<std::size_t>(workers_));
+    for (std::size_t i = 0; i < local_.size(); ++i) {
+      local_[i].resize(dimension_);
+      rows->Download({local_[i].data(), static_cast<std::size_t>(dimension_)},
+                     i * static_cast<std::size_t>(dimension_));
+    }
+  }
+
   std::unique_ptr<BatchedOptimizer<T>> batched_;
   int workers_;
   std::int64_t dimension_;
   std::vector<T> gradients_;  // n x d, filled by the worker phases
-  std::vector<T> x_;          // the replicas' x, before and after the step
   Buffer<T> device_gradients_, device_x_;
   std::vector<EncodeStats> stats_;  // of the last step: the workers', then the server's
   HostCopies<T> copies_;            // of the device state, for probes and checkpoints
+  std::vector<Vector<T>> local_;    // the workers' own x^(i); empty while they are x
 };
 
 }  // namespace

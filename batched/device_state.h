@@ -100,6 +100,12 @@ class DeviceState {
   void Value(std::string_view name, V& value) {
     state_.Value(name, value);
   }
+  // Values no probe observes kept on the device (per-layer doubles), saved as a host vector.
+  void Value(std::string_view name, Buffer<double>& buffer) {
+    std::vector<double> copy = buffer.ToHost();
+    state_.Value(name, copy);
+    if (state_.restoring()) buffer.Upload(copy);
+  }
 
  private:
   void Restore(const Vector<T>& copy, Buffer<T>& buffer) {

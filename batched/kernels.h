@@ -19,6 +19,7 @@
 
 #include "compressors/one_bit_element.h"
 #include "core/host_device.h"
+#include "optimizers/lamb_element.h"
 
 namespace lemmalab::batched {
 
@@ -503,31 +504,246 @@ struct Ef21Step {
   }
 };
 
+// out[k] = row[k % d]: one vector into every worker's row (1-bit LAMB's m_Tw into each m^(i)).
+template <typename T>
+struct BroadcastRow {
+  const T* row;
+  std::int64_t d;
+  T* rows;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const { rows[k] = row[k % d]; }
+};
+
+// LAMB's direction (onebit-lamb.txt Eq. 1, optimizers/lamb.cc):
+// u = m_scale m / (sqrt(v_scale v) + eps), the scales 1 without bias correction.
+template <typename T>
+struct LambDirection {
+  const T* m;
+  const T* v;
+  T* u;
+  T m_scale, v_scale, eps;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    u[j] = m_scale * m[j] / (SquareRoot(v_scale * v[j]) + eps);
+  }
+};
+
+// Per layer l, from the partial sums of squares of x_{t-1} and u (OneBitPartialSums over the
+// layers): c^(l) of Eq. (1), as the step uses it (double) and as the state keeps it (T); with
+// c_avg, also 1-bit LAMB's line 2: c_avg = beta3 c_avg + (1 - beta3) c^(l), from the kept c.
+template <typename T>
+struct LambLayerScales {
+  const double* x_partials;  // layers x kPartials
+  const double* u_partials;
+  double c_min, c_max;
+  bool zero_is_one;
+  double* c_step;  // layers
+  T* c;            // layers
+  double* c_avg;   // layers, or null: no average kept
+  double beta3;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t l) const {
+    const double x_norm = SquareRoot(one_bit::CombinePartials(x_partials + l * one_bit::kPartials));
+    const double u_norm = SquareRoot(one_bit::CombinePartials(u_partials + l * one_bit::kPartials));
+    c_step[l] = lamb::ScalingCoefficient(x_norm, u_norm, c_min, c_max, zero_is_one);
+    c[l] = static_cast<T>(c_step[l]);
+    if (c_avg != nullptr) c_avg[l] = beta3 * c_avg[l] + (1 - beta3) * static_cast<double>(c[l]);
+  }
+};
+
+// x <- x - (lr c^(l)) u per layer l, with the factor rounded to T once (LAMB's update); with a
+// denominator, x <- x - ((lr c^(l)) u) / denominator (1-bit LAMB's line 21 on the frozen v).
+template <typename T>
+struct LayerStep {
+  T* x;
+  const T* u;
+  const T* denominator;  // null: none
+  const double* c;       // layers
+  BlockEnds layers;
+  double lr;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    const T step = static_cast<T>(lr * c[layers.Of(j)]);
+    x[j] -= denominator == nullptr ? step * u[j] : step * u[j] / denominator[j];
+  }
+};
+
+// Every row's layer l multiplied by k_l (1-bit LAMB's momentum scaling, App. A.5.2), or divided
+// by it; rows of d elements.
+template <typename T>
+struct LayerFactors {
+  const T* in;
+  T* out;
+  const double* k;  // layers
+  BlockEnds layers;
+  std::int64_t d;
+  bool divide;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const T factor = static_cast<T>(k[layers.Of(index % d)]);
+    out[index] = divide ? in[index] / factor : factor * in[index];
+  }
+};
+
+// 1-bit LAMB's lines 15-16: the gradient reconstructed from the new and the old m,
+// g = (m_bar - beta1 m) / (1 - beta1), into the fresh variance v = beta2 v + (1 - beta2) g^2.
+template <typename T>
+struct ReconstructedVariance {
+  const T* m_bar;
+  const T* m;
+  T* v;
+  T beta1, one_minus_beta1, beta2, one_minus_beta2;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    const T g = (m_bar[j] - beta1 * m[j]) / one_minus_beta1;
+    v[j] = beta2 * v[j] + one_minus_beta2 * (g * g);
+  }
+};
+
+// Line 17's max over a part of a layer: the largest defined lamb::RatioTerm, if any.
+struct RatioPartial {
+  double largest;
+  bool defined;
+};
+
+// Index (l, p) takes the terms of layer l's elements j with (j - begin) % kPartials = p (the max
+// does not depend on the order; the partition only spreads the work).
+template <typename T>
+struct RatioPartials {
+  const T* frozen;
+  const T* fresh;
+  BlockEnds layers;
+  bool denominators;
+  double eps;
+  RatioPartial* partials;  // layers x kPartials
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const std::int64_t p = index % one_bit::kPartials, l = index / one_bit::kPartials;
+    RatioPartial out = {-INFINITY, false};
+    for (std::int64_t j = layers.Begin(l) + p; j < layers.ends[l]; j += one_bit::kPartials) {
+      double term;
+      if (lamb::RatioTerm(static_cast<double>(frozen[j]), static_cast<double>(fresh[j]),
+                          denominators, eps, term)) {
+        out.largest = lamb::Larger(out.largest, term);
+        out.defined = true;
+      }
+    }
+    partials[index] = out;
+  }
+};
+
+// Per layer, 1-bit LAMB's lines 17-20: the target r (the previous r where no term is defined),
+// r clipped to the previous one and to [r_min, r_max], and c^(l) = r c_avg^(l).
+template <typename T>
+struct LayerRatios {
+  const RatioPartial* partials;  // layers x kPartials
+  T* target;                     // layers
+  T* r;                          // layers: r_{t-1} in, r_t out
+  const double* c_avg;
+  double threshold, r_min, r_max;
+  double* c_step;  // layers
+  T* c;            // layers
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t l) const {
+    const double previous = static_cast<double>(r[l]);
+    double largest = -INFINITY;
+    bool defined = false;
+    for (int p = 0; p < one_bit::kPartials; ++p) {
+      const RatioPartial& part = partials[l * one_bit::kPartials + p];
+      if (!part.defined) continue;
+      largest = lamb::Larger(largest, part.largest);
+      defined = true;
+    }
+    const double wanted = defined ? largest : previous;
+    target[l] = static_cast<T>(wanted);
+    const double clipped = lamb::ClippedRatio(wanted, previous, threshold, r_min, r_max);
+    r[l] = static_cast<T>(clipped);
+    c_step[l] = clipped * c_avg[l];
+    c[l] = static_cast<T>(c_step[l]);
+  }
+};
+
+// v <- beta2 v + (1 - beta2) g^2 (0/1 Adam's variance on the steps of T_v).
+template <typename T>
+struct SecondMoment {
+  const T* g;
+  T* v;
+  T beta2, one_minus_beta2;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    v[j] = beta2 * v[j] + one_minus_beta2 * (g[j] * g[j]);
+  }
+};
+
+// 0/1 Adam's local step for every worker (optimizers/zero_one_adam.cc):
+// x^(i) <- x^(i) - lr (m^(i) / denominator), u^(i) <- u^(i) + lr m^(i); rows of d elements.
+template <typename T>
+struct ZeroOneAdamLocalStep {
+  T* x;        // n x d
+  T* u;        // n x d
+  const T* m;  // n x d
+  const T* denominator;
+  std::int64_t d;
+  T lr;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    x[k] -= lr * (m[k] / denominator[k % d]);
+    u[k] += lr * m[k];
+  }
+};
+
+// 0/1 Adam's synchronisation by the decoded u_bar: m = u_bar / (the step sizes' sum since the
+// last sync), x <- x - u_bar / denominator.
+template <typename T>
+struct ZeroOneAdamSync {
+  const T* u_bar;
+  const T* denominator;
+  T* m;
+  T* x;
+  T lr_sum;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    m[j] = u_bar[j] / lr_sum;
+    x[j] -= u_bar[j] / denominator[j];
+  }
+};
+
 }  // namespace lemmalab::batched
 
 // Every functor ForEach runs, for each scalar type: the CUDA build instantiates its launch for
 // each (cuda/batched_loops.cu). A new functor is added here.
-#define LEMMALAB_BATCHED_FUNCTORS(X, T)          \
-  X(::lemmalab::batched::MeanOfRows<T>)          \
-  X(::lemmalab::batched::SgdStep<T>)             \
-  X(::lemmalab::batched::AdamMoments<T>)         \
-  X(::lemmalab::batched::AdamUpdate<T>)          \
-  X(::lemmalab::batched::BirderMoments<T>)       \
-  X(::lemmalab::batched::OneBitPartialSums<T>)   \
-  X(::lemmalab::batched::OneBitMaxAbs<T>)        \
-  X(::lemmalab::batched::OneBitEncode<T>)        \
-  X(::lemmalab::batched::OneBitMeanOfRows<T>)    \
-  X(::lemmalab::batched::OneBitStep<T>)          \
-  X(::lemmalab::batched::OneBitDecode<T>)        \
-  X(::lemmalab::batched::NonFiniteCounts<T>)     \
-  X(::lemmalab::batched::OneBitAdamMomentum<T>)  \
-  X(::lemmalab::batched::RootDenominator<T>)     \
-  X(::lemmalab::batched::PreconditionedStep<T>)  \
-  X(::lemmalab::batched::AmsGradStep<T>)         \
-  X(::lemmalab::batched::Ef21Momentum<T>)        \
-  X(::lemmalab::batched::Difference<T>)          \
-  X(::lemmalab::batched::Copy<T>)                \
-  X(::lemmalab::batched::OneBitDecodeAddRows<T>) \
-  X(::lemmalab::batched::Ef21Step<T>)
+#define LEMMALAB_BATCHED_FUNCTORS(X, T)            \
+  X(::lemmalab::batched::MeanOfRows<T>)            \
+  X(::lemmalab::batched::SgdStep<T>)               \
+  X(::lemmalab::batched::AdamMoments<T>)           \
+  X(::lemmalab::batched::AdamUpdate<T>)            \
+  X(::lemmalab::batched::BirderMoments<T>)         \
+  X(::lemmalab::batched::OneBitPartialSums<T>)     \
+  X(::lemmalab::batched::OneBitMaxAbs<T>)          \
+  X(::lemmalab::batched::OneBitEncode<T>)          \
+  X(::lemmalab::batched::OneBitMeanOfRows<T>)      \
+  X(::lemmalab::batched::OneBitStep<T>)            \
+  X(::lemmalab::batched::OneBitDecode<T>)          \
+  X(::lemmalab::batched::NonFiniteCounts<T>)       \
+  X(::lemmalab::batched::OneBitAdamMomentum<T>)    \
+  X(::lemmalab::batched::RootDenominator<T>)       \
+  X(::lemmalab::batched::PreconditionedStep<T>)    \
+  X(::lemmalab::batched::AmsGradStep<T>)           \
+  X(::lemmalab::batched::Ef21Momentum<T>)          \
+  X(::lemmalab::batched::Difference<T>)            \
+  X(::lemmalab::batched::Copy<T>)                  \
+  X(::lemmalab::batched::OneBitDecodeAddRows<T>)   \
+  X(::lemmalab::batched::Ef21Step<T>)              \
+  X(::lemmalab::batched::BroadcastRow<T>)          \
+  X(::lemmalab::batched::LambDirection<T>)         \
+  X(::lemmalab::batched::LambLayerScales<T>)       \
+  X(::lemmalab::batched::LayerStep<T>)             \
+  X(::lemmalab::batched::LayerFactors<T>)          \
+  X(::lemmalab::batched::ReconstructedVariance<T>) \
+  X(::lemmalab::batched::RatioPartials<T>)         \
+  X(::lemmalab::batched::LayerRatios<T>)           \
+  X(::lemmalab::batched::SecondMoment<T>)          \
+  X(::lemmalab::batched::ZeroOneAdamLocalStep<T>)  \
+  X(::lemmalab::batched::ZeroOneAdamSync<T>)
 // ... and those without a scalar type.
 #define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) X(::lemmalab::batched::OneBitScales)

@@ -15,9 +15,11 @@
 #include "optimizers/birder.h"
 #include "optimizers/compressed_exchange.h"
 #include "optimizers/ef21.h"
+#include "optimizers/lamb.h"
 #include "optimizers/one_bit_adam.h"
 #include "optimizers/spams.h"
 #include "optimizers/weight_decay.h"
+#include "optimizers/zero_one_adam.h"
 
 namespace lemmalab::batched {
 namespace {
@@ -44,6 +46,27 @@ constexpr StateTag kSpamsDenominator = {{"sqrt(v_hat+eps)", "optimizers/spams.cc
 constexpr StateTag kEf21Shift = {{"g_i", "optimizers/ef21.cc", ""}, Quantity::kShift};
 constexpr StateTag kEf21MeanShift = {{"g", "optimizers/ef21.cc", ""}, Quantity::kShift};
 constexpr StateTag kEf21Momentum = {{"v_i", "optimizers/ef21.cc", ""}, Quantity::kMomentum};
+constexpr StateTag kLambMomentum = {{"m", "optimizers/lamb.cc", ""}, Quantity::kMomentum};
+constexpr StateTag kLambVariance = {{"v", "optimizers/lamb.cc", ""}, Quantity::kVariance};
+constexpr StateTag kLambScale = {{"c^(l)", "optimizers/lamb.cc", ""}, Quantity::kLayerScale};
+constexpr StateTag kOneBitLambWorkerMomentum = {{"m^(i)", "optimizers/lamb.cc", ""},
+                                                Quantity::kMomentum};
+constexpr StateTag kOneBitLambFrozenVariance = {{"v_Tw", "optimizers/lamb.cc", ""},
+                                                Quantity::kFrozenVariance};
+constexpr StateTag kOneBitLambFrozenDenominator = {
+    {"frozen_denominator", "optimizers/lamb.cc", ""}};
+constexpr StateTag kOneBitLambRatio = {{"r^(l)", "optimizers/lamb.cc", ""}, Quantity::kLayerRatio};
+constexpr StateTag kOneBitLambTarget = {{"r_target^(l)", "optimizers/lamb.cc", ""},
+                                        Quantity::kLayerTarget};
+constexpr StateTag kZeroOneAdamWorkerMomentum = {{"m^(i)", "optimizers/zero_one_adam.cc", ""},
+                                                 Quantity::kMomentum};
+constexpr StateTag kZeroOneAdamLocalModel = {{"x_i", "optimizers/zero_one_adam.cc", ""}};
+constexpr StateTag kZeroOneAdamBuffer = {{"u", "optimizers/zero_one_adam.cc", ""}};
+constexpr StateTag kZeroOneAdamMomentum = {{"m", "optimizers/zero_one_adam.cc", ""},
+                                           Quantity::kMomentum};
+constexpr StateTag kZeroOneAdamVariance = {{"v", "optimizers/zero_one_adam.cc", ""},
+                                           Quantity::kVariance};
+constexpr StateTag kZeroOneAdamDenominator = {{"denominator", "optimizers/zero_one_adam.cc", ""}};
 constexpr StateTag kPreconditioner = {{"denominator", "optimizers/one_bit_adam.cc", ""}};
 constexpr StateTag kWorkerErrorTag = {{"e", "compressors/error_feedback.h", ""},
                                       Quantity::kWorkerError};
@@ -465,6 +488,429 @@ class OneBitAdam final : public BatchedOptimizer<T> {
   std::int64_t t_ = 0;  // the last step
 };
 
+// The problem's layers as the batched kernels read them (BlockEnds), with the per-layer partial
+// sums of squares that LAMB's layer norms are combined from, in one_bit_element.h's fixed order
+// (the CPU's LayerNorm in optimizers/lamb.cc).
+class Layers {
+ public:
+  explicit Layers(const BatchedContext& context)
+      : backend_(context.backend),
+        d_(context.dimension),
+        ranges_(context.shape().LayerRanges()),
+        ends_(context.backend, ranges_.size()) {
+    std::vector<std::int64_t> ends;
+    for (const auto& [begin, end] : ranges_) ends.push_back(end);
+    ends_.Upload(ends);
+  }
+
+  std::int64_t count() const { return static_cast<std::int64_t>(ranges_.size()); }
+  BlockEnds ends() const { return {ends_.data(), count()}; }
+  const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges() const { return ranges_; }
+
+  // partials (count() x kPartials) <- the partial sums of v_j^2 of every layer.
+  template <typename T>
+  void SumSquares(const T* v, Buffer<double>& partials) const {
+    ForEach(backend_, count() * one_bit::kPartials,
+            OneBitPartialSums<T>{RowInput<T>{v, nullptr, T(1)}, d_, ends(), true, partials.data()});
+  }
+  Buffer<double> PartialSums() const {
+    return Buffer<double>(backend_, static_cast<std::size_t>(count() * one_bit::kPartials));
+  }
+
+ private:
+  Backend backend_;
+  std::int64_t d_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges_;
+  Buffer<std::int64_t> ends_;
+};
+
+// Eq. (1) of onebit-lamb.txt on the replicas' state, per layer (optimizers/lamb.cc's LambState):
+// the whole of lamb, and 1-bit LAMB's warmup.
+template <typename T>
+class LambState {
+ public:
+  LambState(const LambOptions& options, const BatchedContext& context)
+      : options_(options),
+        context_(context),
+        layers_(context),
+        m_(OneVector<T>(context)),
+        v_(OneVector<T>(context)),
+        u_(OneVector<T>(context)),
+        c_(context.backend, static_cast<std::size_t>(layers_.count())),
+        c_step_(context.backend, static_cast<std::size_t>(layers_.count())),
+        x_partials_(layers_.PartialSums()),
+        u_partials_(layers_.PartialSums()) {}
+
+  // One step of Eq. (1) with the mean gradient g; with c_avg (1-bit LAMB's warmup), line 2 too.
+  void Step(const StepContext& ctx, const T* g, Buffer<T>& x, double* c_avg = nullptr,
+            double beta3 = 0) {
+    const Backend backend = context_.backend;
+    const std::int64_t d = context_.dimension;
+    const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
+    ForEach(backend, d,
+            AdamMoments<T>{g, m_.data(), v_.data(), beta1, T(1) - beta1, beta2, T(1) - beta2});
+    double m_scale = 1.0, v_scale = 1.0;
+    if (options_.bias_correction) {  // You et al.'s LAMB, as lamb.cc computes it
+      const auto t = static_cast<double>(ctx.t);
+      m_scale = 1.0 / (1.0 - std::pow(options_.beta1, t));
+      v_scale = 1.0 / (1.0 - std::pow(options_.beta2, t));
+    }
+    ForEach(backend, d,
+            LambDirection<T>{m_.data(), v_.data(), u_.data(), static_cast<T>(m_scale),
+                             static_cast<T>(v_scale), static_cast<T>(options_.eps)});
+    layers_.SumSquares(x.data(), x_partials_);
+    layers_.SumSquares(u_.data(), u_partials_);
+    ForEach(backend, layers_.count(),
+            LambLayerScales<T>{x_partials_.data(), u_partials_.data(), options_.c_min,
+                               options_.c_max, options_.zero_norm == LambZeroNorm::kOne,
+                               c_step_.data(), c_.data(), c_avg, beta3});
+    ForEach(backend, d,
+            LayerStep<T>{x.data(), u_.data(), nullptr, c_step_.data(), layers_.ends(), ctx.lr});
+  }
+
+  void DeclareState(DeviceState<T>& state) {
+    state.Replicated(kLambMomentum, m_);
+    state.Replicated(kLambVariance, v_);
+    state.Replicated(kLambScale, c_);
+  }
+
+  const Layers& layers() const { return layers_; }
+  Buffer<T>& m() { return m_; }
+  Buffer<T>& v() { return v_; }
+  Buffer<T>& c() { return c_; }
+  Buffer<double>& c_step() { return c_step_; }
+
+ private:
+  LambOptions options_;
+  BatchedContext context_;
+  Layers layers_;
+  Buffer<T> m_, v_, u_;
+  Buffer<T> c_;                             // c^(l) as the state keeps it
+  Buffer<double> c_step_;                   // c^(l) as the step multiplies by it
+  Buffer<double> x_partials_, u_partials_;  // the layer norms' partial sums
+};
+
+// LAMB on the averaged gradient (optimizers/lamb.cc): every replica holds the same state.
+template <typename T>
+class Lamb final : public AveragedGradient<T> {
+ public:
+  Lamb(const LambOptions& options, const BatchedContext& context)
+      : AveragedGradient<T>(context), state_(options, context) {}
+
+  void DeclareState(DeviceState<T>& state) override { state_.DeclareState(state); }
+
+ private:
+  void ApplyMean(const StepContext& ctx, Buffer<T>& x) override {
+    state_.Step(ctx, this->mean_.data(), x);
+  }
+
+  LambState<T> state_;
+};
+
+// 1-bit LAMB (optimizers/lamb.cc, onebit-lamb.txt Alg. 1): LAMB on the mean gradient, sent as it
+// is, for the warmup's T_w steps, tracking c_avg; at T_w the variance freezes; then every
+// worker's momentum (scaled per layer by k_l, App. A.5.2) through the 1-bit exchange, the fresh
+// variance from the reconstructed gradient, the per-layer ratio r and the step on the frozen v.
+template <typename T>
+class OneBitLamb final : public BatchedOptimizer<T> {
+ public:
+  OneBitLamb(const OneBitLambOptions& options, const OneBitFormat& worker_format,
+             bool worker_feedback, const OneBitFormat& server_format, bool server_feedback,
+             const BatchedContext& context)
+      : options_(options),
+        context_(context),
+        lamb_(options.lamb, context),
+        mean_(OneVector<T>(context)),
+        v_frozen_(OneVector<T>(context)),
+        frozen_denominator_(OneVector<T>(context)),
+        worker_m_(WorkerRows<T>(context)),
+        scaled_(options.momentum_scaling ? WorkerRows<T>(context) : Buffer<T>()),
+        c_avg_(PerLayer<double>(0.0)),  // line 1
+        r_(PerLayer<T>(T(1))),          // line 1: r^(l) = 1
+        target_(PerLayer<T>(T(1))),
+        k_(PerLayer<double>(1.0)),
+        ratio_partials_(context.backend,
+                        static_cast<std::size_t>(layers().count() * one_bit::kPartials)),
+        warmup_sends_(context),
+        workers_(worker_format, worker_feedback, context.workers, context,
+                 Purpose::kWorkerCompression, 0),
+        server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
+                kServerStream) {
+    if (options_.warmup_steps == 0) Freeze();
+  }
+
+  void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
+    t_ = ctx.t;
+    const Backend backend = context_.backend;
+    const std::int64_t n = context_.workers, d = context_.dimension;
+    if (Warmup(ctx.t)) {  // line 2: LAMB on the mean gradient, and c_avg
+      ForEach(backend, d, MeanOfRows<T>{gradients.data(), n, d, mean_.data()});
+      warmup_sends_.Count(gradients.data(), mean_.data());
+      lamb_.Step(ctx, mean_.data(), x, c_avg_.data(), options_.beta3);
+      if (ctx.t == options_.warmup_steps) Freeze();  // line 3
+      return;
+    }
+    const T beta1 = static_cast<T>(options_.lamb.beta1),
+            beta2 = static_cast<T>(options_.lamb.beta2);
+    ForEach(
+        backend, n * d,  // line 5 (Freeze gave "own" momenta m_Tw)
+        OneBitAdamMomentum<T>{gradients.data(), worker_m_.data(), lamb_.m().data(), d,
+                              options_.local_momentum == LocalMomentum::kOwn, beta1, T(1) - beta1});
+    const T* sent = worker_m_.data();
+    if (options_.momentum_scaling) {  // App. A.5.2: k_l m^(i)
+      ForEach(
+          backend, n * d,
+          LayerFactors<T>{worker_m_.data(), scaled_.data(), k_.data(), layers().ends(), d, false});
+      sent = scaled_.data();
+    }
+    workers_.Encode(ctx, sent);  // lines 6-8
+    ForEach(backend, d,
+            OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
+                                mean_.data()});
+    server_.Encode(ctx, mean_.data());  // line 10
+    ForEach(backend, d, OneBitDecode<T>{server_.bits(), server_.scales(), mean_.data()});  // 11
+    if (options_.momentum_scaling) {  // undo k_l on m_bar
+      ForEach(backend, d,
+              LayerFactors<T>{mean_.data(), mean_.data(), k_.data(), layers().ends(), d, true});
+    }
+    ForEach(backend, d,  // lines 15-16
+            ReconstructedVariance<T>{mean_.data(), lamb_.m().data(), lamb_.v().data(), beta1,
+                                     T(1) - beta1, beta2, T(1) - beta2});
+    ForEach(backend, layers().count() * one_bit::kPartials,  // line 17
+            RatioPartials<T>{v_frozen_.data(), lamb_.v().data(), layers().ends(),
+                             options_.ratio == OneBitLambRatio::kDenominator, options_.lamb.eps,
+                             ratio_partials_.data()});
+    ForEach(backend, layers().count(),  // lines 17-20
+            LayerRatios<T>{ratio_partials_.data(), target_.data(), r_.data(), c_avg_.data(),
+                           options_.r_threshold, options_.r_min, options_.r_max,
+                           lamb_.c_step().data(), lamb_.c().data()});
+    ForEach(backend, d,  // line 21 on the frozen v (lamb.cc says why)
+            LayerStep<T>{x.data(), mean_.data(), frozen_denominator_.data(), lamb_.c_step().data(),
+                         layers().ends(), ctx.lr});
+    ForEach(backend, d, Copy<T>{mean_.data(), lamb_.m().data()});  // line 13
+  }
+
+  void DeclareState(DeviceState<T>& state) override {
+    const std::int64_t d = context_.dimension;
+    // Workers hold their m^(i) of line 5 once compression starts; before, the synchronised m.
+    state.PerWorker(kOneBitLambWorkerMomentum, worker_m_, d, frozen_);
+    lamb_.DeclareState(state);
+    workers_.DeclareErrors(state);
+    server_.DeclareErrors(state);
+    state.Replicated(kOneBitLambFrozenVariance, v_frozen_);
+    state.Replicated(kOneBitLambFrozenDenominator, frozen_denominator_);
+    state.Value("c_avg", c_avg_);
+    state.Replicated(kOneBitLambRatio, r_);
+    state.Replicated(kOneBitLambTarget, target_);
+    state.Value("k", k_);
+    state.Value("frozen", frozen_);
+    state.Value("t", t_);
+  }
+
+  // The warmup sends the gradients and their mean as they are.
+  typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
+    if (Warmup(t)) return {RawBytes<T>(context_), RawBytes<T>(context_)};
+    return {workers_.message_bytes(), server_.message_bytes()};
+  }
+
+  std::optional<EncodeStats> LastEncode(int worker) const override {
+    if (Warmup(t_)) return warmup_sends_.Stats(worker);
+    return worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
+  }
+
+ private:
+  bool Warmup(std::int64_t t) const { return t <= options_.warmup_steps; }
+  const Layers& layers() const { return lamb_.layers(); }
+  template <typename U>
+  Buffer<U> PerLayer(U value) const {
+    Buffer<U> buffer(context_.backend, static_cast<std::size_t>(layers().count()));
+    buffer.Upload(std::vector<U>(buffer.size(), value));
+    return buffer;
+  }
+
+  // Line 3 at the end of step T_w: v_Tw and its denominator sqrt(v_Tw) + eta, every worker's m^(i)
+  // from m_Tw, and App. A.5.2's k_l from m_Tw's layer norms (the CPU's Freeze).
+  void Freeze() {
+    const Backend backend = context_.backend;
+    const std::int64_t n = context_.workers, d = context_.dimension;
+    ForEach(backend, d, Copy<T>{lamb_.v().data(), v_frozen_.data()});
+    ForEach(backend, d,
+            RootDenominator<T>{v_frozen_.data(), frozen_denominator_.data(),
+                               static_cast<T>(options_.lamb.eps), /*eta_inside=*/false});
+    ForEach(backend, n * d, BroadcastRow<T>{lamb_.m().data(), d, worker_m_.data()});
+    if (options_.momentum_scaling) {
+      Buffer<double> partials = layers().PartialSums();
+      layers().SumSquares(lamb_.m().data(), partials);
+      const std::vector<double> sums = partials.ToHost();
+      std::vector<double> s(static_cast<std::size_t>(layers().count()));
+      for (std::size_t l = 0; l < s.size(); ++l) {
+        const auto [begin, end] = layers().ranges()[l];
+        s[l] = std::sqrt(one_bit::CombinePartials(sums.data() + l * one_bit::kPartials)) /
+               std::sqrt(static_cast<double>(end - begin));
+      }
+      k_.Upload(MomentumScaleFactors(s));
+    }
+    frozen_ = true;
+  }
+
+  OneBitLambOptions options_;
+  BatchedContext context_;
+  LambState<T> lamb_;  // m (synchronised), v (fresh after T_w), c per layer
+  Buffer<T> mean_;     // warmup: the mean gradient; compression: m_bar
+  Buffer<T> v_frozen_, frozen_denominator_;
+  Buffer<T> worker_m_, scaled_;  // n x d: m^(i) of line 5; k_l m^(i)
+  Buffer<double> c_avg_;         // per layer
+  Buffer<T> r_, target_;         // per layer: r_t^(l); line 17's before the clips
+  Buffer<double> k_;             // per layer: App. A.5.2's k_l (1 without momentum scaling)
+  Buffer<RatioPartial> ratio_partials_;
+  RawSendCounts<T> warmup_sends_;  // the warmup's gradients and their mean
+  OneBitSenders<T> workers_, server_;
+  bool frozen_ = false;  // step T_w is over
+  std::int64_t t_ = 0;   // the last step
+};
+
+// 0/1 Adam (optimizers/zero_one_adam.cc): every worker's own momentum, model and buffer
+// u^(i); on the steps of T_v the mean gradient in full precision into v (and, with
+// variance_sync "full-precision", Adam's step from it); on the steps of T_u the 1-bit exchange of
+// the buffers, after which every replica holds the synchronised m and x; local steps between.
+template <typename T>
+class ZeroOneAdam final : public BatchedOptimizer<T> {
+ public:
+  ZeroOneAdam(const ZeroOneAdamOptions& options, const OneBitFormat& worker_format,
+              bool worker_feedback, const OneBitFormat& server_format, bool server_feedback,
+              const BatchedContext& context)
+      : options_(options),
+        context_(context),
+        v_(OneVector<T>(context)),
+        m_(OneVector<T>(context)),
+        denominator_(OneVector<T>(context)),
+        g_bar_(OneVector<T>(context)),
+        u_bar_(OneVector<T>(context)),
+        worker_m_(WorkerRows<T>(context)),
+        worker_x_(WorkerRows<T>(context)),
+        worker_u_(WorkerRows<T>(context)),
+        raw_sends_(context),
+        workers_(worker_format, worker_feedback, context.workers, context,
+                 Purpose::kWorkerCompression, 0),
+        server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
+                kServerStream) {
+    SetDenominator();
+  }
+
+  void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
+    t_ = ctx.t;
+    const Backend backend = context_.backend;
+    const std::int64_t n = context_.workers, d = context_.dimension;
+    const ZeroOneAdamStep kind = ZeroOneAdamStepAt(options_, ctx.t);
+    const T lr = static_cast<T>(ctx.lr);
+    const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
+    if (!started_) {  // the first step: every replica starts at x_0
+      ForEach(backend, n * d, BroadcastRow<T>{x.data(), d, worker_x_.data()});
+      started_ = true;
+    }
+    ForEach(backend, n * d,  // m_{t+1/2}^(i)
+            OneBitAdamMomentum<T>{gradients.data(), worker_m_.data(), nullptr, d, /*own=*/true,
+                                  beta1, T(1) - beta1});
+    if (kind.full_precision) {  // t in T_v: g_bar_t, in full precision
+      ForEach(backend, d, MeanOfRows<T>{gradients.data(), n, d, g_bar_.data()});
+      raw_sends_.Count(gradients.data(), g_bar_.data());
+    }
+    if (FullPrecisionSync(kind)) {  // Adam's step from g_bar (zoadam.py), then the sync
+      ForEach(backend, d,
+              AdamMoments<T>{g_bar_.data(), m_.data(), v_.data(), beta1, T(1) - beta1, beta2,
+                             T(1) - beta2});
+      SetDenominator();
+      ForEach(backend, d, PreconditionedStep<T>{x.data(), m_.data(), denominator_.data(), lr});
+      Synchronised(x);
+      return;
+    }
+    ForEach(backend, n * d,  // x_{t+1/2}^(i), u_{t+1/2}^(i), by the v before this step's
+            ZeroOneAdamLocalStep<T>{worker_x_.data(), worker_u_.data(), worker_m_.data(),
+                                    denominator_.data(), d, lr});
+    if (kind.full_precision) {  // variance_sync "one-bit": T_v feeds v only
+      ForEach(backend, d, SecondMoment<T>{g_bar_.data(), v_.data(), beta2, T(1) - beta2});
+      SetDenominator();
+    }
+    lr_sum_ += ctx.lr;                       // sum_{h=t'}^{t} gamma_h
+    if (!kind.one_bit) return;               // a local step: x stays x_{t'}
+    workers_.Encode(ctx, worker_u_.data());  // C(u^(i) + delta^(i))
+    ForEach(backend, d,
+            OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
+                                u_bar_.data()});
+    server_.Encode(ctx, u_bar_.data());  // C(mean + delta_bar)
+    ForEach(backend, d, OneBitDecode<T>{server_.bits(), server_.scales(), u_bar_.data()});
+    ForEach(backend, d,
+            ZeroOneAdamSync<T>{u_bar_.data(), denominator_.data(), m_.data(), x.data(),
+                               static_cast<T>(lr_sum_)});
+    Synchronised(x);
+  }
+
+  // Each step's message is what its kind needs: the raw gradient (T_v), the 1-bit u (T_u,
+  // unless a full-precision sync replaces it), both, or nothing (a local step).
+  typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
+    const ZeroOneAdamStep kind = ZeroOneAdamStepAt(options_, t);
+    const std::size_t raw = kind.full_precision ? RawBytes<T>(context_) : 0;
+    if (!kind.one_bit) return {raw, raw};
+    return {raw + workers_.message_bytes(), raw + server_.message_bytes()};
+  }
+
+  // The step's parts' statistics, summed (zero on a local step), as the CPU counts them.
+  std::optional<EncodeStats> LastEncode(int worker) const override {
+    const ZeroOneAdamStep kind = ZeroOneAdamStepAt(options_, t_);
+    EncodeStats stats;
+    if (kind.full_precision) stats += raw_sends_.Stats(worker);
+    if (kind.one_bit) stats += worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
+    return stats;
+  }
+
+  const Buffer<T>* LocalParameters() const override { return started_ ? &worker_x_ : nullptr; }
+
+  void DeclareState(DeviceState<T>& state) override {
+    const std::int64_t d = context_.dimension;
+    workers_.DeclareErrors(state);
+    server_.DeclareErrors(state);
+    state.PerWorker(kZeroOneAdamWorkerMomentum, worker_m_, d);
+    state.PerWorker(kZeroOneAdamLocalModel, worker_x_, d);
+    state.PerWorker(kZeroOneAdamBuffer, worker_u_, d);
+    state.Server(kZeroOneAdamMomentum, m_);
+    state.Replicated(kZeroOneAdamVariance, v_);
+    state.Shows(Quantity::kFrozenVariance, v_, t_ >= options_.var_freeze_step);
+    state.Replicated(kZeroOneAdamDenominator, denominator_);
+    state.Value("lr_sum", lr_sum_);
+    state.Value("started", started_);
+    state.Value("t", t_);
+  }
+
+ private:
+  bool FullPrecisionSync(const ZeroOneAdamStep& kind) const {
+    return kind.full_precision && options_.variance_sync == VarianceSync::kFullPrecision;
+  }
+  void SetDenominator() {
+    ForEach(context_.backend, context_.dimension,
+            RootDenominator<T>{v_.data(), denominator_.data(), static_cast<T>(options_.eps),
+                               options_.eps_placement == EpsPlacement::kInside});
+  }
+  // Every replica takes the synchronised m and x, and its buffer u restarts (t' = t + 1).
+  void Synchronised(const Buffer<T>& x) {
+    const std::int64_t n = context_.workers, d = context_.dimension;
+    lr_sum_ = 0;
+    ForEach(context_.backend, n * d, BroadcastRow<T>{m_.data(), d, worker_m_.data()});
+    ForEach(context_.backend, n * d, BroadcastRow<T>{x.data(), d, worker_x_.data()});
+    worker_u_.SetZero();
+  }
+
+  ZeroOneAdamOptions options_;
+  BatchedContext context_;
+  Buffer<T> v_, m_, denominator_;  // every replica's v, the synchronised m, sqrt(v) + eps
+  Buffer<T> g_bar_, u_bar_;        // the step's mean gradient; the decoded u_bar
+  Buffer<T> worker_m_, worker_x_, worker_u_;  // n x d: m^(i), x^(i), u^(i)
+  RawSendCounts<T> raw_sends_;                // the gradients of T_v and their mean
+  OneBitSenders<T> workers_, server_;
+  double lr_sum_ = 0;     // sum of gamma_h since the last sync
+  bool started_ = false;  // the workers' x^(i) hold their models (after the first step)
+  std::int64_t t_ = 0;    // the last step
+};
+
 // dist-SPAMS (optimizers/spams.cc): each worker's gradient through a 1-bit compressor with error
 // feedback, the mean of the decoded messages into the server's AMSGrad, and the replicas' step
 // by the direction it sends back in full precision.
@@ -675,24 +1121,14 @@ template <typename T>
 std::unique_ptr<BatchedOptimizer<T>> MakeBirder(OptionTable& options,
                                                 const BatchedContext& context) {
   const BirderOptions o = ReadBirderOptions(options, /*read_t0=*/true);
-  // Birder's exchange defaults (optimizers/birder.cc).
-  return WithOneBitExchange<T, Birder<T>>(options, o,
-                                          {.compressor = "stochastic-binary",
-                                           .worker_feedback = FeedbackKind::kClassic,
-                                           .server_recompresses = true,
-                                           .server_feedback = FeedbackKind::kClassic},
-                                          context);
+  return WithOneBitExchange<T, Birder<T>>(options, o, kBirderDefaults, context);
 }
 
 template <typename T>
 std::unique_ptr<BatchedOptimizer<T>> MakeDistSpams(OptionTable& options,
                                                    const BatchedContext& context) {
   const SpamsOptions o = ReadSpamsOptions(options);
-  // dist-SPAMS's exchange defaults (optimizers/spams.cc): the server does not re-compress.
-  const ExchangeConfig<T> exchange =
-      ExchangeFromOptions<T>(options, {.compressor = "block-sign",
-                                       .worker_feedback = FeedbackKind::kClassic,
-                                       .server_options = false});
+  const ExchangeConfig<T> exchange = ExchangeFromOptions<T>(options, kDistSpamsDefaults);
   std::unique_ptr<Compressor<T>> worker;
   const OneBitFormat& format =
       BatchedFormat(options, exchange.worker_compressor, context, "worker", worker);
@@ -757,6 +1193,21 @@ std::span<const BatchedEntry<T>> BatchedEntries() {
       {"onebit-adam",
        [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
          return MakeOneBitAdam<T>(options, context);
+       }},
+      {"lamb",
+       [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
+         return std::make_unique<Lamb<T>>(ReadLambOptions(options, /*read_bias_correction=*/true),
+                                          context);
+       }},
+      {"onebit-lamb",
+       [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
+         return WithOneBitExchange<T, OneBitLamb<T>>(options, ReadOneBitLambOptions(options),
+                                                     kOneBitLambDefaults, context);
+       }},
+      {"zero-one-adam",
+       [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
+         return WithOneBitExchange<T, ZeroOneAdam<T>>(options, ReadZeroOneAdamOptions(options),
+                                                      kOneBitAdamDefaults, context);
        }},
       {"dist-spams",
        [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {

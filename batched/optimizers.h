@@ -68,6 +68,11 @@ class BatchedOptimizer {
     return std::vector<T>(query.found()->begin(), query.found()->end());
   }
 
+  // Every worker's own parameters x^(i), n rows of d, for an algorithm whose replicas drift
+  // apart between synchronisations (DistributedOptimizer::LocalParameters); nullptr while every
+  // replica's is x.
+  virtual const Buffer<T>* LocalParameters() const { return nullptr; }
+
   // Statistics of the last 1-bit encode of `worker` (or kServer): elements, finite inputs outside
   // the quantizer's domain, non-finite inputs; nullopt when it sends raw values.
   virtual std::optional<EncodeStats> LastEncode(int worker) const {

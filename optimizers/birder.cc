@@ -209,11 +209,7 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> BirderFromOptions(OptionTable& options,
                                                            const OptimizerContext& context) {
   const BirderOptions o = ReadBirderOptions(options, /*read_t0=*/true);
-  const ExchangeConfig<T> exchange =
-      ExchangeFromOptions<T>(options, {.compressor = "stochastic-binary",
-                                       .worker_feedback = FeedbackKind::kClassic,
-                                       .server_recompresses = true,
-                                       .server_feedback = FeedbackKind::kClassic});
+  const ExchangeConfig<T> exchange = ExchangeFromOptions<T>(options, kBirderDefaults);
   return MakeBirder<T>(o, exchange, context);
 }
 

@@ -31,6 +31,13 @@ struct BirderOptions {
                                    // notes the max rule is not used in practice, footnote 5)
 };
 
+// Birder's exchange: Birder's Q with classic error feedback on both sides, the server
+// re-compressing the mean (birder.txt Alg. 1 lines 9-14). The batched form reads it too.
+inline constexpr ExchangeDefaults kBirderDefaults = {.compressor = "stochastic-binary",
+                                                     .worker_feedback = FeedbackKind::kClassic,
+                                                     .server_recompresses = true,
+                                                     .server_feedback = FeedbackKind::kClassic};
+
 // beta and eps from a [[optimizer]] table of birder or softsign-sgd, with the defaults above, and
 // with `read_t0` (birder's: softsign-sgd has no max rule) t0. The probes and assertions of
 // theory/ read a run's options through it too (theory/optimizer_options.h).

@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -12,26 +11,22 @@
 #include <utility>
 #include <vector>
 
+#include "compressors/one_bit.h"
 #include "core/error.h"
 #include "optimizers/averaged_gradient.h"
+#include "optimizers/lamb_element.h"
 
 namespace lemmalab {
 namespace {
 
 using LayerRanges = std::vector<std::pair<std::int64_t, std::int64_t>>;
 
-// clip(x, a, b) := min{max{x, a}, b} (Sec. 2). A NaN x stays NaN, so a broken step shows.
-double Clip(double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }
-
-// c^(l) of Eq. (1) from ||x_{t-1}^(l)|| and ||u_t^(l)||.
-double ScalingCoefficient(double x_norm, double u_norm, const LambOptions& o) {
-  if (x_norm == 0 || u_norm == 0) {
-    if (o.zero_norm == LambZeroNorm::kOne) return 1.0;  // apex / DeepSpeed: unclipped 1
-    // Eq. (1) as written (docs/conventions.md §8): ||x|| = 0 is the ratio 0; ||u|| = 0 < ||x||
-    // is its limit +infinity. The 0/0 of an all-zero layer counts as ||x|| = 0.
-    return x_norm == 0 ? o.c_min : o.c_max;
-  }
-  return Clip(x_norm / u_norm, o.c_min, o.c_max);
+// ||v^(l)|| over [begin, end), in double, summed in the fixed order of
+// compressors/one_bit_element.h: the order the batched (GPU) LAMB sums in too, so both take the
+// same c^(l) and k_l.
+template <typename T>
+double LayerNorm(const T* v, std::int64_t begin, std::int64_t end) {
+  return std::sqrt(one_bit::SumSquares<T>({v, nullptr, T(1)}, begin, end));
 }
 
 // The trace's names (optimizers/trace.h) for onebit-lamb.txt Algorithm 1 and LAMB's Eq. (1).
@@ -129,9 +124,9 @@ class LambState {
                  ((static_cast<T>(v_scale) * v_.array()).sqrt() + static_cast<T>(options_.eps));
     for (std::size_t l = 0; l < ranges_.size(); ++l) {
       const auto [begin, end] = ranges_[l];
-      const double c =
-          ScalingCoefficient(static_cast<double>(x.segment(begin, end - begin).norm()),
-                             static_cast<double>(u_.segment(begin, end - begin).norm()), options_);
+      const double c = lamb::ScalingCoefficient(
+          LayerNorm(x.data(), begin, end), LayerNorm(u_.data(), begin, end), options_.c_min,
+          options_.c_max, options_.zero_norm == LambZeroNorm::kOne);
       c_[static_cast<Eigen::Index>(l)] = static_cast<T>(c);
       x.segment(begin, end - begin) -= static_cast<T>(ctx.lr * c) * u_.segment(begin, end - begin);
     }
@@ -293,8 +288,7 @@ class OneBitLamb final : public PhasedExchangeOptimizer<T> {
       const double r_prev = r_[li];
       double r = Ratio(begin, n, r_prev);  // line 17
       target_[li] = static_cast<T>(r);
-      r = Clip(r, (1 - threshold) * r_prev, (1 + threshold) * r_prev);  // line 18
-      r = Clip(r, options_.r_min, options_.r_max);                      // line 19
+      r = lamb::ClippedRatio(r, r_prev, threshold, options_.r_min, options_.r_max);  // 18-19
       r_[li] = static_cast<T>(r);
       const double c = r * c_avg_[l];  // line 20
       lamb_.c()[li] = static_cast<T>(c);
@@ -351,17 +345,14 @@ class OneBitLamb final : public PhasedExchangeOptimizer<T> {
     if (options_.momentum_scaling) {
       const LayerRanges& ranges = lamb_.ranges();
       std::vector<double> s(ranges.size(), 0.0);
-      double s_sum = 0;
       for (std::size_t l = 0; l < ranges.size(); ++l) {
         const auto [begin, end] = ranges[l];
         if (end > begin) {
-          s[l] = static_cast<double>(lamb_.m().segment(begin, end - begin).norm()) /
-                 std::sqrt(static_cast<double>(end - begin));
+          s[l] =
+              LayerNorm(lamb_.m().data(), begin, end) / std::sqrt(static_cast<double>(end - begin));
         }
-        s_sum += s[l];
       }
-      const double s_avg = s_sum / static_cast<double>(ranges.size());
-      for (std::size_t l = 0; l < ranges.size(); ++l) k_[l] = s[l] > 0 ? s_avg / s[l] : 1.0;
+      k_ = MomentumScaleFactors(s);
     }
     frozen_ = true;
   }
@@ -374,16 +365,11 @@ class OneBitLamb final : public PhasedExchangeOptimizer<T> {
     double r = -std::numeric_limits<double>::infinity();
     bool defined = false;
     for (Eigen::Index j = 0; j < n; ++j) {
-      const auto vf = static_cast<double>(frozen[j]), vt = static_cast<double>(fresh[j]);
-      if (options_.ratio == OneBitLambRatio::kDenominator) {
-        const double eps = options_.lamb.eps;
-        r = std::max(r, (std::sqrt(vf) + eps) / (std::sqrt(vt) + eps));
-        defined = true;
-      } else if (vt != 0) {
-        // v_fresh,j = 0 (a coordinate whose reconstructed gradient has always been 0) has no
-        // ratio: v_Tw,j / 0 is +infinity or NaN. It is skipped rather than letting one dead
-        // coordinate pin the layer's r at the clip bounds.
-        r = std::max(r, vf / vt);
+      double term;
+      if (lamb::RatioTerm(static_cast<double>(frozen[j]), static_cast<double>(fresh[j]),
+                          options_.ratio == OneBitLambRatio::kDenominator, options_.lamb.eps,
+                          term)) {
+        r = lamb::Larger(r, term);
         defined = true;
       }
     }
@@ -420,6 +406,15 @@ void RequireOrdered(OptionTable& options, std::string_view lo_key, double lo,
 }
 
 }  // namespace
+
+std::vector<double> MomentumScaleFactors(const std::vector<double>& s) {
+  double s_sum = 0;
+  for (const double s_l : s) s_sum += s_l;
+  const double s_avg = s_sum / static_cast<double>(s.size());
+  std::vector<double> k(s.size());
+  for (std::size_t l = 0; l < s.size(); ++l) k[l] = s[l] > 0 ? s_avg / s[l] : 1.0;
+  return k;
+}
 
 LambOptions ReadLambOptions(OptionTable& options, bool read_bias_correction) {
   LambOptions o;
@@ -478,11 +473,7 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> OneBitLambFromOptions(OptionTable& options,
                                                                const OptimizerContext& context) {
   const OneBitLambOptions o = ReadOneBitLambOptions(options);
-  const ExchangeConfig<T> exchange =
-      ExchangeFromOptions<T>(options, {.compressor = "scaled-sign",
-                                       .worker_feedback = FeedbackKind::kClassic,
-                                       .server_recompresses = true,
-                                       .server_feedback = FeedbackKind::kClassic});
+  const ExchangeConfig<T> exchange = ExchangeFromOptions<T>(options, kOneBitLambDefaults);
   return MakeOneBitLamb<T>(o, exchange, context);
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "optimizers/compressed_exchange.h"
 #include "optimizers/optimizer.h"
@@ -78,6 +79,18 @@ struct OneBitLambOptions {
 // c_max).
 OneBitLambOptions ReadOneBitLambOptions(OptionTable& options);
 
+// 1-bit LAMB's exchange: scaled sign (one scale for the fused vector, line 1 and App. A.5.1) with
+// classic worker and server feedback, the server re-compressing the mean (line 10). The batched
+// form reads it too.
+inline constexpr ExchangeDefaults kOneBitLambDefaults = {.compressor = "scaled-sign",
+                                                         .worker_feedback = FeedbackKind::kClassic,
+                                                         .server_recompresses = true,
+                                                         .server_feedback = FeedbackKind::kClassic};
+
+// App. A.5.2's momentum scale factors from s_l = ||m_Tw^(l)|| / sqrt(d_l), one per layer:
+// k_l = s_avg / s_l with s_avg the mean of the s_l, and 1 where s_l = 0 (see lamb.cc).
+std::vector<double> MomentumScaleFactors(const std::vector<double>& s);
+
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeLamb(const LambOptions& options,
                                                   const OptimizerContext& context);
@@ -91,9 +104,7 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> LambFromOptions(OptionTable& options,
                                                          const OptimizerContext& context);
 
-// Exchange options as ExchangeFromOptions with defaults: compressor "scaled-sign" (one scale for
-// the fused vector, line 1 and App. A.5.1), classic worker and server feedback, and the server
-// re-compresses with the worker's configuration (line 10).
+// Exchange options as ExchangeFromOptions with kOneBitLambDefaults.
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> OneBitLambFromOptions(OptionTable& options,
                                                                const OptimizerContext& context);

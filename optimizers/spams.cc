@@ -226,10 +226,7 @@ template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> DistSpamsFromOptions(OptionTable& options,
                                                               const OptimizerContext& context) {
   const SpamsOptions o = ReadSpamsOptions(options);
-  ExchangeConfig<T> exchange =
-      ExchangeFromOptions<T>(options, {.compressor = "block-sign",
-                                       .worker_feedback = FeedbackKind::kClassic,
-                                       .server_options = false});
+  ExchangeConfig<T> exchange = ExchangeFromOptions<T>(options, kDistSpamsDefaults);
   return std::make_unique<DistSpams<T>>(o, exchange, context);
 }
 

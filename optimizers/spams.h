@@ -18,6 +18,7 @@
 // `compressor = { name = "top-k", fraction = 0.01 }`.
 #pragma once
 
+#include "optimizers/compressed_exchange.h"
 #include "optimizers/optimizer.h"
 
 namespace lemmalab {
@@ -28,6 +29,11 @@ struct SpamsOptions {
   double beta2 = 0.999;  // in [0, 1)
   double eps = 1e-8;     // > 0; inside the root, line 16 (Alg. 3 line 10)
 };
+
+// dist-SPAMS's exchange: the workers' Block-Sign with classic error feedback; the server does not
+// re-compress (it runs AMSGrad on the mean, spams.txt Alg. 2), so it has no server_* options.
+inline constexpr ExchangeDefaults kDistSpamsDefaults = {
+    .compressor = "block-sign", .worker_feedback = FeedbackKind::kClassic, .server_options = false};
 
 // The options of spams and dist-spams from their table, with the defaults above (theory/ reads a
 // run's options through it too).

@@ -126,6 +126,42 @@ std::vector<Case> Cases() {
                     {"local_momentum", Str("own")},
                     {"eps_placement", Str("inside")},
                     {"compressor", Component("scaled-sign", {{"chunk", Int(16)}})}}});
+  cases.push_back({"lamb_bias_correction_zero_norm_one_by_layers",
+                   "lamb",
+                   {{"bias_correction", {true, ""}}, {"zero_norm", Str("one")}, {"c_max", Real(2)}},
+                   {Layer{"w", 0, 5, 5}, Layer{"b", 25, 52, 1}}});
+  cases.push_back({"onebit_lamb_compressing_by_layers",
+                   "onebit-lamb",
+                   {{"warmup_steps", Int(10)}, {"r_threshold", Real(0.5)}},
+                   {Layer{"w", 0, 5, 5}, Layer{"b", 25, 52, 1}}});
+  cases.push_back({"onebit_lamb_own_momentum_denominator_ratio_unscaled_block_sign",
+                   "onebit-lamb",
+                   {{"warmup_steps", Int(7)},
+                    {"local_momentum", Str("own")},
+                    {"ratio", Str("denominator")},
+                    {"momentum_scaling", {false, ""}},
+                    {"zero_norm", Str("one")},
+                    {"compressor", Str("block-sign")}},
+                   {Layer{"w", 0, 5, 5}, Layer{"b", 25, 52, 1}}});
+  cases.push_back({"onebit_lamb_without_warmup_stochastic_binary",
+                   "onebit-lamb",
+                   {{"warmup_steps", Int(0)}, {"compressor", Str("stochastic-binary")}}});
+  cases.push_back({"zero_one_adam_local_steps_block_sign",
+                   "zero-one-adam",
+                   {{"var_freeze_step", Int(20)},
+                    {"var_update_scaler", Int(2)},
+                    {"local_step_scaler", Int(2)},
+                    {"local_step_clipper", Int(8)},
+                    {"compressor", Str("block-sign")}},
+                   {Layer{"w", 0, 5, 5}, Layer{"b", 25, 52, 1}}});
+  cases.push_back({"zero_one_adam_one_bit_variance_sync_eps_inside",
+                   "zero-one-adam",
+                   {{"variance_sync", Str("one-bit")},
+                    {"eps_placement", Str("inside")},
+                    {"var_freeze_step", Int(30)},
+                    {"var_update_scaler", Int(1)},
+                    {"local_step_scaler", Int(1)},
+                    {"local_step_clipper", Int(4)}}});
   cases.push_back(
       {"birder_no_feedback",
        "birder",
@@ -201,6 +237,16 @@ TEST_P(BatchedAgainstCpu, HoldsTheCpuOptimizersBitsForAHundredSteps) {
       ASSERT_EQ(wire.server, down.bytes.size()) << "the server's message at step " << t;
       ASSERT_TRUE(SameBits(x_batched.ToHost(), std::span<const float>(x.data(), d)))
           << "x after step " << t;
+      // The workers' own models, where the algorithm keeps them (0/1 Adam).
+      const batched::Buffer<float>* local = gpu->LocalParameters();
+      for (int i = 0; i < n; ++i) {
+        const Vector<float>* expected = cpu->LocalParameters(i);
+        ASSERT_EQ(local != nullptr, expected != nullptr) << "worker " << i << " at step " << t;
+        if (expected == nullptr) continue;
+        ASSERT_TRUE(SameBits(local->ToHost(static_cast<std::size_t>(i * d), d),
+                             std::span<const float>(expected->data(), d)))
+            << "worker " << i << "'s x after step " << t;
+      }
     }
     for (int worker = kServer; worker < n; ++worker) {
       if (worker < 0 && worker != kServer) continue;

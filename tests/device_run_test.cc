@@ -25,15 +25,16 @@ using testing::TempDir;
 using testing::UserErrorOf;
 using testing::WriteFile;
 
-// Every optimizer with a batched form, 1-bit Adam through its warmup and after, on a data
-// problem with minibatches and on both schemes a GPU run takes, with the probes that read the
-// optimizers' state (error feedback, Birder's denominators, Q's domain).
+// Every optimizer with a batched form, 1-bit Adam and 1-bit LAMB through their warmup and after,
+// 0/1 Adam through its variance updates and its local steps (gradients at the workers' own x),
+// on a data problem with minibatches and on both schemes a GPU run takes, with the probes that
+// read the optimizers' state (error feedback, Birder's denominators, Q's domain, LAMB's ratios).
 constexpr const char* kSpec = R"toml(
 seed = 11
 steps = 40
 workers = 5
 eval_every = 4
-probes = ["q-domain", "ef-norm", "min-b"]
+probes = ["q-domain", "ef-norm", "min-b", "lamb-ratios"]
 {device}
 
 [data]
@@ -67,6 +68,20 @@ warmup_steps = 12
 
 [[optimizer]]
 name = "dist-spams"
+
+[[optimizer]]
+name = "onebit-lamb"
+warmup_steps = 12
+
+[[optimizer]]
+name = "lamb"
+
+[[optimizer]]
+name = "zero-one-adam"
+var_freeze_step = 16
+var_update_scaler = 2
+local_step_scaler = 1
+local_step_clipper = 4
 
 [[optimizer]]
 name = "ef21"
@@ -152,9 +167,10 @@ TEST_P(DeviceRunOn, WritesTheCpuRunsMetricsAndParametersBitForBit) {
     }
     const std::string probes = ProbeRows(dir / "cpu");
     EXPECT_GT(std::count(probes.begin(), probes.end(), '\n'), 40 * 3 * 5);
+    EXPECT_NE(probes.find("lamb-ratios"), std::string::npos);
     EXPECT_EQ(ProbeRows(dir / "gpu"), probes);
     const std::string metrics = ReadFile(dir / "cpu/metrics.csv");
-    EXPECT_GT(std::count(metrics.begin(), metrics.end(), '\n'), 40 * 5 * 6);
+    EXPECT_GT(std::count(metrics.begin(), metrics.end(), '\n'), 40 * 5 * 9);
     EXPECT_EQ(ReadFile(dir / "gpu/metrics.csv"), metrics);
     EXPECT_EQ(ReadFile(dir / "gpu/params.npy"), ReadFile(dir / "cpu/params.npy"));
     // The results say where the run computed.
@@ -181,9 +197,11 @@ TEST(DeviceRun, ResumesFromItsCheckpointBitForBit) {
   const RunSpec spec = ParseSpec(
       SpecText("device = \"cuda\"\ncheckpoint_every = 10", "parameter-server"), "gpu.toml");
   const ExperimentReport whole = RunEmulated(spec, dir / "whole");
-  // In Birder with scaled sign after its T0, and in 1-bit Adam's warmup (checkpointed at 10,
-  // resumed across the end of warmup at 12).
-  for (const auto& [run, step] : {std::pair{1, 34}, std::pair{2, 15}}) {
+  // In Birder with scaled sign after its T0; in 1-bit Adam's and 1-bit LAMB's warmup
+  // (checkpointed at 10, resumed across the end of warmup at 12); in 0/1 Adam's local steps
+  // (checkpointed at 20, between syncs).
+  for (const auto& [run, step] :
+       {std::pair{1, 34}, std::pair{2, 15}, std::pair{4, 15}, std::pair{6, 22}}) {
     SCOPED_TRACE(fmt::format("stopped after step {} of run {}", step, run));
     const std::filesystem::path out = dir / fmt::format("stop-{}-{}", run, step);
     std::atomic<bool> stop{false};
