@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "compressors/one_bit_element.h"
+#include "compressors/sparse_element.h"
 #include "core/host_device.h"
 #include "optimizers/lamb_element.h"
 
@@ -708,6 +709,181 @@ struct ZeroOneAdamSync {
   }
 };
 
+// ---------------------------------------------------------------------------------------------
+// The sparse and raw senders (batched/senders.h): top-k, random-k and the identity, for every row
+// at once, in compressors/sparse_element.h's and the CPU compressors' arithmetic. A sent row is
+// kept as flags and values (the decoded message is flag ? scale value : nothing).
+
+// Top-k's rank key of u (sparse::MagnitudeKey), widened so that float and double share the radix
+// passes.
+template <typename T>
+LEMMALAB_HOST_DEVICE inline unsigned long long RankKey(T u) {
+  return static_cast<unsigned long long>(sparse::MagnitudeKey(u));
+}
+
+// One radix pass of top-k's selection, for every row: counts the next 8-bit digit (at `shift`)
+// of the keys whose higher digits equal the row's prefix chosen so far.
+template <typename T>
+struct KeyDigitCounts {
+  RowInput<T> u;
+  std::int64_t d;
+  const unsigned long long* prefix;  // per row
+  int shift;
+  unsigned long long* counts;  // rows x 256
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    const std::int64_t row = k / d;
+    const unsigned long long key = RankKey(u[k]);
+    constexpr int kBits = 8 * static_cast<int>(sizeof(T));
+    if (shift + 8 < kBits && ((key ^ prefix[row]) >> (shift + 8)) != 0) return;
+    AddCount(&counts[row * 256 + ((key >> shift) & 255u)], 1);
+  }
+};
+
+// The digit of each row's need-th largest key among those counted (sparse::PickDigit's rule),
+// appended to its prefix; `need` drops by the count of keys above it. After the last pass the
+// prefix is the threshold key tau and `need` the count of keys equal to tau that are kept.
+struct PickKeyDigits {
+  const unsigned long long* counts;  // rows x 256
+  int shift;
+  unsigned long long* prefix;  // per row
+  unsigned long long* need;    // per row
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
+    const unsigned long long* histogram = counts + row * 256;
+    unsigned long long digit = 255;
+    for (; digit > 0 && histogram[digit] < need[row]; --digit) need[row] -= histogram[digit];
+    prefix[row] |= digit << shift;
+  }
+};
+
+// Top-k's kept set of each row: the keys above tau, and the first `need` keys equal to tau in
+// index order (the CPU's order: key descending, index ascending). One row per index, in order.
+template <typename T>
+struct MarkTopK {
+  RowInput<T> u;
+  std::int64_t d;
+  const unsigned long long* tau;   // per row
+  const unsigned long long* need;  // per row
+  unsigned char* kept;             // rows x d
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
+    unsigned long long ties = need[row];
+    for (std::int64_t j = 0; j < d; ++j) {
+      const unsigned long long key = RankKey(u[row * d + j]);
+      bool keep = key > tau[row];
+      if (key == tau[row] && ties > 0) {
+        keep = true;
+        --ties;
+      }
+      kept[row * d + j] = keep ? 1 : 0;
+    }
+  }
+};
+
+// Random-k's kept set from its chosen indices (k per row, drawn on the host by RandomKChoice).
+struct MarkChosen {
+  const std::uint32_t* chosen;  // rows x k
+  std::int64_t k, d;
+  unsigned char* kept;  // rows x d, zero before
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    kept[(index / k) * d + chosen[index]] = 1;
+  }
+};
+
+// A sparse message of every row: the kept values as the wire carries them (a NaN as the wire's
+// NaN); with error feedback e <- u off the kept set and u - C(u) on it
+// (sparse::KeptResidual). counts[row] += the row's non-finite inputs.
+template <typename T>
+struct SparseSend {
+  RowInput<T> u;
+  const unsigned char* kept;
+  T* e;  // null: no error feedback
+  T scale;
+  T* values;
+  unsigned long long* counts;  // per row
+  std::int64_t d;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    const T v = u[k];
+    AddCount(&counts[k / d], one_bit::IsFinite(v) ? 0 : 1);
+    values[k] = WireNaN(v);
+    if (e != nullptr) e[k] = kept[k] != 0 ? sparse::KeptResidual(v, scale) : v;
+  }
+};
+
+// The identity's message of every row: u as it is; with error feedback e <- u - u (0, or NaN
+// where u is not finite). counts[row] += the row's non-finite inputs.
+template <typename T>
+struct RawSend {
+  RowInput<T> u;
+  T* e;  // null: no error feedback
+  T* values;
+  unsigned long long* counts;  // per row
+  std::int64_t d;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    const T v = u[k];
+    AddCount(&counts[k / d], one_bit::IsFinite(v) ? 0 : 1);
+    values[k] = v;
+    if (e != nullptr) e[k] = v - v;
+  }
+};
+
+// Sent rows as the receiver decodes them: element k is scale values[k] where kept (the identity:
+// no flags, values[k] itself), and absent elsewhere.
+template <typename T>
+struct SentRows {
+  const unsigned char* kept;  // null: every element (the identity)
+  const T* values;
+  T scale;
+
+  LEMMALAB_HOST_DEVICE bool Has(std::int64_t k) const { return kept == nullptr || kept[k] != 0; }
+  LEMMALAB_HOST_DEVICE T Value(std::int64_t k) const {
+    return kept == nullptr ? values[k] : scale * values[k];
+  }
+};
+
+// The mean of the rows' decoded messages, as the CPU server adds each with weight 1 to zero in
+// sender order (CompressedExchange::Average) and divides by their number.
+template <typename T>
+struct SentMeanOfRows {
+  SentRows<T> sent;
+  std::int64_t rows, d;
+  T* mean;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    T sum = T(0);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      if (sent.Has(i * d + j)) sum += T(1) * sent.Value(i * d + j);
+    }
+    mean[j] = sum / static_cast<T>(rows);
+  }
+};
+
+// out = the first row's decoded message (zero where it keeps nothing).
+template <typename T>
+struct SentDecode {
+  SentRows<T> sent;
+  T* out;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
+    out[j] = sent.Has(j) ? sent.Value(j) : T(0);
+  }
+};
+
+// acc += each row's own decoded message, weight 1 (EF21's g_i <- g_i + c_i).
+template <typename T>
+struct SentDecodeAddRows {
+  SentRows<T> sent;
+  T* acc;  // rows x d
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
+    if (sent.Has(k)) acc[k] += T(1) * sent.Value(k);
+  }
+};
+
 }  // namespace lemmalab::batched
 
 // Every functor ForEach runs, for each scalar type: the CUDA build instantiates its launch for
@@ -744,6 +920,16 @@ struct ZeroOneAdamSync {
   X(::lemmalab::batched::LayerRatios<T>)           \
   X(::lemmalab::batched::SecondMoment<T>)          \
   X(::lemmalab::batched::ZeroOneAdamLocalStep<T>)  \
-  X(::lemmalab::batched::ZeroOneAdamSync<T>)
+  X(::lemmalab::batched::ZeroOneAdamSync<T>)       \
+  X(::lemmalab::batched::KeyDigitCounts<T>)        \
+  X(::lemmalab::batched::MarkTopK<T>)              \
+  X(::lemmalab::batched::SparseSend<T>)            \
+  X(::lemmalab::batched::RawSend<T>)               \
+  X(::lemmalab::batched::SentMeanOfRows<T>)        \
+  X(::lemmalab::batched::SentDecode<T>)            \
+  X(::lemmalab::batched::SentDecodeAddRows<T>)
 // ... and those without a scalar type.
-#define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) X(::lemmalab::batched::OneBitScales)
+#define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) \
+  X(::lemmalab::batched::OneBitScales)       \
+  X(::lemmalab::batched::PickKeyDigits)      \
+  X(::lemmalab::batched::MarkChosen)

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "batched/kernels.h"
-#include "compressors/one_bit_compressor.h"
+#include "batched/senders.h"
 #include "optimizers/adam.h"
 #include "optimizers/birder.h"
 #include "optimizers/compressed_exchange.h"
@@ -68,76 +68,6 @@ constexpr StateTag kZeroOneAdamVariance = {{"v", "optimizers/zero_one_adam.cc", 
                                            Quantity::kVariance};
 constexpr StateTag kZeroOneAdamDenominator = {{"denominator", "optimizers/zero_one_adam.cc", ""}};
 constexpr StateTag kPreconditioner = {{"denominator", "optimizers/one_bit_adam.cc", ""}};
-constexpr StateTag kWorkerErrorTag = {{"e", "compressors/error_feedback.h", ""},
-                                      Quantity::kWorkerError};
-constexpr StateTag kServerErrorTag = {{"e_bar", "compressors/error_feedback.h", ""},
-                                      Quantity::kServerError};
-
-// A vector of d elements (every replica's, or the server's), and n rows of d (one per worker), in
-// the backend's memory.
-template <typename T>
-Buffer<T> OneVector(const BatchedContext& context) {
-  return Buffer<T>(context.backend, static_cast<std::size_t>(context.dimension));
-}
-template <typename T>
-Buffer<T> WorkerRows(const BatchedContext& context) {
-  return Buffer<T>(context.backend, static_cast<std::size_t>(context.workers * context.dimension));
-}
-
-// A vector of the run's scalars as the full-precision wire sends it.
-template <typename T>
-std::size_t RawBytes(const BatchedContext& context) {
-  return static_cast<std::size_t>(context.dimension) * sizeof(T);
-}
-
-// Counters a step's kernels add to on the device, read on the host with one copy per step however
-// many senders' statistics are asked for (the run loop asks for every worker's after each step).
-class Counters {
- public:
-  Counters(Backend backend, std::size_t size) : device_(backend, size) {}
-
-  // Zeroes them for a step's kernels, which add to data().
-  unsigned long long* Restart() {
-    device_.SetZero();
-    host_.clear();
-    return device_.data();
-  }
-  std::int64_t At(std::size_t index) const {
-    if (host_.empty()) host_ = device_.ToHost();
-    return static_cast<std::int64_t>(host_[index]);
-  }
-
- private:
-  Buffer<unsigned long long> device_;
-  mutable std::vector<unsigned long long> host_;  // empty until read after Restart
-};
-
-// The statistics of values sent as they are (the full-precision wire's, the identity
-// compressor's): the non-finite values of each worker's row and of the server's vector.
-template <typename T>
-class RawSendCounts {
- public:
-  explicit RawSendCounts(const BatchedContext& context)
-      : context_(context),
-        counts_(context.backend, static_cast<std::size_t>(context.workers) + 1) {}
-
-  // Counts the workers' rows (null: they sent no raw values) and the server's vector.
-  void Count(const T* rows, const T* server) {
-    unsigned long long* counts = counts_.Restart();
-    const std::int64_t n = context_.workers, d = context_.dimension;
-    if (rows != nullptr) ForEach(context_.backend, n * d, NonFiniteCounts<T>{rows, d, counts});
-    ForEach(context_.backend, d, NonFiniteCounts<T>{server, d, counts + n});
-  }
-  EncodeStats Stats(int worker) const {
-    const std::size_t row = worker == kServer ? static_cast<std::size_t>(context_.workers)
-                                              : static_cast<std::size_t>(worker);
-    return {.elements = context_.dimension, .non_finite = counts_.At(row)};
-  }
-
- private:
-  BatchedContext context_;
-  Counters counts_;  // the workers', then the server's
-};
 
 // The mean of the workers' gradients, as the averaged-gradient baselines' server computes it.
 template <typename T>
@@ -218,118 +148,12 @@ class Adam final : public AveragedGradient<T> {
   Buffer<T> m_, v_;
 };
 
-// One side of a 1-bit exchange for `rows` senders: their error feedback, block scales, messages
-// and counts. Every 1-bit format of compressors/one_bit_compressor.h: the scales' reductions
-// come first (in the CPU's order), then the bits.
-template <typename T>
-class OneBitSenders {
- public:
-  OneBitSenders(const OneBitFormat& format, bool feedback, std::int64_t rows,
-                const BatchedContext& context, Purpose purpose, std::uint32_t first_field)
-      : stochastic_(format.draw == one_bit::Draw::kStochastic),
-        scale_(format.scale),
-        feedback_(feedback),
-        rows_(rows),
-        d_(context.dimension),
-        words_((context.dimension + 31) / 32),
-        blocks_(static_cast<std::int64_t>(format.blocks.size())),
-        purpose_(purpose),
-        first_field_(first_field),
-        backend_(context.backend),
-        e_(Sized<T>(feedback, rows * d_)),
-        block_ends_(context.backend, format.blocks.size()),
-        partials_(
-            Sized<double>(scale_ == one_bit::Scale::kRms || scale_ == one_bit::Scale::kMeanAbs,
-                          rows * blocks_ * one_bit::kPartials)),
-        largest_(Sized<double>(scale_ == one_bit::Scale::kMaxAbs, rows * blocks_)),
-        scales_(Sized<float>(scale_ != one_bit::Scale::kNone, rows * blocks_)),
-        bits_(context.backend, static_cast<std::size_t>(rows * words_)),
-        counts_(context.backend, static_cast<std::size_t>(2 * rows)) {
-    std::vector<std::int64_t> ends;
-    for (const auto& [begin, end] : format.blocks) ends.push_back(end);
-    block_ends_.Upload(ends);
-    // The CPU compressor's own message for this format, whose size every message has.
-    Message message;
-    PhiloxStream stream({0, purpose, first_field, 0});
-    MakeOneBitCompressor<T>(format)->Encode(Vector<T>::Zero(d_), stream, message);
-    message_bytes_ = message.bytes.size();
-  }
-
-  // Encodes every sender's row of `x` (with error feedback: x + e, and e <- that minus C(it)).
-  void Encode(const StepContext& ctx, const T* x) {
-    const RowInput<T> u{x, feedback_ ? e_.data() : nullptr, T(1)};
-    const BlockEnds blocks = this->blocks();
-    if (partials_.size() > 0) {
-      ForEach(
-          backend_, rows_ * blocks_ * one_bit::kPartials,
-          OneBitPartialSums<T>{u, d_, blocks, scale_ == one_bit::Scale::kRms, partials_.data()});
-    }
-    if (largest_.size() > 0) {
-      ForEach(backend_, rows_ * blocks_, OneBitMaxAbs<T>{u, d_, blocks, largest_.data()});
-    }
-    if (scales_.size() > 0) {
-      ForEach(backend_, rows_ * blocks_,
-              OneBitScales{scale_, blocks, partials_.data(), largest_.data(), scales_.data()});
-    }
-    unsigned long long* counts = counts_.Restart();
-    const RowStreams streams{
-        static_cast<std::uint32_t>(ctx.seed), static_cast<std::uint32_t>(ctx.seed >> 32),
-        static_cast<std::uint32_t>(purpose_), static_cast<std::uint32_t>(ctx.t), first_field_};
-    ForEach(backend_, rows_ * words_,
-            OneBitEncode<T>{u, feedback_ ? e_.data() : nullptr, d_, words_, stochastic_, streams,
-                            scales(), bits_.data(), counts});
-  }
-
-  const std::uint32_t* bits() const { return bits_.data(); }
-  std::int64_t words() const { return words_; }
-  // The bytes of one sender's message on the CPU's wire.
-  std::size_t message_bytes() const { return message_bytes_; }
-  RowScales scales() const { return {scales_.size() > 0 ? scales_.data() : nullptr, blocks()}; }
-  // The error feedback's e, per sender (kWorkerError) or the server's (kServerError).
-  void DeclareErrors(DeviceState<T>& state) {
-    if (!feedback_) return;
-    if (purpose_ == Purpose::kServerCompression) {
-      state.Server(kServerErrorTag, e_);
-    } else {
-      state.PerWorker(kWorkerErrorTag, e_, d_);
-    }
-  }
-  EncodeStats Stats(std::int64_t row) const {
-    const auto k = static_cast<std::size_t>(2 * row);
-    return {.elements = d_, .out_of_domain = counts_.At(k), .non_finite = counts_.At(k + 1)};
-  }
-
- private:
-  BlockEnds blocks() const { return {block_ends_.data(), blocks_}; }
-  // `size` elements when `used`, else none.
-  template <typename U>
-  Buffer<U> Sized(bool used, std::int64_t size) const {
-    return used ? Buffer<U>(backend_, static_cast<std::size_t>(size)) : Buffer<U>();
-  }
-
-  bool stochastic_;
-  one_bit::Scale scale_;
-  bool feedback_;
-  std::int64_t rows_, d_, words_, blocks_;
-  Purpose purpose_;
-  std::uint32_t first_field_;
-  Backend backend_;
-  Buffer<T> e_;
-  Buffer<std::int64_t> block_ends_;
-  Buffer<double> partials_;  // kRms, kMeanAbs: rows x blocks x kPartials
-  Buffer<double> largest_;   // kMaxAbs: rows x blocks
-  Buffer<float> scales_;     // rows x blocks, when the format sends scales
-  Buffer<std::uint32_t> bits_;
-  Counters counts_;  // per sender: out of domain, non-finite
-  std::size_t message_bytes_ = 0;
-};
-
 // Birder (optimizers/birder.cc) with a 1-bit compressor on both sides.
 template <typename T>
 class Birder final : public BatchedOptimizer<T> {
  public:
-  Birder(const BirderOptions& options, const OneBitFormat& worker_format, bool worker_feedback,
-         const OneBitFormat& server_format, bool server_feedback, const BatchedContext& context)
+  Birder(const BirderOptions& options, std::unique_ptr<Senders<T>> workers,
+         std::unique_ptr<Senders<T>> server, const BatchedContext& context)
       : options_(options),
         context_(context),
         m_(WorkerRows<T>(context)),
@@ -338,10 +162,8 @@ class Birder final : public BatchedOptimizer<T> {
         denominator_(WorkerRows<T>(context)),
         update_(WorkerRows<T>(context)),
         mean_(OneVector<T>(context)),
-        workers_(worker_format, worker_feedback, context.workers, context,
-                 Purpose::kWorkerCompression, 0),
-        server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
-                kServerStream) {}
+        workers_(std::move(workers)),
+        server_(std::move(server)) {}
 
   void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
     const Backend backend = context_.backend;
@@ -351,13 +173,11 @@ class Birder final : public BatchedOptimizer<T> {
             BirderMoments<T>{gradients.data(), m_.data(), b_hat_.data(), b_.data(),
                              denominator_.data(), update_.data(), beta, T(1) - beta,
                              static_cast<T>(options_.eps), options_.t0 && ctx.t > *options_.t0});
-    workers_.Encode(ctx, update_.data());  // lines 8-9
-    ForEach(backend, d,
-            OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
-                                mean_.data()});
-    server_.Encode(ctx, mean_.data());  // lines 12-13
-    ForEach(backend, d,                 // line 16
-            OneBitStep<T>{server_.bits(), server_.scales(), x.data(), static_cast<T>(ctx.lr)});
+    workers_->Encode(ctx, update_.data());  // lines 8-9
+    workers_->MeanOfRows(mean_.data());
+    server_->Encode(ctx, mean_.data());  // lines 12-13
+    server_->Decode(mean_.data());       // line 16: x <- x - lr C(...)
+    ForEach(backend, d, SgdStep<T>{x.data(), mean_.data(), static_cast<T>(ctx.lr)});
   }
 
   void DeclareState(DeviceState<T>& state) override {
@@ -366,16 +186,16 @@ class Birder final : public BatchedOptimizer<T> {
     state.PerWorker(kBirderBHat, b_hat_, d);
     state.PerWorker(kBirderB, b_, d);
     state.PerWorkerShows(Quantity::kDenominator, denominator_, d);
-    workers_.DeclareErrors(state);
-    server_.DeclareErrors(state);
+    workers_->DeclareErrors(state);
+    server_->DeclareErrors(state);
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
-    return worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
+    return worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
   }
 
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t /*t*/) const override {
-    return {workers_.message_bytes(), server_.message_bytes()};
+    return {workers_->message_bytes(), server_->message_bytes()};
   }
 
  private:
@@ -383,7 +203,7 @@ class Birder final : public BatchedOptimizer<T> {
   BatchedContext context_;
   Buffer<T> m_, b_hat_, b_, denominator_, update_;  // n x d
   Buffer<T> mean_;                                  // d: the mean of the workers' Q(u)
-  OneBitSenders<T> workers_, server_;
+  std::unique_ptr<Senders<T>> workers_, server_;
 };
 
 // 1-bit Adam (optimizers/one_bit_adam.cc): Adam on the mean gradient, sent as it is, for the
@@ -392,9 +212,8 @@ class Birder final : public BatchedOptimizer<T> {
 template <typename T>
 class OneBitAdam final : public BatchedOptimizer<T> {
  public:
-  OneBitAdam(const OneBitAdamOptions& options, const OneBitFormat& worker_format,
-             bool worker_feedback, const OneBitFormat& server_format, bool server_feedback,
-             const BatchedContext& context)
+  OneBitAdam(const OneBitAdamOptions& options, std::unique_ptr<Senders<T>> workers,
+             std::unique_ptr<Senders<T>> server, const BatchedContext& context)
       : options_(options),
         context_(context),
         m_(OneVector<T>(context)),
@@ -403,10 +222,8 @@ class OneBitAdam final : public BatchedOptimizer<T> {
         mean_(OneVector<T>(context)),
         worker_m_(WorkerRows<T>(context)),
         warmup_sends_(context),
-        workers_(worker_format, worker_feedback, context.workers, context,
-                 Purpose::kWorkerCompression, 0),
-        server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
-                kServerStream) {
+        workers_(std::move(workers)),
+        server_(std::move(server)) {
     // The denominator of v = 0, as the CPU's preconditioner starts.
     Precondition();
   }
@@ -429,12 +246,10 @@ class OneBitAdam final : public BatchedOptimizer<T> {
       ForEach(backend, n * d,  // line 6
               OneBitAdamMomentum<T>{gradients.data(), worker_m_.data(), m_.data(), d, own, beta1,
                                     T(1) - beta1});
-      workers_.Encode(ctx, worker_m_.data());  // lines 7-8
-      ForEach(backend, d,
-              OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
-                                  mean_.data()});
-      server_.Encode(ctx, mean_.data());                                                  // line 10
-      ForEach(backend, d, OneBitDecode<T>{server_.bits(), server_.scales(), m_.data()});  // 13
+      workers_->Encode(ctx, worker_m_.data());  // lines 7-8
+      workers_->MeanOfRows(mean_.data());
+      server_->Encode(ctx, mean_.data());  // line 10
+      server_->Decode(m_.data());          // 13
     }
     ForEach(
         backend, d,  // line 13
@@ -444,8 +259,8 @@ class OneBitAdam final : public BatchedOptimizer<T> {
   void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
     state.Replicated(kPreconditioner, denominator_);
-    workers_.DeclareErrors(state);
-    server_.DeclareErrors(state);
+    workers_->DeclareErrors(state);
+    server_->DeclareErrors(state);
     // During warmup every worker holds the synchronised m; after it, its own m^(i).
     state.PerWorker(kOneBitAdamWorkerMomentum, worker_m_, d, !Warmup(t_));
     if (Warmup(t_)) {
@@ -461,12 +276,12 @@ class OneBitAdam final : public BatchedOptimizer<T> {
   // The warmup sends the gradients and their mean as they are (the identity compressor).
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
     if (Warmup(t)) return {RawBytes<T>(context_), RawBytes<T>(context_)};
-    return {workers_.message_bytes(), server_.message_bytes()};
+    return {workers_->message_bytes(), server_->message_bytes()};
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
     if (Warmup(t_)) return warmup_sends_.Stats(worker);
-    return worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
+    return worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
   }
 
  private:
@@ -484,7 +299,7 @@ class OneBitAdam final : public BatchedOptimizer<T> {
   Buffer<T> mean_;         // the mean gradient (warmup), the mean of the decoded messages (after)
   Buffer<T> worker_m_;     // n x d: m^(i) of line 6
   RawSendCounts<T> warmup_sends_;  // the warmup's gradients and their mean
-  OneBitSenders<T> workers_, server_;
+  std::unique_ptr<Senders<T>> workers_, server_;
   std::int64_t t_ = 0;  // the last step
 };
 
@@ -614,9 +429,8 @@ class Lamb final : public AveragedGradient<T> {
 template <typename T>
 class OneBitLamb final : public BatchedOptimizer<T> {
  public:
-  OneBitLamb(const OneBitLambOptions& options, const OneBitFormat& worker_format,
-             bool worker_feedback, const OneBitFormat& server_format, bool server_feedback,
-             const BatchedContext& context)
+  OneBitLamb(const OneBitLambOptions& options, std::unique_ptr<Senders<T>> workers,
+             std::unique_ptr<Senders<T>> server, const BatchedContext& context)
       : options_(options),
         context_(context),
         lamb_(options.lamb, context),
@@ -632,10 +446,8 @@ class OneBitLamb final : public BatchedOptimizer<T> {
         ratio_partials_(context.backend,
                         static_cast<std::size_t>(layers().count() * one_bit::kPartials)),
         warmup_sends_(context),
-        workers_(worker_format, worker_feedback, context.workers, context,
-                 Purpose::kWorkerCompression, 0),
-        server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
-                kServerStream) {
+        workers_(std::move(workers)),
+        server_(std::move(server)) {
     if (options_.warmup_steps == 0) Freeze();
   }
 
@@ -663,13 +475,11 @@ class OneBitLamb final : public BatchedOptimizer<T> {
           LayerFactors<T>{worker_m_.data(), scaled_.data(), k_.data(), layers().ends(), d, false});
       sent = scaled_.data();
     }
-    workers_.Encode(ctx, sent);  // lines 6-8
-    ForEach(backend, d,
-            OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
-                                mean_.data()});
-    server_.Encode(ctx, mean_.data());  // line 10
-    ForEach(backend, d, OneBitDecode<T>{server_.bits(), server_.scales(), mean_.data()});  // 11
-    if (options_.momentum_scaling) {  // undo k_l on m_bar
+    workers_->Encode(ctx, sent);  // lines 6-8
+    workers_->MeanOfRows(mean_.data());
+    server_->Encode(ctx, mean_.data());  // line 10
+    server_->Decode(mean_.data());       // 11
+    if (options_.momentum_scaling) {     // undo k_l on m_bar
       ForEach(backend, d,
               LayerFactors<T>{mean_.data(), mean_.data(), k_.data(), layers().ends(), d, true});
     }
@@ -695,8 +505,8 @@ class OneBitLamb final : public BatchedOptimizer<T> {
     // Workers hold their m^(i) of line 5 once compression starts; before, the synchronised m.
     state.PerWorker(kOneBitLambWorkerMomentum, worker_m_, d, frozen_);
     lamb_.DeclareState(state);
-    workers_.DeclareErrors(state);
-    server_.DeclareErrors(state);
+    workers_->DeclareErrors(state);
+    server_->DeclareErrors(state);
     state.Replicated(kOneBitLambFrozenVariance, v_frozen_);
     state.Replicated(kOneBitLambFrozenDenominator, frozen_denominator_);
     state.Value("c_avg", c_avg_);
@@ -710,12 +520,12 @@ class OneBitLamb final : public BatchedOptimizer<T> {
   // The warmup sends the gradients and their mean as they are.
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
     if (Warmup(t)) return {RawBytes<T>(context_), RawBytes<T>(context_)};
-    return {workers_.message_bytes(), server_.message_bytes()};
+    return {workers_->message_bytes(), server_->message_bytes()};
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
     if (Warmup(t_)) return warmup_sends_.Stats(worker);
-    return worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
+    return worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
   }
 
  private:
@@ -764,7 +574,7 @@ class OneBitLamb final : public BatchedOptimizer<T> {
   Buffer<double> k_;             // per layer: App. A.5.2's k_l (1 without momentum scaling)
   Buffer<RatioPartial> ratio_partials_;
   RawSendCounts<T> warmup_sends_;  // the warmup's gradients and their mean
-  OneBitSenders<T> workers_, server_;
+  std::unique_ptr<Senders<T>> workers_, server_;
   bool frozen_ = false;  // step T_w is over
   std::int64_t t_ = 0;   // the last step
 };
@@ -776,9 +586,8 @@ class OneBitLamb final : public BatchedOptimizer<T> {
 template <typename T>
 class ZeroOneAdam final : public BatchedOptimizer<T> {
  public:
-  ZeroOneAdam(const ZeroOneAdamOptions& options, const OneBitFormat& worker_format,
-              bool worker_feedback, const OneBitFormat& server_format, bool server_feedback,
-              const BatchedContext& context)
+  ZeroOneAdam(const ZeroOneAdamOptions& options, std::unique_ptr<Senders<T>> workers,
+              std::unique_ptr<Senders<T>> server, const BatchedContext& context)
       : options_(options),
         context_(context),
         v_(OneVector<T>(context)),
@@ -790,10 +599,8 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
         worker_x_(WorkerRows<T>(context)),
         worker_u_(WorkerRows<T>(context)),
         raw_sends_(context),
-        workers_(worker_format, worker_feedback, context.workers, context,
-                 Purpose::kWorkerCompression, 0),
-        server_(server_format, server_feedback, 1, context, Purpose::kServerCompression,
-                kServerStream) {
+        workers_(std::move(workers)),
+        server_(std::move(server)) {
     SetDenominator();
   }
 
@@ -831,14 +638,12 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
       ForEach(backend, d, SecondMoment<T>{g_bar_.data(), v_.data(), beta2, T(1) - beta2});
       SetDenominator();
     }
-    lr_sum_ += ctx.lr;                       // sum_{h=t'}^{t} gamma_h
-    if (!kind.one_bit) return;               // a local step: x stays x_{t'}
-    workers_.Encode(ctx, worker_u_.data());  // C(u^(i) + delta^(i))
-    ForEach(backend, d,
-            OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
-                                u_bar_.data()});
-    server_.Encode(ctx, u_bar_.data());  // C(mean + delta_bar)
-    ForEach(backend, d, OneBitDecode<T>{server_.bits(), server_.scales(), u_bar_.data()});
+    lr_sum_ += ctx.lr;                        // sum_{h=t'}^{t} gamma_h
+    if (!kind.one_bit) return;                // a local step: x stays x_{t'}
+    workers_->Encode(ctx, worker_u_.data());  // C(u^(i) + delta^(i))
+    workers_->MeanOfRows(u_bar_.data());
+    server_->Encode(ctx, u_bar_.data());  // C(mean + delta_bar)
+    server_->Decode(u_bar_.data());
     ForEach(backend, d,
             ZeroOneAdamSync<T>{u_bar_.data(), denominator_.data(), m_.data(), x.data(),
                                static_cast<T>(lr_sum_)});
@@ -851,7 +656,7 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
     const ZeroOneAdamStep kind = ZeroOneAdamStepAt(options_, t);
     const std::size_t raw = kind.full_precision ? RawBytes<T>(context_) : 0;
     if (!kind.one_bit) return {raw, raw};
-    return {raw + workers_.message_bytes(), raw + server_.message_bytes()};
+    return {raw + workers_->message_bytes(), raw + server_->message_bytes()};
   }
 
   // The step's parts' statistics, summed (zero on a local step), as the CPU counts them.
@@ -859,7 +664,7 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
     const ZeroOneAdamStep kind = ZeroOneAdamStepAt(options_, t_);
     EncodeStats stats;
     if (kind.full_precision) stats += raw_sends_.Stats(worker);
-    if (kind.one_bit) stats += worker == kServer ? server_.Stats(0) : workers_.Stats(worker);
+    if (kind.one_bit) stats += worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
     return stats;
   }
 
@@ -867,8 +672,8 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
 
   void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
-    workers_.DeclareErrors(state);
-    server_.DeclareErrors(state);
+    workers_->DeclareErrors(state);
+    server_->DeclareErrors(state);
     state.PerWorker(kZeroOneAdamWorkerMomentum, worker_m_, d);
     state.PerWorker(kZeroOneAdamLocalModel, worker_x_, d);
     state.PerWorker(kZeroOneAdamBuffer, worker_u_, d);
@@ -905,7 +710,7 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
   Buffer<T> g_bar_, u_bar_;        // the step's mean gradient; the decoded u_bar
   Buffer<T> worker_m_, worker_x_, worker_u_;  // n x d: m^(i), x^(i), u^(i)
   RawSendCounts<T> raw_sends_;                // the gradients of T_v and their mean
-  OneBitSenders<T> workers_, server_;
+  std::unique_ptr<Senders<T>> workers_, server_;
   double lr_sum_ = 0;     // sum of gamma_h since the last sync
   bool started_ = false;  // the workers' x^(i) hold their models (after the first step)
   std::int64_t t_ = 0;    // the last step
@@ -917,7 +722,7 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
 template <typename T>
 class DistSpams final : public BatchedOptimizer<T> {
  public:
-  DistSpams(const SpamsOptions& options, const OneBitFormat& format, bool feedback,
+  DistSpams(const SpamsOptions& options, std::unique_ptr<Senders<T>> workers,
             const BatchedContext& context)
       : options_(options),
         context_(context),
@@ -926,7 +731,7 @@ class DistSpams final : public BatchedOptimizer<T> {
         v_hat_(OneVector<T>(context)),
         denominator_(OneVector<T>(context)),
         mean_(OneVector<T>(context)),
-        workers_(format, feedback, context.workers, context, Purpose::kWorkerCompression, 0) {
+        workers_(std::move(workers)) {
     // sqrt(eps) before step 1 (v_hat_0 = 0), in the run's precision as the CPU's.
     const T eps = static_cast<T>(options.eps);
     denominator_.Upload(
@@ -936,10 +741,8 @@ class DistSpams final : public BatchedOptimizer<T> {
   void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
     const Backend backend = context_.backend;
     const std::int64_t n = context_.workers, d = context_.dimension;
-    workers_.Encode(ctx, gradients.data());  // lines 7-9
-    ForEach(backend, d,                      // line 12
-            OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
-                                mean_.data()});
+    workers_->Encode(ctx, gradients.data());  // lines 7-9
+    workers_->MeanOfRows(mean_.data());       // line 12
     const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
     ForEach(backend, d,  // lines 13-16
             AmsGradStep<T>{mean_.data(), m_.data(), v_.data(), v_hat_.data(), denominator_.data(),
@@ -949,12 +752,12 @@ class DistSpams final : public BatchedOptimizer<T> {
 
   // The server sends the direction m / sqrt(v_hat + eps) in full precision.
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t /*t*/) const override {
-    return {workers_.message_bytes(), RawBytes<T>(context_)};
+    return {workers_->message_bytes(), RawBytes<T>(context_)};
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
     if (worker == kServer) return std::nullopt;  // the server sends raw values
-    return workers_.Stats(worker);
+    return workers_->Stats(worker);
   }
 
   void DeclareState(DeviceState<T>& state) override {
@@ -962,7 +765,7 @@ class DistSpams final : public BatchedOptimizer<T> {
     state.Server(kSpamsVariance, v_);
     state.Server(kSpamsMaxVariance, v_hat_);
     state.Server(kSpamsDenominator, denominator_);
-    workers_.DeclareErrors(state);
+    workers_->DeclareErrors(state);
   }
 
  private:
@@ -970,7 +773,7 @@ class DistSpams final : public BatchedOptimizer<T> {
   BatchedContext context_;
   Buffer<T> m_, v_, v_hat_, denominator_;  // the server's AMSGrad state
   Buffer<T> mean_;                         // the mean of the decoded messages (line 12)
-  OneBitSenders<T> workers_;
+  std::unique_ptr<Senders<T>> workers_;
 };
 
 // EF21 and EF21-SGDM (optimizers/ef21.cc) with a 1-bit compressor: every worker's correction
@@ -980,7 +783,8 @@ class DistSpams final : public BatchedOptimizer<T> {
 template <typename T>
 class Ef21 final : public BatchedOptimizer<T> {
  public:
-  Ef21(const Ef21Options& options, const OneBitFormat& format, const BatchedContext& context)
+  Ef21(const Ef21Options& options, std::unique_ptr<Senders<T>> workers,
+       const BatchedContext& context)
       : options_(options),
         context_(context),
         g_i_(WorkerRows<T>(context)),
@@ -989,8 +793,7 @@ class Ef21 final : public BatchedOptimizer<T> {
         g_(OneVector<T>(context)),
         mean_(OneVector<T>(context)),
         raw_sends_(context),
-        workers_(format, /*feedback=*/false, context.workers, context, Purpose::kWorkerCompression,
-                 0) {}
+        workers_(std::move(workers)) {}
 
   void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
     t_ = ctx.t;
@@ -1009,13 +812,9 @@ class Ef21 final : public BatchedOptimizer<T> {
       ForEach(backend, d, MeanOfRows<T>{y, n, d, mean_.data()});
     } else {
       ForEach(backend, n * d, Difference<T>{y, g_i_.data(), difference_.data()});
-      workers_.Encode(ctx, difference_.data());  // c_i = C(y - g_i)
-      ForEach(backend, n * d,                    // g_i <- g_i + c_i
-              OneBitDecodeAddRows<T>{workers_.bits(), workers_.scales(), d, workers_.words(),
-                                     g_i_.data()});
-      ForEach(backend, d,
-              OneBitMeanOfRows<T>{workers_.bits(), workers_.scales(), n, d, workers_.words(),
-                                  mean_.data()});
+      workers_->Encode(ctx, difference_.data());  // c_i = C(y - g_i)
+      workers_->DecodeAddRows(g_i_.data());       // g_i <- g_i + c_i
+      workers_->MeanOfRows(mean_.data());
     }
     raw_sends_.Count(full ? y : nullptr, mean_.data());
     ForEach(backend, d,
@@ -1025,12 +824,12 @@ class Ef21 final : public BatchedOptimizer<T> {
   // The server sends the mean correction (or, at a full first step, the mean of the y) in full
   // precision.
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
-    return {FullPrecisionAt(t) ? RawBytes<T>(context_) : workers_.message_bytes(),
+    return {FullPrecisionAt(t) ? RawBytes<T>(context_) : workers_->message_bytes(),
             RawBytes<T>(context_)};
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
-    if (worker != kServer && !FullPrecisionAt(t_)) return workers_.Stats(worker);
+    if (worker != kServer && !FullPrecisionAt(t_)) return workers_->Stats(worker);
     return raw_sends_.Stats(worker);
   }
 
@@ -1049,13 +848,13 @@ class Ef21 final : public BatchedOptimizer<T> {
   Buffer<T> g_i_, v_, difference_;  // n x d: the estimates g_i, EF21-SGDM's v_i, y - g_i
   Buffer<T> g_, mean_;              // the replicas' g; the step's mean (correction)
   RawSendCounts<T> raw_sends_;      // what is sent as it is: y at a full step, the mean
-  OneBitSenders<T> workers_;
+  std::unique_ptr<Senders<T>> workers_;
   std::int64_t t_ = 0;
 };
 
-// The compressors whose instances encode a 1-bit format, by registry name (each in its default
-// configuration): those a batched exchange runs.
-const std::string& OneBitCompressorNames() {
+// The compressors with a batched form, by registry name: the 1-bit formats (each in its default
+// configuration) and those of kSentRowsCompressors.
+const std::string& BatchedCompressorNames() {
   static const std::string names = [] {
     std::vector<std::string_view> found;
     for (const CompressorInfo& info : Compressors().entries()) {
@@ -1069,59 +868,65 @@ const std::string& OneBitCompressorNames() {
         // A compressor without defaults for every option is not one of them by default.
       }
     }
+    found.insert(found.end(), kSentRowsCompressors.begin(), kSentRowsCompressors.end());
     return fmt::format("{}", fmt::join(found, ", "));
   }();
   return names;
 }
 
-// The format a side of the exchange compresses with, when it has a batched form.
+// The senders of one side of the exchange (`rows` of them), when its compressor has a batched
+// form; with error feedback of `feedback`, read at `feedback_key`.
 template <typename T>
-const OneBitFormat& BatchedFormat(const OptionTable& options, const CompressorMaker<T>& maker,
-                                  const BatchedContext& context, std::string_view side,
-                                  std::unique_ptr<Compressor<T>>& instance) {
-  instance = maker(context.shape());
-  const OneBitFormat* format = instance->one_bit_format();
-  if (format == nullptr) {
-    options.Fail(side == "worker" ? "compressor" : "server_compressor",
-                 fmt::format("the {} compressor '{}' has no batched (GPU) form yet; those "
-                             "that have: {}",
-                             side, instance->name(), OneBitCompressorNames()));
+std::unique_ptr<Senders<T>> BatchedSenders(const OptionTable& options,
+                                           const CompressorMaker<T>& maker,
+                                           const BatchedContext& context, bool server,
+                                           FeedbackKind feedback, std::string_view feedback_key) {
+  const std::unique_ptr<Compressor<T>> instance = maker(context.shape());
+  bool with_feedback = false;
+  if (feedback == FeedbackKind::kClassic) {
+    with_feedback = true;
+  } else if (feedback != FeedbackKind::kNone) {
+    options.Fail(feedback_key, fmt::format("{} = \"{}\" has no batched (GPU) form yet; those that "
+                                           "have: \"none\", \"classic\"",
+                                           feedback_key, FeedbackName(feedback)));
   }
-  return *format;
+  std::unique_ptr<Senders<T>> senders =
+      server ? MakeSenders<T>(*instance, with_feedback, 1, context, Purpose::kServerCompression,
+                              kServerStream)
+             : MakeSenders<T>(*instance, with_feedback, context.workers, context,
+                              Purpose::kWorkerCompression, 0);
+  if (senders == nullptr) {
+    options.Fail(
+        server ? "server_compressor" : "compressor",
+        fmt::format("the {} compressor '{}' has no batched (GPU) form yet; those "
+                    "that have: {}",
+                    server ? "server" : "worker", instance->name(), BatchedCompressorNames()));
+  }
+  return senders;
 }
 
-bool BatchedFeedback(const OptionTable& options, FeedbackKind kind, std::string_view key) {
-  if (kind == FeedbackKind::kNone) return false;
-  if (kind == FeedbackKind::kClassic) return true;
-  options.Fail(key, fmt::format("{} = \"{}\" has no batched (GPU) form yet; those that have: "
-                                "\"none\", \"classic\"",
-                                key, FeedbackName(kind)));
-}
-
-// An optimizer whose exchange is a 1-bit exchange on both sides (Birder, 1-bit Adam), built from
-// the exchange's options.
+// An optimizer whose exchange compresses on both sides (Birder, 1-bit Adam, 1-bit LAMB, 0/1
+// Adam), built from the exchange's options.
 template <typename T, typename Optimizer, typename Options>
-std::unique_ptr<BatchedOptimizer<T>> WithOneBitExchange(OptionTable& options,
-                                                        const Options& optimizer_options,
-                                                        const ExchangeDefaults& defaults,
-                                                        const BatchedContext& context) {
+std::unique_ptr<BatchedOptimizer<T>> WithTwoSidedExchange(OptionTable& options,
+                                                          const Options& optimizer_options,
+                                                          const ExchangeDefaults& defaults,
+                                                          const BatchedContext& context) {
   const ExchangeConfig<T> exchange = ExchangeFromOptions<T>(options, defaults);
-  std::unique_ptr<Compressor<T>> worker, server;
-  const OneBitFormat& worker_format =
-      BatchedFormat(options, exchange.worker_compressor, context, "worker", worker);
-  const OneBitFormat& server_format =
-      BatchedFormat(options, exchange.server_compressor, context, "server", server);
   return std::make_unique<Optimizer>(
-      optimizer_options, worker_format,
-      BatchedFeedback(options, exchange.worker_feedback, "worker_feedback"), server_format,
-      BatchedFeedback(options, exchange.server_feedback, "server_feedback"), context);
+      optimizer_options,
+      BatchedSenders<T>(options, exchange.worker_compressor, context, false,
+                        exchange.worker_feedback, "worker_feedback"),
+      BatchedSenders<T>(options, exchange.server_compressor, context, true,
+                        exchange.server_feedback, "server_feedback"),
+      context);
 }
 
 template <typename T>
 std::unique_ptr<BatchedOptimizer<T>> MakeBirder(OptionTable& options,
                                                 const BatchedContext& context) {
   const BirderOptions o = ReadBirderOptions(options, /*read_t0=*/true);
-  return WithOneBitExchange<T, Birder<T>>(options, o, kBirderDefaults, context);
+  return WithTwoSidedExchange<T, Birder<T>>(options, o, kBirderDefaults, context);
 }
 
 template <typename T>
@@ -1129,11 +934,11 @@ std::unique_ptr<BatchedOptimizer<T>> MakeDistSpams(OptionTable& options,
                                                    const BatchedContext& context) {
   const SpamsOptions o = ReadSpamsOptions(options);
   const ExchangeConfig<T> exchange = ExchangeFromOptions<T>(options, kDistSpamsDefaults);
-  std::unique_ptr<Compressor<T>> worker;
-  const OneBitFormat& format =
-      BatchedFormat(options, exchange.worker_compressor, context, "worker", worker);
   return std::make_unique<DistSpams<T>>(
-      o, format, BatchedFeedback(options, exchange.worker_feedback, "worker_feedback"), context);
+      o,
+      BatchedSenders<T>(options, exchange.worker_compressor, context, false,
+                        exchange.worker_feedback, "worker_feedback"),
+      context);
 }
 
 template <typename T>
@@ -1142,10 +947,11 @@ std::unique_ptr<BatchedOptimizer<T>> MakeEf21(OptionTable& options, std::string_
   const bool momentum = name == "ef21-sgdm";
   const ExchangeConfig<T> exchange = Ef21ExchangeFromOptions<T>(options, name);
   const Ef21Options o = ReadEf21Options(options, momentum);
-  std::unique_ptr<Compressor<T>> worker;
-  const OneBitFormat& format =
-      BatchedFormat(options, exchange.worker_compressor, context, "worker", worker);
-  return std::make_unique<Ef21<T>>(o, format, context);
+  // EF21 sends the corrections without error feedback.
+  return std::make_unique<Ef21<T>>(o,
+                                   BatchedSenders<T>(options, exchange.worker_compressor, context,
+                                                     false, FeedbackKind::kNone, "worker_feedback"),
+                                   context);
 }
 
 template <typename T>
@@ -1162,7 +968,7 @@ std::unique_ptr<BatchedOptimizer<T>> MakeOneBitAdam(OptionTable& options,
                              "warmup sends the gradients as they are (\"identity\")",
                              warmup));
   }
-  return WithOneBitExchange<T, OneBitAdam<T>>(options, o, kOneBitAdamDefaults, context);
+  return WithTwoSidedExchange<T, OneBitAdam<T>>(options, o, kOneBitAdamDefaults, context);
 }
 
 // The optimizers with a batched form, each with its factory (which reads the options as the CPU
@@ -1201,13 +1007,13 @@ std::span<const BatchedEntry<T>> BatchedEntries() {
        }},
       {"onebit-lamb",
        [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
-         return WithOneBitExchange<T, OneBitLamb<T>>(options, ReadOneBitLambOptions(options),
-                                                     kOneBitLambDefaults, context);
+         return WithTwoSidedExchange<T, OneBitLamb<T>>(options, ReadOneBitLambOptions(options),
+                                                       kOneBitLambDefaults, context);
        }},
       {"zero-one-adam",
        [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {
-         return WithOneBitExchange<T, ZeroOneAdam<T>>(options, ReadZeroOneAdamOptions(options),
-                                                      kOneBitAdamDefaults, context);
+         return WithTwoSidedExchange<T, ZeroOneAdam<T>>(options, ReadZeroOneAdamOptions(options),
+                                                        kOneBitAdamDefaults, context);
        }},
       {"dist-spams",
        [](OptionTable& options, std::string_view, const BatchedContext& context) -> Made {

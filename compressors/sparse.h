@@ -78,6 +78,11 @@ class SparseCompressor : public Compressor<T> {
   void Decode(const Message& in, VectorRef<T> out) const override;
   void DecodeAdd(const Message& in, T weight, VectorRef<T> acc) const override;
 
+  // The coordinates this instance keeps, and what the receiver multiplies each value by (the
+  // batched senders, batched/senders.h, encode the same messages).
+  std::int64_t k() const { return k_; }
+  T scale() const { return scale_; }
+
  protected:
   // `scale` multiplies every received value (1 for an unscaled message).
   SparseCompressor(std::string_view name, std::int64_t dimension, std::int64_t k, T scale);
@@ -87,8 +92,6 @@ class SparseCompressor : public Compressor<T> {
   SparseCompressor(std::string_view name, std::int64_t dimension, std::int64_t k, ScaleByCount);
 
   std::int64_t dimension() const { return dimension_; }
-  std::int64_t k() const { return k_; }
-  T scale() const { return scale_; }
   // Checks that a vector to encode or decode into has the instance's dimension.
   void CheckDimension(Eigen::Index size) const;
 

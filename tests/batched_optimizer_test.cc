@@ -78,11 +78,8 @@ OptionValue Component(std::string_view name, const OptionPairs& options) {
 // another path through its batched code.
 std::vector<Case> Cases() {
   std::vector<Case> cases;
-  // EF21's default compressor (top-k) has no batched form: a 1-bit one is named.
   for (const std::string_view name : batched::BatchedOptimizerNames()) {
-    OptionPairs options;
-    if (name.starts_with("ef21")) options = {{"compressor", Str("scaled-sign")}};
-    cases.push_back({Label(name), std::string(name), options});
+    cases.push_back({Label(name), std::string(name), {}});
   }
   // Every 1-bit compressor of the registry, on both sides of Birder's exchange.
   for (const std::string_view name : OneBitCompressors()) {
@@ -162,6 +159,35 @@ std::vector<Case> Cases() {
                     {"var_update_scaler", Int(1)},
                     {"local_step_scaler", Int(1)},
                     {"local_step_clipper", Int(4)}}});
+  // The sparse and raw compressors: top-k (Birder's step-1 input m / (b + eps) is +-1 nearly
+  // everywhere, so its selection meets ties), random-k scaled and not, the identity.
+  const OptionValue top_k = Component("top-k", {{"fraction", Real(0.1)}});
+  const OptionValue random_k = Component("random-k", {{"k", Int(9)}});
+  cases.push_back({"birder_top_k_workers_random_k_server",
+                   "birder",
+                   {{"compressor", top_k}, {"server_compressor", random_k}}});
+  cases.push_back({"ef21_top_k_most_coordinates",
+                   "ef21",
+                   {{"compressor", Component("top-k", {{"fraction", Real(0.97)}})}}});
+  cases.push_back(
+      {"ef21_sgdm_unscaled_random_k",
+       "ef21-sgdm",
+       {{"compressor", Component("random-k", {{"k", Int(20)}, {"scaled", {false, ""}}})},
+        {"eta", Real(0.4)}}});
+  cases.push_back({"onebit_adam_identity_both_sides",
+                   "onebit-adam",
+                   {{"warmup_steps", Int(5)}, {"compressor", Str("identity")}}});
+  cases.push_back({"dist_spams_random_k_without_feedback",
+                   "dist-spams",
+                   {{"compressor", random_k}, {"worker_feedback", Str("none")}}});
+  cases.push_back({"zero_one_adam_top_k",
+                   "zero-one-adam",
+                   {{"var_freeze_step", Int(12)}, {"compressor", top_k}}});
+  cases.push_back(
+      {"onebit_lamb_top_k_worker_identity_server",
+       "onebit-lamb",
+       {{"warmup_steps", Int(6)}, {"compressor", top_k}, {"server_compressor", Str("identity")}},
+       {Layer{"w", 0, 5, 5}, Layer{"b", 25, 52, 1}}});
   cases.push_back(
       {"birder_no_feedback",
        "birder",
@@ -329,13 +355,15 @@ TEST(BatchedOptimizers, AreCpuOptimizersAndRefuseEveryOther) {
   }
 }
 
-// Every compressor of the registry that is not a 1-bit format is refused on either side, by
-// name, with the list of those that are (every 1-bit one runs: BatchedAgainstCpu above).
-TEST(BatchedOptimizers, RefuseEveryCompressorThatIsNotOneBit) {
-  const std::vector<std::string_view> one_bit = OneBitCompressors();
-  ASSERT_GE(one_bit.size(), 4u);  // stochastic-binary, sign, scaled-sign, block-sign at least
+// Every compressor of the registry without a batched form (neither a 1-bit format nor the
+// identity, top-k or random-k) is refused on either side, by name, with the list of those that
+// have one (each of which runs: BatchedAgainstCpu above).
+TEST(BatchedOptimizers, RefuseEveryCompressorWithoutABatchedForm) {
+  std::vector<std::string_view> batched = OneBitCompressors();
+  ASSERT_GE(batched.size(), 4u);  // stochastic-binary, sign, scaled-sign, block-sign at least
+  batched.insert(batched.end(), {"identity", "top-k", "random-k"});
   for (const auto& [name, is_one_bit] : CompressorsByFormat()) {
-    if (is_one_bit) continue;
+    if (is_one_bit || name == "identity") continue;
     for (const std::string key : {"compressor", "server_compressor"}) {
       OptionTable table = TableOf({"", "birder", {{key, Str(name)}}});
       const std::string error = testing::UserErrorOf([&] {
@@ -344,7 +372,7 @@ TEST(BatchedOptimizers, RefuseEveryCompressorThatIsNotOneBit) {
       EXPECT_NE(error.find(fmt::format("compressor '{}' has no batched (GPU) form yet", name)),
                 std::string::npos)
           << key << ": " << error;
-      EXPECT_NE(error.find(fmt::format("those that have: {}", fmt::join(one_bit, ", "))),
+      EXPECT_NE(error.find(fmt::format("those that have: {}", fmt::join(batched, ", "))),
                 std::string::npos)
           << error;
     }

@@ -27,8 +27,9 @@ using testing::WriteFile;
 
 // Every optimizer with a batched form, 1-bit Adam and 1-bit LAMB through their warmup and after,
 // 0/1 Adam through its variance updates and its local steps (gradients at the workers' own x),
-// on a data problem with minibatches and on both schemes a GPU run takes, with the probes that
-// read the optimizers' state (error feedback, Birder's denominators, Q's domain, LAMB's ratios).
+// EF21 with its default top-k and Birder with top-k and random-k, on a data problem with
+// minibatches and on both schemes a GPU run takes, with the probes that read the optimizers' state
+// (error feedback, Birder's denominators, Q's domain, LAMB's ratios).
 constexpr const char* kSpec = R"toml(
 seed = 11
 steps = 40
@@ -85,7 +86,12 @@ local_step_clipper = 4
 
 [[optimizer]]
 name = "ef21"
-compressor = "sign"
+
+[[optimizer]]
+name = "birder"
+label = "birder-sparse"
+compressor = { name = "top-k", fraction = 0.2 }
+server_compressor = { name = "random-k", k = 11, scaled = false }
 
 [[optimizer]]
 name = "ef21-sgdm"
@@ -170,7 +176,7 @@ TEST_P(DeviceRunOn, WritesTheCpuRunsMetricsAndParametersBitForBit) {
     EXPECT_NE(probes.find("lamb-ratios"), std::string::npos);
     EXPECT_EQ(ProbeRows(dir / "gpu"), probes);
     const std::string metrics = ReadFile(dir / "cpu/metrics.csv");
-    EXPECT_GT(std::count(metrics.begin(), metrics.end(), '\n'), 40 * 5 * 9);
+    EXPECT_GT(std::count(metrics.begin(), metrics.end(), '\n'), 40 * 5 * 10);
     EXPECT_EQ(ReadFile(dir / "gpu/metrics.csv"), metrics);
     EXPECT_EQ(ReadFile(dir / "gpu/params.npy"), ReadFile(dir / "cpu/params.npy"));
     // The results say where the run computed.
@@ -268,8 +274,9 @@ TEST(DeviceRun, RefusesWhatDoesNotRunOnTheGpuYetByName) {
               HasSubstr("scheme = \"allreduce\" does not run on the GPU yet"));
   EXPECT_THAT(error_of("", "name = \"marina\""),
               HasSubstr("optimizer 'marina' has no batched (GPU) form yet"));
-  EXPECT_THAT(error_of("", "name = \"birder\"\ncompressor = { name = \"top-k\", fraction = 0.1 }"),
-              HasSubstr("the worker compressor 'top-k' has no batched (GPU) form yet"));
+  EXPECT_THAT(
+      error_of("", "name = \"birder\"\nserver_compressor = { name = \"qsgd\", levels = 4 }"),
+      HasSubstr("the server compressor 'qsgd' has no batched (GPU) form yet"));
 }
 
 // On this machine's GPU backend: refused with exit code 2, naming the build or the missing device,
