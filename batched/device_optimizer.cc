@@ -10,11 +10,14 @@ namespace lemmalab::batched {
 namespace {
 
 template <typename T>
-class DeviceOptimizer final : public DistributedOptimizer<T> {
+class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSource<T> {
  public:
   DeviceOptimizer(std::unique_ptr<BatchedOptimizer<T>> batched, const OptimizerContext& context,
-                  Backend backend)
+                  Backend backend, std::shared_ptr<const DeviceSamples<T>> samples)
       : batched_(std::move(batched)),
+        device_gradient_source_(samples != nullptr ? std::make_unique<BatchedGradients<T>>(
+                                                         std::move(samples), context.dimension)
+                                                   : nullptr),
         workers_(context.workers),
         dimension_(context.dimension),
         gradients_(static_cast<std::size_t>(context.workers * context.dimension)),
@@ -25,8 +28,10 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
     // Workers run concurrently, each on its own row.
-    std::memcpy(gradients_.data() + static_cast<std::size_t>(worker * dimension_), g.data(),
-                static_cast<std::size_t>(dimension_) * sizeof(T));
+    if (!gradients_on_device_) {
+      std::memcpy(gradients_.data() + static_cast<std::size_t>(worker * dimension_), g.data(),
+                  static_cast<std::size_t>(dimension_) * sizeof(T));
+    }
     out.bytes.assign(batched_->Wire(ctx.t).worker, 0);
   }
 
@@ -38,7 +43,8 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
   // The whole batched step, from the synchronised x the cluster holds (a worker's x may be its
   // own, LocalParameters).
   void Apply(const StepContext& ctx, std::span<const Message> /*reply*/, VectorRef<T> x) override {
-    device_gradients_.Upload(gradients_);
+    if (!gradients_on_device_) device_gradients_.Upload(gradients_);
+    gradients_on_device_ = false;
     device_x_.Upload(std::span<const T>(x.data(), static_cast<std::size_t>(x.size())));
     batched_->Step(ctx, device_gradients_, device_x_);
     copies_.Invalidate();
@@ -53,6 +59,28 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
   const EncodeStats* LastEncode(int worker) const override {
     return &stats_[worker == kServer ? stats_.size() - 1 : static_cast<std::size_t>(worker)];
   }
+
+  // GradientSource: every worker's gradient on the device, at its own x^(i) where the algorithm
+  // keeps one, else at x.
+  void Compute(const StepContext& ctx, ConstVectorRef<T> x, std::span<double> losses,
+               std::span<double> norms) override {
+    WorkerParameters<T> at{device_x_.data(), 0};
+    if (const Buffer<T>* local = batched_->LocalParameters()) {
+      at = {local->data(), dimension_};
+    } else {
+      device_x_.Upload(std::span<const T>(x.data(), static_cast<std::size_t>(x.size())));
+    }
+    device_gradient_source_->Compute(ctx, at, device_gradients_, losses, norms);
+    gradients_on_device_ = true;
+  }
+  void CopyTo(std::span<Vector<T>> gradients) const override {
+    for (std::size_t i = 0; i < gradients.size(); ++i) {
+      gradients[i].resize(dimension_);
+      device_gradients_.Download({gradients[i].data(), static_cast<std::size_t>(dimension_)},
+                                 i * static_cast<std::size_t>(dimension_));
+    }
+  }
+  bool ComputesGradients() const { return device_gradient_source_ != nullptr; }
 
   // Host copies of the workers' own models, taken after each step, before the next step's
   // workers read them concurrently.
@@ -84,6 +112,8 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
   }
 
   std::unique_ptr<BatchedOptimizer<T>> batched_;
+  std::unique_ptr<BatchedGradients<T>> device_gradient_source_;  // null: the CPU's gradients
+  bool gradients_on_device_ = false;  // this step's gradients were computed on the device
   int workers_;
   std::int64_t dimension_;
   std::vector<T> gradients_;  // n x d, filled by the worker phases
@@ -96,19 +126,27 @@ class DeviceOptimizer final : public DistributedOptimizer<T> {
 }  // namespace
 
 template <typename T>
-std::unique_ptr<DistributedOptimizer<T>> MakeDeviceOptimizer(OptionTable& options,
-                                                             const OptimizerContext& context,
-                                                             Backend backend) {
+std::unique_ptr<DistributedOptimizer<T>> MakeDeviceOptimizer(
+    OptionTable& options, const OptimizerContext& context, Backend backend,
+    std::shared_ptr<const DeviceSamples<T>> samples) {
   std::unique_ptr<BatchedOptimizer<T>> batched = MakeBatchedOptimizer<T>(
       options, {context.workers, context.dimension, backend, context.layers});
-  return std::make_unique<DeviceOptimizer<T>>(std::move(batched), context, backend);
+  return std::make_unique<DeviceOptimizer<T>>(std::move(batched), context, backend,
+                                              std::move(samples));
 }
 
-template std::unique_ptr<DistributedOptimizer<float>> MakeDeviceOptimizer(OptionTable&,
-                                                                          const OptimizerContext&,
-                                                                          Backend);
-template std::unique_ptr<DistributedOptimizer<double>> MakeDeviceOptimizer(OptionTable&,
-                                                                           const OptimizerContext&,
-                                                                           Backend);
+template <typename T>
+GradientSource<T>* GradientSourceOf(DistributedOptimizer<T>& optimizer) {
+  auto* device = dynamic_cast<DeviceOptimizer<T>*>(&optimizer);
+  return device != nullptr && device->ComputesGradients() ? device : nullptr;
+}
+
+#define LEMMALAB_INSTANTIATE(T)                                                                 \
+  template std::unique_ptr<DistributedOptimizer<T>> MakeDeviceOptimizer(                        \
+      OptionTable&, const OptimizerContext&, Backend, std::shared_ptr<const DeviceSamples<T>>); \
+  template GradientSource<T>* GradientSourceOf(DistributedOptimizer<T>&);
+LEMMALAB_INSTANTIATE(float)
+LEMMALAB_INSTANTIATE(double)
+#undef LEMMALAB_INSTANTIATE
 
 }  // namespace lemmalab::batched

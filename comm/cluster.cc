@@ -108,6 +108,10 @@ const StepResult& Cluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
   std::fill(result_.minibatch_loss.begin(), result_.minibatch_loss.end(), 0.0);
   std::fill(result_.gradient_norm.begin(), result_.gradient_norm.end(), 0.0);
   result_.traffic.rounds.clear();
+  if (source_ != nullptr) {
+    source_->Compute(ctx, x, result_.minibatch_loss, result_.gradient_norm);
+    source_copied_ = false;
+  }
   const int team = ParallelFor(static_cast<int>(local_.size()), threads_, [&](int k) {
     // A stop need not wait for every worker of a long step (a run of 100 000 workers).
     if (ctx.stop != nullptr && ctx.stop->load(std::memory_order_relaxed)) throw Interrupted();
@@ -116,9 +120,11 @@ const StepResult& Cluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
     const Vector<T>* local = optimizer_.LocalParameters(i);
     const ConstVectorRef<T> x_i =
         local != nullptr ? ConstVectorRef<T>(*local) : ConstVectorRef<T>(x);
-    PhiloxStream batch = ctx.Stream(Purpose::kMinibatch, static_cast<std::uint32_t>(i));
-    result_.minibatch_loss[w] = problem_.StochasticGradient(i, x_i, batch, gradients_[w]);
-    result_.gradient_norm[w] = static_cast<double>(gradients_[w].norm());
+    if (source_ == nullptr) {
+      PhiloxStream batch = ctx.Stream(Purpose::kMinibatch, static_cast<std::uint32_t>(i));
+      result_.minibatch_loss[w] = problem_.StochasticGradient(i, x_i, batch, gradients_[w]);
+      result_.gradient_norm[w] = static_cast<double>(gradients_[w].norm());
+    }
     if (const TraceScope trace = ctx.Trace(i)) {
       trace.Vector<T>(optimizer_.step_symbols().gradient, gradients_[w]);
     }

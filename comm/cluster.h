@@ -18,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "comm/gradient_source.h"
 #include "comm/scheme.h"
 #include "comm/traffic.h"
 #include "comm/transport.h"
@@ -78,8 +79,16 @@ class Cluster {
   // The gradients the worker phases consumed at the last step: the stochastic gradients, or
   // under l2 weight decay g + lambda x (optimizers/weight_decay.h). What probes replay.
   std::span<const Vector<T>> consumed_gradients() const {
+    if (source_ != nullptr && !source_copied_) {  // copied when asked, at probed steps only
+      source_->CopyTo(gradients_);
+      source_copied_ = true;
+    }
     return optimizer_.weight_decay().l2() ? decayed_ : gradients_;
   }
+
+  // Computes the gradients with `source` instead of the problem (null: the problem again).
+  // Weight decay and traces are not supported with it: their worker phases read the gradients.
+  void set_gradient_source(GradientSource<T>* source) { source_ = source; }
 
   // One synchronous step t (ctx.t) from parameters x, which are updated in place. Throws
   // Interrupted, with the step half done, when ctx.stop is set before every worker has started:
@@ -109,7 +118,9 @@ class Cluster {
   std::vector<int> local_;  // the workers this process runs, ascending
   int threads_;
   int largest_team_ = 0;
-  std::vector<Vector<T>> gradients_;
+  mutable std::vector<Vector<T>> gradients_;  // with a source: copied from it when asked
+  GradientSource<T>* source_ = nullptr;
+  mutable bool source_copied_ = false;
   std::vector<Vector<T>> decayed_;                // l2 weight decay: g + lambda x, per worker
   std::vector<Message> uplink_;                   // per worker: its whole message
   std::vector<std::vector<Message>> parts_;       // per worker: its message split by the layout

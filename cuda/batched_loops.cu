@@ -1,10 +1,11 @@
 // The CUDA side of batched/backend.h's ForEach: one grid-stride launch per call, instantiated for
-// every functor of batched/kernels.h. The functors hold the arithmetic; this file only spreads
+// every functor of batched/kernels.h and batched/gradient_kernels.h. The functors hold the arithmetic; this file only spreads
 // their indices over threads.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "batched/gradient_kernels.h"
 #include "batched/kernels.h"
 
 namespace lemmalab::batched::detail {
@@ -40,6 +41,8 @@ void CudaForEach(std::int64_t n, const F& f) {
 LEMMALAB_BATCHED_FUNCTORS(LEMMALAB_INSTANTIATE, float)
 LEMMALAB_BATCHED_FUNCTORS(LEMMALAB_INSTANTIATE, double)
 LEMMALAB_BATCHED_UNTYPED_FUNCTORS(LEMMALAB_INSTANTIATE)
+LEMMALAB_GRADIENT_FUNCTORS(LEMMALAB_INSTANTIATE, float)
+LEMMALAB_GRADIENT_FUNCTORS(LEMMALAB_INSTANTIATE, double)
 #undef LEMMALAB_INSTANTIATE
 
 }  // namespace lemmalab::batched::detail

@@ -136,6 +136,11 @@ PreparedExperiment<T> Prepare(const RunSpec& spec, const ExperimentOptions& opti
     if (spec.network) spec.network->RejectUnknownKeys();
     if (job.transport() != nullptr) RequireNoProbes(spec);
 
+    // The training samples on the device once, for every run's gradients.
+    const std::shared_ptr<const batched::DeviceSamples<T>> device_samples =
+        spec.device == Device::kCuda && options.device_gradients
+            ? batched::DeviceSamples<T>::Of(problem, options.device_backend)
+            : nullptr;
     const Hyperparameters setting = SettingOf(spec, data.resolved, network_options);
     std::vector<bool> probe_applied(spec.probes.size(), false);
     for (const OptimizerSpec& o : spec.optimizers) {
@@ -144,10 +149,11 @@ PreparedExperiment<T> Prepare(const RunSpec& spec, const ExperimentOptions& opti
       run.optimizer = o.options->GetString("name", "");
       run.schedule = MakeSchedule(*o.schedule, {spec.steps, spec.workers});
       try {
-        run.algorithm = spec.device == Device::kCuda
-                            ? batched::MakeDeviceOptimizer<T>(*o.options, optimizer_context,
-                                                              options.device_backend)
-                            : MakeOptimizer<T>(*o.options, optimizer_context);
+        run.algorithm =
+            spec.device == Device::kCuda
+                ? batched::MakeDeviceOptimizer<T>(*o.options, optimizer_context,
+                                                  options.device_backend, device_samples)
+                : MakeOptimizer<T>(*o.options, optimizer_context);
         RequireSchemeFits(spec.comm, *run.algorithm, "it");
       } catch (const UserError& error) {
         // A refusal that did not come from reading an option (a chunked scheme's, say) is given

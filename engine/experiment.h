@@ -94,6 +94,11 @@ struct ExperimentOptions {
   // emulates it bit for bit (batched/backend.h), which lets a machine without a GPU run the
   // whole GPU path (tests do).
   batched::Backend device_backend = batched::Backend::kCuda;
+  // Whether such a run also computes a supervised problem's gradients on the device
+  // (batched/gradients.h), which agree with the CPU's to rounding; false copies the CPU's
+  // gradients there every step, so that the run writes the CPU run's results bit for bit (tests
+  // of the optimizers' emulation).
+  bool device_gradients = true;
 };
 
 struct RunReport {

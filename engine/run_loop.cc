@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "batched/device_optimizer.h"
 #include "comm/cluster.h"
 #include "core/error.h"
 #include "engine/estimates.h"
@@ -242,6 +243,7 @@ RunReport RunLoop(PreparedExperiment<T>& experiment, std::int64_t index, const E
   Vector<T> x = problem.InitialPoint();
   Cluster<T> cluster(problem, *run.algorithm, plan.comm, options.threads, job.transport(),
                      fmt::format("optimizer '{}'", run.label));
+  cluster.set_gradient_source(batched::GradientSourceOf(*run.algorithm));
   RunProbeSink sink(writer);
   Observable<T>& view = run.algorithm->observable();
   for (auto& probe : run.probes) probe->Attach(view, x);

@@ -11,20 +11,14 @@
 
 #include "core/blas.h"
 #include "core/error.h"
+#include "problems/model_element.h"
 #include "problems/supervised.h"
 
 namespace lemmalab {
 namespace {
 
-// log(1 + exp(z)) without overflow.
-double Softplus(double z) { return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z)); }
-
-template <typename T>
-T Sigmoid(T z) {
-  if (z >= 0) return T(1) / (T(1) + std::exp(-z));
-  const T e = std::exp(z);
-  return e / (T(1) + e);
-}
+using model::Sigmoid;
+using model::Softplus;
 
 template <typename T>
 class LogisticModel final : public Model<T> {
@@ -73,6 +67,9 @@ class LogisticModel final : public Model<T> {
 
   std::string Describe() const override {
     return intercept_ ? "logistic regression (with intercept)" : "logistic regression";
+  }
+  ModelForm Form() const override {
+    return {.logistic = true, .widths = {features_}, .intercept = intercept_};
   }
 
  private:
@@ -181,6 +178,7 @@ class Mlp final : public Model<T> {
     return fmt::format("MLP {} {}", fmt::join(widths_, "-"),
                        activation_ == Activation::kRelu ? "relu" : "tanh");
   }
+  ModelForm Form() const override { return {.widths = widths_, .activation = activation_}; }
 
  private:
   int depth() const { return static_cast<int>(widths_.size()) - 1; }

@@ -72,7 +72,7 @@ struct MinibatchScratch {
 };
 
 template <typename T>
-class SupervisedProblem final : public Problem<T> {
+class SupervisedProblem final : public Problem<T>, public SupervisedSamples<T> {
  public:
   SupervisedProblem(std::unique_ptr<Model<T>> model, const Dataset& data,
                     const lemmalab::Shards& shards, const SupervisedOptions& options)
@@ -156,8 +156,7 @@ class SupervisedProblem final : public Problem<T> {
         scratch.a.resize(rows, features_);
         scratch.y.resize(rows);
       }
-      boost::random::uniform_int_distribution<Eigen::Index> pick(0, shard.size() - 1);
-      for (auto& k : scratch.batch) k = pick(stream);
+      DrawMinibatch(worker, stream, scratch.batch);
       for (Eigen::Index r = 0; r < rows; ++r) {
         scratch.y[r] = shard.y[scratch.batch[static_cast<std::size_t>(r)]];
       }
@@ -190,6 +189,22 @@ class SupervisedProblem final : public Problem<T> {
 
   double Objective(ConstVectorRef<T> x, Vector<T>* gradient) const override {
     return Pass(x, gradient, nullptr);
+  }
+
+  const Model<T>& model() const override { return *model_; }
+  const SupervisedOptions& options() const override { return options_; }
+  void ShardSamples(int worker, RowMatrix<T>& a, Eigen::VectorXi& y) const override {
+    const Part<T>& shard = shards_[static_cast<std::size_t>(worker)];
+    RowMatrix<T> scratch;
+    a = shard.Rows(0, shard.size(), scratch);
+    y = shard.y;
+  }
+  // Uniform over the shard, with replacement.
+  void DrawMinibatch(int worker, PhiloxStream& stream,
+                     std::span<std::int64_t> positions) const override {
+    const Part<T>& shard = shards_[static_cast<std::size_t>(worker)];
+    boost::random::uniform_int_distribution<Eigen::Index> pick(0, shard.size() - 1);
+    for (auto& k : positions) k = pick(stream);
   }
 
   Evaluation Evaluate(ConstVectorRef<T> x) const override {

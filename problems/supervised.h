@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,18 @@ struct LinearModelBounds {
   double curvature = 0;        // logistic: 1/4; softmax: 1/2
   double gradient_factor = 0;  // logistic: 1; softmax: sqrt(2)
   bool intercept = true;       // whether a constant 1 feeds the logits
+};
+
+enum class Activation { kRelu, kTanh };
+
+// A model's architecture, for a backend that evaluates it elsewhere (the GPU's batched gradients,
+// batched/gradients.h): binary logistic regression on `widths` = {features}, with or without
+// the intercept, or the softmax network of layer widths features, hidden..., classes.
+struct ModelForm {
+  bool logistic = false;
+  std::vector<std::int64_t> widths;
+  bool intercept = false;                     // logistic regression's
+  Activation activation = Activation::kRelu;  // the network's hidden layers'
 };
 
 template <typename T>
@@ -53,14 +66,13 @@ class Model {
 
   virtual std::optional<LinearModelBounds> Bounds() const { return std::nullopt; }
   virtual std::string Describe() const = 0;  // "logistic regression", "MLP 784-256-10 relu"
+  virtual ModelForm Form() const = 0;
 };
 
 // Binary logistic regression on labels 0/1: loss = log(1 + exp(z)) - y z, z = w.a + b (b only
 // with `intercept`). Parameters: w, then b.
 template <typename T>
 std::unique_ptr<Model<T>> MakeLogisticModel(std::int64_t features, bool intercept);
-
-enum class Activation { kRelu, kTanh };
 
 // A fully connected network features -> hidden... -> classes with softmax cross-entropy; with no
 // hidden layer it is multinomial logistic regression. Parameters, layer by layer: the weight
@@ -78,6 +90,23 @@ struct SupervisedOptions {
   double nonconvex = 0;          // lambda of the nonconvex regulariser, >= 0
   std::string sharding = "iid";  // how the shards were made, for reports
   std::uint64_t seed = 0;        // for the initial point
+};
+
+// What computing a supervised problem's stochastic gradients elsewhere (batched/gradients.h)
+// reads of it, besides its model: every problem MakeSupervisedProblem makes is one
+// (dynamic_cast a Problem<T>).
+template <typename T>
+class SupervisedSamples {
+ public:
+  virtual ~SupervisedSamples() = default;
+  virtual const Model<T>& model() const = 0;
+  virtual const SupervisedOptions& options() const = 0;
+  // Worker `worker`'s shard: its samples as T (row k: the shard's k-th sample) and labels.
+  virtual void ShardSamples(int worker, RowMatrix<T>& a, Eigen::VectorXi& y) const = 0;
+  // The shard positions of a minibatch as StochasticGradient draws them from `stream` (the
+  // worker's kMinibatch stream of the step), batch_size of them.
+  virtual void DrawMinibatch(int worker, PhiloxStream& stream,
+                             std::span<std::int64_t> positions) const = 0;
 };
 
 template <typename T>

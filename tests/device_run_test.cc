@@ -118,6 +118,7 @@ ExperimentReport RunOn(batched::Backend backend, const RunSpec& spec,
   options.progress = false;
   options.checkpoints = true;  // as lemmalab run: the spec's checkpoint_every is honoured
   options.device_backend = backend;
+  options.device_gradients = false;  // the CPU's gradients: the optimizers' emulation is exact
   return RunExperiment(spec, options);
 }
 
@@ -216,6 +217,7 @@ TEST(DeviceRun, ResumesFromItsCheckpointBitForBit) {
     options.progress = false;
     options.checkpoints = true;
     options.device_backend = batched::Backend::kHost;
+    options.device_gradients = false;
     options.stop = &stop;
     int current = 0;
     std::int64_t previous = 0;
