@@ -11,7 +11,25 @@
 namespace lemmalab::batched {
 
 std::string_view BackendName(Backend backend) {
-  return backend == Backend::kHost ? "host" : "cuda";
+  switch (backend) {
+    case Backend::kHost:
+      return "host";
+    case Backend::kCuda:
+      return "cuda";
+    case Backend::kMeasure:
+      return "measure";
+  }
+  return "?";
+}
+
+namespace {
+thread_local DeviceBytes* innermost_tally = nullptr;
+}  // namespace
+
+DeviceBytes::DeviceBytes() : outer_(innermost_tally) { innermost_tally = this; }
+DeviceBytes::~DeviceBytes() { innermost_tally = outer_; }
+void DeviceBytes::Count(std::size_t bytes) {
+  if (innermost_tally != nullptr) innermost_tally->bytes_ += static_cast<double>(bytes);
 }
 
 #if defined(LEMMALAB_HAVE_CUDA)
@@ -24,6 +42,15 @@ std::string CudaDeviceUnavailable() {
 }
 
 std::string DescribeCudaDevices() { return cuda::Describe(cuda::QueryDevices()); }
+
+std::optional<std::pair<std::size_t, std::size_t>> DeviceMemory() {
+  std::size_t free = 0, total = 0;
+  if (!CudaDeviceUnavailable().empty() || cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();  // clears the error
+    return std::nullopt;
+  }
+  return std::pair{free, total};
+}
 
 namespace detail {
 
@@ -72,6 +99,8 @@ std::string CudaDeviceUnavailable() {
 }
 
 std::string DescribeCudaDevices() { return CudaDeviceUnavailable(); }
+
+std::optional<std::pair<std::size_t, std::size_t>> DeviceMemory() { return std::nullopt; }
 
 namespace detail {
 void NoCudaBackend() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,11 +17,34 @@
 namespace lemmalab::batched {
 
 enum class Backend {
-  kHost,  // the CPU: a loop over the range
-  kCuda,  // the GPU (builds with LEMMALAB_HAVE_CUDA only)
+  kHost,     // the CPU: a loop over the range
+  kCuda,     // the GPU (builds with LEMMALAB_HAVE_CUDA only)
+  kMeasure,  // nothing runs and nothing is allocated: buffers count their bytes (DeviceBytes)
 };
 
-std::string_view BackendName(Backend backend);  // "host", "cuda"
+std::string_view BackendName(Backend backend);  // "host", "cuda", "measure"
+
+// The bytes the buffers made on Backend::kMeasure by this thread while it lives would take on
+// the device: what building a batched optimizer or gradient source allocates, measured exactly
+// without allocating it (the GPU memory estimate, engine/estimates.h).
+class DeviceBytes {
+ public:
+  DeviceBytes();
+  ~DeviceBytes();
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  double bytes() const { return bytes_; }
+
+  // Adds to the innermost live tally of this thread, if any.
+  static void Count(std::size_t bytes);
+
+ private:
+  double bytes_ = 0;
+  DeviceBytes* outer_;
+};
+
+// The free and total memory of the GPU a run uses, or nullopt without one.
+std::optional<std::pair<std::size_t, std::size_t>> DeviceMemory();
 
 // Whether this build has the CUDA backend (it still needs a device to run).
 bool HaveCudaBackend();
@@ -60,7 +84,7 @@ inline void Synchronize(Backend backend) {
 // f(i) for every i in [0, n), each exactly once, in any order: a functor of batched/kernels.h.
 template <typename F>
 void ForEach(Backend backend, std::int64_t n, const F& f) {
-  if (n <= 0) return;
+  if (n <= 0 || backend == Backend::kMeasure) return;
   if (backend == Backend::kHost) {
     for (std::int64_t i = 0; i < n; ++i) f(i);
     return;
@@ -76,6 +100,8 @@ class Buffer {
   Buffer(Backend backend, std::size_t size) : backend_(backend), size_(size) {
     if (backend_ == Backend::kHost) {
       host_.assign(size, T{});
+    } else if (backend_ == Backend::kMeasure) {
+      DeviceBytes::Count(size_ * sizeof(T));
     } else if (size_ > 0) {
       device_ = static_cast<T*>(detail::DeviceAllocate(size_ * sizeof(T)));
       detail::DeviceZero(device_, size_ * sizeof(T));
@@ -103,7 +129,7 @@ class Buffer {
   void Upload(std::span<const T> host, std::size_t offset = 0) {
     LEMMALAB_CHECK(offset + host.size() <= size_, "upload of {} elements at {} into a buffer of {}",
                    host.size(), offset, size_);
-    if (host.empty()) return;
+    if (host.empty() || backend_ == Backend::kMeasure) return;
     if (backend_ == Backend::kHost) {
       std::copy(host.begin(), host.end(), host_.begin() + static_cast<std::ptrdiff_t>(offset));
     } else {
@@ -113,7 +139,7 @@ class Buffer {
   void Download(std::span<T> host, std::size_t offset = 0) const {
     LEMMALAB_CHECK(offset + host.size() <= size_,
                    "download of {} elements at {} from a buffer of {}", host.size(), offset, size_);
-    if (host.empty()) return;
+    if (host.empty() || backend_ == Backend::kMeasure) return;  // (the host's zeros stay)
     if (backend_ == Backend::kHost) {
       std::copy_n(host_.begin() + static_cast<std::ptrdiff_t>(offset), host.size(), host.begin());
     } else {
@@ -128,7 +154,7 @@ class Buffer {
   void SetZero() {
     if (backend_ == Backend::kHost) {
       std::fill(host_.begin(), host_.end(), T{});
-    } else if (size_ > 0) {
+    } else if (backend_ == Backend::kCuda && size_ > 0) {
       detail::DeviceZero(device_, size_ * sizeof(T));
     }
   }

@@ -20,8 +20,11 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
                                                    : nullptr),
         workers_(context.workers),
         dimension_(context.dimension),
-        gradients_(static_cast<std::size_t>(context.workers * context.dimension)),
-        device_gradients_(backend, gradients_.size()),
+        // The CPU's gradients pass through the host; the device's never do.
+        gradients_(device_gradient_source_ != nullptr
+                       ? 0
+                       : static_cast<std::size_t>(context.workers * context.dimension)),
+        device_gradients_(backend, static_cast<std::size_t>(context.workers * context.dimension)),
         device_x_(backend, static_cast<std::size_t>(context.dimension)),
         stats_(static_cast<std::size_t>(context.workers) + 1) {}
 
@@ -97,9 +100,10 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
   }
 
  private:
+  // (Only the CPU's gradients are taken there: the device's read the device's copy.)
   void CopyLocalParameters() {
     const Buffer<T>* rows = batched_->LocalParameters();
-    if (rows == nullptr) {
+    if (rows == nullptr || device_gradient_source_ != nullptr) {
       local_.clear();
       return;
     }
@@ -116,7 +120,7 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
   bool gradients_on_device_ = false;  // this step's gradients were computed on the device
   int workers_;
   std::int64_t dimension_;
-  std::vector<T> gradients_;  // n x d, filled by the worker phases
+  std::vector<T> gradients_;  // n x d, filled by the worker phases (the CPU's gradients only)
   Buffer<T> device_gradients_, device_x_;
   std::vector<EncodeStats> stats_;  // of the last step: the workers', then the server's
   HostCopies<T> copies_;            // of the device state, for probes and checkpoints

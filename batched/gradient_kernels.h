@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "core/host_device.h"
+#include "core/host_device_math.h"
 #include "problems/model_element.h"
 
 namespace lemmalab::batched {
@@ -132,7 +133,7 @@ struct Activate {
   bool relu;
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
-    h[k] = relu ? (z[k] < T(0) ? T(0) : z[k]) : model::Tanh(z[k]);
+    h[k] = relu ? (z[k] < T(0) ? T(0) : z[k]) : hd::Tanh(z[k]);
   }
 };
 
@@ -156,11 +157,11 @@ struct SoftmaxCrossEntropy {
     T top = row[0];
     for (std::int64_t c = 1; c < classes; ++c) top = row[c] > top ? row[c] : top;
     T sum = T(0);
-    for (std::int64_t c = 0; c < classes; ++c) sum += model::Exp(row[c] - top);
-    const T log_sum = top + model::Log(sum);
+    for (std::int64_t c = 0; c < classes; ++c) sum += hd::Exp(row[c] - top);
+    const T log_sum = top + hd::Log(sum);
     const int label = labels[batch.index[k]];
     losses[k] = static_cast<double>(log_sum) - static_cast<double>(row[label]);
-    for (std::int64_t c = 0; c < classes; ++c) row[c] = model::Exp(row[c] - log_sum);
+    for (std::int64_t c = 0; c < classes; ++c) row[c] = hd::Exp(row[c] - log_sum);
     row[label] -= T(1);
   }
 };
@@ -263,11 +264,7 @@ struct WorkerSummaries {
     if (l2 > 0) regulariser += 0.5 * l2 * squares;
     if (lambda > 0) regulariser += lambda * bounded;
     loss[w] = sum / static_cast<double>(batch.counts[w]) + regulariser;
-#if defined(__CUDA_ARCH__)
-    norm[w] = sqrt(g_squares);
-#else
-    norm[w] = std::sqrt(g_squares);
-#endif
+    norm[w] = hd::Sqrt(g_squares);
   }
 };
 

@@ -20,27 +20,13 @@
 #include "compressors/one_bit_element.h"
 #include "compressors/sparse_element.h"
 #include "core/host_device.h"
+#include "core/host_device_math.h"
 #include "optimizers/lamb_element.h"
 
 namespace lemmalab::batched {
 
-template <typename T>
-LEMMALAB_HOST_DEVICE inline T SquareRoot(T v) {
-#if defined(__CUDA_ARCH__)
-  return sqrt(v);  // correctly rounded on the device, as std::sqrt is on the CPU
-#else
-  return std::sqrt(v);
-#endif
-}
-
-template <typename T>
-LEMMALAB_HOST_DEVICE inline T Magnitude(T v) {
-#if defined(__CUDA_ARCH__)
-  return fabs(v);
-#else
-  return std::fabs(v);
-#endif
-}
+using hd::Abs;
+using hd::Sqrt;
 
 // Eigen's cwiseMax of two finite values: b where a < b, else a.
 template <typename T>
@@ -99,7 +85,7 @@ struct AdamUpdate {
   bool eps_inside;
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
-    const T denominator = eps_inside ? SquareRoot(v[j] / c2 + eps) : SquareRoot(v[j]) / c2 + eps;
+    const T denominator = eps_inside ? Sqrt(v[j] / c2 + eps) : Sqrt(v[j]) / c2 + eps;
     x[j] -= step * (m[j] / denominator);
   }
 };
@@ -119,7 +105,7 @@ struct BirderMoments {
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
     m[k] = beta * m[k] + one_minus_beta * g[k];
-    b_hat[k] = beta * b_hat[k] + one_minus_beta * Magnitude(g[k]);
+    b_hat[k] = beta * b_hat[k] + one_minus_beta * Abs(g[k]);
     b[k] = max_rule ? Larger(b[k], b_hat[k]) : b_hat[k];
     denominator[k] = b[k] + eps;
     update[k] = m[k] / denominator[k];
@@ -197,7 +183,7 @@ struct OneBitPartialSums {
     double sum = 0;
     for (std::int64_t j = blocks.Begin(b) + p; j < blocks.ends[b]; j += one_bit::kPartials) {
       const double v = static_cast<double>(u[row * d + j]);
-      sum += squares ? v * v : Magnitude(v);
+      sum += squares ? v * v : Abs(v);
     }
     partials[index] = sum;
   }
@@ -216,7 +202,7 @@ struct OneBitMaxAbs {
     T result = T(0);
     for (std::int64_t j = blocks.Begin(b); j < blocks.ends[b]; ++j) {
       const T v = u[row * d + j];
-      if (one_bit::IsFinite(v)) result = Larger(result, Magnitude(v));
+      if (one_bit::IsFinite(v)) result = Larger(result, Abs(v));
     }
     largest[rb] = static_cast<double>(result);
   }
@@ -401,7 +387,7 @@ struct RootDenominator {
   bool eta_inside;
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
-    denominator[j] = eta_inside ? SquareRoot(v[j] + eta) : SquareRoot(v[j]) + eta;
+    denominator[j] = eta_inside ? Sqrt(v[j] + eta) : Sqrt(v[j]) + eta;
   }
 };
 
@@ -434,7 +420,7 @@ struct AmsGradStep {
     m[j] = beta1 * m[j] + one_minus_beta1 * g[j];           // line 13
     v[j] = beta2 * v[j] + one_minus_beta2 * (g[j] * g[j]);  // line 14
     v_hat[j] = Larger(v_hat[j], v[j]);                      // line 15
-    denominator[j] = SquareRoot(v_hat[j] + eps);            // line 16
+    denominator[j] = Sqrt(v_hat[j] + eps);                  // line 16
     const T direction = m[j] / denominator[j];
     x[j] -= lr * direction;
   }
@@ -525,7 +511,7 @@ struct LambDirection {
   T m_scale, v_scale, eps;
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
-    u[j] = m_scale * m[j] / (SquareRoot(v_scale * v[j]) + eps);
+    u[j] = m_scale * m[j] / (Sqrt(v_scale * v[j]) + eps);
   }
 };
 
@@ -544,8 +530,8 @@ struct LambLayerScales {
   double beta3;
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t l) const {
-    const double x_norm = SquareRoot(one_bit::CombinePartials(x_partials + l * one_bit::kPartials));
-    const double u_norm = SquareRoot(one_bit::CombinePartials(u_partials + l * one_bit::kPartials));
+    const double x_norm = Sqrt(one_bit::CombinePartials(x_partials + l * one_bit::kPartials));
+    const double u_norm = Sqrt(one_bit::CombinePartials(u_partials + l * one_bit::kPartials));
     c_step[l] = lamb::ScalingCoefficient(x_norm, u_norm, c_min, c_max, zero_is_one);
     c[l] = static_cast<T>(c_step[l]);
     if (c_avg != nullptr) c_avg[l] = beta3 * c_avg[l] + (1 - beta3) * static_cast<double>(c[l]);

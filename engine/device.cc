@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "batched/device_optimizer.h"
 #include "batched/optimizers.h"
 #include "core/error.h"
 #include "engine/spec.h"
@@ -45,6 +46,50 @@ void RequireDeviceFits(const RunSpec& spec, batched::Backend backend, bool multi
     batched::MakeBatchedOptimizer<float>(*o.AlgorithmOptions(), {1, 64, batched::Backend::kHost});
   }
 }
+
+template <typename T>
+MemoryEstimate EstimateDeviceMemory(const RunSpec& spec, const Problem<T>& problem,
+                                    const OptimizerContext& context, bool device_gradients) {
+  MemoryEstimate estimate;
+  const char* precision = sizeof(T) == 4 ? "fp32" : "fp64";
+  std::shared_ptr<const batched::DeviceSamples<T>> samples;
+  if (device_gradients) {
+    const batched::DeviceBytes tally;
+    samples = batched::DeviceSamples<T>::Of(problem, batched::Backend::kMeasure);
+    if (samples != nullptr) {
+      estimate.Add("the training samples", tally.bytes(),
+                   fmt::format("{} features of every shard's samples in {}, and their labels",
+                               samples->features(), precision));
+    }
+  }
+  for (const OptimizerSpec& o : spec.optimizers) {
+    const batched::DeviceBytes tally;
+    batched::MakeDeviceOptimizer<T>(*o.AlgorithmOptions(), context, batched::Backend::kMeasure,
+                                    samples);
+    estimate.Add(
+        fmt::format("run '{}'", o.label), tally.bytes(),
+        fmt::format("{} workers x d = {}: the optimizer's state, the gradients{}", context.workers,
+                    context.dimension, samples != nullptr ? ", the minibatches' activations" : ""));
+  }
+  return estimate;
+}
+
+std::optional<MemoryLimit> DeviceMemoryLimit(const std::optional<MemoryLimit>& given,
+                                             batched::Backend backend) {
+  if (given) return given;
+  if (backend != batched::Backend::kCuda) return std::nullopt;
+  const auto memory = batched::DeviceMemory();
+  if (!memory) return std::nullopt;
+  return MemoryLimit{static_cast<double>(memory->first),
+                     fmt::format("the GPU's free memory ({} of {})",
+                                 FormatBytes(static_cast<double>(memory->first)),
+                                 FormatBytes(static_cast<double>(memory->second)))};
+}
+
+template MemoryEstimate EstimateDeviceMemory(const RunSpec&, const Problem<float>&,
+                                             const OptimizerContext&, bool);
+template MemoryEstimate EstimateDeviceMemory(const RunSpec&, const Problem<double>&,
+                                             const OptimizerContext&, bool);
 
 std::string DescribeDevice(Device device, batched::Backend backend) {
   if (device == Device::kCpu) return "cpu";

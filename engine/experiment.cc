@@ -136,6 +136,14 @@ PreparedExperiment<T> Prepare(const RunSpec& spec, const ExperimentOptions& opti
     if (spec.network) spec.network->RejectUnknownKeys();
     if (job.transport() != nullptr) RequireNoProbes(spec);
 
+    if (spec.device == Device::kCuda) {
+      if (const auto limit = DeviceMemoryLimit(options.device_memory, options.device_backend)) {
+        RequireWithin(
+            *limit,
+            EstimateDeviceMemory<T>(spec, problem, optimizer_context, options.device_gradients),
+            spec.path.string(), "GPU memory");
+      }
+    }
     // The training samples on the device once, for every run's gradients.
     const std::shared_ptr<const batched::DeviceSamples<T>> device_samples =
         spec.device == Device::kCuda && options.device_gradients

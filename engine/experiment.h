@@ -99,6 +99,9 @@ struct ExperimentOptions {
   // gradients there every step, so that the run writes the CPU run's results bit for bit (tests
   // of the optimizers' emulation).
   bool device_gradients = true;
+  // The GPU memory such a run may take (tests give the host emulation one); default: what the
+  // GPU has free. Checked against the measured need before the runs are prepared.
+  std::optional<MemoryLimit> device_memory;
 };
 
 struct RunReport {

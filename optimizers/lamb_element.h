@@ -5,9 +5,8 @@
 // order (LayerNorm in lamb.cc, the partial sums of the batched form).
 #pragma once
 
-#include <cmath>
-
 #include "core/host_device.h"
+#include "core/host_device_math.h"
 
 namespace lemmalab::lamb {
 
@@ -43,11 +42,7 @@ LEMMALAB_HOST_DEVICE inline double ScalingCoefficient(double x_norm, double u_no
 LEMMALAB_HOST_DEVICE inline bool RatioTerm(double frozen, double fresh, bool denominators,
                                            double eps, double& term) {
   if (denominators) {
-#if defined(__CUDA_ARCH__)
-    term = (sqrt(frozen) + eps) / (sqrt(fresh) + eps);  // correctly rounded, as std::sqrt
-#else
-    term = (std::sqrt(frozen) + eps) / (std::sqrt(fresh) + eps);
-#endif
+    term = (hd::Sqrt(frozen) + eps) / (hd::Sqrt(fresh) + eps);
     return true;
   }
   if (fresh == 0) return false;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "batched/backend.h"
+#include "batched/device_optimizer.h"
 #include "engine/experiment.h"
 #include "engine/results_reader.h"
 #include "engine/spec.h"
@@ -279,6 +280,41 @@ TEST(DeviceRun, RefusesWhatDoesNotRunOnTheGpuYetByName) {
   EXPECT_THAT(
       error_of("", "name = \"birder\"\nserver_compressor = { name = \"qsgd\", levels = 4 }"),
       HasSubstr("the server compressor 'qsgd' has no batched (GPU) form yet"));
+}
+
+// The GPU memory the runs would take is measured before they are prepared (every buffer of the
+// optimizers, gradients and samples built on the measuring backend) and a run that does not fit
+// is refused with the sizes, before any of it is allocated.
+TEST(DeviceRun, RefusesWhatDoesNotFitInTheGpusMemoryWithTheSizes) {
+  TempDir dir;
+  const RunSpec spec = ParseSpec(SpecText("device = \"cuda\"", "parameter-server"), "gpu.toml");
+  ExperimentOptions options;
+  options.out_dir = dir / "out";
+  options.progress = false;
+  options.device_backend = batched::Backend::kHost;
+  options.device_memory = MemoryLimit::Given(64 * 1024, "a test's GPU");
+  const std::string error = UserErrorOf([&] { RunExperiment(spec, options); });
+  EXPECT_THAT(error, HasSubstr("gpu.toml: the estimated GPU memory"));
+  EXPECT_THAT(error, HasSubstr("more than a test's GPU 64.0 KiB allows"));
+  // 300 samples x 21 features in fp32 and their int labels: (300 x 21 + 300) x 4 bytes.
+  EXPECT_THAT(error, HasSubstr("the training samples 25.8 KiB"));
+  EXPECT_THAT(error, HasSubstr("run 'birder-sparse'"));
+  EXPECT_THAT(error, HasSubstr("5 workers x d = 22"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out/metrics.csv"));
+  // The same spec within a larger GPU runs.
+  options.device_memory = MemoryLimit::Given(64 << 20, "a test's GPU");
+  options.out_dir = dir / "fits";
+  EXPECT_EQ(RunExperiment(spec, options).runs.size(), 12u);
+}
+
+// The measuring backend counts exactly what a batched optimizer allocates: SGD's mean (d), plus
+// the adapter's gradients (n x d) and x (d).
+TEST(DeviceRun, MeasuresTheBytesItWouldAllocate) {
+  OptionTable table("optimizer 'sgd'", "");
+  table.Set("name", {std::string("sgd"), ""});
+  const batched::DeviceBytes tally;
+  batched::MakeDeviceOptimizer<float>(table, OptimizerContext{1000, 7}, batched::Backend::kMeasure);
+  EXPECT_EQ(tally.bytes(), (1000 + 7 * 1000 + 1000) * 4.0);
 }
 
 // On this machine's GPU backend: refused with exit code 2, naming the build or the missing device,
