@@ -744,24 +744,59 @@ struct PickKeyDigits {
 };
 
 // Top-k's kept set of each row: the keys above tau, and the first `need` keys equal to tau in
-// index order (the CPU's order: key descending, index ascending). One row per index, in order.
+// index order (the CPU's order: key descending, index ascending). A row is cut into chunks of
+// kTieChunk elements so that the rows' chunks mark in parallel: each chunk counts its keys equal
+// to tau (CountTies), each row turns its counts into the ties before each chunk (TieOffsets),
+// and each chunk then knows which of its ties are among the first `need` (MarkTopK).
+inline constexpr std::int64_t kTieChunk = 1024;
+
+template <typename T>
+struct CountTies {
+  RowInput<T> u;
+  std::int64_t d, chunks;         // chunks per row
+  const unsigned long long* tau;  // per row
+  unsigned long long* ties;       // rows x chunks
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const std::int64_t row = index / chunks, begin = (index % chunks) * kTieChunk;
+    const std::int64_t end = begin + kTieChunk < d ? begin + kTieChunk : d;
+    unsigned long long count = 0;
+    for (std::int64_t j = begin; j < end; ++j) count += RankKey(u[row * d + j]) == tau[row];
+    ties[index] = count;
+  }
+};
+
+struct TieOffsets {
+  std::int64_t chunks;
+  unsigned long long* ties;  // rows x chunks: the counts in, the ties before each chunk out
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
+    unsigned long long before = 0;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const unsigned long long count = ties[row * chunks + c];
+      ties[row * chunks + c] = before;
+      before += count;
+    }
+  }
+};
+
 template <typename T>
 struct MarkTopK {
   RowInput<T> u;
-  std::int64_t d;
-  const unsigned long long* tau;   // per row
-  const unsigned long long* need;  // per row
-  unsigned char* kept;             // rows x d
+  std::int64_t d, chunks;
+  const unsigned long long* tau;      // per row
+  const unsigned long long* need;     // per row
+  const unsigned long long* offsets;  // rows x chunks: the ties before each chunk
+  unsigned char* kept;                // rows x d
 
-  LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
-    unsigned long long ties = need[row];
-    for (std::int64_t j = 0; j < d; ++j) {
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const std::int64_t row = index / chunks, begin = (index % chunks) * kTieChunk;
+    const std::int64_t end = begin + kTieChunk < d ? begin + kTieChunk : d;
+    unsigned long long rank = offsets[index];  // of the next tie in the row
+    for (std::int64_t j = begin; j < end; ++j) {
       const unsigned long long key = RankKey(u[row * d + j]);
       bool keep = key > tau[row];
-      if (key == tau[row] && ties > 0) {
-        keep = true;
-        --ties;
-      }
+      if (key == tau[row]) keep = rank++ < need[row];
       kept[row * d + j] = keep ? 1 : 0;
     }
   }
@@ -908,6 +943,7 @@ struct SentDecodeAddRows {
   X(::lemmalab::batched::ZeroOneAdamLocalStep<T>)  \
   X(::lemmalab::batched::ZeroOneAdamSync<T>)       \
   X(::lemmalab::batched::KeyDigitCounts<T>)        \
+  X(::lemmalab::batched::CountTies<T>)             \
   X(::lemmalab::batched::MarkTopK<T>)              \
   X(::lemmalab::batched::SparseSend<T>)            \
   X(::lemmalab::batched::RawSend<T>)               \
@@ -918,4 +954,5 @@ struct SentDecodeAddRows {
 #define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) \
   X(::lemmalab::batched::OneBitScales)       \
   X(::lemmalab::batched::PickKeyDigits)      \
+  X(::lemmalab::batched::TieOffsets)         \
   X(::lemmalab::batched::MarkChosen)

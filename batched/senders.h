@@ -302,6 +302,8 @@ class SparseSenders final : public SentRowsSenders<T> {
         digit_counts_(this->template Sized<unsigned long long>(top_k_, rows * 256)),
         prefix_(this->template Sized<unsigned long long>(top_k_, rows)),
         need_(this->template Sized<unsigned long long>(top_k_, rows)),
+        ties_(this->template Sized<unsigned long long>(
+            top_k_, rows * ((context.dimension + kTieChunk - 1) / kTieChunk))),
         chosen_(this->template Sized<std::uint32_t>(!top_k_, rows * k_)),
         choice_(context.dimension, k_) {}
 
@@ -333,8 +335,13 @@ class SparseSenders final : public SentRowsSenders<T> {
       ForEach(this->backend_, rows,
               PickKeyDigits{digit_counts_.data(), shift, prefix_.data(), need_.data()});
     }
-    ForEach(this->backend_, rows,
-            MarkTopK<T>{u, d, prefix_.data(), need_.data(), this->kept_.data()});
+    const std::int64_t chunks = (d + kTieChunk - 1) / kTieChunk;
+    ForEach(this->backend_, rows * chunks,
+            CountTies<T>{u, d, chunks, prefix_.data(), ties_.data()});
+    ForEach(this->backend_, rows, TieOffsets{chunks, ties_.data()});
+    ForEach(
+        this->backend_, rows * chunks,
+        MarkTopK<T>{u, d, chunks, prefix_.data(), need_.data(), ties_.data(), this->kept_.data()});
   }
 
   // Random-k's kept set: each row's choice from its own stream, drawn on the host as the CPU
@@ -356,6 +363,7 @@ class SparseSenders final : public SentRowsSenders<T> {
   bool top_k_;  // else random-k
   std::int64_t k_;
   Buffer<unsigned long long> digit_counts_, prefix_, need_;  // top-k's radix selection
+  Buffer<unsigned long long> ties_;                          // top-k: rows x chunks
   Buffer<std::uint32_t> chosen_;                             // random-k: rows x k indices
   RandomKChoice choice_;
 };

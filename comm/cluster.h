@@ -13,6 +13,7 @@
 // over the processes, so every backend reports the same numbers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -88,7 +89,11 @@ class Cluster {
 
   // Computes the gradients with `source` instead of the problem (null: the problem again).
   // Weight decay and traces are not supported with it: their worker phases read the gradients.
-  void set_gradient_source(GradientSource<T>* source) { source_ = source; }
+  void set_gradient_source(GradientSource<T>* source) {
+    source_ = source;
+    // Filled from the source only when asked (consumed_gradients), so held only from then on.
+    if (source_ != nullptr) std::fill(gradients_.begin(), gradients_.end(), Vector<T>());
+  }
 
   // One synchronous step t (ctx.t) from parameters x, which are updated in place. Throws
   // Interrupted, with the step half done, when ctx.stop is set before every worker has started:

@@ -227,6 +227,7 @@ bool SameBits(std::span<const float> a, std::span<const float> b) {
 }
 
 class BatchedAgainstCpu : public ::testing::TestWithParam<std::tuple<std::string, Backend>> {};
+class BatchedAgainstCpuOnBackend : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(BatchedAgainstCpu, HoldsTheCpuOptimizersBitsForAHundredSteps) {
   const auto& [label, backend] = GetParam();
@@ -310,6 +311,51 @@ INSTANTIATE_TEST_SUITE_P(EveryBatchedOptimizer, BatchedAgainstCpu,
                          [](const ::testing::TestParamInfo<BatchedAgainstCpu::ParamType>& test) {
                            return std::get<0>(test.param) + "_" +
                                   std::string(batched::BackendName(std::get<1>(test.param)));
+                         });
+
+// Top-k marks its kept set in chunks of kTieChunk elements per row, in parallel: with many keys
+// equal to the threshold spread over several chunks (gradients of five values only), the kept set
+// is still the CPU's (the lowest-indexed ties), step after step, for EF21 over 2 500 coordinates.
+TEST_P(BatchedAgainstCpuOnBackend, TopKKeepsTheCpusTiesAcrossChunks) {
+  const Backend backend = GetParam();
+  if (backend == Backend::kCuda) LEMMALAB_REQUIRE_GPU();
+  constexpr std::int64_t d = 2500;
+  constexpr int n = 3;
+  const Case c{"", "ef21", {{"compressor", Component("top-k", {{"fraction", Real(0.3)}})}}};
+  OptionTable cpu_table = TableOf(c), batched_table = TableOf(c);
+  auto cpu = MakeOptimizer<float>(cpu_table, OptimizerContext{d, n});
+  auto gpu = batched::MakeBatchedOptimizer<float>(batched_table, {n, d, backend});
+  Vector<float> x = Vector<float>::Zero(d);
+  batched::Buffer<float> x_batched(backend, d), g_batched(backend, n * d);
+  std::vector<Message> up(n);
+  Message down;
+  for (std::int64_t t = 1; t <= 5; ++t) {
+    const StepContext ctx{t, 0.125, 42};
+    std::vector<float> g = Gradients(n, d, t);
+    for (float& v : g) v = std::round(2 * v) / 2;  // -2, -1.5, ..., 2: ties everywhere
+    for (int i = 0; i < n; ++i) {
+      cpu->WorkerStep(ctx, i, x, Eigen::Map<const Vector<float>>(g.data() + i * d, d),
+                      up[static_cast<std::size_t>(i)]);
+    }
+    cpu->ServerStep(ctx, 0, up, down);
+    cpu->Apply(ctx, std::span<const Message>(&down, 1), x);
+    g_batched.Upload(g);
+    gpu->Step(ctx, g_batched, x_batched);
+    ASSERT_TRUE(SameBits(x_batched.ToHost(), std::span<const float>(x.data(), d)))
+        << "x after step " << t;
+    for (int i = 0; i < n; ++i) {
+      const Vector<float>& expected = *cpu->Observe(Quantity::kShift, i);
+      EXPECT_TRUE(
+          SameBits(*gpu->Observe(Quantity::kShift, i), std::span<const float>(expected.data(), d)))
+          << "worker " << i << "'s g_i after step " << t;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BatchedAgainstCpuOnBackend,
+                         ::testing::Values(Backend::kHost, Backend::kCuda),
+                         [](const ::testing::TestParamInfo<Backend>& test) {
+                           return std::string(batched::BackendName(test.param));
                          });
 
 // The optimizers' fp32 square roots (Adam, AMSGrad, SPAMS, 1-bit Adam, 0/1 Adam, LAMB) are Eigen
