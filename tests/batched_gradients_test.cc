@@ -18,6 +18,7 @@
 #include "batched/gradients.h"
 #include "core/rng.h"
 #include "engine/experiment.h"
+#include "engine/results_reader.h"
 #include "engine/spec.h"
 #include "problems/sharding.h"
 #include "problems/supervised.h"
@@ -186,9 +187,19 @@ TEST(BatchedGradients, ExistForSupervisedProblemsOnly) {
       nullptr);
 }
 
+// Every probe value of a results folder, in order.
+std::vector<double> ProbeValues(const std::filesystem::path& out) {
+  std::vector<double> values;
+  ResultsReader(out / "results.sqlite")
+      .ForEachRow("SELECT value FROM probes ORDER BY run_id, step, probe, series, worker",
+                  [&](sqlite3_stmt* row) { values.push_back(sqlite3_column_double(row, 0)); });
+  return values;
+}
+
 // A spec run with device = "cuda" (its gradients on the device) against the same spec on the
 // CPU: every step's minibatch loss within 1e-4 relative over 30 steps of an MLP with Adam, 0/1
-// Adam (whose local steps take each worker's gradient at its own x^(i)) and Birder; and the
+// Adam (whose local steps take each worker's gradient at its own x^(i)), Birder and EF21 with
+// top-k, and its probes' values (shift-error reads the gradients) within 1e-3; and the
 // device run stopped and resumed from a checkpoint ends as the uninterrupted one, bit for bit.
 TEST(BatchedGradients, RunFollowsTheCpuTrajectory) {
   constexpr const char* kSpec = R"toml(
@@ -196,6 +207,7 @@ seed = 5
 steps = 30
 workers = 4
 eval_every = 10
+probes = ["shift-error"]
 {device}
 
 [data]
@@ -222,6 +234,10 @@ local_step_clipper = 4
 
 [[optimizer]]
 name = "birder"
+
+[[optimizer]]
+name = "ef21"
+compressor = { name = "top-k", fraction = 0.3 }
 )toml";
   const auto spec_text = [&](const std::string& device) {
     std::string text = kSpec;
@@ -244,7 +260,7 @@ name = "birder"
   };
   const std::vector<double> a = run("", "cpu");
   const std::vector<double> b = run("device = \"cuda\"", "gpu");
-  ASSERT_EQ(a.size(), 3 * 30u);
+  ASSERT_EQ(a.size(), 4 * 30u);
   ASSERT_EQ(b.size(), a.size());
   bool identical = true;
   for (std::size_t k = 0; k < a.size(); ++k) {
@@ -253,6 +269,15 @@ name = "birder"
   }
   // The gradients came from the device (the CPU's would give the same bits).
   EXPECT_FALSE(identical);
+  // EF21's ||g_i - grad||^2 and ||grad||^2 (shift-error), which read the workers' gradients: on
+  // the GPU run copied from the device at the probed steps.
+  const std::vector<double> cpu_probes = ProbeValues(dir / "cpu"),
+                            gpu_probes = ProbeValues(dir / "gpu");
+  ASSERT_EQ(gpu_probes.size(), cpu_probes.size());
+  ASSERT_GE(cpu_probes.size(), 30u * 4 * 2);
+  for (std::size_t k = 0; k < cpu_probes.size(); ++k) {
+    EXPECT_NEAR(gpu_probes[k], cpu_probes[k], 1e-3 * std::abs(cpu_probes[k]) + 1e-9) << k;
+  }
 
   // Stopped after step 17 of 0/1 Adam (checkpointed at 10, between its syncs), then resumed.
   const std::string device = spec_text("device = \"cuda\"\ncheckpoint_every = 10");
