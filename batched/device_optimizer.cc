@@ -26,7 +26,8 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
                        : static_cast<std::size_t>(context.workers * context.dimension)),
         device_gradients_(backend, static_cast<std::size_t>(context.workers * context.dimension)),
         device_x_(backend, static_cast<std::size_t>(context.dimension)),
-        stats_(static_cast<std::size_t>(context.workers) + 1) {}
+        stats_(static_cast<std::size_t>(context.workers) + 1),
+        records_(static_cast<std::size_t>(context.workers) + 1) {}
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
@@ -46,6 +47,7 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
   // The whole batched step, from the synchronised x the cluster holds (a worker's x may be its
   // own, LocalParameters).
   void Apply(const StepContext& ctx, std::span<const Message> /*reply*/, VectorRef<T> x) override {
+    t_ = ctx.t;
     if (!gradients_on_device_) device_gradients_.Upload(gradients_);
     gradients_on_device_ = false;
     device_x_.Upload(std::span<const T>(x.data(), static_cast<std::size_t>(x.size())));
@@ -61,6 +63,25 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
 
   const EncodeStats* LastEncode(int worker) const override {
     return &stats_[worker == kServer ? stats_.size() - 1 : static_cast<std::size_t>(worker)];
+  }
+
+  // Compression records: the device's inputs and decoded messages, copied to the host when a
+  // probe asks, at most once per step and sender.
+  bool CanKeepCompressionRecords() const override { return batched_->CanKeepCompressionRecords(); }
+  bool KeepCompressionRecords() override {
+    if (!batched_->CanKeepCompressionRecords()) return false;
+    batched_->KeepCompressionRecords();
+    return true;
+  }
+  const CompressionRecord<T>* LastCompression(int worker) const override {
+    const std::size_t slot =
+        worker == kServer ? records_.size() - 1 : static_cast<std::size_t>(worker);
+    Copied& copied = records_[slot];
+    if (copied.step != t_) {
+      copied.step = t_;
+      copied.present = batched_->LastCompression(worker, t_, copied.record);
+    }
+    return copied.present ? &copied.record : nullptr;
   }
 
   // GradientSource: every worker's gradient on the device, at its own x^(i) where the algorithm
@@ -125,6 +146,13 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
   std::vector<EncodeStats> stats_;  // of the last step: the workers', then the server's
   HostCopies<T> copies_;            // of the device state, for probes and checkpoints
   std::vector<Vector<T>> local_;    // the workers' own x^(i); empty while they are x
+  std::int64_t t_ = 0;              // the last step
+  struct Copied {
+    std::int64_t step = -1;  // the step it was copied at
+    bool present = false;    // the sender compressed at that step
+    CompressionRecord<T> record;
+  };
+  mutable std::vector<Copied> records_;  // per sender: the workers', then the server's
 };
 
 }  // namespace

@@ -695,6 +695,15 @@ struct ZeroOneAdamSync {
   }
 };
 
+// out = u, what a sender compresses (a compression record's input).
+template <typename T>
+struct Materialize {
+  RowInput<T> u;
+  T* out;
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const { out[k] = u[k]; }
+};
+
 // ---------------------------------------------------------------------------------------------
 // The sparse and raw senders (batched/senders.h): top-k, random-k and the identity, for every row
 // at once, in compressors/sparse_element.h's and the CPU compressors' arithmetic. A sent row is
@@ -949,7 +958,8 @@ struct SentDecodeAddRows {
   X(::lemmalab::batched::RawSend<T>)               \
   X(::lemmalab::batched::SentMeanOfRows<T>)        \
   X(::lemmalab::batched::SentDecode<T>)            \
-  X(::lemmalab::batched::SentDecodeAddRows<T>)
+  X(::lemmalab::batched::SentDecodeAddRows<T>)     \
+  X(::lemmalab::batched::Materialize<T>)
 // ... and those without a scalar type.
 #define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) \
   X(::lemmalab::batched::OneBitScales)       \

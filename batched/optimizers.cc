@@ -180,6 +180,10 @@ class Birder final : public BatchedOptimizer<T> {
     ForEach(backend, d, SgdStep<T>{x.data(), mean_.data(), static_cast<T>(ctx.lr)});
   }
 
+  std::vector<Senders<T>*> ExchangeSenders() const override {
+    return {workers_.get(), server_.get()};
+  }
+
   void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
     state.PerWorker(kBirderMomentum, m_, d);
@@ -254,6 +258,10 @@ class OneBitAdam final : public BatchedOptimizer<T> {
     ForEach(
         backend, d,  // line 13
         PreconditionedStep<T>{x.data(), m_.data(), denominator_.data(), static_cast<T>(ctx.lr)});
+  }
+
+  std::vector<Senders<T>*> ExchangeSenders() const override {
+    return {workers_.get(), server_.get()};
   }
 
   void DeclareState(DeviceState<T>& state) override {
@@ -500,6 +508,10 @@ class OneBitLamb final : public BatchedOptimizer<T> {
     ForEach(backend, d, Copy<T>{mean_.data(), lamb_.m().data()});  // line 13
   }
 
+  std::vector<Senders<T>*> ExchangeSenders() const override {
+    return {workers_.get(), server_.get()};
+  }
+
   void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
     // Workers hold their m^(i) of line 5 once compression starts; before, the synchronised m.
@@ -670,6 +682,10 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
 
   const Buffer<T>* LocalParameters() const override { return started_ ? &worker_x_ : nullptr; }
 
+  std::vector<Senders<T>*> ExchangeSenders() const override {
+    return {workers_.get(), server_.get()};
+  }
+
   void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
     workers_->DeclareErrors(state);
@@ -760,6 +776,8 @@ class DistSpams final : public BatchedOptimizer<T> {
     return workers_->Stats(worker);
   }
 
+  std::vector<Senders<T>*> ExchangeSenders() const override { return {workers_.get()}; }
+
   void DeclareState(DeviceState<T>& state) override {
     state.Server(kSpamsMomentum, m_);
     state.Server(kSpamsVariance, v_);
@@ -776,15 +794,15 @@ class DistSpams final : public BatchedOptimizer<T> {
   std::unique_ptr<Senders<T>> workers_;
 };
 
-// EF21 and EF21-SGDM (optimizers/ef21.cc) with a 1-bit compressor: every worker's correction
-// C(y - g_i) of its estimate g_i (y its gradient, or its momentum v_i), g_i moved by its own
-// decoded message, the corrections' mean sent back in full precision and added to the replicas'
-// g. With init = "full", step 1 sends y itself.
+// EF21 and EF21-SGDM (optimizers/ef21.cc): every worker's correction C(y - g_i) of its estimate
+// g_i (y its gradient, or its momentum v_i), g_i moved by its own decoded message, the
+// corrections' mean sent back as it is (the exchange's identity server compressor) and added to
+// the replicas' g. With init = "full", step 1 sends y itself over the full-precision wire.
 template <typename T>
 class Ef21 final : public BatchedOptimizer<T> {
  public:
   Ef21(const Ef21Options& options, std::unique_ptr<Senders<T>> workers,
-       const BatchedContext& context)
+       std::unique_ptr<Senders<T>> server, const BatchedContext& context)
       : options_(options),
         context_(context),
         g_i_(WorkerRows<T>(context)),
@@ -793,7 +811,8 @@ class Ef21 final : public BatchedOptimizer<T> {
         g_(OneVector<T>(context)),
         mean_(OneVector<T>(context)),
         raw_sends_(context),
-        workers_(std::move(workers)) {}
+        workers_(std::move(workers)),
+        server_(std::move(server)) {}
 
   void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
     t_ = ctx.t;
@@ -815,22 +834,26 @@ class Ef21 final : public BatchedOptimizer<T> {
       workers_->Encode(ctx, difference_.data());  // c_i = C(y - g_i)
       workers_->DecodeAddRows(g_i_.data());       // g_i <- g_i + c_i
       workers_->MeanOfRows(mean_.data());
+      server_->Encode(ctx, mean_.data());  // the mean as it is: the replicas add mean_ itself
     }
-    raw_sends_.Count(full ? y : nullptr, mean_.data());
+    if (full) raw_sends_.Count(y, mean_.data());
     ForEach(backend, d,
             Ef21Step<T>{mean_.data(), g_.data(), x.data(), full, static_cast<T>(ctx.lr)});
   }
 
-  // The server sends the mean correction (or, at a full first step, the mean of the y) in full
-  // precision.
+  // The server sends the mean correction (or, at a full first step, the mean of the y).
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
-    return {FullPrecisionAt(t) ? RawBytes<T>(context_) : workers_->message_bytes(),
-            RawBytes<T>(context_)};
+    if (FullPrecisionAt(t)) return {RawBytes<T>(context_), RawBytes<T>(context_)};
+    return {workers_->message_bytes(), server_->message_bytes()};
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
-    if (worker != kServer && !FullPrecisionAt(t_)) return workers_->Stats(worker);
-    return raw_sends_.Stats(worker);
+    if (FullPrecisionAt(t_)) return raw_sends_.Stats(worker);
+    return worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
+  }
+
+  std::vector<Senders<T>*> ExchangeSenders() const override {
+    return {workers_.get(), server_.get()};
   }
 
   void DeclareState(DeviceState<T>& state) override {
@@ -847,8 +870,8 @@ class Ef21 final : public BatchedOptimizer<T> {
   BatchedContext context_;
   Buffer<T> g_i_, v_, difference_;  // n x d: the estimates g_i, EF21-SGDM's v_i, y - g_i
   Buffer<T> g_, mean_;              // the replicas' g; the step's mean (correction)
-  RawSendCounts<T> raw_sends_;      // what is sent as it is: y at a full step, the mean
-  std::unique_ptr<Senders<T>> workers_;
+  RawSendCounts<T> raw_sends_;      // a full step's y and their mean
+  std::unique_ptr<Senders<T>> workers_, server_;
   std::int64_t t_ = 0;
 };
 
@@ -881,7 +904,7 @@ std::unique_ptr<Senders<T>> BatchedSenders(const OptionTable& options,
                                            const CompressorMaker<T>& maker,
                                            const BatchedContext& context, bool server,
                                            FeedbackKind feedback, std::string_view feedback_key) {
-  const std::unique_ptr<Compressor<T>> instance = maker(context.shape());
+  const SenderFormat<T> format{maker, context.shape()};
   bool with_feedback = false;
   if (feedback == FeedbackKind::kClassic) {
     with_feedback = true;
@@ -891,16 +914,16 @@ std::unique_ptr<Senders<T>> BatchedSenders(const OptionTable& options,
                                            feedback_key, FeedbackName(feedback)));
   }
   std::unique_ptr<Senders<T>> senders =
-      server ? MakeSenders<T>(*instance, with_feedback, 1, context, Purpose::kServerCompression,
+      server ? MakeSenders<T>(format, with_feedback, 1, context, Purpose::kServerCompression,
                               kServerStream)
-             : MakeSenders<T>(*instance, with_feedback, context.workers, context,
+             : MakeSenders<T>(format, with_feedback, context.workers, context,
                               Purpose::kWorkerCompression, 0);
   if (senders == nullptr) {
-    options.Fail(
-        server ? "server_compressor" : "compressor",
-        fmt::format("the {} compressor '{}' has no batched (GPU) form yet; those "
-                    "that have: {}",
-                    server ? "server" : "worker", instance->name(), BatchedCompressorNames()));
+    options.Fail(server ? "server_compressor" : "compressor",
+                 fmt::format("the {} compressor '{}' has no batched (GPU) form yet; those "
+                             "that have: {}",
+                             server ? "server" : "worker", maker(context.shape())->name(),
+                             BatchedCompressorNames()));
   }
   return senders;
 }
@@ -947,11 +970,13 @@ std::unique_ptr<BatchedOptimizer<T>> MakeEf21(OptionTable& options, std::string_
   const bool momentum = name == "ef21-sgdm";
   const ExchangeConfig<T> exchange = Ef21ExchangeFromOptions<T>(options, name);
   const Ef21Options o = ReadEf21Options(options, momentum);
-  // EF21 sends the corrections without error feedback.
-  return std::make_unique<Ef21<T>>(o,
-                                   BatchedSenders<T>(options, exchange.worker_compressor, context,
-                                                     false, FeedbackKind::kNone, "worker_feedback"),
-                                   context);
+  return std::make_unique<Ef21<T>>(
+      o,
+      BatchedSenders<T>(options, exchange.worker_compressor, context, false,
+                        exchange.worker_feedback, "worker_feedback"),
+      BatchedSenders<T>(options, exchange.server_compressor, context, true,
+                        exchange.server_feedback, "server_feedback"),
+      context);
 }
 
 template <typename T>
@@ -1026,6 +1051,29 @@ std::span<const BatchedEntry<T>> BatchedEntries() {
 }
 
 }  // namespace
+
+template <typename T>
+bool BatchedOptimizer<T>::CanKeepCompressionRecords() const {
+  return !ExchangeSenders().empty();
+}
+
+template <typename T>
+void BatchedOptimizer<T>::KeepCompressionRecords() {
+  for (Senders<T>* senders : ExchangeSenders()) senders->KeepRecords();
+}
+
+template <typename T>
+bool BatchedOptimizer<T>::LastCompression(int worker, std::int64_t t,
+                                          CompressionRecord<T>& record) const {
+  const std::vector<Senders<T>*> senders = ExchangeSenders();
+  const std::size_t side = worker == kServer ? 1 : 0;
+  if (side >= senders.size() || !senders[side]->CompressedAt(t)) return false;
+  senders[side]->Record(worker == kServer ? 0 : worker, record);
+  return true;
+}
+
+template class BatchedOptimizer<float>;
+template class BatchedOptimizer<double>;
 
 std::span<const std::string_view> BatchedOptimizerNames() {
   static const std::vector<std::string_view> names = [] {

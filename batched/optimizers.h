@@ -37,6 +37,9 @@ struct BatchedContext {
 };
 
 template <typename T>
+class Senders;  // batched/senders.h
+
+template <typename T>
 class BatchedOptimizer {
  public:
   virtual ~BatchedOptimizer() = default;
@@ -79,6 +82,18 @@ class BatchedOptimizer {
     (void)worker;
     return std::nullopt;
   }
+
+  // Compression records (Observable's, what the compressor probes replay): whether the exchange
+  // can keep them; keeping them from the next step on; `worker`'s (or kServer's) compression of
+  // step t into `record`, false when it did not compress at step t or records are not kept.
+  bool CanKeepCompressionRecords() const;
+  void KeepCompressionRecords();
+  bool LastCompression(int worker, std::int64_t t, CompressionRecord<T>& record) const;
+
+ protected:
+  // The exchange's senders: the workers', then the server's where it compresses; none for the
+  // averaged-gradient baselines.
+  virtual std::vector<Senders<T>*> ExchangeSenders() const { return {}; }
 };
 
 // The registry names of the optimizers that have a batched form.

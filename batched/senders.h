@@ -100,6 +100,13 @@ inline constexpr StateTag kWorkerErrorTag = {{"e", "compressors/error_feedback.h
 inline constexpr StateTag kServerErrorTag = {{"e_bar", "compressors/error_feedback.h", ""},
                                              Quantity::kServerError};
 
+// The compressor a side of the exchange runs: how to make it, for vectors of what shape.
+template <typename T>
+struct SenderFormat {
+  CompressorMaker<T> maker;
+  CompressorShape shape;
+};
+
 // What every kind of senders shares: the error feedback's e, the streams, the size of a message.
 template <typename T>
 class Senders {
@@ -119,6 +126,30 @@ class Senders {
 
   // The bytes of one sender's message on the CPU's wire.
   std::size_t message_bytes() const { return message_bytes_; }
+
+  // Compression records (Observable::LastCompression): from KeepRecords on, every Encode keeps
+  // each row's input u, and Record gives it with the row's decoded message, copied to the host,
+  // when the last Encode was step t's (else nullptr: the sender did not compress at step t).
+  void KeepRecords() {
+    if (inputs_.size() == 0) inputs_ = Buffer<T>(backend_, static_cast<std::size_t>(rows_ * d_));
+  }
+  bool CompressedAt(std::int64_t t) const { return inputs_.size() > 0 && encoded_at_ == t; }
+  void Record(std::int64_t row, CompressionRecord<T>& record) const {
+    const auto offset = static_cast<std::size_t>(row * d_);
+    record.input.resize(d_);
+    inputs_.Download({record.input.data(), static_cast<std::size_t>(d_)}, offset);
+    if (decoded_at_ != encoded_at_) {  // every row's decoded message, once per Encode
+      if (decoded_.size() == 0) decoded_ = Buffer<T>(backend_, inputs_.size());
+      decoded_.SetZero();
+      DecodeAddRows(decoded_.data());
+      decoded_at_ = encoded_at_;
+    }
+    record.output.resize(d_);
+    decoded_.Download({record.output.data(), static_cast<std::size_t>(d_)}, offset);
+    record.compressor = compressor_.get();
+    record.maker = maker_;
+    record.shape = shape_;
+  }
   // The error feedback's e, per sender (kWorkerError) or the server's (kServerError).
   void DeclareErrors(DeviceState<T>& state) {
     if (e_.size() == 0) return;
@@ -132,19 +163,28 @@ class Senders {
  protected:
   // `compressor`: the CPU compressor of the format, whose message for a zero vector gives the
   // size every message has. Worker streams are (seed, purpose, first_field + row, t).
-  Senders(Compressor<T>& compressor, bool feedback, std::int64_t rows,
+  Senders(const SenderFormat<T>& format, bool feedback, std::int64_t rows,
           const BatchedContext& context, Purpose purpose, std::uint32_t first_field)
       : rows_(rows),
         d_(context.dimension),
         backend_(context.backend),
         purpose_(purpose),
         first_field_(first_field),
+        compressor_(format.maker(format.shape)),
+        maker_(format.maker),
+        shape_(format.shape),
         e_(feedback ? Buffer<T>(context.backend, static_cast<std::size_t>(rows * d_))
                     : Buffer<T>()) {
     Message message;
     PhiloxStream stream({0, purpose, first_field, 0});
-    compressor.Encode(Vector<T>::Zero(d_), stream, message);
+    format.maker(format.shape)->Encode(Vector<T>::Zero(d_), stream, message);  // a fresh one
     message_bytes_ = message.bytes.size();
+  }
+
+  // Called by every Encode first: the step it encodes, and with records kept, its input u.
+  void Starting(const StepContext& ctx, const RowInput<T>& u) {
+    encoded_at_ = ctx.t;
+    if (inputs_.size() > 0) ForEach(backend_, rows_ * d_, Materialize<T>{u, inputs_.data()});
   }
 
   // What a sender compresses, row by row: x + e with error feedback, else x.
@@ -170,7 +210,14 @@ class Senders {
   std::uint32_t first_field_;
 
  private:
-  Buffer<T> e_;  // rows x d, with error feedback
+  std::unique_ptr<Compressor<T>> compressor_;  // the CPU compressor of the format
+  CompressorMaker<T> maker_;
+  CompressorShape shape_;
+  Buffer<T> e_;                   // rows x d, with error feedback
+  Buffer<T> inputs_;              // rows x d: the last Encode's inputs, when records are kept
+  std::int64_t encoded_at_ = -1;  // the step of the last Encode
+  mutable Buffer<T> decoded_;     // rows x d: the messages of the Encode at decoded_at_
+  mutable std::int64_t decoded_at_ = -1;
   std::size_t message_bytes_ = 0;
 };
 
@@ -179,10 +226,10 @@ class Senders {
 template <typename T>
 class OneBitSenders final : public Senders<T> {
  public:
-  OneBitSenders(Compressor<T>& compressor, const OneBitFormat& format, bool feedback,
+  OneBitSenders(const SenderFormat<T>& sender, const OneBitFormat& format, bool feedback,
                 std::int64_t rows, const BatchedContext& context, Purpose purpose,
                 std::uint32_t first_field)
-      : Senders<T>(compressor, feedback, rows, context, purpose, first_field),
+      : Senders<T>(sender, feedback, rows, context, purpose, first_field),
         stochastic_(format.draw == one_bit::Draw::kStochastic),
         scale_(format.scale),
         words_((context.dimension + 31) / 32),
@@ -202,6 +249,7 @@ class OneBitSenders final : public Senders<T> {
 
   void Encode(const StepContext& ctx, const T* x) override {
     const RowInput<T> u = this->Input(x);
+    this->Starting(ctx, u);
     const std::int64_t rows = this->rows_, d = this->d_;
     const Backend backend = this->backend_;
     if (partials_.size() > 0) {
@@ -270,10 +318,10 @@ class SentRowsSenders : public Senders<T> {
   }
 
  protected:
-  SentRowsSenders(Compressor<T>& compressor, bool feedback, std::int64_t rows,
+  SentRowsSenders(const SenderFormat<T>& sender, bool feedback, std::int64_t rows,
                   const BatchedContext& context, Purpose purpose, std::uint32_t first_field,
                   bool flags, T scale)
-      : Senders<T>(compressor, feedback, rows, context, purpose, first_field),
+      : Senders<T>(sender, feedback, rows, context, purpose, first_field),
         scale_(scale),
         kept_(this->template Sized<unsigned char>(flags, rows * context.dimension)),
         values_(context.backend, static_cast<std::size_t>(rows * context.dimension)),
@@ -293,9 +341,10 @@ class SentRowsSenders : public Senders<T> {
 template <typename T>
 class SparseSenders final : public SentRowsSenders<T> {
  public:
-  SparseSenders(SparseCompressor<T>& compressor, bool feedback, std::int64_t rows,
-                const BatchedContext& context, Purpose purpose, std::uint32_t first_field)
-      : SentRowsSenders<T>(compressor, feedback, rows, context, purpose, first_field, true,
+  SparseSenders(const SenderFormat<T>& sender, const SparseCompressor<T>& compressor, bool feedback,
+                std::int64_t rows, const BatchedContext& context, Purpose purpose,
+                std::uint32_t first_field)
+      : SentRowsSenders<T>(sender, feedback, rows, context, purpose, first_field, true,
                            compressor.scale()),
         top_k_(compressor.name() == "top-k"),
         k_(compressor.k()),
@@ -309,6 +358,7 @@ class SparseSenders final : public SentRowsSenders<T> {
 
   void Encode(const StepContext& ctx, const T* x) override {
     const RowInput<T> u = this->Input(x);
+    this->Starting(ctx, u);
     const std::int64_t rows = this->rows_, d = this->d_;
     if (top_k_) {
       SelectLargest(u);
@@ -372,12 +422,12 @@ class SparseSenders final : public SentRowsSenders<T> {
 template <typename T>
 class RawSenders final : public SentRowsSenders<T> {
  public:
-  RawSenders(Compressor<T>& compressor, bool feedback, std::int64_t rows,
+  RawSenders(const SenderFormat<T>& sender, bool feedback, std::int64_t rows,
              const BatchedContext& context, Purpose purpose, std::uint32_t first_field)
-      : SentRowsSenders<T>(compressor, feedback, rows, context, purpose, first_field, false, T(1)) {
-  }
+      : SentRowsSenders<T>(sender, feedback, rows, context, purpose, first_field, false, T(1)) {}
 
-  void Encode(const StepContext& /*ctx*/, const T* x) override {
+  void Encode(const StepContext& ctx, const T* x) override {
+    this->Starting(ctx, this->Input(x));
     ForEach(this->backend_, this->rows_ * this->d_,
             RawSend<T>{this->Input(x), this->error(), this->values_.data(), this->counts_.Restart(),
                        this->d_});
@@ -388,22 +438,23 @@ class RawSenders final : public SentRowsSenders<T> {
 inline constexpr std::array<std::string_view, 3> kSentRowsCompressors = {"identity", "top-k",
                                                                          "random-k"};
 
-// The senders of `compressor`'s format, or nullptr when it has no batched form.
+// The senders of `sender`'s compressor, or nullptr when it has no batched form.
 template <typename T>
-std::unique_ptr<Senders<T>> MakeSenders(Compressor<T>& compressor, bool feedback, std::int64_t rows,
-                                        const BatchedContext& context, Purpose purpose,
-                                        std::uint32_t first_field) {
-  if (const OneBitFormat* format = compressor.one_bit_format()) {
-    return std::make_unique<OneBitSenders<T>>(compressor, *format, feedback, rows, context, purpose,
+std::unique_ptr<Senders<T>> MakeSenders(const SenderFormat<T>& sender, bool feedback,
+                                        std::int64_t rows, const BatchedContext& context,
+                                        Purpose purpose, std::uint32_t first_field) {
+  const std::unique_ptr<Compressor<T>> compressor = sender.maker(sender.shape);
+  if (const OneBitFormat* format = compressor->one_bit_format()) {
+    return std::make_unique<OneBitSenders<T>>(sender, *format, feedback, rows, context, purpose,
                                               first_field);
   }
-  if (compressor.name() == "top-k" || compressor.name() == "random-k") {
-    return std::make_unique<SparseSenders<T>>(dynamic_cast<SparseCompressor<T>&>(compressor),
+  if (compressor->name() == "top-k" || compressor->name() == "random-k") {
+    return std::make_unique<SparseSenders<T>>(sender,
+                                              dynamic_cast<const SparseCompressor<T>&>(*compressor),
                                               feedback, rows, context, purpose, first_field);
   }
-  if (compressor.name() == "identity") {
-    return std::make_unique<RawSenders<T>>(compressor, feedback, rows, context, purpose,
-                                           first_field);
+  if (compressor->name() == "identity") {
+    return std::make_unique<RawSenders<T>>(sender, feedback, rows, context, purpose, first_field);
   }
   return nullptr;
 }

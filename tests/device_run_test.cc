@@ -36,7 +36,7 @@ seed = 11
 steps = 40
 workers = 5
 eval_every = 4
-probes = ["q-domain", "ef-norm", "min-b", "lamb-ratios"]
+probes = ["q-domain", "ef-norm", "min-b", "lamb-ratios", "q-deviate", "q-unbiased", "birder-z", "spams-vhat"]
 {device}
 
 [data]
@@ -171,7 +171,7 @@ TEST_P(DeviceRunOn, WritesTheCpuRunsMetricsAndParametersBitForBit) {
     // Losses, gradient norms, bits and bytes of every step, the evaluations, every probe value
     // and x at the end.
     for (std::size_t r = 0; r < cpu.runs.size(); ++r) {
-      EXPECT_EQ(gpu.runs[r].probe_lines, cpu.runs[r].probe_lines);
+      EXPECT_EQ(gpu.runs[r].probe_lines, cpu.runs[r].probe_lines) << cpu.runs[r].record.label;
     }
     const std::string probes = ProbeRows(dir / "cpu");
     EXPECT_GT(std::count(probes.begin(), probes.end(), '\n'), 40 * 3 * 5);
