@@ -156,13 +156,18 @@ class DeviceRunOn : public ::testing::TestWithParam<batched::Backend> {};
 TEST_P(DeviceRunOn, WritesTheCpuRunsMetricsAndParametersBitForBit) {
   const batched::Backend backend = GetParam();
   if (backend == batched::Backend::kCuda) LEMMALAB_REQUIRE_GPU();
-  for (const std::string scheme : {"parameter-server", "allgather"}) {
-    SCOPED_TRACE(scheme);
+  // Both schemes in fp32, and the parameter server in fp64 (the double instantiations).
+  for (const auto& [scheme, precision] :
+       {std::pair<std::string, std::string>{"parameter-server", ""},
+        {"allgather", ""},
+        {"parameter-server", "precision = \"fp64\"\n"}}) {
+    SCOPED_TRACE(scheme + " " + precision);
     TempDir dir;
     const ExperimentReport cpu =
-        RunOn(backend, ParseSpec(SpecText("", scheme), "cpu.toml"), dir / "cpu");
+        RunOn(backend, ParseSpec(SpecText(precision, scheme), "cpu.toml"), dir / "cpu");
     const ExperimentReport gpu =
-        RunOn(backend, ParseSpec(SpecText("device = \"cuda\"", scheme), "gpu.toml"), dir / "gpu");
+        RunOn(backend, ParseSpec(SpecText(precision + "device = \"cuda\"", scheme), "gpu.toml"),
+              dir / "gpu");
     ASSERT_EQ(gpu.runs.size(), cpu.runs.size());
     for (std::size_t r = 0; r < cpu.runs.size(); ++r) {
       EXPECT_EQ(gpu.runs[r].record.status, "completed");
