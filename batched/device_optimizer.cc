@@ -20,8 +20,9 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
                                                    : nullptr),
         workers_(context.workers),
         dimension_(context.dimension),
-        // The CPU's gradients pass through the host; the device's never do.
-        gradients_(device_gradient_source_ != nullptr
+        // The CPU's gradients pass through the host; the device's never do (nor does anything
+        // of an adapter built only to measure its device memory).
+        gradients_(device_gradient_source_ != nullptr || backend == Backend::kMeasure
                        ? 0
                        : static_cast<std::size_t>(context.workers * context.dimension)),
         device_gradients_(backend, static_cast<std::size_t>(context.workers * context.dimension)),
