@@ -148,7 +148,7 @@ class Adam final : public AveragedGradient<T> {
   Buffer<T> m_, v_;
 };
 
-// Birder (optimizers/birder.cc) with a 1-bit compressor on both sides.
+// Birder (optimizers/birder.cc), its exchange compressing on both sides.
 template <typename T>
 class Birder final : public BatchedOptimizer<T> {
  public:
@@ -211,8 +211,8 @@ class Birder final : public BatchedOptimizer<T> {
 };
 
 // 1-bit Adam (optimizers/one_bit_adam.cc): Adam on the mean gradient, sent as it is, for the
-// warmup's T_w steps; then every worker's momentum through the 1-bit exchange, and the replicas'
-// step preconditioned by the frozen v.
+// warmup's T_w steps; then every worker's momentum through the compressed exchange, and the
+// replicas' step preconditioned by the frozen v.
 template <typename T>
 class OneBitAdam final : public BatchedOptimizer<T> {
  public:
@@ -432,8 +432,9 @@ class Lamb final : public AveragedGradient<T> {
 
 // 1-bit LAMB (optimizers/lamb.cc, onebit-lamb.txt Alg. 1): LAMB on the mean gradient, sent as it
 // is, for the warmup's T_w steps, tracking c_avg; at T_w the variance freezes; then every
-// worker's momentum (scaled per layer by k_l, App. A.5.2) through the 1-bit exchange, the fresh
-// variance from the reconstructed gradient, the per-layer ratio r and the step on the frozen v.
+// worker's momentum (scaled per layer by k_l, App. A.5.2) through the compressed exchange, the
+// fresh variance from the reconstructed gradient, the per-layer ratio r and the step on the frozen
+// v.
 template <typename T>
 class OneBitLamb final : public BatchedOptimizer<T> {
  public:
@@ -593,8 +594,8 @@ class OneBitLamb final : public BatchedOptimizer<T> {
 
 // 0/1 Adam (optimizers/zero_one_adam.cc): every worker's own momentum, model and buffer
 // u^(i); on the steps of T_v the mean gradient in full precision into v (and, with
-// variance_sync "full-precision", Adam's step from it); on the steps of T_u the 1-bit exchange of
-// the buffers, after which every replica holds the synchronised m and x; local steps between.
+// variance_sync "full-precision", Adam's step from it); on the steps of T_u the compressed exchange
+// of the buffers, after which every replica holds the synchronised m and x; local steps between.
 template <typename T>
 class ZeroOneAdam final : public BatchedOptimizer<T> {
  public:
@@ -732,7 +733,7 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
   std::int64_t t_ = 0;    // the last step
 };
 
-// dist-SPAMS (optimizers/spams.cc): each worker's gradient through a 1-bit compressor with error
+// dist-SPAMS (optimizers/spams.cc): each worker's gradient through its compressor with error
 // feedback, the mean of the decoded messages into the server's AMSGrad, and the replicas' step
 // by the direction it sends back in full precision.
 template <typename T>

@@ -76,8 +76,8 @@ class BatchedOptimizer {
   // replica's is x.
   virtual const Buffer<T>* LocalParameters() const { return nullptr; }
 
-  // Statistics of the last 1-bit encode of `worker` (or kServer): elements, finite inputs outside
-  // the quantizer's domain, non-finite inputs; nullopt when it sends raw values.
+  // Statistics of the last encode of `worker` (or kServer): elements, finite inputs outside the
+  // compressor's domain, non-finite inputs; nullopt when it sends nothing it counts.
   virtual std::optional<EncodeStats> LastEncode(int worker) const {
     (void)worker;
     return std::nullopt;
