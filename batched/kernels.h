@@ -320,20 +320,6 @@ struct OneBitMeanOfRows {
   }
 };
 
-// x <- x - lr C: the replicas' update by one decoded 1-bit message (Birder Alg. 1 line 16).
-template <typename T>
-struct OneBitStep {
-  const std::uint32_t* bits;
-  RowScales scales;  // of one row
-  T* x;
-  T lr;
-
-  LEMMALAB_HOST_DEVICE void operator()(std::int64_t j) const {
-    const std::int64_t b = scales.scales == nullptr ? 0 : scales.blocks.Of(j);
-    x[j] -= lr * Decoded(bits, scales.template At<T>(0, b), j);
-  }
-};
-
 // out = the decoded 1-bit message of one row (the replicas' m = m_bar of 1-bit Adam line 13).
 template <typename T>
 struct OneBitDecode {
@@ -928,7 +914,6 @@ struct SentDecodeAddRows {
   X(::lemmalab::batched::OneBitMaxAbs<T>)          \
   X(::lemmalab::batched::OneBitEncode<T>)          \
   X(::lemmalab::batched::OneBitMeanOfRows<T>)      \
-  X(::lemmalab::batched::OneBitStep<T>)            \
   X(::lemmalab::batched::OneBitDecode<T>)          \
   X(::lemmalab::batched::NonFiniteCounts<T>)       \
   X(::lemmalab::batched::OneBitAdamMomentum<T>)    \

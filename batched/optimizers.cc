@@ -148,22 +148,64 @@ class Adam final : public AveragedGradient<T> {
   Buffer<T> m_, v_;
 };
 
+// denominator = sqrt(v) + eps, or sqrt(v + eps) with eps inside: the preconditioner of 1-bit Adam
+// and 0/1 Adam, recomputed when v changes.
+template <typename T>
+void Preconditioner(const BatchedContext& context, const Buffer<T>& v, Buffer<T>& denominator,
+                    double eps, EpsPlacement placement) {
+  ForEach(context.backend, context.dimension,
+          RootDenominator<T>{v.data(), denominator.data(), static_cast<T>(eps),
+                             placement == EpsPlacement::kInside});
+}
+
+// What every optimizer with a compressed exchange shares: the workers' senders and, where the
+// server compresses what it sends back, the server's; their error feedback, statistics, message
+// sizes and compression records.
+template <typename T>
+class ExchangeOptimizer : public BatchedOptimizer<T> {
+ protected:
+  ExchangeOptimizer(std::unique_ptr<Senders<T>> workers, std::unique_ptr<Senders<T>> server)
+      : workers_(std::move(workers)), server_(std::move(server)) {}
+
+  // The last compressed message's statistics of `worker`, or of kServer.
+  EncodeStats Sent(int worker) const {
+    return worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
+  }
+  // The compressed messages' sizes, each way.
+  typename BatchedOptimizer<T>::WireBytes CompressedWire() const {
+    return {workers_->message_bytes(), server_->message_bytes()};
+  }
+  void DeclareErrors(DeviceState<T>& state) {
+    workers_->DeclareErrors(state);
+    if (server_ != nullptr) server_->DeclareErrors(state);
+  }
+  std::vector<Senders<T>*> ExchangeSenders() const override {
+    if (server_ == nullptr) return {workers_.get()};
+    return {workers_.get(), server_.get()};
+  }
+
+  std::unique_ptr<Senders<T>> workers_;
+  std::unique_ptr<Senders<T>> server_;  // null: the server sends back raw values
+};
+
 // Birder (optimizers/birder.cc), its exchange compressing on both sides.
 template <typename T>
-class Birder final : public BatchedOptimizer<T> {
+class Birder final : public ExchangeOptimizer<T> {
+  using ExchangeOptimizer<T>::workers_;
+  using ExchangeOptimizer<T>::server_;
+
  public:
   Birder(const BirderOptions& options, std::unique_ptr<Senders<T>> workers,
          std::unique_ptr<Senders<T>> server, const BatchedContext& context)
-      : options_(options),
+      : ExchangeOptimizer<T>(std::move(workers), std::move(server)),
+        options_(options),
         context_(context),
         m_(WorkerRows<T>(context)),
         b_hat_(WorkerRows<T>(context)),
         b_(WorkerRows<T>(context)),
         denominator_(WorkerRows<T>(context)),
         update_(WorkerRows<T>(context)),
-        mean_(OneVector<T>(context)),
-        workers_(std::move(workers)),
-        server_(std::move(server)) {}
+        mean_(OneVector<T>(context)) {}
 
   void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
     const Backend backend = context_.backend;
@@ -180,26 +222,19 @@ class Birder final : public BatchedOptimizer<T> {
     ForEach(backend, d, SgdStep<T>{x.data(), mean_.data(), static_cast<T>(ctx.lr)});
   }
 
-  std::vector<Senders<T>*> ExchangeSenders() const override {
-    return {workers_.get(), server_.get()};
-  }
-
   void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
     state.PerWorker(kBirderMomentum, m_, d);
     state.PerWorker(kBirderBHat, b_hat_, d);
     state.PerWorker(kBirderB, b_, d);
     state.PerWorkerShows(Quantity::kDenominator, denominator_, d);
-    workers_->DeclareErrors(state);
-    server_->DeclareErrors(state);
+    this->DeclareErrors(state);
   }
 
-  std::optional<EncodeStats> LastEncode(int worker) const override {
-    return worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
-  }
+  std::optional<EncodeStats> LastEncode(int worker) const override { return this->Sent(worker); }
 
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t /*t*/) const override {
-    return {workers_->message_bytes(), server_->message_bytes()};
+    return this->CompressedWire();
   }
 
  private:
@@ -207,27 +242,28 @@ class Birder final : public BatchedOptimizer<T> {
   BatchedContext context_;
   Buffer<T> m_, b_hat_, b_, denominator_, update_;  // n x d
   Buffer<T> mean_;                                  // d: the mean of the workers' Q(u)
-  std::unique_ptr<Senders<T>> workers_, server_;
 };
 
 // 1-bit Adam (optimizers/one_bit_adam.cc): Adam on the mean gradient, sent as it is, for the
 // warmup's T_w steps; then every worker's momentum through the compressed exchange, and the
 // replicas' step preconditioned by the frozen v.
 template <typename T>
-class OneBitAdam final : public BatchedOptimizer<T> {
+class OneBitAdam final : public ExchangeOptimizer<T> {
+  using ExchangeOptimizer<T>::workers_;
+  using ExchangeOptimizer<T>::server_;
+
  public:
   OneBitAdam(const OneBitAdamOptions& options, std::unique_ptr<Senders<T>> workers,
              std::unique_ptr<Senders<T>> server, const BatchedContext& context)
-      : options_(options),
+      : ExchangeOptimizer<T>(std::move(workers), std::move(server)),
+        options_(options),
         context_(context),
         m_(OneVector<T>(context)),
         v_(OneVector<T>(context)),
         denominator_(OneVector<T>(context)),
         mean_(OneVector<T>(context)),
         worker_m_(WorkerRows<T>(context)),
-        warmup_sends_(context),
-        workers_(std::move(workers)),
-        server_(std::move(server)) {
+        warmup_sends_(context) {
     // The denominator of v = 0, as the CPU's preconditioner starts.
     Precondition();
   }
@@ -260,15 +296,10 @@ class OneBitAdam final : public BatchedOptimizer<T> {
         PreconditionedStep<T>{x.data(), m_.data(), denominator_.data(), static_cast<T>(ctx.lr)});
   }
 
-  std::vector<Senders<T>*> ExchangeSenders() const override {
-    return {workers_.get(), server_.get()};
-  }
-
   void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
     state.Replicated(kPreconditioner, denominator_);
-    workers_->DeclareErrors(state);
-    server_->DeclareErrors(state);
+    this->DeclareErrors(state);
     // During warmup every worker holds the synchronised m; after it, its own m^(i).
     state.PerWorker(kOneBitAdamWorkerMomentum, worker_m_, d, !Warmup(t_));
     if (Warmup(t_)) {
@@ -284,20 +315,18 @@ class OneBitAdam final : public BatchedOptimizer<T> {
   // The warmup sends the gradients and their mean as they are (the identity compressor).
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
     if (Warmup(t)) return {RawBytes<T>(context_), RawBytes<T>(context_)};
-    return {workers_->message_bytes(), server_->message_bytes()};
+    return this->CompressedWire();
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
     if (Warmup(t_)) return warmup_sends_.Stats(worker);
-    return worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
+    return this->Sent(worker);
   }
 
  private:
   bool Warmup(std::int64_t t) const { return t <= options_.warmup_steps; }
   void Precondition() {
-    ForEach(context_.backend, context_.dimension,
-            RootDenominator<T>{v_.data(), denominator_.data(), static_cast<T>(options_.eps),
-                               options_.eps_placement == EpsPlacement::kInside});
+    Preconditioner(context_, v_, denominator_, options_.eps, options_.eps_placement);
   }
 
   OneBitAdamOptions options_;
@@ -307,8 +336,7 @@ class OneBitAdam final : public BatchedOptimizer<T> {
   Buffer<T> mean_;         // the mean gradient (warmup), the mean of the decoded messages (after)
   Buffer<T> worker_m_;     // n x d: m^(i) of line 6
   RawSendCounts<T> warmup_sends_;  // the warmup's gradients and their mean
-  std::unique_ptr<Senders<T>> workers_, server_;
-  std::int64_t t_ = 0;  // the last step
+  std::int64_t t_ = 0;             // the last step
 };
 
 // The problem's layers as the batched kernels read them (BlockEnds), with the per-layer partial
@@ -436,11 +464,15 @@ class Lamb final : public AveragedGradient<T> {
 // fresh variance from the reconstructed gradient, the per-layer ratio r and the step on the frozen
 // v.
 template <typename T>
-class OneBitLamb final : public BatchedOptimizer<T> {
+class OneBitLamb final : public ExchangeOptimizer<T> {
+  using ExchangeOptimizer<T>::workers_;
+  using ExchangeOptimizer<T>::server_;
+
  public:
   OneBitLamb(const OneBitLambOptions& options, std::unique_ptr<Senders<T>> workers,
              std::unique_ptr<Senders<T>> server, const BatchedContext& context)
-      : options_(options),
+      : ExchangeOptimizer<T>(std::move(workers), std::move(server)),
+        options_(options),
         context_(context),
         lamb_(options.lamb, context),
         mean_(OneVector<T>(context)),
@@ -454,9 +486,7 @@ class OneBitLamb final : public BatchedOptimizer<T> {
         k_(PerLayer<double>(1.0)),
         ratio_partials_(context.backend,
                         static_cast<std::size_t>(layers().count() * one_bit::kPartials)),
-        warmup_sends_(context),
-        workers_(std::move(workers)),
-        server_(std::move(server)) {
+        warmup_sends_(context) {
     if (options_.warmup_steps == 0) Freeze();
   }
 
@@ -509,17 +539,12 @@ class OneBitLamb final : public BatchedOptimizer<T> {
     ForEach(backend, d, Copy<T>{mean_.data(), lamb_.m().data()});  // line 13
   }
 
-  std::vector<Senders<T>*> ExchangeSenders() const override {
-    return {workers_.get(), server_.get()};
-  }
-
   void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
     // Workers hold their m^(i) of line 5 once compression starts; before, the synchronised m.
     state.PerWorker(kOneBitLambWorkerMomentum, worker_m_, d, frozen_);
     lamb_.DeclareState(state);
-    workers_->DeclareErrors(state);
-    server_->DeclareErrors(state);
+    this->DeclareErrors(state);
     state.Replicated(kOneBitLambFrozenVariance, v_frozen_);
     state.Replicated(kOneBitLambFrozenDenominator, frozen_denominator_);
     state.Value("c_avg", c_avg_);
@@ -533,12 +558,12 @@ class OneBitLamb final : public BatchedOptimizer<T> {
   // The warmup sends the gradients and their mean as they are.
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
     if (Warmup(t)) return {RawBytes<T>(context_), RawBytes<T>(context_)};
-    return {workers_->message_bytes(), server_->message_bytes()};
+    return this->CompressedWire();
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
     if (Warmup(t_)) return warmup_sends_.Stats(worker);
-    return worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
+    return this->Sent(worker);
   }
 
  private:
@@ -587,9 +612,8 @@ class OneBitLamb final : public BatchedOptimizer<T> {
   Buffer<double> k_;             // per layer: App. A.5.2's k_l (1 without momentum scaling)
   Buffer<RatioPartial> ratio_partials_;
   RawSendCounts<T> warmup_sends_;  // the warmup's gradients and their mean
-  std::unique_ptr<Senders<T>> workers_, server_;
-  bool frozen_ = false;  // step T_w is over
-  std::int64_t t_ = 0;   // the last step
+  bool frozen_ = false;            // step T_w is over
+  std::int64_t t_ = 0;             // the last step
 };
 
 // 0/1 Adam (optimizers/zero_one_adam.cc): every worker's own momentum, model and buffer
@@ -597,11 +621,15 @@ class OneBitLamb final : public BatchedOptimizer<T> {
 // variance_sync "full-precision", Adam's step from it); on the steps of T_u the compressed exchange
 // of the buffers, after which every replica holds the synchronised m and x; local steps between.
 template <typename T>
-class ZeroOneAdam final : public BatchedOptimizer<T> {
+class ZeroOneAdam final : public ExchangeOptimizer<T> {
+  using ExchangeOptimizer<T>::workers_;
+  using ExchangeOptimizer<T>::server_;
+
  public:
   ZeroOneAdam(const ZeroOneAdamOptions& options, std::unique_ptr<Senders<T>> workers,
               std::unique_ptr<Senders<T>> server, const BatchedContext& context)
-      : options_(options),
+      : ExchangeOptimizer<T>(std::move(workers), std::move(server)),
+        options_(options),
         context_(context),
         v_(OneVector<T>(context)),
         m_(OneVector<T>(context)),
@@ -611,9 +639,7 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
         worker_m_(WorkerRows<T>(context)),
         worker_x_(WorkerRows<T>(context)),
         worker_u_(WorkerRows<T>(context)),
-        raw_sends_(context),
-        workers_(std::move(workers)),
-        server_(std::move(server)) {
+        raw_sends_(context) {
     SetDenominator();
   }
 
@@ -677,20 +703,15 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
     const ZeroOneAdamStep kind = ZeroOneAdamStepAt(options_, t_);
     EncodeStats stats;
     if (kind.full_precision) stats += raw_sends_.Stats(worker);
-    if (kind.one_bit) stats += worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
+    if (kind.one_bit) stats += this->Sent(worker);
     return stats;
   }
 
   const Buffer<T>* LocalParameters() const override { return started_ ? &worker_x_ : nullptr; }
 
-  std::vector<Senders<T>*> ExchangeSenders() const override {
-    return {workers_.get(), server_.get()};
-  }
-
   void DeclareState(DeviceState<T>& state) override {
     const std::int64_t d = context_.dimension;
-    workers_->DeclareErrors(state);
-    server_->DeclareErrors(state);
+    this->DeclareErrors(state);
     state.PerWorker(kZeroOneAdamWorkerMomentum, worker_m_, d);
     state.PerWorker(kZeroOneAdamLocalModel, worker_x_, d);
     state.PerWorker(kZeroOneAdamBuffer, worker_u_, d);
@@ -708,9 +729,7 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
     return kind.full_precision && options_.variance_sync == VarianceSync::kFullPrecision;
   }
   void SetDenominator() {
-    ForEach(context_.backend, context_.dimension,
-            RootDenominator<T>{v_.data(), denominator_.data(), static_cast<T>(options_.eps),
-                               options_.eps_placement == EpsPlacement::kInside});
+    Preconditioner(context_, v_, denominator_, options_.eps, options_.eps_placement);
   }
   // Every replica takes the synchronised m and x, and its buffer u restarts (t' = t + 1).
   void Synchronised(const Buffer<T>& x) {
@@ -727,8 +746,7 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
   Buffer<T> g_bar_, u_bar_;        // the step's mean gradient; the decoded u_bar
   Buffer<T> worker_m_, worker_x_, worker_u_;  // n x d: m^(i), x^(i), u^(i)
   RawSendCounts<T> raw_sends_;                // the gradients of T_v and their mean
-  std::unique_ptr<Senders<T>> workers_, server_;
-  double lr_sum_ = 0;     // sum of gamma_h since the last sync
+  double lr_sum_ = 0;                         // sum of gamma_h since the last sync
   bool started_ = false;  // the workers' x^(i) hold their models (after the first step)
   std::int64_t t_ = 0;    // the last step
 };
@@ -737,18 +755,21 @@ class ZeroOneAdam final : public BatchedOptimizer<T> {
 // feedback, the mean of the decoded messages into the server's AMSGrad, and the replicas' step
 // by the direction it sends back in full precision.
 template <typename T>
-class DistSpams final : public BatchedOptimizer<T> {
+class DistSpams final : public ExchangeOptimizer<T> {
+  using ExchangeOptimizer<T>::workers_;
+  using ExchangeOptimizer<T>::server_;
+
  public:
   DistSpams(const SpamsOptions& options, std::unique_ptr<Senders<T>> workers,
             const BatchedContext& context)
-      : options_(options),
+      : ExchangeOptimizer<T>(std::move(workers), nullptr),
+        options_(options),
         context_(context),
         m_(OneVector<T>(context)),
         v_(OneVector<T>(context)),
         v_hat_(OneVector<T>(context)),
         denominator_(OneVector<T>(context)),
-        mean_(OneVector<T>(context)),
-        workers_(std::move(workers)) {
+        mean_(OneVector<T>(context)) {
     // sqrt(eps) before step 1 (v_hat_0 = 0), in the run's precision as the CPU's.
     const T eps = static_cast<T>(options.eps);
     denominator_.Upload(
@@ -777,14 +798,12 @@ class DistSpams final : public BatchedOptimizer<T> {
     return workers_->Stats(worker);
   }
 
-  std::vector<Senders<T>*> ExchangeSenders() const override { return {workers_.get()}; }
-
   void DeclareState(DeviceState<T>& state) override {
     state.Server(kSpamsMomentum, m_);
     state.Server(kSpamsVariance, v_);
     state.Server(kSpamsMaxVariance, v_hat_);
     state.Server(kSpamsDenominator, denominator_);
-    workers_->DeclareErrors(state);
+    this->DeclareErrors(state);
   }
 
  private:
@@ -792,7 +811,6 @@ class DistSpams final : public BatchedOptimizer<T> {
   BatchedContext context_;
   Buffer<T> m_, v_, v_hat_, denominator_;  // the server's AMSGrad state
   Buffer<T> mean_;                         // the mean of the decoded messages (line 12)
-  std::unique_ptr<Senders<T>> workers_;
 };
 
 // EF21 and EF21-SGDM (optimizers/ef21.cc): every worker's correction C(y - g_i) of its estimate
@@ -800,20 +818,22 @@ class DistSpams final : public BatchedOptimizer<T> {
 // corrections' mean sent back as it is (the exchange's identity server compressor) and added to
 // the replicas' g. With init = "full", step 1 sends y itself over the full-precision wire.
 template <typename T>
-class Ef21 final : public BatchedOptimizer<T> {
+class Ef21 final : public ExchangeOptimizer<T> {
+  using ExchangeOptimizer<T>::workers_;
+  using ExchangeOptimizer<T>::server_;
+
  public:
   Ef21(const Ef21Options& options, std::unique_ptr<Senders<T>> workers,
        std::unique_ptr<Senders<T>> server, const BatchedContext& context)
-      : options_(options),
+      : ExchangeOptimizer<T>(std::move(workers), std::move(server)),
+        options_(options),
         context_(context),
         g_i_(WorkerRows<T>(context)),
         v_(options.eta ? WorkerRows<T>(context) : Buffer<T>()),
         difference_(WorkerRows<T>(context)),
         g_(OneVector<T>(context)),
         mean_(OneVector<T>(context)),
-        raw_sends_(context),
-        workers_(std::move(workers)),
-        server_(std::move(server)) {}
+        raw_sends_(context) {}
 
   void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
     t_ = ctx.t;
@@ -845,16 +865,12 @@ class Ef21 final : public BatchedOptimizer<T> {
   // The server sends the mean correction (or, at a full first step, the mean of the y).
   typename BatchedOptimizer<T>::WireBytes Wire(std::int64_t t) const override {
     if (FullPrecisionAt(t)) return {RawBytes<T>(context_), RawBytes<T>(context_)};
-    return {workers_->message_bytes(), server_->message_bytes()};
+    return this->CompressedWire();
   }
 
   std::optional<EncodeStats> LastEncode(int worker) const override {
     if (FullPrecisionAt(t_)) return raw_sends_.Stats(worker);
-    return worker == kServer ? server_->Stats(0) : workers_->Stats(worker);
-  }
-
-  std::vector<Senders<T>*> ExchangeSenders() const override {
-    return {workers_.get(), server_.get()};
+    return this->Sent(worker);
   }
 
   void DeclareState(DeviceState<T>& state) override {
@@ -872,7 +888,6 @@ class Ef21 final : public BatchedOptimizer<T> {
   Buffer<T> g_i_, v_, difference_;  // n x d: the estimates g_i, EF21-SGDM's v_i, y - g_i
   Buffer<T> g_, mean_;              // the replicas' g; the step's mean (correction)
   RawSendCounts<T> raw_sends_;      // a full step's y and their mean
-  std::unique_ptr<Senders<T>> workers_, server_;
   std::int64_t t_ = 0;
 };
 
