@@ -51,7 +51,11 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
     t_ = ctx.t;
     if (!gradients_on_device_) device_gradients_.Upload(gradients_);
     gradients_on_device_ = false;
-    device_x_.Upload(std::span<const T>(x.data(), static_cast<std::size_t>(x.size())));
+    // x has not changed since Compute uploaded it (the cluster applies nothing in between).
+    if (!x_on_device_) {
+      device_x_.Upload(std::span<const T>(x.data(), static_cast<std::size_t>(x.size())));
+    }
+    x_on_device_ = false;
     batched_->Step(ctx, device_gradients_, device_x_);
     copies_.Invalidate();
     device_x_.Download(std::span<T>(x.data(), static_cast<std::size_t>(x.size())));
@@ -94,6 +98,7 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
       at = {local->data(), dimension_};
     } else {
       device_x_.Upload(std::span<const T>(x.data(), static_cast<std::size_t>(x.size())));
+      x_on_device_ = true;
     }
     device_gradient_source_->Compute(ctx, at, device_gradients_, losses, norms);
     gradients_on_device_ = true;
@@ -140,6 +145,7 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
   std::unique_ptr<BatchedOptimizer<T>> batched_;
   std::unique_ptr<BatchedGradients<T>> device_gradient_source_;  // null: the CPU's gradients
   bool gradients_on_device_ = false;  // this step's gradients were computed on the device
+  bool x_on_device_ = false;          // this step's x was uploaded for them
   int workers_;
   std::int64_t dimension_;
   std::vector<T> gradients_;  // n x d, filled by the worker phases (the CPU's gradients only)

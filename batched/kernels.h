@@ -727,10 +727,15 @@ struct KeyDigitCounts {
 struct PickKeyDigits {
   const unsigned long long* counts;  // rows x 256
   int shift;
+  std::int64_t k;              // > 0 at the first pass: every row starts with need = k, prefix 0
   unsigned long long* prefix;  // per row
   unsigned long long* need;    // per row
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
+    if (k > 0) {
+      need[row] = static_cast<unsigned long long>(k);
+      prefix[row] = 0;
+    }
     const unsigned long long* histogram = counts + row * 256;
     unsigned long long digit = 255;
     for (; digit > 0 && histogram[digit] < need[row]; --digit) need[row] -= histogram[digit];

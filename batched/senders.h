@@ -163,21 +163,23 @@ class Senders {
  protected:
   // `compressor`: the CPU compressor of the format, whose message for a zero vector gives the
   // size every message has. Worker streams are (seed, purpose, first_field + row, t).
-  Senders(const SenderFormat<T>& format, bool feedback, std::int64_t rows,
-          const BatchedContext& context, Purpose purpose, std::uint32_t first_field)
+  // `compressor` is an instance of `format`'s, kept for the records (its claims).
+  Senders(std::unique_ptr<Compressor<T>> compressor, const SenderFormat<T>& format, bool feedback,
+          std::int64_t rows, const BatchedContext& context, Purpose purpose,
+          std::uint32_t first_field)
       : rows_(rows),
         d_(context.dimension),
         backend_(context.backend),
         purpose_(purpose),
         first_field_(first_field),
-        compressor_(format.maker(format.shape)),
+        compressor_(std::move(compressor)),
         maker_(format.maker),
         shape_(format.shape),
         e_(feedback ? Buffer<T>(context.backend, static_cast<std::size_t>(rows * d_))
                     : Buffer<T>()) {
     Message message;
     PhiloxStream stream({0, purpose, first_field, 0});
-    format.maker(format.shape)->Encode(Vector<T>::Zero(d_), stream, message);  // a fresh one
+    compressor_->Encode(Vector<T>::Zero(d_), stream, message);
     message_bytes_ = message.bytes.size();
   }
 
@@ -226,10 +228,10 @@ class Senders {
 template <typename T>
 class OneBitSenders final : public Senders<T> {
  public:
-  OneBitSenders(const SenderFormat<T>& sender, const OneBitFormat& format, bool feedback,
-                std::int64_t rows, const BatchedContext& context, Purpose purpose,
-                std::uint32_t first_field)
-      : Senders<T>(sender, feedback, rows, context, purpose, first_field),
+  OneBitSenders(std::unique_ptr<Compressor<T>> compressor, const SenderFormat<T>& sender,
+                const OneBitFormat& format, bool feedback, std::int64_t rows,
+                const BatchedContext& context, Purpose purpose, std::uint32_t first_field)
+      : Senders<T>(std::move(compressor), sender, feedback, rows, context, purpose, first_field),
         stochastic_(format.draw == one_bit::Draw::kStochastic),
         scale_(format.scale),
         words_((context.dimension + 31) / 32),
@@ -318,10 +320,10 @@ class SentRowsSenders : public Senders<T> {
   }
 
  protected:
-  SentRowsSenders(const SenderFormat<T>& sender, bool feedback, std::int64_t rows,
-                  const BatchedContext& context, Purpose purpose, std::uint32_t first_field,
-                  bool flags, T scale)
-      : Senders<T>(sender, feedback, rows, context, purpose, first_field),
+  SentRowsSenders(std::unique_ptr<Compressor<T>> compressor, const SenderFormat<T>& sender,
+                  bool feedback, std::int64_t rows, const BatchedContext& context, Purpose purpose,
+                  std::uint32_t first_field, bool flags, T scale)
+      : Senders<T>(std::move(compressor), sender, feedback, rows, context, purpose, first_field),
         scale_(scale),
         kept_(this->template Sized<unsigned char>(flags, rows * context.dimension)),
         values_(context.backend, static_cast<std::size_t>(rows * context.dimension)),
@@ -341,13 +343,14 @@ class SentRowsSenders : public Senders<T> {
 template <typename T>
 class SparseSenders final : public SentRowsSenders<T> {
  public:
-  SparseSenders(const SenderFormat<T>& sender, const SparseCompressor<T>& compressor, bool feedback,
-                std::int64_t rows, const BatchedContext& context, Purpose purpose,
-                std::uint32_t first_field)
-      : SentRowsSenders<T>(sender, feedback, rows, context, purpose, first_field, true,
-                           compressor.scale()),
-        top_k_(compressor.name() == "top-k"),
-        k_(compressor.k()),
+  // `sparse` is `compressor` (k and the scale are read from it).
+  SparseSenders(std::unique_ptr<Compressor<T>> compressor, const SparseCompressor<T>& sparse,
+                const SenderFormat<T>& sender, bool feedback, std::int64_t rows,
+                const BatchedContext& context, Purpose purpose, std::uint32_t first_field)
+      : SentRowsSenders<T>(std::move(compressor), sender, feedback, rows, context, purpose,
+                           first_field, true, sparse.scale()),
+        top_k_(sparse.name() == "top-k"),
+        k_(sparse.k()),
         digit_counts_(this->template Sized<unsigned long long>(top_k_, rows * 256)),
         prefix_(this->template Sized<unsigned long long>(top_k_, rows)),
         need_(this->template Sized<unsigned long long>(top_k_, rows)),
@@ -375,15 +378,14 @@ class SparseSenders final : public SentRowsSenders<T> {
   // keys above it and the lowest-indexed ones equal to it.
   void SelectLargest(const RowInput<T>& u) {
     const std::int64_t rows = this->rows_, d = this->d_;
-    prefix_.SetZero();
-    need_.Upload(std::vector<unsigned long long>(static_cast<std::size_t>(rows),
-                                                 static_cast<unsigned long long>(k_)));
-    for (int shift = 8 * static_cast<int>(sizeof(T)) - 8; shift >= 0; shift -= 8) {
+    const int top = 8 * static_cast<int>(sizeof(T)) - 8;
+    for (int shift = top; shift >= 0; shift -= 8) {
       digit_counts_.SetZero();
       ForEach(this->backend_, rows * d,
               KeyDigitCounts<T>{u, d, prefix_.data(), shift, digit_counts_.data()});
       ForEach(this->backend_, rows,
-              PickKeyDigits{digit_counts_.data(), shift, prefix_.data(), need_.data()});
+              PickKeyDigits{digit_counts_.data(), shift, shift == top ? k_ : 0, prefix_.data(),
+                            need_.data()});
     }
     const std::int64_t chunks = (d + kTieChunk - 1) / kTieChunk;
     ForEach(this->backend_, rows * chunks,
@@ -398,13 +400,13 @@ class SparseSenders final : public SentRowsSenders<T> {
   // draws it.
   void Choose(const StepContext& ctx) {
     const std::int64_t rows = this->rows_;
-    std::vector<std::uint32_t> chosen(static_cast<std::size_t>(rows * k_));
+    host_chosen_.resize(static_cast<std::size_t>(rows * k_));
     for (std::int64_t row = 0; row < rows; ++row) {
       PhiloxStream stream = this->StreamOf(ctx, row);
       const std::span<const std::uint32_t> kept = choice_.Choose(stream);
-      std::copy(kept.begin(), kept.end(), chosen.begin() + row * k_);
+      std::copy(kept.begin(), kept.end(), host_chosen_.begin() + row * k_);
     }
-    chosen_.Upload(chosen);
+    chosen_.Upload(host_chosen_);
     this->kept_.SetZero();
     ForEach(this->backend_, rows * k_,
             MarkChosen{chosen_.data(), k_, this->d_, this->kept_.data()});
@@ -416,15 +418,18 @@ class SparseSenders final : public SentRowsSenders<T> {
   Buffer<unsigned long long> ties_;                          // top-k: rows x chunks
   Buffer<std::uint32_t> chosen_;                             // random-k: rows x k indices
   RandomKChoice choice_;
+  std::vector<std::uint32_t> host_chosen_;  // random-k: the rows' choices before the upload
 };
 
 // The identity (compressors/identity.cc): every row sent as it is.
 template <typename T>
 class RawSenders final : public SentRowsSenders<T> {
  public:
-  RawSenders(const SenderFormat<T>& sender, bool feedback, std::int64_t rows,
-             const BatchedContext& context, Purpose purpose, std::uint32_t first_field)
-      : SentRowsSenders<T>(sender, feedback, rows, context, purpose, first_field, false, T(1)) {}
+  RawSenders(std::unique_ptr<Compressor<T>> compressor, const SenderFormat<T>& sender,
+             bool feedback, std::int64_t rows, const BatchedContext& context, Purpose purpose,
+             std::uint32_t first_field)
+      : SentRowsSenders<T>(std::move(compressor), sender, feedback, rows, context, purpose,
+                           first_field, false, T(1)) {}
 
   void Encode(const StepContext& ctx, const T* x) override {
     this->Starting(ctx, this->Input(x));
@@ -443,18 +448,20 @@ template <typename T>
 std::unique_ptr<Senders<T>> MakeSenders(const SenderFormat<T>& sender, bool feedback,
                                         std::int64_t rows, const BatchedContext& context,
                                         Purpose purpose, std::uint32_t first_field) {
-  const std::unique_ptr<Compressor<T>> compressor = sender.maker(sender.shape);
+  // One instance: what decides the kind, then the senders' own (for the records' claims).
+  std::unique_ptr<Compressor<T>> compressor = sender.maker(sender.shape);
   if (const OneBitFormat* format = compressor->one_bit_format()) {
-    return std::make_unique<OneBitSenders<T>>(sender, *format, feedback, rows, context, purpose,
-                                              first_field);
+    return std::make_unique<OneBitSenders<T>>(std::move(compressor), sender, *format, feedback,
+                                              rows, context, purpose, first_field);
   }
   if (compressor->name() == "top-k" || compressor->name() == "random-k") {
-    return std::make_unique<SparseSenders<T>>(sender,
-                                              dynamic_cast<const SparseCompressor<T>&>(*compressor),
-                                              feedback, rows, context, purpose, first_field);
+    const auto& sparse = dynamic_cast<const SparseCompressor<T>&>(*compressor);
+    return std::make_unique<SparseSenders<T>>(std::move(compressor), sparse, sender, feedback, rows,
+                                              context, purpose, first_field);
   }
   if (compressor->name() == "identity") {
-    return std::make_unique<RawSenders<T>>(sender, feedback, rows, context, purpose, first_field);
+    return std::make_unique<RawSenders<T>>(std::move(compressor), sender, feedback, rows, context,
+                                           purpose, first_field);
   }
   return nullptr;
 }

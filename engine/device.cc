@@ -40,10 +40,11 @@ void RequireDeviceFits(const RunSpec& spec, batched::Backend backend, bool multi
                     SchemeName(spec.comm.scheme)));
   }
   if (traced) refuse("lemmalab trace does not run on the GPU yet");
-  // Every optimizer's options, read by its batched form (a dimension of 64 stands for the
-  // problem's, which the data decides).
+  // Every optimizer's options, read by its batched form, built on the measuring backend (nothing
+  // allocated; a dimension of 64 stands for the problem's, which the data decides).
   for (const OptimizerSpec& o : spec.optimizers) {
-    batched::MakeBatchedOptimizer<float>(*o.AlgorithmOptions(), {1, 64, batched::Backend::kHost});
+    batched::MakeBatchedOptimizer<float>(*o.AlgorithmOptions(),
+                                         {1, 64, batched::Backend::kMeasure});
   }
 }
 
