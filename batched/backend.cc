@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/resources.h"
+#include "cuda/blas.h"
 #include "cuda/runtime.h"
 #endif
 
@@ -21,6 +22,36 @@ std::string_view BackendName(Backend backend) {
   }
   return "?";
 }
+
+namespace detail {
+
+template <typename T>
+void HostGemm(const cuda::GemmStridedBatched<T>& call) {
+  // Column-major, as cuBLAS: element (i, l) of op(A) is a[i + l lda], or a[l + i lda] transposed.
+  const auto at = [](const T* matrix, std::int64_t ld, bool transposed, std::int64_t row,
+                     std::int64_t column) {
+    return transposed ? matrix[column + row * ld] : matrix[row + column * ld];
+  };
+  for (std::int64_t item = 0; item < call.batch; ++item) {
+    const T* a = call.a + item * call.stride_a;
+    const T* b = call.b + item * call.stride_b;
+    T* c = call.c + item * call.stride_c;
+    for (std::int64_t j = 0; j < call.n; ++j) {
+      for (std::int64_t i = 0; i < call.m; ++i) {
+        T sum = T(0);
+        for (std::int64_t l = 0; l < call.k; ++l) {
+          sum += at(a, call.lda, call.transpose_a, i, l) * at(b, call.ldb, call.transpose_b, l, j);
+        }
+        c[i + j * call.ldc] = sum;
+      }
+    }
+  }
+}
+
+template void HostGemm(const cuda::GemmStridedBatched<float>&);
+template void HostGemm(const cuda::GemmStridedBatched<double>&);
+
+}  // namespace detail
 
 namespace {
 thread_local DeviceBytes* innermost_tally = nullptr;
@@ -42,6 +73,10 @@ std::string CudaDeviceUnavailable() {
 }
 
 std::string DescribeCudaDevices() { return cuda::Describe(cuda::QueryDevices()); }
+
+std::string ProductsUnavailable(Backend backend) {
+  return backend == Backend::kCuda ? cuda::BlasUnavailable() : std::string();
+}
 
 std::optional<std::pair<std::size_t, std::size_t>> DeviceMemory() {
   std::size_t free = 0, total = 0;
@@ -88,6 +123,13 @@ void DeviceZero(void* pointer, std::size_t bytes) {
 }
 void DeviceSynchronize() { LEMMALAB_CUDA_CHECK(cudaDeviceSynchronize()); }
 
+template <typename T>
+void CudaGemm(const cuda::GemmStridedBatched<T>& call) {
+  cuda::Run(call);
+}
+template void CudaGemm(const cuda::GemmStridedBatched<float>&);
+template void CudaGemm(const cuda::GemmStridedBatched<double>&);
+
 }  // namespace detail
 
 #else  // a build without the CUDA toolkit: nothing can ask for the CUDA backend and reach here
@@ -99,6 +141,10 @@ std::string CudaDeviceUnavailable() {
 }
 
 std::string DescribeCudaDevices() { return CudaDeviceUnavailable(); }
+
+std::string ProductsUnavailable(Backend backend) {
+  return backend == Backend::kCuda ? CudaDeviceUnavailable() : std::string();
+}
 
 std::optional<std::pair<std::size_t, std::size_t>> DeviceMemory() { return std::nullopt; }
 
@@ -113,6 +159,12 @@ void CopyToDevice(void* /*to*/, const void* /*from*/, std::size_t /*bytes*/) { N
 void CopyToHost(void* /*to*/, const void* /*from*/, std::size_t /*bytes*/) { NoCudaBackend(); }
 void DeviceZero(void* /*pointer*/, std::size_t /*bytes*/) { NoCudaBackend(); }
 void DeviceSynchronize() { NoCudaBackend(); }
+template <typename T>
+void CudaGemm(const cuda::GemmStridedBatched<T>& /*call*/) {
+  NoCudaBackend();
+}
+template void CudaGemm(const cuda::GemmStridedBatched<float>&);
+template void CudaGemm(const cuda::GemmStridedBatched<double>&);
 }  // namespace detail
 
 #endif

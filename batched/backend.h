@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "cuda/blas.h"  // (a plain header: the product's description, no CUDA)
 
 namespace lemmalab::batched {
 
@@ -73,6 +74,13 @@ void CopyToDevice(void* to, const void* from, std::size_t bytes);
 void CopyToHost(void* to, const void* from, std::size_t bytes);
 void DeviceZero(void* pointer, std::size_t bytes);
 void DeviceSynchronize();
+
+// The products' two sides: a reference of cuBLAS's strided-batched GEMM that sums every element
+// over k in order (the host backend), and cuBLAS itself (cuda/blas.h).
+template <typename T>
+void HostGemm(const cuda::GemmStridedBatched<T>& call);
+template <typename T>
+void CudaGemm(const cuda::GemmStridedBatched<T>& call);
 }  // namespace detail
 
 // Waits until the backend has done the work queued so far (the host backend always has): what a
@@ -91,6 +99,51 @@ void ForEach(Backend backend, std::int64_t n, const F& f) {
   }
   detail::CudaForEach(n, f);
 }
+
+// One side of a BatchedProduct: a row-major, packed matrix per batch item, item b at
+// data + b * stride (stride 0: the same matrix for every item), used as stored or transposed.
+template <typename T>
+struct Operand {
+  const T* data;
+  std::int64_t stride;
+  bool transposed = false;
+};
+
+// C_b = op(A_b) op(B_b) for every b < batch: op(A_b) is m x k, op(B_b) k x n, and C_b (m x n,
+// row-major, packed) at c + b * c_stride is overwritten. On the host each element is summed
+// over k in order; on the GPU cuBLAS sums in its own order, so the two agree to rounding.
+// Both run the same column-major call (cuBLAS's terms: row-major C is column-major C^T =
+// op(B)^T op(A)^T), so the host tests check the translation the GPU uses.
+template <typename T>
+void BatchedProduct(Backend backend, std::int64_t batch, std::int64_t m, std::int64_t n,
+                    std::int64_t k, Operand<T> a, Operand<T> b, T* c, std::int64_t c_stride) {
+  if (batch <= 0 || m <= 0 || n <= 0 || backend == Backend::kMeasure) return;
+  // A stored row-major matrix read column-major is its transpose; its rows are its leading
+  // dimension: k x n (or n x k transposed) for B, m x k (or k x m) for A.
+  const cuda::GemmStridedBatched<T> call{.transpose_a = b.transposed,
+                                         .transpose_b = a.transposed,
+                                         .m = n,
+                                         .n = m,
+                                         .k = k,
+                                         .a = b.data,
+                                         .lda = b.transposed ? k : n,
+                                         .stride_a = b.stride,
+                                         .b = a.data,
+                                         .ldb = a.transposed ? m : k,
+                                         .stride_b = a.stride,
+                                         .c = c,
+                                         .ldc = n,
+                                         .stride_c = c_stride,
+                                         .batch = batch};
+  if (backend == Backend::kHost) {
+    detail::HostGemm(call);
+  } else {
+    detail::CudaGemm(call);
+  }
+}
+
+// Empty when BatchedProduct can run on `backend`; else why not (the GPU's cuBLAS not found).
+std::string ProductsUnavailable(Backend backend);
 
 // `size` elements of T in the backend's memory, zero when made.
 template <typename T>

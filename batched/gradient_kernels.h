@@ -3,10 +3,11 @@
 // problems/models.cc (binary logistic regression, the softmax network) on a minibatch per worker.
 //
 // Layout: the training samples of all shards are one N x F row-major array, worker w's minibatch
-// is rows index[w R + r] of it for r < counts[w] (R: the largest count; the rest is padding
-// that every phase skips), and a layer's activations are n x R x width. Products are summed in
-// index order, so they agree with the CPU's BLAS products to rounding, not bit for bit; the
-// per-sample functions are problems/model_element.h's.
+// is rows index[w R + r] of it for r < counts[w] (R: the largest count; the rest is padding,
+// zero in every activation and dz), and a layer's activations are n x R x width. The network's
+// matrix products are not here: they are BatchedProduct's (cuBLAS on the GPU), between these
+// phases. Sums agree with the CPU's BLAS products to rounding, not bit for bit; the per-sample
+// functions are problems/model_element.h's.
 //
 // nvcc compiles this header for the device: C++17, no Eigen, no standard containers.
 #pragma once
@@ -37,18 +38,15 @@ struct Minibatch {
   LEMMALAB_HOST_DEVICE bool Has(std::int64_t w, std::int64_t r) const { return r < counts[w]; }
 };
 
-// A layer's input for sample r of worker w: a row of the samples (the first layer) or the
-// previous layer's activations (n x R x width).
+// Worker w's sample r: a row of the samples (N x width), read through the minibatch.
 template <typename T>
-struct LayerInput {
-  const T* samples;  // N x width, read through the minibatch; null: `activations`
-  const T* activations;
+struct MinibatchRows {
+  const T* samples;
   Minibatch batch;
   std::int64_t width;
 
   LEMMALAB_HOST_DEVICE const T* Row(std::int64_t w, std::int64_t r) const {
-    if (samples != nullptr) return samples + batch.index[w * batch.rows + r] * width;
-    return activations + (w * batch.rows + r) * width;
+    return samples + batch.index[w * batch.rows + r] * width;
   }
 };
 
@@ -56,7 +54,7 @@ struct LayerInput {
 // the loss log(1 + exp(z)) - y z in double and the residual sigmoid(z) - y.
 template <typename T>
 struct LogisticForward {
-  LayerInput<T> input;
+  MinibatchRows<T> input;
   const int* labels;  // N
   WorkerParameters<T> x;
   bool intercept;
@@ -85,7 +83,7 @@ struct LogisticForward {
 // (the intercept's j = F).
 template <typename T>
 struct LogisticGradient {
-  LayerInput<T> input;
+  MinibatchRows<T> input;
   const T* residual;  // n x R
   std::int64_t d;
   T* g;  // n x d
@@ -101,39 +99,38 @@ struct LogisticGradient {
   }
 };
 
-// A dense layer's pre-activations, per (w, r, o): z = sum_i in_i W_oi + b_o, with W (out x in,
-// row-major) and b at `weights` and `bias` of x_w. Padding rows get 0.
+// Worker w's minibatch gathered for the network's products (batched/backend.h's
+// BatchedProduct), per (w, r, f): n x R x F, padding rows zero.
 template <typename T>
-struct DenseForward {
-  LayerInput<T> input;
-  WorkerParameters<T> x;
-  std::int64_t weights, bias, outputs;
-  T* z;  // n x R x outputs
+struct GatherRows {
+  MinibatchRows<T> rows;
+  T* gathered;  // n x R x F
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
-    const std::int64_t o = k % outputs, wr = k / outputs;
-    const std::int64_t w = wr / input.batch.rows, r = wr % input.batch.rows;
-    if (!input.batch.Has(w, r)) {
-      z[k] = T(0);
-      return;
-    }
-    const T* a = input.Row(w, r);
-    const T* row = x.Of(w) + weights + o * input.width;
-    T sum = T(0);
-    for (std::int64_t i = 0; i < input.width; ++i) sum += a[i] * row[i];
-    z[k] = sum + x.Of(w)[bias + o];
+    const std::int64_t f = k % rows.width, wr = k / rows.width;
+    const std::int64_t w = wr / rows.batch.rows, r = wr % rows.batch.rows;
+    gathered[k] = rows.batch.Has(w, r) ? rows.Row(w, r)[f] : T(0);
   }
 };
 
-// h = relu(z) = max(z, 0) or tanh(z).
+// A dense layer's pre-activations after its product z = h W^T, per (w, r, o): z + b_o (b at
+// `bias` of x_w), and the activation relu(z) = max(z, 0) or tanh(z) into h unless h is null
+// (the last layer). Padding rows get 0 in both, so they add nothing to the products after.
 template <typename T>
-struct Activate {
-  const T* z;
-  T* h;
+struct BiasActivate {
+  WorkerParameters<T> x;
+  std::int64_t bias, outputs;
+  Minibatch batch;
   bool relu;
+  T* z;  // n x R x outputs
+  T* h;  // n x R x outputs, or null
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
-    h[k] = relu ? (z[k] < T(0) ? T(0) : z[k]) : hd::Tanh(z[k]);
+    const std::int64_t o = k % outputs, wr = k / outputs;
+    const std::int64_t w = wr / batch.rows, r = wr % batch.rows;
+    const T value = batch.Has(w, r) ? z[k] + x.Of(w)[bias + o] : T(0);
+    z[k] = value;
+    if (h != nullptr) h[k] = relu ? (value < T(0) ? T(0) : value) : hd::Tanh(value);
   }
 };
 
@@ -149,11 +146,11 @@ struct SoftmaxCrossEntropy {
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
     const std::int64_t w = k / batch.rows, r = k % batch.rows;
-    if (!batch.Has(w, r)) {
+    T* row = logits + k * classes;
+    if (!batch.Has(w, r)) {  // no loss; its dz is BiasActivate's 0
       losses[k] = 0;
       return;
     }
-    T* row = logits + k * classes;
     T top = row[0];
     for (std::int64_t c = 1; c < classes; ++c) top = row[c] > top ? row[c] : top;
     T sum = T(0);
@@ -166,49 +163,33 @@ struct SoftmaxCrossEntropy {
   }
 };
 
-// A dense layer's parameter gradient sums, per (w, e) with e over the layer's out x in weights
-// then its out biases: dW_oi = sum_r dz_ro in_ri, db_o = sum_r dz_ro.
+// A dense layer's bias gradient sums, per (w, o): db_o = sum_r dz_ro (the weights' are a
+// product, dW = dz^T h).
 template <typename T>
-struct DenseGradient {
-  LayerInput<T> input;
+struct BiasGradient {
   const T* dz;  // n x R x outputs
-  std::int64_t outputs, weights, bias, d;
+  Minibatch batch;
+  std::int64_t outputs, bias, d;
   T* g;  // n x d
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
-    const std::int64_t per_worker = outputs * (input.width + 1);
-    const std::int64_t w = k / per_worker, e = k % per_worker;
-    const bool is_weight = e < outputs * input.width;
-    const std::int64_t o = is_weight ? e / input.width : e - outputs * input.width;
-    const std::int64_t i = is_weight ? e % input.width : 0;
+    const std::int64_t w = k / outputs, o = k % outputs;
     T sum = T(0);
-    for (std::int64_t r = 0; input.batch.Has(w, r); ++r) {
-      const T delta = dz[(w * input.batch.rows + r) * outputs + o];
-      sum += is_weight ? delta * input.Row(w, r)[i] : delta;
-    }
-    g[w * d + (is_weight ? weights + o * input.width + i : bias + o)] = sum;
+    for (std::int64_t r = 0; batch.Has(w, r); ++r) sum += dz[(w * batch.rows + r) * outputs + o];
+    g[w * d + bias + o] = sum;
   }
 };
 
-// Back through a dense layer and the activation before it, per (w, r, i):
-// dh_i = sum_o dz_o W_oi, then dz_prev_i = dh_i [h_i > 0] (relu) or dh_i (1 - h_i^2) (tanh),
-// h the activation (the layer's input).
+// Back through the activation, in place on the product dh = dz W, per (w, r, i):
+// dh_i [h_i > 0] (relu) or dh_i (1 - h_i^2) (tanh), h the activation.
 template <typename T>
-struct DenseBackward {
-  const T* dz;  // n x R x outputs
-  WorkerParameters<T> x;
-  std::int64_t weights, outputs, inputs, rows;
-  const T* h;  // n x R x inputs
+struct ActivationBackward {
+  const T* h;  // n x R x width
   bool relu;
-  T* dz_previous;  // n x R x inputs
+  T* dh;  // n x R x width: becomes the previous layer's dz
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t k) const {
-    const std::int64_t i = k % inputs, wr = k / inputs, w = wr / rows;
-    const T* delta = dz + wr * outputs;
-    const T* weight = x.Of(w) + weights + i;
-    T dh = T(0);
-    for (std::int64_t o = 0; o < outputs; ++o) dh += delta[o] * weight[o * inputs];
-    dz_previous[k] = relu ? dh * (h[k] > T(0) ? T(1) : T(0)) : dh * (T(1) - h[k] * h[k]);
+    dh[k] = relu ? dh[k] * (h[k] > T(0) ? T(1) : T(0)) : dh[k] * (T(1) - h[k] * h[k]);
   }
 };
 
@@ -274,10 +255,10 @@ struct WorkerSummaries {
 #define LEMMALAB_GRADIENT_FUNCTORS(X, T)         \
   X(::lemmalab::batched::LogisticForward<T>)     \
   X(::lemmalab::batched::LogisticGradient<T>)    \
-  X(::lemmalab::batched::DenseForward<T>)        \
-  X(::lemmalab::batched::Activate<T>)            \
+  X(::lemmalab::batched::GatherRows<T>)          \
+  X(::lemmalab::batched::BiasActivate<T>)        \
   X(::lemmalab::batched::SoftmaxCrossEntropy<T>) \
-  X(::lemmalab::batched::DenseGradient<T>)       \
-  X(::lemmalab::batched::DenseBackward<T>)       \
+  X(::lemmalab::batched::BiasGradient<T>)        \
+  X(::lemmalab::batched::ActivationBackward<T>)  \
   X(::lemmalab::batched::FinishGradient<T>)      \
   X(::lemmalab::batched::WorkerSummaries<T>)

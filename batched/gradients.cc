@@ -1,6 +1,9 @@
 #include "batched/gradients.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string>
 #include <utility>
 
 namespace lemmalab::batched {
@@ -65,22 +68,33 @@ BatchedGradients<T>::BatchedGradients(std::shared_ptr<const DeviceSamples<T>> sa
         host_index_[static_cast<std::size_t>(w * rows_ + r)] = samples_->offset(w) + r;
       }
     }
-    index_.Upload(host_index_);
   }
   sample_losses_ = Buffer<double>(backend, cells);
   const ModelForm& form = samples_->form();
   if (form.logistic) {
     residual_ = Buffer<T>(backend, cells);
   } else {
+    if (const std::string why = ProductsUnavailable(backend); !why.empty()) {
+      throw UserError(fmt::format("device = \"{}\": the network's products cannot run: {}",
+                                  BackendName(backend), why));
+    }
     const std::size_t depth = form.widths.size() - 1;
     for (std::size_t l = 0; l < depth; ++l) {
       z_.emplace_back(backend, cells * static_cast<std::size_t>(form.widths[l + 1]));
-      // h_[l]: layer l's input activations (none for the first layer: the samples).
-      h_.emplace_back(backend, l == 0 ? 0 : cells * static_cast<std::size_t>(form.widths[l]));
+      h_.emplace_back(backend, cells * static_cast<std::size_t>(form.widths[l]));
     }
   }
   loss_ = Buffer<double>(backend, static_cast<std::size_t>(n_));
   norm_ = Buffer<double>(backend, static_cast<std::size_t>(n_));
+  if (batch_size == 0) UploadIndex();
+}
+
+template <typename T>
+void BatchedGradients<T>::UploadIndex() {
+  index_.Upload(host_index_);
+  if (h_.empty()) return;  // logistic regression reads the samples through the index
+  ForEach(samples_->backend(), n_ * rows_ * samples_->features(),
+          GatherRows<T>{Samples(), h_[0].data()});
 }
 
 template <typename T>
@@ -95,15 +109,55 @@ void BatchedGradients<T>::DrawMinibatches(const StepContext& ctx) {
           samples_->offset(w) + positions[static_cast<std::size_t>(r)];
     }
   }
-  index_.Upload(host_index_);
+  UploadIndex();
 }
 
 template <typename T>
-LayerInput<T> BatchedGradients<T>::Input(int layer) const {
+MinibatchRows<T> BatchedGradients<T>::Samples() const {
+  return {samples_->samples(), batch(), samples_->features()};
+}
+
+template <typename T>
+void BatchedGradients<T>::NetworkGradient(WorkerParameters<T> x, Buffer<T>& g) {
+  const Backend backend = samples_->backend();
   const ModelForm& form = samples_->form();
-  if (layer == 0) return {samples_->samples(), nullptr, batch(), form.widths[0]};
-  return {nullptr, h_[static_cast<std::size_t>(layer)].data(), batch(),
-          form.widths[static_cast<std::size_t>(layer)]};
+  const int depth = static_cast<int>(form.widths.size()) - 1;
+  const auto at = [](auto& buffers, int l) { return buffers[static_cast<std::size_t>(l)].data(); };
+  const auto width = [&](int l) { return form.widths[static_cast<std::size_t>(l)]; };
+  // Layer l's weights (out x in, row-major) and bias in x_w, and the per-worker strides of its
+  // input and output activations.
+  const auto weights = [&](int l, bool transposed) {
+    return Operand<T>{x.x + layers_[static_cast<std::size_t>(2 * l)].offset, x.stride, transposed};
+  };
+  const auto bias = [&](int l) { return layers_[static_cast<std::size_t>(2 * l + 1)].offset; };
+  const auto in = [&](int l) { return rows_ * width(l); };
+  const auto out = [&](int l) { return rows_ * width(l + 1); };
+  const std::int64_t cells = n_ * rows_;
+  const bool relu = form.activation == Activation::kRelu;
+  for (int l = 0; l < depth; ++l) {  // z_l = h_l W_l^T + b_l, h_{l+1} = act(z_l)
+    BatchedProduct(backend, n_, rows_, width(l + 1), width(l), Operand<T>{at(h_, l), in(l)},
+                   weights(l, true), at(z_, l), out(l));
+    ForEach(backend, cells * width(l + 1),
+            BiasActivate<T>{x, bias(l), width(l + 1), batch(), relu, at(z_, l),
+                            l + 1 < depth ? at(h_, l + 1) : nullptr});
+  }
+  ForEach(backend, cells,  // the last z become p - onehot(y)
+          SoftmaxCrossEntropy<T>{at(z_, depth - 1), samples_->labels(), batch(), width(depth),
+                                 sample_losses_.data()});
+  for (int l = depth - 1; l >= 0; --l) {  // dz_l is in z_l; dz_{l-1} overwrites z_{l-1}
+    const Operand<T> dz{at(z_, l), out(l)};
+    // dW_l = dz_l^T h_l, into worker w's gradient row
+    BatchedProduct(backend, n_, width(l + 1), width(l), rows_, Operand<T>{dz.data, dz.stride, true},
+                   Operand<T>{at(h_, l), in(l)},
+                   g.data() + layers_[static_cast<std::size_t>(2 * l)].offset, d_);
+    ForEach(backend, n_ * width(l + 1),
+            BiasGradient<T>{dz.data, batch(), width(l + 1), bias(l), d_, g.data()});
+    if (l == 0) break;
+    // dh_l = dz_l W_l, then through the activation that made h_l
+    BatchedProduct(backend, n_, rows_, width(l), width(l + 1), dz, weights(l, false), at(z_, l - 1),
+                   in(l));
+    ForEach(backend, cells * width(l), ActivationBackward<T>{at(h_, l), relu, at(z_, l - 1)});
+  }
 }
 
 template <typename T>
@@ -111,41 +165,13 @@ void BatchedGradients<T>::Compute(const StepContext& ctx, WorkerParameters<T> x,
                                   std::span<double> losses, std::span<double> norms) {
   DrawMinibatches(ctx);
   const Backend backend = samples_->backend();
-  const ModelForm& form = samples_->form();
-  const std::int64_t cells = n_ * rows_;
-  if (form.logistic) {
-    ForEach(backend, cells,
-            LogisticForward<T>{Input(0), samples_->labels(), x, form.intercept, residual_.data(),
-                               sample_losses_.data()});
-    ForEach(backend, n_ * d_, LogisticGradient<T>{Input(0), residual_.data(), d_, g.data()});
+  if (samples_->form().logistic) {
+    ForEach(backend, n_ * rows_,
+            LogisticForward<T>{Samples(), samples_->labels(), x, samples_->form().intercept,
+                               residual_.data(), sample_losses_.data()});
+    ForEach(backend, n_ * d_, LogisticGradient<T>{Samples(), residual_.data(), d_, g.data()});
   } else {
-    const int depth = static_cast<int>(form.widths.size()) - 1;
-    const auto weights = [&](int l) { return layers_[static_cast<std::size_t>(2 * l)].offset; };
-    const auto bias = [&](int l) { return layers_[static_cast<std::size_t>(2 * l + 1)].offset; };
-    const auto width = [&](int l) { return form.widths[static_cast<std::size_t>(l)]; };
-    const bool relu = form.activation == Activation::kRelu;
-    for (int l = 0; l < depth; ++l) {  // z_l = h_l W_l^T + b_l, h_{l+1} = act(z_l)
-      T* z = z_[static_cast<std::size_t>(l)].data();
-      ForEach(backend, cells * width(l + 1),
-              DenseForward<T>{Input(l), x, weights(l), bias(l), width(l + 1), z});
-      if (l + 1 < depth) {
-        ForEach(backend, cells * width(l + 1),
-                Activate<T>{z, h_[static_cast<std::size_t>(l + 1)].data(), relu});
-      }
-    }
-    ForEach(backend, cells,  // the last z become p - onehot(y)
-            SoftmaxCrossEntropy<T>{z_.back().data(), samples_->labels(), batch(), width(depth),
-                                   sample_losses_.data()});
-    for (int l = depth - 1; l >= 0; --l) {  // dz_l overwrites z_l, dz_{l-1} overwrites z_{l-1}
-      const T* dz = z_[static_cast<std::size_t>(l)].data();
-      ForEach(backend, n_ * width(l + 1) * (width(l) + 1),
-              DenseGradient<T>{Input(l), dz, width(l + 1), weights(l), bias(l), d_, g.data()});
-      if (l == 0) break;
-      ForEach(backend, cells * width(l),
-              DenseBackward<T>{dz, x, weights(l), width(l + 1), width(l), rows_,
-                               h_[static_cast<std::size_t>(l)].data(), relu,
-                               z_[static_cast<std::size_t>(l - 1)].data()});
-    }
+    NetworkGradient(x, g);
   }
   const SupervisedOptions& options = samples_->problem().options();
   ForEach(backend, n_ * d_,

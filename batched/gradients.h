@@ -5,8 +5,9 @@
 // and backward passes are one ForEach per phase over all workers (batched/gradient_kernels.h).
 //
 // Models: binary logistic regression (logreg, nonconvex-logreg) and the softmax network
-// (multinomial-logreg, mlp with relu or tanh), with the l2 and nonconvex regularisers. The sums
-// run in index order, not the CPU BLAS's, and exp, log and tanh are the device's: the gradients
+// (multinomial-logreg, mlp with relu or tanh), with the l2 and nonconvex regularisers. The
+// network's products are strided-batched GEMMs over the workers (cuBLAS on the GPU). The sums
+// run in another order than the CPU BLAS's, and exp, log and tanh are the device's: the gradients
 // agree with Problem::StochasticGradient's to rounding (tests/batched_gradients_test.cc states
 // the tolerance), not bit for bit.
 #pragma once
@@ -69,8 +70,10 @@ class BatchedGradients {
 
  private:
   void DrawMinibatches(const StepContext& ctx);
+  void UploadIndex();  // host_index_ to the backend, and the network's rows gathered
   Minibatch batch() const { return {index_.data(), counts_.data(), rows_}; }
-  LayerInput<T> Input(int layer) const;
+  MinibatchRows<T> Samples() const;
+  void NetworkGradient(WorkerParameters<T> x, Buffer<T>& g);
 
   std::shared_ptr<const DeviceSamples<T>> samples_;
   std::int64_t d_;
@@ -80,8 +83,10 @@ class BatchedGradients {
   Buffer<std::int64_t> index_, counts_;
   Buffer<double> sample_losses_;  // n x R
   Buffer<T> residual_;            // logistic regression: n x R
-  std::vector<Buffer<T>> z_, h_;  // the network, per layer: n x R x outputs; n x R x inputs
-  Buffer<double> loss_, norm_;    // n
+  // The network, per layer l: z_[l] n x R x outputs (then dz), h_[l] its input n x R x inputs
+  // (h_[0]: the minibatch's samples, gathered).
+  std::vector<Buffer<T>> z_, h_;
+  Buffer<double> loss_, norm_;  // n
   std::vector<std::int64_t> host_index_;
 };
 

@@ -778,7 +778,7 @@ class DistSpams final : public ExchangeOptimizer<T> {
 
   void Step(const StepContext& ctx, const Buffer<T>& gradients, Buffer<T>& x) override {
     const Backend backend = context_.backend;
-    const std::int64_t n = context_.workers, d = context_.dimension;
+    const std::int64_t d = context_.dimension;
     workers_->Encode(ctx, gradients.data());  // lines 7-9
     workers_->MeanOfRows(mean_.data());       // line 12
     const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);

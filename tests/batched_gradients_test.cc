@@ -187,6 +187,63 @@ TEST(BatchedGradients, ExistForSupervisedProblemsOnly) {
       nullptr);
 }
 
+// BatchedProduct against Eigen's product, item by item: either side stored transposed or not,
+// the right side one matrix for every item (stride 0, as all workers' shared weights) or one per
+// item, and each product written at a stride larger than itself (as a layer's weight gradient
+// inside a worker's gradient row) with the gaps left as they were.
+class BatchedProductOn : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(BatchedProductOn, IsEveryItemsProduct) {
+  const Backend backend = GetParam();
+  if (backend == Backend::kCuda) LEMMALAB_REQUIRE_GPU();
+  using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  constexpr std::int64_t kItems = 3, m = 4, n = 5, k = 6, kGap = 7, kCStride = m * n + kGap;
+  constexpr double kUntouched = 99;
+  const auto values = [](std::int64_t count, double phase) {
+    std::vector<double> v(static_cast<std::size_t>(count));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = std::sin(phase + 0.7 * static_cast<double>(i));
+    return v;
+  };
+  for (const bool a_transposed : {false, true}) {
+    for (const bool b_transposed : {false, true}) {
+      for (const bool b_shared : {false, true}) {
+        SCOPED_TRACE(fmt::format("A{} B{}{}", a_transposed ? "^T" : "", b_transposed ? "^T" : "",
+                                 b_shared ? " shared" : ""));
+        const std::vector<double> a_host = values(kItems * m * k, 1),
+                                  b_host = values((b_shared ? 1 : kItems) * k * n, 2);
+        batched::Buffer<double> a(backend, a_host.size()), b(backend, b_host.size()),
+            c(backend, static_cast<std::size_t>(kItems * kCStride));
+        a.Upload(a_host);
+        b.Upload(b_host);
+        c.Upload(std::vector<double>(c.size(), kUntouched));
+        batched::BatchedProduct<double>(backend, kItems, m, n, k, {a.data(), m * k, a_transposed},
+                                        {b.data(), b_shared ? 0 : k * n, b_transposed}, c.data(),
+                                        kCStride);
+        const std::vector<double> got = c.ToHost();
+        for (std::int64_t item = 0; item < kItems; ++item) {
+          const Eigen::Map<const Matrix> a_stored(a_host.data() + item * m * k,
+                                                  a_transposed ? k : m, a_transposed ? m : k);
+          const Eigen::Map<const Matrix> b_stored(b_host.data() + (b_shared ? 0 : item * k * n),
+                                                  b_transposed ? n : k, b_transposed ? k : n);
+          const Matrix expected = (a_transposed ? Matrix(a_stored.transpose()) : Matrix(a_stored)) *
+                                  (b_transposed ? Matrix(b_stored.transpose()) : Matrix(b_stored));
+          const Eigen::Map<const Matrix> product(got.data() + item * kCStride, m, n);
+          EXPECT_LE((product - expected).cwiseAbs().maxCoeff(), 1e-14) << "item " << item;
+          for (std::int64_t j = m * n; j < kCStride; ++j) {
+            EXPECT_EQ(got[static_cast<std::size_t>(item * kCStride + j)], kUntouched);
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryBackend, BatchedProductOn,
+                         ::testing::Values(Backend::kHost, Backend::kCuda), [](const auto& test) {
+                           return std::string(batched::BackendName(test.param));
+                         });
+
 // Every probe value of a results folder, in order.
 std::vector<double> ProbeValues(const std::filesystem::path& out) {
   std::vector<double> values;
