@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "compressors/one_bit_element.h"
+#include "compressors/random_k_element.h"
 #include "compressors/sparse_element.h"
 #include "core/host_device.h"
 #include "core/host_device_math.h"
@@ -244,7 +245,16 @@ LEMMALAB_HOST_DEVICE inline void AddCount(unsigned long long* counter, unsigned 
 #if defined(__CUDA_ARCH__)
   atomicAdd(counter, amount);
 #else
-  *counter += amount;  // the host runs one index at a time
+  *counter += amount;                    // the host runs one index at a time
+#endif
+}
+
+// *target = min(*target, value), from any number of threads at once.
+LEMMALAB_HOST_DEVICE inline void AtomicMin(std::uint32_t* target, std::uint32_t value) {
+#if defined(__CUDA_ARCH__)
+  atomicMin(reinterpret_cast<unsigned int*>(target), static_cast<unsigned int>(value));
+#else
+  if (value < *target) *target = value;  // the host runs one index at a time
 #endif
 }
 
@@ -746,7 +756,7 @@ struct PickKeyDigits {
 // Top-k's kept set of each row: the keys above tau, and the first `need` keys equal to tau in
 // index order (the CPU's order: key descending, index ascending). A row is cut into chunks of
 // kTieChunk elements so that the rows' chunks mark in parallel: each chunk counts its keys equal
-// to tau (CountTies), each row turns its counts into the ties before each chunk (TieOffsets),
+// to tau (CountTies), each row turns its counts into the ties before each chunk (ChunkOffsets),
 // and each chunk then knows which of its ties are among the first `need` (MarkTopK).
 inline constexpr std::int64_t kTieChunk = 1024;
 
@@ -766,15 +776,16 @@ struct CountTies {
   }
 };
 
-struct TieOffsets {
+// Per row: counts per chunk (rows x chunks) in, the sum of the counts before each chunk out.
+struct ChunkOffsets {
   std::int64_t chunks;
-  unsigned long long* ties;  // rows x chunks: the counts in, the ties before each chunk out
+  unsigned long long* counts;  // rows x chunks
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
     unsigned long long before = 0;
     for (std::int64_t c = 0; c < chunks; ++c) {
-      const unsigned long long count = ties[row * chunks + c];
-      ties[row * chunks + c] = before;
+      const unsigned long long count = counts[row * chunks + c];
+      counts[row * chunks + c] = before;
       before += count;
     }
   }
@@ -802,14 +813,123 @@ struct MarkTopK {
   }
 };
 
-// Random-k's kept set from its chosen indices (k per row, drawn on the host by RandomKChoice).
-struct MarkChosen {
-  const std::uint32_t* chosen;  // rows x k
-  std::int64_t k, d;
-  unsigned char* kept;  // rows x d, zero before
+// Random-k's kept set of every row, its k draws made all at once (compressors/random_k_element.h:
+// the CPU's RandomKChoice gives the same set): each row's draws are cut into chunks of
+// kDrawChunk, so that the rows' rejected first attempts are listed in order in parallel.
+inline constexpr std::int64_t kDrawChunk = 1024;
+
+// Per (row, block of 4 draws): the draws' first attempts from one Philox block of the row's
+// stream (draw i from word i); counts[row, chunk] += the chunk's rejections.
+struct FloydFirstAttempts {
+  RowStreams streams;
+  std::int64_t d, k, blocks, chunks;  // blocks of 4 draws and chunks of draws per row
+  std::uint32_t* draws;               // rows x k
+  unsigned long long* counts;         // rows x chunks, zero before
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
-    kept[(index / k) * d + chosen[index]] = 1;
+    const std::int64_t row = index / blocks, block = index % blocks;
+    const r123::Philox4x32::ctr_type words = streams.Block(row, static_cast<std::uint64_t>(block));
+    for (std::int64_t q = 0; q < 4 && 4 * block + q < k; ++q) {
+      const std::int64_t i = 4 * block + q;
+      const std::uint32_t draw = random_k::FirstAttempt(words[q], d, k, i);
+      draws[row * k + i] = draw;
+      if (random_k::IsRejected(draw, random_k::Range(d, k, i))) {
+        AddCount(&counts[row * chunks + i / kDrawChunk], 1);
+      }
+    }
+  }
+};
+
+// Per (row, chunk), after ChunkOffsets: the chunk's rejected draws, ascending, into the row's
+// list at the chunk's offset; the last chunk also writes the row's number of rejections.
+struct ListRejected {
+  const std::uint32_t* draws;  // rows x k
+  std::int64_t d, k, chunks;
+  const unsigned long long* offsets;  // rows x chunks
+  std::uint32_t* rejected;            // rows x k
+  unsigned long long* totals;         // rows
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const std::int64_t row = index / chunks, chunk = index % chunks;
+    const std::int64_t begin = chunk * kDrawChunk;
+    const std::int64_t end = begin + kDrawChunk < k ? begin + kDrawChunk : k;
+    unsigned long long next = offsets[index];
+    for (std::int64_t i = begin; i < end; ++i) {
+      if (random_k::IsRejected(draws[row * k + i], random_k::Range(d, k, i))) {
+        rejected[row * k + static_cast<std::int64_t>(next++)] = static_cast<std::uint32_t>(i);
+      }
+    }
+    if (chunk == chunks - 1) totals[row] = next;
+  }
+};
+
+// Word p of a row's stream, one Philox block computed per four consecutive words.
+struct RowWords {
+  RowStreams streams;
+  std::int64_t row;
+  std::uint64_t block = ~std::uint64_t{0};
+  r123::Philox4x32::ctr_type words = {};
+
+  LEMMALAB_HOST_DEVICE std::uint32_t operator()(std::uint64_t p) {
+    if (p / 4 != block) {
+      block = p / 4;
+      words = streams.Block(row, block);
+    }
+    return words[p % 4];
+  }
+};
+
+// Per row, in order: the rejected draws' values from the words after the first k.
+struct ReplaceRejected {
+  RowStreams streams;
+  std::int64_t d, k;
+  std::uint32_t* draws;              // rows x k
+  const std::uint32_t* rejected;     // rows x k
+  const unsigned long long* totals;  // rows
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
+    RowWords word_at{streams, row};
+    random_k::ReplaceRejected(draws + row * k, rejected + row * k,
+                              static_cast<std::int64_t>(totals[row]), d, k, word_at);
+  }
+};
+
+// Per (row, i): first[row, t_i] = the smallest i with that value, in two passes (kReset, then
+// kLower) over the row's draws.
+struct FirstDraws {
+  enum Pass { kReset, kLower };
+  const std::uint32_t* draws;  // rows x k
+  std::int64_t d, k;
+  Pass pass;
+  std::uint32_t* first;  // rows x d: only the draws' values are touched
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const std::int64_t row = index / k, i = index % k;
+    std::uint32_t* slot = first + row * d + draws[index];
+    if (pass == kReset) {
+      *slot = 0xffffffffu;
+    } else {
+      AtomicMin(slot, static_cast<std::uint32_t>(i));
+    }
+  }
+};
+
+// Per (row, i): the coordinate Floyd's step i keeps, marked in the row's kept set.
+struct MarkFloydKept {
+  const std::uint32_t* draws;  // rows x k
+  const std::uint32_t* first;  // rows x d
+  std::int64_t d, k;
+  unsigned char* kept;  // rows x d, zero before
+
+  struct FirstOfRow {
+    const std::uint32_t* first;
+    LEMMALAB_HOST_DEVICE std::uint32_t operator()(std::uint32_t t) const { return first[t]; }
+  };
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const std::int64_t row = index / k, i = index % k;
+    const std::uint32_t j = random_k::KeptAt(draws + row * k, FirstOfRow{first + row * d}, d, k, i);
+    kept[row * d + j] = 1;
   }
 };
 
@@ -954,5 +1074,9 @@ struct SentDecodeAddRows {
 #define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) \
   X(::lemmalab::batched::OneBitScales)       \
   X(::lemmalab::batched::PickKeyDigits)      \
-  X(::lemmalab::batched::TieOffsets)         \
-  X(::lemmalab::batched::MarkChosen)
+  X(::lemmalab::batched::ChunkOffsets)       \
+  X(::lemmalab::batched::FloydFirstAttempts) \
+  X(::lemmalab::batched::ListRejected)       \
+  X(::lemmalab::batched::ReplaceRejected)    \
+  X(::lemmalab::batched::FirstDraws)         \
+  X(::lemmalab::batched::MarkFloydKept)

@@ -4,8 +4,8 @@
 // or each row into its own sender's estimate (EF21). Each compressor with a batched form encodes
 // the CPU compressor's message, element for element, from the same streams:
 //   - OneBitSenders: every 1-bit format (compressors/one_bit_compressor.h);
-//   - SparseSenders: top-k (a radix selection per row) and random-k (the CPU's RandomKChoice
-//     per row, on the host);
+//   - SparseSenders: top-k (a radix selection per row) and random-k (Floyd's draws all at once
+//     per row, compressors/random_k_element.h);
 //   - RawSenders: the identity.
 // MakeSenders picks the one for a compressor instance, or says that it has none.
 #pragma once
@@ -23,7 +23,6 @@
 #include "batched/optimizers.h"
 #include "compressors/compressor.h"
 #include "compressors/one_bit_compressor.h"
-#include "compressors/random_k.h"
 #include "compressors/sparse.h"
 #include "core/rng.h"
 
@@ -196,11 +195,6 @@ class Senders {
     return {static_cast<std::uint32_t>(ctx.seed), static_cast<std::uint32_t>(ctx.seed >> 32),
             static_cast<std::uint32_t>(purpose_), static_cast<std::uint32_t>(ctx.t), first_field_};
   }
-  // Row `row`'s stream as the CPU exchange hands it to the compressor.
-  PhiloxStream StreamOf(const StepContext& ctx, std::int64_t row) const {
-    return PhiloxStream({ctx.seed, purpose_, first_field_ + static_cast<std::uint32_t>(row),
-                         static_cast<std::uint64_t>(ctx.t)});
-  }
   template <typename U>
   Buffer<U> Sized(bool used, std::int64_t size) const {
     return used ? Buffer<U>(backend_, static_cast<std::size_t>(size)) : Buffer<U>();
@@ -356,8 +350,12 @@ class SparseSenders final : public SentRowsSenders<T> {
         need_(this->template Sized<unsigned long long>(top_k_, rows)),
         ties_(this->template Sized<unsigned long long>(
             top_k_, rows * ((context.dimension + kTieChunk - 1) / kTieChunk))),
-        chosen_(this->template Sized<std::uint32_t>(!top_k_, rows * k_)),
-        choice_(context.dimension, k_) {}
+        draw_chunks_((k_ + kDrawChunk - 1) / kDrawChunk),
+        draws_(this->template Sized<std::uint32_t>(!top_k_, rows * k_)),
+        rejected_(this->template Sized<std::uint32_t>(!top_k_, rows * k_)),
+        first_draws_(this->template Sized<std::uint32_t>(!top_k_, rows * context.dimension)),
+        rejections_(this->template Sized<unsigned long long>(!top_k_, rows * draw_chunks_)),
+        totals_(this->template Sized<unsigned long long>(!top_k_, rows)) {}
 
   void Encode(const StepContext& ctx, const T* x) override {
     const RowInput<T> u = this->Input(x);
@@ -390,35 +388,45 @@ class SparseSenders final : public SentRowsSenders<T> {
     const std::int64_t chunks = (d + kTieChunk - 1) / kTieChunk;
     ForEach(this->backend_, rows * chunks,
             CountTies<T>{u, d, chunks, prefix_.data(), ties_.data()});
-    ForEach(this->backend_, rows, TieOffsets{chunks, ties_.data()});
+    ForEach(this->backend_, rows, ChunkOffsets{chunks, ties_.data()});
     ForEach(
         this->backend_, rows * chunks,
         MarkTopK<T>{u, d, chunks, prefix_.data(), need_.data(), ties_.data(), this->kept_.data()});
   }
 
-  // Random-k's kept set: each row's choice from its own stream, drawn on the host as the CPU
-  // draws it.
+  // Random-k's kept set: each row's choice from its own stream, all k draws at once
+  // (compressors/random_k_element.h), the set the CPU's RandomKChoice draws.
   void Choose(const StepContext& ctx) {
-    const std::int64_t rows = this->rows_;
-    host_chosen_.resize(static_cast<std::size_t>(rows * k_));
-    for (std::int64_t row = 0; row < rows; ++row) {
-      PhiloxStream stream = this->StreamOf(ctx, row);
-      const std::span<const std::uint32_t> kept = choice_.Choose(stream);
-      std::copy(kept.begin(), kept.end(), host_chosen_.begin() + row * k_);
+    const std::int64_t rows = this->rows_, d = this->d_, blocks = (k_ + 3) / 4;
+    const RowStreams streams = this->Streams(ctx);
+    const Backend backend = this->backend_;
+    rejections_.SetZero();
+    ForEach(backend, rows * blocks,
+            FloydFirstAttempts{streams, d, k_, blocks, draw_chunks_, draws_.data(),
+                               rejections_.data()});
+    ForEach(backend, rows, ChunkOffsets{draw_chunks_, rejections_.data()});
+    ForEach(backend, rows * draw_chunks_,
+            ListRejected{draws_.data(), d, k_, draw_chunks_, rejections_.data(), rejected_.data(),
+                         totals_.data()});
+    ForEach(backend, rows,
+            ReplaceRejected{streams, d, k_, draws_.data(), rejected_.data(), totals_.data()});
+    for (const FirstDraws::Pass pass : {FirstDraws::kReset, FirstDraws::kLower}) {
+      ForEach(backend, rows * k_, FirstDraws{draws_.data(), d, k_, pass, first_draws_.data()});
     }
-    chosen_.Upload(host_chosen_);
     this->kept_.SetZero();
-    ForEach(this->backend_, rows * k_,
-            MarkChosen{chosen_.data(), k_, this->d_, this->kept_.data()});
+    ForEach(backend, rows * k_,
+            MarkFloydKept{draws_.data(), first_draws_.data(), d, k_, this->kept_.data()});
   }
 
   bool top_k_;  // else random-k
   std::int64_t k_;
   Buffer<unsigned long long> digit_counts_, prefix_, need_;  // top-k's radix selection
   Buffer<unsigned long long> ties_;                          // top-k: rows x chunks
-  Buffer<std::uint32_t> chosen_;                             // random-k: rows x k indices
-  RandomKChoice choice_;
-  std::vector<std::uint32_t> host_chosen_;  // random-k: the rows' choices before the upload
+  // Random-k: the draws (rows x k), the rejected ones (rows x k), the first draw of each value
+  // (rows x d), the rejections per chunk of draws and per row.
+  std::int64_t draw_chunks_;
+  Buffer<std::uint32_t> draws_, rejected_, first_draws_;
+  Buffer<unsigned long long> rejections_, totals_;
 };
 
 // The identity (compressors/identity.cc): every row sent as it is.

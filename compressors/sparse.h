@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "compressors/compressor.h"
+#include "compressors/sparse_element.h"
 
 namespace lemmalab {
 
@@ -151,12 +152,9 @@ class SampledSparseCompressor : public SparseCompressor<T> {
 // each rejection calls next() for a fresh word.
 template <typename Next>
 std::uint32_t UniformBelow(std::uint64_t range, std::uint32_t word, Next&& next) {
-  std::uint64_t m = std::uint64_t{word} * range;
-  if (static_cast<std::uint32_t>(m) < range) {
-    const std::uint64_t threshold = (std::uint64_t{1} << 32) % range;
-    while (static_cast<std::uint32_t>(m) < threshold) m = std::uint64_t{next()} * range;
-  }
-  return static_cast<std::uint32_t>(m >> 32);
+  std::uint64_t product = std::uint64_t{word} * range;
+  while (sparse::LemireRejects(product, range)) product = std::uint64_t{next()} * range;
+  return static_cast<std::uint32_t>(product >> 32);
 }
 
 }  // namespace lemmalab

@@ -40,6 +40,15 @@ LEMMALAB_HOST_DEVICE inline std::uint32_t PickDigit(const std::uint32_t* histogr
   return digit;
 }
 
+// Lemire's multiply-and-reject method for a uniform integer below `range` (1 <= range <= 2^32;
+// sparse.h's UniformBelow): the candidate is the high half of word * range, which `product` is,
+// and the word is rejected when the low half falls below 2^32 mod range (computed only when the
+// low half is below range, which it must be to fall below the remainder).
+LEMMALAB_HOST_DEVICE inline bool LemireRejects(std::uint64_t product, std::uint64_t range) {
+  const auto low = static_cast<std::uint32_t>(product);
+  return low < range && low < (std::uint64_t{1} << 32) % range;
+}
+
 // Error feedback at a kept coordinate: e holds u, and keeps u - C(u) with C(u) = scale u, in the
 // expression the default's full decoding pass would evaluate (e + (-1) (scale u)).
 template <typename T>

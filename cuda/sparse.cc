@@ -1,5 +1,8 @@
 #include "cuda/sparse.h"
 
+#include <algorithm>
+
+#include "compressors/random_k.h"
 #include "compressors/sparse.h"
 
 namespace lemmalab::cuda {
@@ -25,13 +28,23 @@ SparseCoder SparseCoder::TopK(std::int64_t dimension, std::int64_t k) {
   coder.selection_ = DeviceBuffer<kernels::Selection>(1);
   coder.flags_ = DeviceBuffer<std::uint32_t>(d);
   coder.ranks_ = DeviceBuffer<std::uint32_t>(d);
-  coder.scratch_ = DeviceBuffer<std::uint8_t>(kernels::TopKScratchBytes(dimension));
+  coder.scratch_ = DeviceBuffer<std::uint8_t>(kernels::ScanScratchBytes(dimension));
   return coder;
 }
 
 SparseCoder SparseCoder::RandomK(std::int64_t dimension, std::int64_t k, bool scaled) {
   SparseCoder coder(dimension, k, RandomKScale<float>(dimension, k, scaled));
-  coder.random_.emplace(dimension, k);
+  const auto d = static_cast<std::size_t>(dimension), kept = static_cast<std::size_t>(k);
+  coder.random_ = true;
+  coder.draws_ = DeviceBuffer<std::uint32_t>(kept);
+  coder.rejected_ = DeviceBuffer<std::uint32_t>(kept);
+  coder.first_draws_ = DeviceBuffer<std::uint32_t>(d);
+  coder.flags_ = DeviceBuffer<std::uint32_t>(d);
+  coder.ranks_ = DeviceBuffer<std::uint32_t>(d);
+  coder.words_used_ = DeviceBuffer<unsigned long long>(1);
+  // (Scans of k flags, then of d.)
+  coder.scratch_ = DeviceBuffer<std::uint8_t>(
+      std::max(kernels::ScanScratchBytes(dimension), kernels::ScanScratchBytes(k)));
   return coder;
 }
 
@@ -41,7 +54,11 @@ void SparseCoder::Encode(const float* x, float* e, float a, PhiloxStream& stream
   kernels::Prepare({x, e, a}, dimension_, e, non_finite_.data(), nullptr);
   const float* values = e == nullptr ? x : e;
   if (random_) {
-    indices_.CopyFrom(random_->Choose(stream));
+    const kernels::ChoiceWords words{stream.key(), stream.counter(), stream.position()};
+    kernels::RandomKIndices(words, dimension_, k_, draws_.data(), rejected_.data(),
+                            first_draws_.data(), flags_.data(), ranks_.data(), scratch_.data(),
+                            scratch_.size(), indices_.data(), words_used_.data(), nullptr);
+    stream.Seek(stream.position() + words_used_.ToHost()[0]);  // where the CPU leaves it
   } else {
     kernels::TopKIndices(values, dimension_, k_, selection_.data(), flags_.data(), ranks_.data(),
                          scratch_.data(), scratch_.size(), indices_.data(), nullptr);

@@ -1,6 +1,7 @@
 // Kernels of cuda/sparse_kernels.h.
 #include <cub/device/device_scan.cuh>
 
+#include "compressors/random_k_element.h"
 #include "compressors/sparse_element.h"
 #include "cuda/sparse_kernels.h"
 
@@ -86,6 +87,70 @@ __global__ void ScatterKernel(std::int64_t d, const std::uint32_t* flags,
   if (j < d && flags[j] != 0) indices[positions[j]] = static_cast<std::uint32_t>(j);
 }
 
+// Word p of random-k's choice, one Philox block computed per four consecutive words.
+struct WordAt {
+  ChoiceWords words;
+  std::uint64_t block = ~std::uint64_t{0};
+  r123::Philox4x32::ctr_type cached = {};
+
+  __device__ std::uint32_t operator()(std::uint64_t p) {
+    const std::uint64_t position = words.first + p;
+    if (position / 4 != block) {
+      block = position / 4;
+      r123::Philox4x32::ctr_type counter = words.counter;
+      counter[0] = static_cast<std::uint32_t>(block);
+      cached = r123::Philox4x32()(counter, words.key);
+    }
+    return cached[position % 4];
+  }
+};
+
+// Draw i's first attempt from word i; flags[i] = 1 where it was rejected.
+__global__ void FirstAttemptsKernel(ChoiceWords words, std::int64_t d, std::int64_t k,
+                                    std::uint32_t* draws, std::uint32_t* flags) {
+  const std::int64_t i = GlobalIndex();
+  if (i >= k) return;
+  WordAt word_at{words};
+  const std::uint32_t draw = random_k::FirstAttempt(word_at(static_cast<std::uint64_t>(i)), d, k, i);
+  draws[i] = draw;
+  flags[i] = random_k::IsRejected(draw, random_k::Range(d, k, i)) ? 1 : 0;
+}
+
+// One thread: the rejected draws (listed ascending, their count from the flags' prefix sums)
+// replaced in order from the words after the first k.
+__global__ void ReplaceRejectedKernel(ChoiceWords words, std::int64_t d, std::int64_t k,
+                                      std::uint32_t* draws, const std::uint32_t* rejected,
+                                      const std::uint32_t* flags, const std::uint32_t* positions,
+                                      unsigned long long* used) {
+  const std::int64_t count = std::int64_t{positions[k - 1]} + flags[k - 1];
+  WordAt word_at{words};
+  *used = random_k::ReplaceRejected(draws, rejected, count, d, k, word_at);
+}
+
+// first[t_i] = the smallest i with that value: reset, then lowered.
+__global__ void FirstDrawsKernel(const std::uint32_t* draws, std::int64_t k, bool reset,
+                                 std::uint32_t* first) {
+  const std::int64_t i = GlobalIndex();
+  if (i >= k) return;
+  if (reset) {
+    first[draws[i]] = 0xffffffffu;
+  } else {
+    atomicMin(reinterpret_cast<unsigned int*>(&first[draws[i]]), static_cast<unsigned int>(i));
+  }
+}
+
+struct FirstDraw {
+  const std::uint32_t* first;
+  __device__ std::uint32_t operator()(std::uint32_t t) const { return first[t]; }
+};
+
+// flags[j] = 1 for the coordinate j each step of Floyd's algorithm keeps (flags zero before).
+__global__ void FloydKeptFlagsKernel(const std::uint32_t* draws, const std::uint32_t* first,
+                                     std::int64_t d, std::int64_t k, std::uint32_t* flags) {
+  const std::int64_t i = GlobalIndex();
+  if (i < k) flags[random_k::KeptAt(draws, FirstDraw{first}, d, k, i)] = 1;
+}
+
 __global__ void WriteMessageKernel(const std::uint32_t* indices, std::int64_t k,
                                    const float* values, int index_bytes, std::uint8_t* message,
                                    float* e, float scale) {
@@ -130,7 +195,7 @@ void Prepare(const KernelInput<float>& u, std::int64_t d, float* u_out,
   PrepareKernel<<<GridFor(d), kThreads, 0, stream>>>(u, d, u_out, non_finite);
 }
 
-std::size_t TopKScratchBytes(std::int64_t d) {
+std::size_t ScanScratchBytes(std::int64_t d) {
   std::size_t bytes = 0;
   cub::DeviceScan::ExclusiveSum(nullptr, bytes, static_cast<const std::uint32_t*>(nullptr),
                                 static_cast<std::uint32_t*>(nullptr), d);
@@ -152,6 +217,25 @@ void TopKIndices(const float* values, std::int64_t d, std::int64_t k, Selection*
   EqualFlagsKernel<<<GridFor(d), kThreads, 0, stream>>>(values, d, selection, flags);
   cub::DeviceScan::ExclusiveSum(scratch, scratch_bytes, flags, ranks, d, stream);
   KeptFlagsKernel<<<GridFor(d), kThreads, 0, stream>>>(values, d, selection, ranks, flags);
+  cub::DeviceScan::ExclusiveSum(scratch, scratch_bytes, flags, ranks, d, stream);
+  ScatterKernel<<<GridFor(d), kThreads, 0, stream>>>(d, flags, ranks, indices);
+}
+
+void RandomKIndices(const ChoiceWords& words, std::int64_t d, std::int64_t k,
+                    std::uint32_t* draws, std::uint32_t* rejected, std::uint32_t* first,
+                    std::uint32_t* flags, std::uint32_t* ranks, void* scratch,
+                    std::size_t scratch_bytes, std::uint32_t* indices, unsigned long long* used,
+                    cudaStream_t stream) {
+  // The rejected draws listed in order (flags and ranks over the k draws), then replaced.
+  FirstAttemptsKernel<<<GridFor(k), kThreads, 0, stream>>>(words, d, k, draws, flags);
+  cub::DeviceScan::ExclusiveSum(scratch, scratch_bytes, flags, ranks, k, stream);
+  ScatterKernel<<<GridFor(k), kThreads, 0, stream>>>(k, flags, ranks, rejected);
+  ReplaceRejectedKernel<<<1, 1, 0, stream>>>(words, d, k, draws, rejected, flags, ranks, used);
+  // Each step's kept coordinate, flagged over the d coordinates and compacted ascending.
+  FirstDrawsKernel<<<GridFor(k), kThreads, 0, stream>>>(draws, k, true, first);
+  FirstDrawsKernel<<<GridFor(k), kThreads, 0, stream>>>(draws, k, false, first);
+  cudaMemsetAsync(flags, 0, sizeof(std::uint32_t) * static_cast<std::size_t>(d), stream);
+  FloydKeptFlagsKernel<<<GridFor(k), kThreads, 0, stream>>>(draws, first, d, k, flags);
   cub::DeviceScan::ExclusiveSum(scratch, scratch_bytes, flags, ranks, d, stream);
   ScatterKernel<<<GridFor(d), kThreads, 0, stream>>>(d, flags, ranks, indices);
 }

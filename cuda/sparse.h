@@ -6,18 +6,16 @@
 // their values), the error buffer afterwards holds the CPU's floats, decoding gives the CPU's
 // floats, and the stream is left where the CPU leaves it. Top-k's kept set is unique by its
 // definition (key descending, then index ascending), so how the GPU finds it (radix selection)
-// cannot change it; random-k's choice is made on the host by the CPU's own RandomKChoice, and
-// only the gather and the error feedback run on the GPU.
+// cannot change it; random-k's choice draws all k at once from the CPU's words
+// (compressors/random_k_element.h), which gives the set the CPU's RandomKChoice draws.
 //
 // Work is queued on the default stream; stats() and CopyMessage() wait for it. Random-k's Encode
-// also waits, to upload the choice.
+// also waits, for the number of words its choice used (where it leaves the stream).
 #pragma once
 
 #include <cstdint>
-#include <optional>
 
 #include "compressors/compressor.h"
-#include "compressors/random_k.h"
 #include "cuda/runtime.h"
 #include "cuda/sparse_kernels.h"
 
@@ -50,14 +48,18 @@ class SparseCoder {
   std::int64_t dimension_, k_;
   int index_bytes_;
   float scale_;
-  std::optional<RandomKChoice> random_;  // random-k; top-k when empty
+  bool random_ = false;  // random-k; else top-k
   DeviceBuffer<std::uint8_t> message_;
   DeviceBuffer<std::uint32_t> indices_;
   DeviceBuffer<unsigned long long> non_finite_;
-  // Top-k's selection: its state, two words per element, and CUB's scratch.
+  // Top-k's selection state; both kinds' flags and ranks (a word per element) and CUB's scratch.
   DeviceBuffer<sparse_kernels::Selection> selection_;
   DeviceBuffer<std::uint32_t> flags_, ranks_;
   DeviceBuffer<std::uint8_t> scratch_;
+  // Random-k's draws and rejected draws (k each), the first draw of each value (d), and the
+  // number of stream words its last choice used.
+  DeviceBuffer<std::uint32_t> draws_, rejected_, first_draws_;
+  DeviceBuffer<unsigned long long> words_used_;
 };
 
 }  // namespace lemmalab::cuda

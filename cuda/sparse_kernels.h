@@ -3,6 +3,7 @@
 // compressors/sparse_element.h's, shared with the CPU.
 #pragma once
 
+#include <Random123/philox.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -24,8 +25,9 @@ struct Selection {
   std::uint32_t histogram[256] = {};
 };
 
-// Bytes of scratch TopKIndices needs for d elements (besides `selection`, flags and ranks).
-std::size_t TopKScratchBytes(std::int64_t d);
+// Bytes of scratch TopKIndices and RandomKIndices need for d elements (their prefix sums; besides
+// their other buffers).
+std::size_t ScanScratchBytes(std::int64_t d);
 
 // The kept set of top-k, ascending, into indices[0, k): the first k coordinates in the order
 // (key descending, index ascending), key = MagnitudeKey. The threshold key is found by radix
@@ -34,6 +36,23 @@ std::size_t TopKScratchBytes(std::int64_t d);
 void TopKIndices(const float* values, std::int64_t d, std::int64_t k, Selection* selection,
                  std::uint32_t* flags, std::uint32_t* ranks, void* scratch,
                  std::size_t scratch_bytes, std::uint32_t* indices, cudaStream_t stream);
+
+// Where random-k's choice draws: word p of the choice is word first + p of the Philox stream with
+// this key and counter (core/rng.h's layout; counter[0], the block index, is set per block).
+struct ChoiceWords {
+  r123::Philox4x32::key_type key{};
+  r123::Philox4x32::ctr_type counter{};
+  std::uint64_t first = 0;
+};
+
+// Random-k's kept set, ascending, into indices[0, k): the set the CPU's RandomKChoice draws from
+// the same words, drawn all at once (compressors/random_k_element.h); *used = the number of
+// words the choice took, where the CPU leaves its stream. draws and rejected hold k words each,
+// first, flags and ranks d.
+void RandomKIndices(const ChoiceWords& words, std::int64_t d, std::int64_t k, std::uint32_t* draws,
+                    std::uint32_t* rejected, std::uint32_t* first, std::uint32_t* flags,
+                    std::uint32_t* ranks, void* scratch, std::size_t scratch_bytes,
+                    std::uint32_t* indices, unsigned long long* used, cudaStream_t stream);
 
 // The sparse wire format (compressors/sparse.h) for indices[0, k) ascending: the indices in
 // index_bytes each, little-endian, then values[index] as float32. When e is set (it holds u and

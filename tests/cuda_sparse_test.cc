@@ -61,13 +61,18 @@ TEST(CudaSparse, EncodeGivesTheCpuMessageErrorAndStream) {
   LEMMALAB_REQUIRE_GPU();
   for (const Kind& kind : kKinds) {
     for (const Shape& shape : kShapes) {
-      for (const bool feedback : {false, true}) {
+      // (Random-k's choice from a stream at its start, and from one in the middle of a block.)
+      for (const auto& [feedback, skip] :
+           {std::pair{false, 0}, std::pair{true, 0}, std::pair{true, 3}}) {
         SCOPED_TRACE(kind.name + ", d = " + std::to_string(shape.d) +
-                     ", k = " + std::to_string(shape.k) + (feedback ? ", with feedback" : ""));
+                     ", k = " + std::to_string(shape.k) + (feedback ? ", with feedback" : "") +
+                     ", stream at word " + std::to_string(skip));
         const std::vector<float> x = TiedInputs(shape.d, 1);
         const std::vector<float> e0 = TiedInputs(shape.d, 2);
         const StreamKey key{21, Purpose::kWorkerCompression, 1, 3};
         PhiloxStream cpu_stream(key), gpu_stream(key);
+        cpu_stream.Seek(skip);
+        gpu_stream.Seek(skip);
 
         auto cpu = kind.cpu(shape.d, shape.k);
         std::vector<float> cpu_e = e0;

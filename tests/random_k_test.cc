@@ -12,6 +12,9 @@
 #include <set>
 #include <vector>
 
+#include "batched/backend.h"
+#include "batched/kernels.h"
+#include "compressors/random_k_element.h"
 #include "compressors/sparse.h"
 #include "engine/spec.h"
 #include "tests/compressor_examples.h"
@@ -111,6 +114,114 @@ TEST(RandomK, FollowsTheDrawRule) {
     for (std::int64_t j = 0; j < d; ++j) {
       EXPECT_EQ(y[j], chosen.count(j) ? x[j] : 0.0) << "d = " << d << ", j = " << j;
     }
+  }
+}
+
+// The all-at-once form of the draw rule (compressors/random_k_element.h), as the GPU runs it:
+// first attempts, then the rejected draws replaced in order, then each step's kept coordinate
+// from the first draw of each value. Returns the kept set and the words used.
+std::pair<std::set<std::int64_t>, std::uint64_t> DrawsAtOnce(std::int64_t d, std::int64_t k,
+                                                             std::vector<std::uint32_t> draws,
+                                                             PhiloxStream stream) {
+  std::vector<std::uint32_t> rejected;
+  for (std::int64_t i = 0; i < k; ++i) {
+    if (random_k::IsRejected(draws[static_cast<std::size_t>(i)], random_k::Range(d, k, i))) {
+      rejected.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  auto word_at = [&](std::uint64_t p) {
+    stream.Seek(p);
+    return stream();
+  };
+  const std::uint64_t used = random_k::ReplaceRejected(
+      draws.data(), rejected.data(), static_cast<std::int64_t>(rejected.size()), d, k, word_at);
+  std::map<std::uint32_t, std::uint32_t> first;  // value -> its first draw
+  for (std::int64_t i = k - 1; i >= 0; --i) first[draws[static_cast<std::size_t>(i)]] = i;
+  const auto first_draw = [&](std::uint32_t t) { return first.at(t); };
+  std::set<std::int64_t> kept;
+  for (std::int64_t i = 0; i < k; ++i)
+    kept.insert(random_k::KeptAt(draws.data(), first_draw, d, k, i));
+  return {kept, used};
+}
+
+// The all-at-once form keeps the serial rule's set and uses its words, over collisions (k close
+// to d), chains of steps keeping their j (k/d large), k = 1 and k = d, and d = 3 * 2^30, where a
+// quarter of the first attempts and of their replacements are rejected.
+TEST(RandomK, DrawsAtOnceKeepTheSerialRulesChoice) {
+  for (const auto& [d, k] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1},
+                                                          {2, 1},
+                                                          {20, 15},
+                                                          {64, 64},
+                                                          {1000, 999},
+                                                          {1000, 300},
+                                                          {5000, 1},
+                                                          {std::int64_t{3} << 30, 3000}}) {
+    RandomKChoice serial(d, k);
+    for (std::uint64_t step = 1; step <= (d > 100000 ? 2 : 30); ++step) {
+      SCOPED_TRACE(fmt::format("d = {}, k = {}, step {}", d, k, step));
+      PhiloxStream stream = Stream(step);
+      std::vector<std::uint32_t> words(static_cast<std::size_t>(k)), draws(words.size());
+      PhiloxStream(Stream(step)).Fill(words);
+      std::int64_t rejections = 0;
+      for (std::int64_t i = 0; i < k; ++i) {
+        draws[static_cast<std::size_t>(i)] =
+            random_k::FirstAttempt(words[static_cast<std::size_t>(i)], d, k, i);
+        rejections +=
+            random_k::IsRejected(draws[static_cast<std::size_t>(i)], random_k::Range(d, k, i));
+      }
+      if (d > 100000) {
+        EXPECT_GT(rejections, k / 5);
+      }
+      const auto [kept, used] = DrawsAtOnce(d, k, draws, Stream(step));
+      const std::span<const std::uint32_t> expected = serial.Choose(stream);
+      EXPECT_EQ(kept, std::set<std::int64_t>(expected.begin(), expected.end()));
+      EXPECT_EQ(used, stream.position());
+    }
+  }
+}
+
+// The GPU's passes (batched/kernels.h) on the host backend: two rows' first attempts from their
+// own streams, their rejections listed per chunk of draws and replaced in order, then kept as the
+// serial rule keeps them (d = 3 * 2^30: many rejections, k over several chunks).
+TEST(RandomK, BatchedPassesListAndReplaceTheRejectionsInOrder) {
+  using batched::Backend;
+  constexpr std::int64_t kRows = 2, d = std::int64_t{3} << 30, k = 2500;
+  constexpr std::int64_t blocks = (k + 3) / 4,
+                         chunks = (k + batched::kDrawChunk - 1) / batched::kDrawChunk;
+  const batched::RowStreams streams{31, 0, static_cast<std::uint32_t>(Purpose::kWorkerCompression),
+                                    9, 2};
+  batched::Buffer<std::uint32_t> draws(Backend::kHost, kRows * k),
+      rejected(Backend::kHost, kRows * k);
+  batched::Buffer<unsigned long long> counts(Backend::kHost, kRows * chunks),
+      totals(Backend::kHost, kRows);
+  batched::ForEach(
+      Backend::kHost, kRows * blocks,
+      batched::FloydFirstAttempts{streams, d, k, blocks, chunks, draws.data(), counts.data()});
+  batched::ForEach(Backend::kHost, kRows, batched::ChunkOffsets{chunks, counts.data()});
+  batched::ForEach(Backend::kHost, kRows * chunks,
+                   batched::ListRejected{draws.data(), d, k, chunks, counts.data(), rejected.data(),
+                                         totals.data()});
+  const std::vector<unsigned long long> rejections = totals.ToHost();
+  batched::ForEach(
+      Backend::kHost, kRows,
+      batched::ReplaceRejected{streams, d, k, draws.data(), rejected.data(), totals.data()});
+  RandomKChoice serial(d, k);
+  for (std::int64_t row = 0; row < kRows; ++row) {
+    SCOPED_TRACE(fmt::format("row {}", row));
+    EXPECT_GT(rejections[static_cast<std::size_t>(row)], static_cast<unsigned long long>(k / 5));
+    const std::vector<std::uint32_t> mine = draws.ToHost(static_cast<std::size_t>(row * k), k);
+    PhiloxStream stream({31, Purpose::kWorkerCompression, static_cast<std::uint32_t>(2 + row), 9});
+    // The replaced draws are final: the all-at-once resolution of them gives the serial set.
+    std::map<std::uint32_t, std::uint32_t> first;
+    for (std::int64_t i = k - 1; i >= 0; --i) first[mine[static_cast<std::size_t>(i)]] = i;
+    std::set<std::int64_t> kept;
+    for (std::int64_t i = 0; i < k; ++i) {
+      kept.insert(random_k::KeptAt(
+          mine.data(), [&](std::uint32_t t) { return first.at(t); }, d, k, i));
+    }
+    const std::span<const std::uint32_t> expected = serial.Choose(stream);
+    EXPECT_EQ(kept, std::set<std::int64_t>(expected.begin(), expected.end()));
   }
 }
 
