@@ -249,6 +249,22 @@ LEMMALAB_HOST_DEVICE inline void AddCount(unsigned long long* counter, unsigned 
 #endif
 }
 
+// *counter += 1, from any number of threads at once. On the GPU the lanes of a warp that count
+// into the same counter add once, together: threads counting into a few counters (a radix pass's
+// 256 digits, where most keys share their top digit) would otherwise queue on one address.
+LEMMALAB_HOST_DEVICE inline void CountOne(unsigned long long* counter) {
+#if defined(__CUDA_ARCH__)
+  const unsigned active = __activemask();
+  const unsigned peers = __match_any_sync(
+      active, static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(counter)));
+  if (threadIdx.x % 32 == static_cast<unsigned>(__ffs(peers) - 1)) {
+    atomicAdd(counter, static_cast<unsigned long long>(__popc(peers)));
+  }
+#else
+  *counter += 1;                         // the host runs one index at a time
+#endif
+}
+
 // *target = min(*target, value), from any number of threads at once.
 LEMMALAB_HOST_DEVICE inline void AtomicMin(std::uint32_t* target, std::uint32_t value) {
 #if defined(__CUDA_ARCH__)
@@ -727,7 +743,7 @@ struct KeyDigitCounts {
     const unsigned long long key = RankKey(u[k]);
     constexpr int kBits = 8 * static_cast<int>(sizeof(T));
     if (shift + 8 < kBits && ((key ^ prefix[row]) >> (shift + 8)) != 0) return;
-    AddCount(&counts[row * 256 + ((key >> shift) & 255u)], 1);
+    CountOne(&counts[row * 256 + ((key >> shift) & 255u)]);
   }
 };
 

@@ -43,8 +43,14 @@ __global__ void DigitHistogramKernel(const float* values, std::int64_t d, int sh
   for (std::int64_t j = GlobalIndex(); j < d;
        j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::uint32_t key = sparse::MagnitudeKey(values[j]);
-    if (first_pass || (key >> (shift + 8)) == prefix)
-      atomicAdd(&counts[(key >> shift) & 0xffu], 1u);
+    if (first_pass || (key >> (shift + 8)) == prefix) {
+      // The lanes with the same digit add once, together: most keys share their top digit.
+      const unsigned digit = (key >> shift) & 0xffu;
+      const unsigned peers = __match_any_sync(__activemask(), digit);
+      if (threadIdx.x % 32 == static_cast<unsigned>(__ffs(peers) - 1)) {
+        atomicAdd(&counts[digit], static_cast<unsigned>(__popc(peers)));
+      }
+    }
   }
   __syncthreads();
   for (int b = threadIdx.x; b < 256; b += blockDim.x) {
