@@ -113,6 +113,15 @@ __global__ void __launch_bounds__(kThreads)
     QuantizeKernel(Input u, std::int64_t d, Blocks blocks, const float* scales, DrawWords words,
                    std::uint32_t* bits, float* e_out, unsigned long long* counts) {
   const std::int64_t tile = static_cast<std::int64_t>(blockIdx.x) * kTile;
+  // The thread's inputs are loaded first, all at once, so that their latency overlaps the
+  // Philox words' computation and each other (one load after another left the kernel stalled
+  // on memory at a quarter of the bandwidth).
+  float values[kPerThread];  // (in registers: both loops over it are unrolled)
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const std::int64_t j = tile + threadIdx.x + k * kThreads;
+    values[k] = j < d ? u[j] : 0.0f;
+  }
   // Element tile + i draws word first + tile + i = tile_words[offset + i].
   __shared__ std::uint32_t tile_words[4 * kTileBlocks];
   unsigned offset = 0;
@@ -131,13 +140,14 @@ __global__ void __launch_bounds__(kThreads)
   }
   const unsigned lane = threadIdx.x % 32;
   unsigned out_of_domain = 0, non_finite = 0;  // the warp's, kept by lane 0
+#pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int i = static_cast<int>(threadIdx.x) + k * kThreads;
     const std::int64_t j = tile + i;
     const std::int64_t b = scales == nullptr ? 0 : WarpBlockOf(blocks, j - lane, j, d);
     bool plus = false, outside = false, bad = false;
     if (j < d) {
-      const float v = u[j];
+      const float v = values[k];
       const float s = scales == nullptr ? 1.0f : scales[b];
       if constexpr (kDraw == one_bit::Draw::kStochastic) {
         plus = one_bit::StochasticBit(v, 1.0f / s, tile_words[offset + i]);
