@@ -244,6 +244,24 @@ INSTANTIATE_TEST_SUITE_P(EveryBackend, BatchedProductOn,
                            return std::string(batched::BackendName(test.param));
                          });
 
+// cuBLAS is opened at run time (cuda/blas.h): where its library is found, every entry point a
+// run uses is found in it, and without a device the reason names cuBLAS's own refusal.
+TEST(BatchedProduct, FindsEveryCuBlasEntryPointWhereTheLibraryIs) {
+  const std::string why = batched::ProductsUnavailable(Backend::kCuda);
+  EXPECT_EQ(batched::ProductsUnavailable(Backend::kHost), "");
+  if (!batched::HaveCudaBackend()) {
+    EXPECT_NE(why, "");
+    GTEST_SKIP() << "no CUDA backend in this build";
+  }
+  if (why.find("could not be loaded") != std::string::npos) GTEST_SKIP() << why;
+  EXPECT_EQ(why.find("has no"), std::string::npos) << why;
+  if (testing::MissingDevice().empty()) {
+    EXPECT_EQ(why, "");
+  } else {
+    EXPECT_NE(why.find("cublasCreate failed"), std::string::npos) << why;
+  }
+}
+
 // Every probe value of a results folder, in order.
 std::vector<double> ProbeValues(const std::filesystem::path& out) {
   std::vector<double> values;
