@@ -25,6 +25,7 @@
 #include "compressors/compressor.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "engine/experiment.h"
 #include "engine/failure.h"
 #include "engine/spec.h"
@@ -41,6 +42,29 @@
 
 namespace lemmalab {
 namespace {
+
+// For an unexpected argument (CLI11's ExtrasError) that looks like a misspelt option of the
+// command it was given to: " ('--stpes': did you mean '--steps'?)" for each; else "".
+std::string MisspeltOptions(const CLI::App& app, const CLI::ParseError& error) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) == nullptr) return "";
+  const CLI::App* command = &app;
+  while (!command->get_subcommands().empty()) command = command->get_subcommands().back();
+  std::vector<std::string> options;
+  for (const CLI::App* scope : {command, &app}) {
+    for (const CLI::Option* option : scope->get_options()) {
+      for (const std::string& name : option->get_lnames()) options.push_back("--" + name);
+    }
+  }
+  std::string hints;
+  for (const std::string& extra : app.remaining(true)) {
+    if (!extra.starts_with("--")) continue;
+    const std::string name = extra.substr(0, extra.find('='));
+    if (const auto match = ClosestMatch(name, options)) {
+      hints += fmt::format(" ('{}': did you mean '{}'?)", name, *match);
+    }
+  }
+  return hints;
+}
 
 // SIGINT, SIGTERM and SIGHUP stop the run between steps; partial results are removed.
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
@@ -440,10 +464,15 @@ int Dispatch(int argc, char** argv) {
       for (const CLI::App* command : app.get_subcommands({}))
         commands.push_back(command->get_name());
       const std::string_view word = argv[1];
-      fmt::print(stderr, "error: unknown command '{}'; {} (lemmalab --help)\n", word,
+      fmt::print(stderr, "error: unknown command '{}'{}; {} (lemmalab --help)\n", word,
+                 DidYouMean(word, commands),
                  word.ends_with(".toml")
                      ? fmt::format("to run a spec: lemmalab run {}", word)
                      : fmt::format("the commands are {}", fmt::join(commands, ", ")));
+    } else if (const std::string hint = MisspeltOptions(app, e); !hint.empty()) {
+      fmt::print(stderr, "error: {}{}\n", e.what(), hint);
+      fmt::print(stderr, "(lemmalab {} --help lists its options)\n",
+                 app.get_subcommands().back()->get_name());
     } else {
       app.exit(e);  // prints the message and usage to stderr
     }

@@ -80,12 +80,24 @@ std::shared_ptr<OptionTable> OptionTable::Clone() const {
 }
 
 void OptionTable::Fail(std::string_view key, std::string_view message) const {
-  std::string where = where_;
-  if (const auto it = values_.find(key); it != values_.end() && !it->second.where.empty()) {
-    where = it->second.where;
+  std::string where = where_, hint;
+  if (const auto it = values_.find(key); it != values_.end()) {
+    if (!it->second.where.empty()) where = it->second.where;
+  } else {
+    // A key asked for and absent is often a key given misspelt, which no getter has read: say
+    // so here, since the unknown-key check comes only after every required key.
+    std::vector<std::string> unread;
+    for (const auto& [given, value] : values_) {
+      if (!known_.contains(given)) unread.push_back(given);
+    }
+    if (const auto misspelt = ClosestMatch(key, unread)) {
+      hint = fmt::format(" ('{}' is not a key here: did you mean '{}'?)", *misspelt, key);
+      const std::string& at = values_.at(*misspelt).where;
+      if (!at.empty()) where = at;
+    }
   }
-  throw OptionError(where.empty() ? fmt::format("{}: {}", context_, message)
-                                  : fmt::format("{}: {}: {}", where, context_, message));
+  throw OptionError(where.empty() ? fmt::format("{}: {}{}", context_, message, hint)
+                                  : fmt::format("{}: {}: {}{}", where, context_, message, hint));
 }
 
 const OptionValue* OptionTable::Lookup(std::string_view key) {

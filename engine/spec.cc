@@ -271,14 +271,6 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
   spec.problem = root->GetTable("problem");
   if (!spec.problem) root->Fail("problem", "missing the [problem] table");
   spec.problem->set_context("[problem]");
-  // Whether the problem reads data, settled before anything is loaded.
-  if (const ProblemInfo* problem = Problems().Find(spec.problem->GetString("name", ""))) {
-    // Located at the [data] table when there is one, else at the problem's name.
-    if (const std::string why = DataMismatch(*problem, spec.data != nullptr); !why.empty()) {
-      if (spec.data) root->Fail("data", why);
-      spec.problem->Fail("name", why);
-    }
-  }
   if (std::shared_ptr<OptionTable> comm = root->GetTable("communication")) {
     comm->set_context("[communication]");
     spec.comm = CommFromOptions(comm.get(), spec.workers);
@@ -300,6 +292,18 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
   if (schedule) schedule->set_context("[schedule]");
 
   const auto optimizers = root->GetTableArray("optimizer");
+  // Every top-level key has been asked for: a misspelt one is named now, not by a check below of
+  // what it left missing ("add a [data] table" for [dtaa]).
+  root->RejectUnknownKeys();
+
+  // Whether the problem reads data, settled before anything is loaded.
+  if (const ProblemInfo* problem = Problems().Find(spec.problem->GetString("name", ""))) {
+    // Located at the [data] table when there is one, else at the problem's name.
+    if (const std::string why = DataMismatch(*problem, spec.data != nullptr); !why.empty()) {
+      if (spec.data) root->Fail("data", why);
+      spec.problem->Fail("name", why);
+    }
+  }
   if (optimizers.empty()) root->Fail("optimizer", "no [[optimizer]] table: nothing to run");
   for (const auto& table : optimizers) {
     OptimizerSpec o;
@@ -332,7 +336,6 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
     }
     spec.optimizers.push_back(std::move(o));
   }
-  root->RejectUnknownKeys();
   return spec;
 }
 

@@ -87,6 +87,22 @@ TEST(OptionTable, UnknownKeyWithNothingCloseListsTheKnownKeys) {
             "f:2:1: x: unknown key 'zzzzzz' (known: beta)");
 }
 
+// A required key given misspelt is named where it is asked for: the unknown-key check would
+// come only after every required key.
+TEST(OptionTable, MissingKeyNamesAMisspeltOneGiven) {
+  OptionTable t("[schedule]", "spec.toml:3:1");
+  t.Set("rl", {0.1, "spec.toml:4:1"});
+  EXPECT_EQ(UserErrorOf([&] { t.RequireDouble("lr", Interval::Positive()); }),
+            "spec.toml:4:1: [schedule]: missing required key 'lr' ('rl' is not a key here: did "
+            "you mean 'lr'?)");
+  // A key some getter read is not a misspelling of another.
+  OptionTable u("x", "f:1:1");
+  u.Set("lrr", {0.1, "f:2:1"});
+  u.GetDouble("lrr", 0);
+  EXPECT_EQ(UserErrorOf([&] { u.RequireDouble("lr", Interval::Positive()); }),
+            "f:1:1: x: missing required key 'lr'");
+}
+
 TEST(OptionTable, ComponentGivenAsNameOrTable) {
   OptionTable t("optimizer 'birder'", "f:1:1");
   t.Set("compressor", {std::string("identity"), "f:2:14"});
