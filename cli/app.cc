@@ -404,7 +404,7 @@ int Dispatch(int argc, char** argv) {
       "by the symbols of the algorithm's paper (taken from the real run; nothing else written)");
   trace->add_option("SPEC", trace_spec, "Run spec (TOML) of a small problem")->required();
   trace->add_option("--steps", trace_request.steps,
-                    "The steps to show: A:B, or A for one (default 1)");
+                    "The steps to show: A-B, or A for one (default 1)");
   trace->add_option("--coords", trace_request.coordinates,
                     "Coordinates to show: 0,2,5-7 or all (default: all up to 8, else 0-3)");
   trace->add_option("--workers", trace_request.workers,

@@ -8,6 +8,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "cli/table.h"
 #include "comm/scheme.h"
@@ -34,6 +36,28 @@ std::int64_t ParseIndex(std::string_view text, std::string_view option) {
   return value;
 }
 
+// "A" or "A-B", the one range syntax of every option that takes one (--steps, --coords,
+// --workers): the first and last index.
+std::pair<std::int64_t, std::int64_t> ParseRange(std::string_view item, std::string_view option) {
+  for (const char separator : {':', '.'}) {
+    if (const std::size_t at = item.find(separator); at != std::string_view::npos) {
+      throw UserError(fmt::format(
+          "{}: '{}': write a range as A-B ({}-{}), as every option of "
+          "lemmalab that takes a range does",
+          option, item, item.substr(0, at), item.substr(item.find_first_not_of(separator, at))));
+    }
+  }
+  const std::size_t dash = item.find('-');
+  const std::int64_t first = ParseIndex(item.substr(0, dash), option);
+  const std::int64_t last =
+      dash == std::string_view::npos ? first : ParseIndex(item.substr(dash + 1), option);
+  if (last < first) {
+    throw UserError(
+        fmt::format("{}: the range '{}' ends before it starts (A-B with A <= B)", option, item));
+  }
+  return {first, last};
+}
+
 // "3", "0-3,7" or "all" into sorted distinct indices below `limit`; "all" gives an empty list.
 std::vector<std::int64_t> ParseIndexList(const std::string& text, std::string_view option,
                                          std::int64_t limit, std::string_view what) {
@@ -43,13 +67,7 @@ std::vector<std::int64_t> ParseIndexList(const std::string& text, std::string_vi
   while (begin <= text.size()) {
     const std::size_t comma = std::min(text.find(',', begin), text.size());
     const std::string_view item = std::string_view(text).substr(begin, comma - begin);
-    const std::size_t dash = item.find('-');
-    const std::int64_t first = ParseIndex(item.substr(0, dash), option);
-    const std::int64_t last =
-        dash == std::string_view::npos ? first : ParseIndex(item.substr(dash + 1), option);
-    if (last < first) {
-      throw UserError(fmt::format("{}: the range '{}' ends before it starts", option, item));
-    }
+    const auto [first, last] = ParseRange(item, option);
     if (last >= limit) {
       throw UserError(fmt::format("{}: {} {} does not exist: the run has {} {} (0 to {})", option,
                                   what, last, limit, what == "worker" ? "workers" : "coordinates",
@@ -96,14 +114,11 @@ TraceOutcome ResolveTrace(const RunSpec& spec, const TraceRequest& request,
   if (request.steps.empty()) {
     outcome.notes.push_back("--steps: step 1 (default)");
   } else {
-    const std::size_t colon = request.steps.find(':');
-    selection.first_step = ParseIndex(request.steps.substr(0, colon), "--steps");
-    selection.last_step = colon == std::string::npos
-                              ? selection.first_step
-                              : ParseIndex(request.steps.substr(colon + 1), "--steps");
-    if (selection.first_step < 1 || selection.last_step < selection.first_step) {
-      throw UserError(
-          fmt::format("--steps: '{}' is not a range of steps A:B with 1 <= A <= B", request.steps));
+    std::tie(selection.first_step, selection.last_step) = ParseRange(request.steps, "--steps");
+    if (selection.first_step < 1) {
+      throw UserError(fmt::format(
+          "--steps: '{}': steps count from 1 (write A or A-B with 1 <= A <= B, e.g. 1-3)",
+          request.steps));
     }
   }
   if (selection.last_step > spec.steps) {

@@ -5,7 +5,7 @@
 // spec_text is TOML (session.py renders a dict spec with the toml library); spec_path is where it
 // is read from as far as messages and relative [data] paths are concerned; settings are --set
 // arguments ("optimizer.beta=0.9"); out_dir, when not None, receives the results folder
-// `lemmalab run --out` writes; trace is None or {"steps": "A:B", "coords": "...", "workers":
+// `lemmalab run --out` writes; trace is None or {"steps": "A-B", "coords": "...", "workers":
 // "..."} as `lemmalab trace` takes them (without out_dir the run ends at the last traced step,
 // as `lemmalab trace` runs it); on_step is None or called as on_step(label, step, last_step,
 // minibatch_loss) after every step. The code is the CLI's (engine/experiment.h, cli/trace.h), so
@@ -93,7 +93,7 @@ py::dict Run(const std::string& spec_text, const std::string& spec_path,
   std::optional<StepTrace> trace;
   std::vector<std::string> notes;  // defaults the trace took, runs that stopped before it ended
   if (trace_request) {
-    // The request as the CLI spells it ("1:2", "0,1,5-7", "all"), checked as the CLI checks it.
+    // The request as the CLI spells it ("1-2", "0,1,5-7", "all"), checked as the CLI checks it.
     const auto text = [&](const char* key) {
       return trace_request->contains(key) ? (*trace_request)[key].cast<std::string>()
                                           : std::string();

@@ -294,8 +294,16 @@ TEST(Trace, SelectionIsCheckedAgainstTheRun) {
               HasSubstr("--coords: coordinate 4 does not exist: the run has 4 coordinates"));
   EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.workers = "2"}, 4); }),
               HasSubstr("--workers: worker 2 does not exist: the run has 2 workers"));
-  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.steps = "3:2"}, 4); }),
-              HasSubstr("--steps: '3:2' is not a range of steps A:B with 1 <= A <= B"));
+  // One range syntax for every option, and the accepted form in the error.
+  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.steps = "3-2"}, 4); }),
+              HasSubstr("--steps: the range '3-2' ends before it starts (A-B with A <= B)"));
+  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.steps = "2:4"}, 4); }),
+              HasSubstr("--steps: '2:4': write a range as A-B (2-4)"));
+  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.coordinates = "0..2"}, 4); }),
+              HasSubstr("--coords: '0..2': write a range as A-B (0-2)"));
+  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.steps = "0-1"}, 4); }),
+              HasSubstr("--steps: '0-1': steps count from 1 (write A or A-B with 1 <= A <= B"));
+  EXPECT_EQ(ResolveTrace(spec, {.steps = "2-4"}, 4).selection.last_step, 4);
   EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.steps = "7"}, 4); }),
               HasSubstr("--steps: step 7 is past the run's last step, 6"));
   EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.coordinates = "x"}, 4); }),
@@ -319,7 +327,7 @@ TEST(TraceCommand, PrintsTablesAndWritesTidyCsv) {
   TempDir dir;
   testing::WriteFile(dir / "birder.toml", kBirderSpec);
   const testing::CommandResult result =
-      testing::RunLemmalab({"trace", (dir / "birder.toml").string(), "--steps", "2:3", "--coords",
+      testing::RunLemmalab({"trace", (dir / "birder.toml").string(), "--steps", "2-3", "--coords",
                             "1,3", "--workers", "1", "--out", (dir / "out").string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("birder, step 2, worker 1"));

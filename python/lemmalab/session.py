@@ -21,7 +21,7 @@ process (`backend()` is "bindings"): the same code as the command line, so the s
 bit for bit, one pass for results and trace together, progress per step, and Ctrl-C stopping
 between steps. Otherwise, and always for `check`, calls go through the `lemmalab` command line
 (`backend()` is "cli"): `run` is `lemmalab run SPEC --out DIR [--set ...]`, `check` is
-`lemmalab check SPEC --out DIR`, and a `trace` request adds `lemmalab trace SPEC --steps A:B ...
+`lemmalab check SPEC --out DIR`, and a `trace` request adds `lemmalab trace SPEC --steps A-B ...
 --out DIR/trace`. `run(..., backend="cli")` forces the command line. The command is found, at
 each call, as: the environment variable LEMMALAB_CLI; else `build/release/cli/lemmalab` under the
 repository root (two folders above this file); else `lemmalab` on PATH. The functions `_cli_*`
@@ -257,7 +257,7 @@ def run(spec: Spec, *, settings: Optional[Mapping[str, Any]] = None,
     settings: {option path: value}, each passed as `--set path=value` with the value written as
         a TOML literal ({"optimizer.beta": 0.9, "optimizer.compressor": "sign",
         "network.inter": "100Gb-IB", "optimizer.birder.compressor": {"name": "top-k", "k": 3}}).
-    trace: None, or {"steps": "1:2" or (1, 2) or 3, "coords": [0, 1] or None,
+    trace: None, or {"steps": "1-2" or (1, 2) or 3, "coords": [0, 1] or None,
         "workers": [0, 1] or None}: also runs `lemmalab trace` over those steps.
     progress: False (quiet), True (print each line the command prints, as it prints it), or a
         callable given each line.
@@ -446,16 +446,16 @@ def _trace_arguments(trace: Mapping[str, Any]) -> list:
     if unknown:
         raise ValueError(f"trace: unknown keys {sorted(unknown)} (steps, coords, workers)")
     if "steps" not in trace:
-        raise ValueError('trace needs "steps": "A:B", (A, B) or one step')
+        raise ValueError('trace needs "steps": "A-B", (A, B) or one step')
     steps = _plain(trace["steps"])
     if isinstance(steps, str):
         steps_text = steps
     elif isinstance(steps, int):
-        steps_text = f"{steps}:{steps}"
+        steps_text = f"{steps}"
     elif isinstance(steps, list) and len(steps) == 2:
-        steps_text = f"{int(steps[0])}:{int(steps[1])}"
+        steps_text = f"{int(steps[0])}-{int(steps[1])}"
     else:
-        raise ValueError(f'trace "steps" must be "A:B", (A, B) or an int, not {steps!r}')
+        raise ValueError(f'trace "steps" must be "A-B", (A, B) or an int, not {steps!r}')
     arguments = ["--steps", steps_text]
     for key in ("coords", "workers"):
         chosen = _plain(trace.get(key))
@@ -592,7 +592,7 @@ def _native_run(spec_path: Path, spec_text: str, out: Path, set_args: list,
     native = _native()
     settings = [value for flag, value in zip(set_args[::2], set_args[1::2])]
     request = None
-    if trace_args is not None:  # ["--steps", "1:2", "--coords", "0,1", ...] as the CLI takes it
+    if trace_args is not None:  # ["--steps", "1-2", "--coords", "0,1", ...] as the CLI takes it
         request = {flag[2:]: value for flag, value in zip(trace_args[::2], trace_args[1::2])}
     report = _reporter(progress)
 

@@ -293,7 +293,7 @@ class SessionTest(unittest.TestCase):
 
     def test_trace(self):
         r = lemmalab.run(SPEC, settings={"steps": 10},
-                         trace={"steps": "1:2", "coords": [0, 1], "workers": [0]})
+                         trace={"steps": "1-2", "coords": [0, 1], "workers": [0]})
         self.assertEqual(list(r.trace.columns),
                          ["label", "step", "worker", "symbol", "coordinate", "value"])
         self.assertEqual(set(r.trace["step"]), {1, 2})
@@ -357,9 +357,9 @@ class TomlTest(unittest.TestCase):
         with self.assertRaises(FileNotFoundError):
             lemmalab.run("no/such/spec.toml")
         with self.assertRaises(ValueError):
-            session._trace_arguments({"step": "1:2"})
+            session._trace_arguments({"step": "1-2"})
         self.assertEqual(session._trace_arguments({"steps": 3, "coords": [1, 2]}),
-                         ["--steps", "3:3", "--coords", "1,2"])
+                         ["--steps", "3", "--coords", "1,2"])
 
 
 @unittest.skipIf(session._native() is None,
@@ -415,7 +415,7 @@ class BindingsTest(unittest.TestCase):
         self.assertEqual(messages[0], messages[1])
         self.assertIn("momentum", messages[0])
         with self.assertRaises(lemmalab.SpecError) as caught:
-            lemmalab.run(SPEC, backend="bindings", trace={"steps": "1:2", "coords": [99]})
+            lemmalab.run(SPEC, backend="bindings", trace={"steps": "1-2", "coords": [99]})
         self.assertIn("--coords: coordinate 99 does not exist", str(caught.exception))
 
     def test_progress_streams_each_run(self):
