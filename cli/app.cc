@@ -348,8 +348,10 @@ int Dispatch(int argc, char** argv) {
   std::string list_kind;
   CLI::App* list = app.add_subcommand(
       "list", "List the components (optimizers, compressors, problems, ...) and their options");
+  std::string list_name;
   list->add_option("KIND", list_kind,
                    fmt::format("Only this kind: {}", fmt::join(ListKinds(), ", ")));
+  list->add_option("NAME", list_name, "Only this component of the kind (e.g. list problems mlp)");
   list->add_flag("--json", json, "Print as JSON");
 
   std::string spec_path, out_dir, resume_dir;
@@ -500,7 +502,7 @@ int Dispatch(int argc, char** argv) {
       return kExitOk;
     }
     if (list->parsed()) {
-      const std::string listing = ListRegistries(json, list_kind);
+      const std::string listing = ListRegistries(json, list_kind, list_name);
       if (!quiet) fmt::print("{}", listing);
       return kExitOk;
     }

@@ -113,11 +113,12 @@ std::vector<Section> Sections() {
   }
   Section& problems = sections.emplace_back(Section{"problems", "problems ([problem])", {}});
   for (const ProblemInfo& e : Problems().entries()) {
-    Item item{std::string(e.name), std::string(e.summary), "", {}};
-    if (!e.needs_data) {
-      item.options = OptionsRead(e.name, [&](OptionTable& t) { e.make_f64(t, {2, 1, nullptr}); });
-    }
-    problems.items.push_back(std::move(item));
+    // Options only: what a run reads before its data load, so the problems that learn from
+    // data list theirs too.
+    problems.items.push_back(
+        {std::string(e.name), std::string(e.summary), "", OptionsRead(e.name, [&](OptionTable& t) {
+           e.make_f64(t, {.workers = 2, .seed = 1, .data = nullptr, .options_only = true});
+         })});
   }
   Section& data = sections.emplace_back(Section{"data", "data ([data] source)", {}});
   for (const DataSourceInfo& e : DataSources().entries()) {
@@ -179,15 +180,26 @@ std::vector<std::string> ListKinds() {
           "assertions", "schemes",     "networks", "metrics", "devices"};
 }
 
-std::string ListRegistries(bool json, std::string_view kind) {
+std::string ListRegistries(bool json, std::string_view kind, std::string_view name) {
   const std::vector<std::string> kinds = ListKinds();
   if (!kind.empty() && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
     throw UserError(UnknownName("kind", std::string(kind), kinds));
   }
   nlohmann::json doc = nlohmann::json::object();
   std::string text;
-  for (const Section& section : Sections()) {
+  for (Section& section : Sections()) {
     if (!kind.empty() && section.kind != kind) continue;
+    if (!name.empty()) {
+      std::vector<std::string> names;
+      for (const Item& item : section.items) names.push_back(item.name);
+      std::erase_if(section.items, [&](const Item& item) { return item.name != name; });
+      if (section.items.empty()) {
+        const std::string one = section.kind == "data"
+                                    ? "data source"
+                                    : section.kind.substr(0, section.kind.size() - 1);
+        throw UserError(UnknownName(one, std::string(name), names));
+      }
+    }
     text += section.title + "\n";
     std::size_t width = 0;
     for (const Item& item : section.items) width = std::max(width, item.name.size());

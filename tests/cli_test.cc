@@ -121,6 +121,31 @@ TEST(Cli, ListTakesAKindAndShowsEveryComponentsOptions) {
   EXPECT_THAT(unknown.err, HasSubstr("compressors"));  // the suggestion
 }
 
+// `list KIND NAME` shows one component, for every component of every kind; every problem lists
+// its options, those that learn from data included (issue 36: logreg, mlp, ... showed none).
+TEST(Cli, ListShowsEachComponentByNameAndEveryProblemsOptions) {
+  const nlohmann::json all = nlohmann::json::parse(RunLemmalab({"list", "--json"}).out);
+  for (const auto& [kind, items] : all.items()) {
+    for (const auto& item : items) {
+      const std::string name = item["name"];
+      SCOPED_TRACE(kind + " " + name);
+      const CommandResult one = RunLemmalab({"list", kind, name, "--json"});
+      ASSERT_EQ(one.exit_code, 0) << one.err;
+      const nlohmann::json listed = nlohmann::json::parse(one.out);
+      ASSERT_EQ(listed.size(), 1u);
+      ASSERT_EQ(listed[kind].size(), 1u);
+      EXPECT_EQ(listed[kind][0], item);
+      if (kind == "problems") {
+        EXPECT_TRUE(item.contains("options"));
+      }
+    }
+  }
+  const CommandResult misspelt = RunLemmalab({"list", "problems", "mpl"});
+  EXPECT_EQ(misspelt.exit_code, 2);
+  EXPECT_THAT(misspelt.err, HasSubstr("unknown problem 'mpl' (did you mean 'mlp'?)"));
+  EXPECT_THAT(RunLemmalab({"list", "problems", "mlp"}).out, HasSubstr("      hidden = "));
+}
+
 TEST(Cli, VersionNamesTheCommitAndTheBuild) {
   const CommandResult version = RunLemmalab({"--version"});
   ASSERT_EQ(version.exit_code, 0) << version.err;
