@@ -257,12 +257,14 @@ std::string MarkdownTable(const std::vector<std::string>& header,
   return out;
 }
 
-// The first column (the configuration, the assertion) left-aligned, the numbers right.
+// For the console: the first column (the configuration, the assertion) left-aligned, the
+// numbers right, within the console's width; the whole table is in `full_table`.
 std::string TextTable(const std::vector<std::string>& header,
-                      const std::vector<std::vector<std::string>>& rows) {
+                      const std::vector<std::vector<std::string>>& rows,
+                      std::string_view full_table) {
   std::vector<TableColumn> columns;
   for (const std::string& h : header) columns.push_back({h, columns.empty()});
-  return FormatTable(columns, rows);
+  return FormatTableWithin(columns, rows, ConsoleWidth(), full_table);
 }
 
 // A check folder's verdicts, aggregated over seeds where check judged each seed alone.
@@ -314,7 +316,7 @@ std::string VerdictSummary(const std::filesystem::path& file, std::string& markd
   }
   const std::vector<std::string> header = {"assertion", "runs", "verdicts", "over seeds"};
   markdown += "\n## Verdicts (check.json)\n\n" + MarkdownTable(header, rows);
-  return "\nverdicts (check.json)\n" + TextTable(header, rows);
+  return "\nverdicts (check.json)\n" + TextTable(header, rows, "report.md");
 }
 
 std::string Python() {
@@ -543,7 +545,7 @@ ReportResult WriteReport(const ReportOptions& options) {
       "{} runs in {} configurations (up to {} seeds each); mean ± 95% confidence interval "
       "(Student's t) over the runs that completed\n\n",
       runs.size(), order.size(), seeds);
-  result.text = intro + TextTable(header, rows);
+  result.text = intro + TextTable(header, rows, "summary.csv and report.md");
   std::string markdown =
       fmt::format("# Report: {}\n\n{}", dir.string(), intro) + MarkdownTable(header, rows);
   if (!notes.empty()) {

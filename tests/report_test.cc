@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/table.h"
 #include "tests/test_util.h"
 
 namespace lemmalab {
@@ -83,6 +84,14 @@ TEST(Report, SweepConfigurationsHaveStudentTIntervalsOverSeeds) {
   EXPECT_THAT(report.out, HasSubstr("6 runs in 2 configurations (up to 3 seeds each)"));
   EXPECT_THAT(report.out, HasSubstr("beta=0.5 "));
   EXPECT_THAT(report.out, HasSubstr("ef-norm/worker_sq_norm/d"));  // shown as the summary does
+  // Not a terminal: the table fits 100 columns (issue 36: about 270), naming what it leaves out.
+  std::istringstream lines(report.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("beta=") || line.starts_with("configuration")) {
+      EXPECT_LE(line.size(), 100u) << line;
+    }
+  }
+  EXPECT_THAT(report.out, HasSubstr("more column"));
 
   const auto rows = ReadCsv(dir / "out" / "summary.csv");
   ASSERT_EQ(rows.size(), 2u);
@@ -219,6 +228,20 @@ TEST(Report, AFolderWithoutResultsIsAClearError) {
   EXPECT_EQ(report.exit_code, 2);
   EXPECT_THAT(report.err, HasSubstr("no results.sqlite there or in its subfolders"));
   EXPECT_EQ(RunLemmalab({"report", (dir / "missing").string()}).exit_code, 2);
+}
+
+// A console table within a width: the names cut with "…", then the columns that fit in order,
+// and a line naming the others and where the whole table is.
+TEST(Table, FitsTheWidthAndNamesWhatItLeavesOut) {
+  const std::vector<TableColumn> columns = {{"name", true}, {"a"}, {"bb"}, {"c"}};
+  const std::vector<std::vector<std::string>> rows = {{"a-long-configuration-name", "1", "22", "3"},
+                                                      {"short", "4", "55", "6"}};
+  EXPECT_EQ(FormatTableWithin(columns, rows, 200, "x.csv"), FormatTable(columns, rows));
+  EXPECT_EQ(FormatTableWithin(columns, rows, 18, "x.csv"),
+            "name       a  bb\n"
+            "a-long-c…  1  22\n"
+            "short      4  55\n"
+            "(1 more column in x.csv: c)\n");
 }
 
 TEST(Settings, SetOverridesAnOptionByItsPath) {
