@@ -19,6 +19,7 @@
 #include "cli/report.h"
 #include "cli/run_table.h"
 #include "cli/sweep.h"
+#include "cli/table.h"
 #include "cli/trace.h"
 #include "comm/network.h"
 #include "comm/scheme.h"
@@ -225,7 +226,7 @@ int RunCommand(const RunSpec& spec, std::string out_dir, bool resume, int thread
     const ExperimentReport report = RunExperiment(spec, options);
     if (reporting) {
       fmt::print("{}\nresults: {}/ (results.sqlite, metrics.csv, runs.csv, params.npy)\n",
-                 FormatRunTable(report), out_dir);
+                 FormatRunTable(report, ConsoleWidth()), out_dir);
     }
   } catch (const Interrupted& e) {
     // Under mpirun every rank stops after the same step (engine/experiment.h): one message, and

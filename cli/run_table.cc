@@ -54,7 +54,7 @@ std::string FormatShards(const std::vector<ShardSummary>& shards) {
 
 }  // namespace
 
-std::string FormatRunTable(const ExperimentReport& report) {
+std::string FormatRunTable(const ExperimentReport& report, std::size_t width) {
   std::string out =
       fmt::format("problem: {}\n{} workers, {}\ncommunication: {}\n\n", report.problem,
                   report.workers, PrecisionName(report.precision), report.communication);
@@ -105,7 +105,7 @@ std::string FormatRunTable(const ExperimentReport& report) {
          fmt::format("{:.2f}s", r.wall_seconds)});
     rows.push_back(std::move(row));
   }
-  out += FormatTable(columns, rows);
+  out += FormatTableWithin(columns, rows, width, "runs.csv");
 
   std::size_t label_width = 0;
   for (const RunReport& run : report.runs) {

@@ -3,12 +3,16 @@
 // summaries.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "engine/experiment.h"
 
 namespace lemmalab {
 
-std::string FormatRunTable(const ExperimentReport& report);
+// The runs' table within `width` columns (cli/table.h's FormatTableWithin; the whole table in
+// runs.csv), the whole table by default.
+std::string FormatRunTable(const ExperimentReport& report, std::size_t width = SIZE_MAX);
 
 }  // namespace lemmalab
