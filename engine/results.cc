@@ -18,6 +18,7 @@
 #include "core/build_info.h"
 #include "core/error.h"
 #include "engine/npy.h"
+#include "engine/spec.h"
 #include "theory/probe_series.h"
 
 namespace lemmalab {
@@ -617,6 +618,9 @@ SweepStore::SweepStore(const std::filesystem::path& dir,
   } else if (stored["sweep_base"] != wanted("sweep_base")) {
     problem = fmt::format("holds a sweep of a spec that differs outside [sweep] (it ran {})",
                           stored["spec_path"]);
+    const std::vector<std::string> differences =
+        SpecDifferences(stored["spec_text"], wanted("spec_text"), /*outside_sweep=*/true);
+    if (!differences.empty()) problem += ": " + ListDifferences(differences);
   }
   if (!problem.empty()) {
     sqlite3_close(db_);

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "engine/spec.h"
 
 namespace lemmalab {
 namespace {
@@ -145,8 +146,11 @@ void RequireSameRun(const std::vector<std::pair<std::string, std::string>>& meta
   };
   const std::string spec_path = own("spec_path");
   if (writer.Meta("spec_text") != own("spec_text")) {
+    const std::vector<std::string> differences =
+        SpecDifferences(writer.Meta("spec_text"), own("spec_text"));
     throw differ("spec", fmt::format("'{}'", writer.Meta("spec_path")),
-                 fmt::format("'{}', whose text differs", spec_path));
+                 fmt::format("'{}', whose text differs{}", spec_path,
+                             differences.empty() ? "" : ": " + ListDifferences(differences)));
   }
   const std::string settings = own("settings");
   if (writer.Meta("settings") != settings) {

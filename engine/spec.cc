@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -562,6 +563,77 @@ std::string ShowValue(const OptionValue& value) {
     return fmt::format("{}({})", name, fmt::join(options, ","));
   }
   return value.Show();
+}
+
+namespace {
+
+// Every setting of a table as "path" -> its value in one line, arrays of tables by index
+// (optimizer[1].beta).
+void Flatten(const OptionTable& table, const std::string& prefix,
+             std::map<std::string, std::string>& out) {
+  for (const auto& [key, value] : table.entries()) {
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (const auto* inner = std::get_if<OptionValue::Table>(&value.data)) {
+      Flatten(**inner, path, out);
+      continue;
+    }
+    const auto* array = std::get_if<OptionValue::Array>(&value.data);
+    const bool tables = array != nullptr && !array->empty() &&
+                        std::all_of(array->begin(), array->end(), [](const OptionValue& v) {
+                          return std::holds_alternative<OptionValue::Table>(v.data);
+                        });
+    if (tables) {
+      for (std::size_t i = 0; i < array->size(); ++i) {
+        Flatten(*std::get<OptionValue::Table>((*array)[i].data), fmt::format("{}[{}]", path, i),
+                out);
+      }
+    } else {
+      out[path] = ShowValue(value);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> SpecDifferences(const std::string& then, const std::string& now,
+                                         bool outside_sweep) {
+  std::map<std::string, std::string> before, after;
+  try {
+    Flatten(*ParseToml(then, "then", "spec", ""), "", before);
+    Flatten(*ParseToml(now, "now", "spec", ""), "", after);
+  } catch (const UserError&) {
+    return {};
+  }
+  std::vector<std::string> differences;
+  const auto note = [&](const std::string& path, const std::string* a, const std::string* b) {
+    if (outside_sweep && (path == "sweep" || path.starts_with("sweep."))) return;
+    differences.push_back(
+        fmt::format("{}: {} then, {} now", path, a ? *a : "(absent)", b ? *b : "(absent)"));
+  };
+  for (const auto& [path, value] : before) {
+    const auto it = after.find(path);
+    if (it == after.end()) {
+      note(path, &value, nullptr);
+    } else if (it->second != value) {
+      note(path, &value, &it->second);
+    }
+  }
+  for (const auto& [path, value] : after) {
+    if (!before.contains(path)) note(path, nullptr, &value);
+  }
+  std::sort(differences.begin(), differences.end());
+  return differences;
+}
+
+std::string ListDifferences(const std::vector<std::string>& differences) {
+  constexpr std::size_t kShown = 5;
+  std::string text;
+  for (std::size_t i = 0; i < differences.size() && i < kShown; ++i) {
+    text += (i == 0 ? "" : "; ") + differences[i];
+  }
+  if (differences.size() > kShown)
+    text += fmt::format("; and {} more", differences.size() - kShown);
+  return text;
 }
 
 }  // namespace lemmalab

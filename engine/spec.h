@@ -149,6 +149,14 @@ RunSpec SpecFromTable(std::shared_ptr<OptionTable> root, const std::filesystem::
 // top-k(fraction=0.1), [1,2].
 std::string ShowValue(const OptionValue& value);
 
+// The settings two spec texts give differently, each "path: A then, B now" ("(absent)" where one
+// lacks it; arrays of tables by index, optimizer[1].beta), sorted by path; [sweep] left out when
+// `outside_sweep`. Empty when either text does not parse (what a refusal to resume names).
+std::vector<std::string> SpecDifferences(const std::string& then, const std::string& now,
+                                         bool outside_sweep = false);
+// The first five of them joined by "; ", and how many more there are.
+std::string ListDifferences(const std::vector<std::string>& differences);
+
 // The spec file's text (UserError naming the file when it cannot be read).
 std::string ReadSpecText(const std::filesystem::path& path);
 // The largest run spec lemmalab reads: far beyond any real one (a few KiB), and small enough that

@@ -169,7 +169,8 @@ TEST(Resume, RefusesWhatItCannotContinue) {
   std::string edited = kSpec;
   edited.replace(edited.find("sigma = 0.2"), 11, "sigma = 0.3");
   EXPECT_THAT(UserErrorOf([&] { Resume(Spec(other.path(), edited), out); }),
-              HasSubstr("the checkpoint was written by another spec"));
+              ::testing::AllOf(HasSubstr("the checkpoint was written by another spec"),
+                               HasSubstr("whose text differs: problem.sigma: 0.2 then, 0.3 now")));
   EXPECT_THAT(UserErrorOf([&] { Resume(Spec(dir.path(), kSpec, {"steps=70"}), out); }),
               HasSubstr("another set of --set arguments ('' then, 'steps=70' now)"));
   EXPECT_EQ(ResultsWriter::StagedCheckpoint(out)->step, 30);

@@ -252,6 +252,27 @@ TEST(SweepCommand, RunsEveryPointIntoOneDatabaseAndResumes) {
       RunLemmalab({"sweep", (dir / "spec.toml").string(), "--out", (dir / "out").string()});
   EXPECT_EQ(changed.exit_code, 2);
   EXPECT_THAT(changed.err, HasSubstr("holds a sweep of a spec that differs outside [sweep]"));
+  // ... naming what differs (issue 36: the refusal said only that something did).
+  EXPECT_THAT(changed.err, HasSubstr(": schedule.lr: 0.05 then, 0.07 now"));
+}
+
+// What two spec texts set differently, by path: values, keys one lacks, the optimizers by index,
+// and [sweep] left out where a sweep's points may differ.
+TEST(SpecDifferences, NameEverySettingThatDiffers) {
+  const std::string then =
+      "seed = 1\nsteps = 5\n[[optimizer]]\nname = \"sgd\"\n"
+      "[[optimizer]]\nname = \"birder\"\nbeta = 0.9\n[sweep]\nseed = [1, 2]\n";
+  std::string now = then;
+  now.replace(now.find("beta = 0.9"), 10, "beta = 0.95");
+  now.replace(now.find("steps = 5"), 9, "workers = 4");
+  now.replace(now.find("seed = [1, 2]"), 13, "seed = [3]");
+  EXPECT_EQ(
+      SpecDifferences(then, now, /*outside_sweep=*/true),
+      (std::vector<std::string>{"optimizer[1].beta: 0.9 then, 0.95 now",
+                                "steps: 5 then, (absent) now", "workers: (absent) then, 4 now"}));
+  EXPECT_THAT(SpecDifferences(then, now), ::testing::Contains("sweep.seed: [1,2] then, [3] now"));
+  EXPECT_EQ(SpecDifferences(then, "not toml ="), std::vector<std::string>{});
+  EXPECT_EQ(ListDifferences({"a", "b", "c", "d", "e", "f", "g"}), "a; b; c; d; e; and 2 more");
 }
 
 // A point's results are the results of `lemmalab run` on the same settings: sweeping (in
