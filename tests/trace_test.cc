@@ -9,6 +9,8 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -290,24 +292,22 @@ TEST(Trace, StepsAfterADivergenceAreReportedMissing) {
 
 TEST(Trace, SelectionIsCheckedAgainstTheRun) {
   const RunSpec spec = ParseSpec(kBirderSpec, "birder.toml");
-  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.coordinates = "0-4"}, 4); }),
-              HasSubstr("--coords: coordinate 4 does not exist: the run has 4 coordinates"));
-  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.workers = "2"}, 4); }),
-              HasSubstr("--workers: worker 2 does not exist: the run has 2 workers"));
-  // One range syntax for every option, and the accepted form in the error.
-  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.steps = "3-2"}, 4); }),
-              HasSubstr("--steps: the range '3-2' ends before it starts (A-B with A <= B)"));
-  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.steps = "2:4"}, 4); }),
-              HasSubstr("--steps: '2:4': write a range as A-B (2-4)"));
-  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.coordinates = "0..2"}, 4); }),
-              HasSubstr("--coords: '0..2': write a range as A-B (0-2)"));
-  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.steps = "0-1"}, 4); }),
-              HasSubstr("--steps: '0-1': steps count from 1 (write A or A-B with 1 <= A <= B"));
+  // Each request and the error it gets: one range syntax for every option, the accepted form
+  // in the error, and indices checked against the run.
+  const std::vector<std::pair<TraceRequest, std::string>> refused = {
+      {{.coordinates = "0-4"}, "--coords: coordinate 4 does not exist: the run has 4 coordinates"},
+      {{.workers = "2"}, "--workers: worker 2 does not exist: the run has 2 workers"},
+      {{.steps = "3-2"}, "--steps: the range '3-2' ends before it starts (A-B with A <= B)"},
+      {{.steps = "2:4"}, "--steps: '2:4': write a range as A-B (2-4)"},
+      {{.coordinates = "0..2"}, "--coords: '0..2': write a range as A-B (0-2)"},
+      {{.steps = "0-1"}, "--steps: '0-1': steps count from 1 (write A or A-B with 1 <= A <= B"},
+      {{.steps = "7"}, "--steps: step 7 is past the run's last step, 6"},
+      {{.coordinates = "x"}, "--coords: 'x' is not an index"},
+  };
+  for (const auto& [request, message] : refused) {
+    EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, request, 4); }), HasSubstr(message));
+  }
   EXPECT_EQ(ResolveTrace(spec, {.steps = "2-4"}, 4).selection.last_step, 4);
-  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.steps = "7"}, 4); }),
-              HasSubstr("--steps: step 7 is past the run's last step, 6"));
-  EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.coordinates = "x"}, 4); }),
-              HasSubstr("--coords: 'x' is not an index"));
   EXPECT_THAT(UserErrorOf([&] { ResolveTrace(spec, {.coordinates = "all"}, 100'000'000); }),
               HasSubstr("choose fewer with --steps, --coords or --workers"));
   const TraceOutcome defaults = ResolveTrace(spec, {}, 100);
