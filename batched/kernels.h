@@ -879,19 +879,13 @@ struct ListRejected {
   }
 };
 
-// Word p of a row's stream, one Philox block computed per four consecutive words.
-struct RowWords {
+// Block b of a row's stream (the words random_k::StreamWords reads).
+struct RowBlock {
   RowStreams streams;
   std::int64_t row;
-  std::uint64_t block = ~std::uint64_t{0};
-  r123::Philox4x32::ctr_type words = {};
 
-  LEMMALAB_HOST_DEVICE std::uint32_t operator()(std::uint64_t p) {
-    if (p / 4 != block) {
-      block = p / 4;
-      words = streams.Block(row, block);
-    }
-    return words[p % 4];
+  LEMMALAB_HOST_DEVICE r123::Philox4x32::ctr_type operator()(std::uint64_t b) const {
+    return streams.Block(row, b);
   }
 };
 
@@ -904,7 +898,7 @@ struct ReplaceRejected {
   const unsigned long long* totals;  // rows
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
-    RowWords word_at{streams, row};
+    random_k::StreamWords<RowBlock> word_at{{streams, row}};
     random_k::ReplaceRejected(draws + row * k, rejected + row * k,
                               static_cast<std::int64_t>(totals[row]), d, k, word_at);
   }

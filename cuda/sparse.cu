@@ -93,30 +93,24 @@ __global__ void ScatterKernel(std::int64_t d, const std::uint32_t* flags,
   if (j < d && flags[j] != 0) indices[positions[j]] = static_cast<std::uint32_t>(j);
 }
 
-// Word p of random-k's choice, one Philox block computed per four consecutive words.
-struct WordAt {
+// Block b of the stream random-k's choice draws from (the words random_k::StreamWords reads).
+struct ChoiceBlock {
   ChoiceWords words;
-  std::uint64_t block = ~std::uint64_t{0};
-  r123::Philox4x32::ctr_type cached = {};
 
-  __device__ std::uint32_t operator()(std::uint64_t p) {
-    const std::uint64_t position = words.first + p;
-    if (position / 4 != block) {
-      block = position / 4;
-      r123::Philox4x32::ctr_type counter = words.counter;
-      counter[0] = static_cast<std::uint32_t>(block);
-      cached = r123::Philox4x32()(counter, words.key);
-    }
-    return cached[position % 4];
+  __device__ r123::Philox4x32::ctr_type operator()(std::uint64_t b) const {
+    r123::Philox4x32::ctr_type counter = words.counter;
+    counter[0] = static_cast<std::uint32_t>(b);
+    return r123::Philox4x32()(counter, words.key);
   }
 };
+using WordAt = random_k::StreamWords<ChoiceBlock>;
 
 // Draw i's first attempt from word i; flags[i] = 1 where it was rejected.
 __global__ void FirstAttemptsKernel(ChoiceWords words, std::int64_t d, std::int64_t k,
                                     std::uint32_t* draws, std::uint32_t* flags) {
   const std::int64_t i = GlobalIndex();
   if (i >= k) return;
-  WordAt word_at{words};
+  WordAt word_at{{words}, words.first};
   const std::uint32_t draw = random_k::FirstAttempt(word_at(static_cast<std::uint64_t>(i)), d, k, i);
   draws[i] = draw;
   flags[i] = random_k::IsRejected(draw, random_k::Range(d, k, i)) ? 1 : 0;
@@ -129,7 +123,7 @@ __global__ void ReplaceRejectedKernel(ChoiceWords words, std::int64_t d, std::in
                                       const std::uint32_t* flags, const std::uint32_t* positions,
                                       unsigned long long* used) {
   const std::int64_t count = std::int64_t{positions[k - 1]} + flags[k - 1];
-  WordAt word_at{words};
+  WordAt word_at{{words}, words.first};
   *used = random_k::ReplaceRejected(draws, rejected, count, d, k, word_at);
 }
 
