@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "cli/evidence_reader.h"
+#include "core/build_info.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "engine/directory_lock.h"
@@ -551,8 +552,12 @@ std::string CheckMarkdown(const CheckReport& report) {
     }
     return out;
   };
-  std::string out = fmt::format("# lemmalab check: {}\n\nConfidence {:g}. Results: {}.\n\n",
-                                report.spec, report.confidence, fmt::join(report.folders, ", "));
+  const BuildInfo& build = Build();
+  std::string out = fmt::format(
+      "# lemmalab check: {}\n\nConfidence {:g}. Results: {}.\n\nlemmalab {}, commit {}, build: "
+      "{}\n\n",
+      report.spec, report.confidence, fmt::join(report.folders, ", "), build.version,
+      build.commit, build.build);
   out += "| assertion | source | run | status | measured | bound | verdict | expected | worst |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
   for (const CheckRow& row : report.rows) {
@@ -592,6 +597,10 @@ std::string CheckJson(const CheckReport& report) {
     return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
   };
   nlohmann::json doc;
+  const BuildInfo& build = Build();
+  doc["lemmalab_version"] = build.version;
+  doc["commit"] = build.commit;
+  doc["build"] = build.build;
   doc["spec"] = report.spec;
   doc["confidence"] = report.confidence;
   doc["folders"] = report.folders;

@@ -20,6 +20,7 @@
 #include <variant>
 
 #include "cli/table.h"
+#include "core/build_info.h"
 #include "core/error.h"
 #include "engine/results.h"
 #include "engine/results_reader.h"
@@ -325,8 +326,10 @@ std::string Python() {
   return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 }
 
-// Runs python -m lemmalab.plots; returns its exit status (127: no interpreter).
+// Runs python -m lemmalab.plots, drawing into OUT the figures that will be read from PLOTS and
+// writing the page HTML; returns its exit status (127: no interpreter).
 int DrawPlots(const std::filesystem::path& dir, const std::filesystem::path& out,
+              const std::filesystem::path& plots, const std::filesystem::path& html,
               std::string& output) {
   const char* from_env = std::getenv("LEMMALAB_PYTHON_DIR");
   const std::string module_dir = from_env != nullptr ? from_env : LEMMALAB_PYTHON_DIR;
@@ -338,7 +341,9 @@ int DrawPlots(const std::filesystem::path& dir, const std::filesystem::path& out
   env.push_back("PYTHONPATH=" + module_dir);
   env.push_back("MPLBACKEND=Agg");
   const std::string python = Python();
-  std::vector<std::string> args = {python, "-m", "lemmalab.plots", dir.string(), out.string()};
+  std::vector<std::string> args = {python,       "-m",          "lemmalab.plots", dir.string(),
+                                   out.string(), "--plots-at",  plots.string(),   "--html",
+                                   html.string()};
   const auto pointers = [](std::vector<std::string>& strings) {
     std::vector<char*> p;
     for (std::string& s : strings) p.push_back(s.data());
@@ -546,8 +551,12 @@ ReportResult WriteReport(const ReportOptions& options) {
       "(Student's t) over the runs that completed\n\n",
       runs.size(), order.size(), seeds);
   result.text = intro + TextTable(header, rows, "summary.csv and report.md");
-  std::string markdown =
-      fmt::format("# Report: {}\n\n{}", dir.string(), intro) + MarkdownTable(header, rows);
+  // The build that wrote the report; the runs' own builds are in runs.csv and results.sqlite.
+  const BuildInfo& build = Build();
+  std::string markdown = fmt::format("# Report: {}\n\nlemmalab {}, commit {}, build: {}\n\n{}",
+                                     dir.string(), build.version, build.commit, build.build,
+                                     intro) +
+                         MarkdownTable(header, rows);
   if (!notes.empty()) {
     result.text += "\nnot completed:\n";
     markdown += "\nNot completed:\n\n";
@@ -561,6 +570,12 @@ ReportResult WriteReport(const ReportOptions& options) {
   }
   write("summary.csv", csv);
 
+  // The page is written only with the figures it embeds; an earlier one would describe results
+  // that may have changed since, so it goes first.
+  const std::filesystem::path html = dir / "report.html";
+  std::error_code html_ec;
+  std::filesystem::remove(html, html_ec);
+  CheckFileOperation(html_ec, "remove", html);
   if (options.plots) {
     std::string output;
     // Drawn afresh into a folder of their own, which then replaces the earlier figures whole:
@@ -569,7 +584,7 @@ ReportResult WriteReport(const ReportOptions& options) {
     std::error_code ec;
     std::filesystem::remove_all(drawing, ec);
     CheckFileOperation(ec, "remove", drawing);
-    const int status = DrawPlots(dir, drawing, output);
+    const int status = DrawPlots(dir, drawing, plots, html, output);
     if (status == 0) {
       std::filesystem::remove_all(plots, ec);  // a link goes, not what it points to
       CheckFileOperation(ec, "remove", plots);
@@ -587,13 +602,15 @@ ReportResult WriteReport(const ReportOptions& options) {
       for (std::string line; std::getline(lines, line);) {
         if (line.ends_with(".png")) pngs.push_back(line);
       }
-      markdown += "\n## Plots\n\n";
+      markdown += "\nThe whole report as one page, figures included: report.html.\n\n## Plots\n\n";
       for (const std::string& png : pngs) {
         const std::string relative = std::filesystem::relative(png, dir).string();
         markdown += fmt::format("![{}]({})\n", relative, relative);
         result.written.push_back(png);
       }
-      result.text += fmt::format("\nplots: {} PNGs in {}/\n", pngs.size(), plots.string());
+      result.text += fmt::format("\nplots: {} PNGs (each with a vector PDF) in {}/\n",
+                                 pngs.size(), plots.string());
+      result.written.push_back(html.string());
     } else {
       const std::string why =
           status == 127 ? fmt::format("{} was not found", Python())

@@ -21,6 +21,7 @@ missing. `lemmalab report` runs exactly this command.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import re
@@ -43,6 +44,7 @@ try:
 
     matplotlib.use("Agg")  # files only: reports are drawn on headless machines and in CI
     from matplotlib import pyplot as plt
+    from matplotlib import ticker
 except ImportError as error:
     _MISSING = _MISSING or ("matplotlib is missing: install Debian's python3-matplotlib "
                             f"(scripts/install-deps does)\n({type(error).__name__}: {error})")
@@ -65,34 +67,134 @@ KNOWN_BOUNDS = {
     ("ef-norm", "server_sq_norm"): Bound(1.0, True, _LEMMA1, ("compressor.name", "stochastic-binary")),
 }
 
-# Two-sided 95% Student t quantiles t_{0.975, df}; between rows the smaller df is used (wider,
-# so conservative). Tabulated because Debian's python3 here has no scipy.
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021,
-         60: 2.000, 120: 1.980}
 
-
+@functools.lru_cache(maxsize=None)
 def t975(df: int) -> float:
-    """The 0.975 quantile of Student's t with DF degrees of freedom (1.96 beyond the table)."""
-    if df > 120:
-        return 1.960
-    return _T975[max(k for k in _T975 if k <= df)]
+    """The 0.975 quantile of Student's t with DF degrees of freedom, as theory/rate_fit.cc's
+    StudentTQuantile gives it (the report's intervals; a test compares the two): the density is
+    integrated with Simpson's rule (error far below the digits shown) and the quantile found by
+    bisection. Debian's python3 here has no scipy."""
+    nu = float(df)
+    scale = math.exp(math.lgamma((nu + 1) / 2) - math.lgamma(nu / 2)) / math.sqrt(nu * math.pi)
+
+    def cdf(x: float) -> float:  # P(T <= x) for x >= 0
+        grid = np.linspace(0.0, x, 4001)
+        f = scale * (1 + grid * grid / nu) ** (-(nu + 1) / 2)
+        h = x / 4000
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < 0.975:
+        lo, hi = hi, 2 * hi
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < 0.975 else (lo, mid)
+    return (lo + hi) / 2
 
 
-def _over_seeds(frame: pd.DataFrame, x: str) -> tuple[pd.DataFrame, str | None]:
-    """Mean over seeds per step (x averaged too: bits can differ by seed) with band low/high,
-    and the band's kind, or None for one seed."""
+class Interval(NamedTuple):
+    mean: float
+    half: float  # the 95% t-interval's half-width; NaN with fewer than 2 values
+    n: int
+
+
+def interval95(values) -> Interval:
+    """Mean and 95% Student-t half-width of the finite VALUES (summary.csv's _mean and _ci95)."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if len(v) == 0:
+        return Interval(math.nan, math.nan, 0)
+    if len(v) == 1:
+        return Interval(float(v[0]), math.nan, 1)
+    return Interval(float(v.mean()), t975(len(v) - 1) * float(v.std(ddof=1)) / math.sqrt(len(v)),
+                    len(v))
+
+
+# Words for the series the figures show: (axis label, whether the quantity is positive).
+_METRIC_WORDS = {
+    "train_loss": "training loss (full batch)",
+    "minibatch_loss": "minibatch loss (mean over the metrics window)",
+    "test_accuracy": "test accuracy (fraction correct)",
+    "test_loss": "test loss",
+}
+# The final quantities of the summary and paired figures: runs column (or derived), words.
+_FINALS = [("final_loss", "final training loss"),
+           ("final_accuracy", "final training accuracy"),
+           ("final_test_loss", "final test loss"),
+           ("final_test_accuracy", "final test accuracy"),
+           ("bits_per_param_step", "bits sent / parameter / step")]
+
+
+def _style():
+    """A figure style a paper can take as is: small serif-free type, no top/right spines,
+    TrueType fonts in the PDFs (editable, accepted by publishers)."""
+    plt.rcParams.update({
+        "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 8,
+        "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False,
+        "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.4,
+        "pdf.fonttype": 42, "ps.fonttype": 42, "savefig.bbox": "tight", "figure.dpi": 100})
+
+
+def _save(fig, path: Path) -> Path:
+    """PATH (.png, 150 dpi) and the same figure as vector PDF beside it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)  # many figures per report: keep memory flat
+    return path
+
+
+def _grid(n: int, width: float = 3.6, height: float = 2.8):
+    """A grid of N panels sized to N: one row up to 3, else about square; unused cells hidden."""
+    cols = n if n <= 3 else math.ceil(math.sqrt(n))
+    rows = math.ceil(n / cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in grid.flat[n:]:
+        ax.set_visible(False)
+    return fig, grid
+
+
+def _colors(names: list[str]) -> dict:
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20" if len(names) <= 20
+                        else "viridis")
+    n = max(len(names) - 1, 1)
+    pick = (lambda i: cmap(i)) if len(names) <= 20 else (lambda i: cmap(i / n))
+    return {name: pick(i) for i, name in enumerate(names)}
+
+
+_DIVERGED = re.compile(r"^diverged at step (\d+)")
+
+
+def diverged_at(results) -> dict:
+    """run_id -> the step a diverged run stopped at (its status says so)."""
+    out = {}
+    for run_id, status in zip(results.runs["run_id"], results.runs["status"].astype(str)):
+        match = _DIVERGED.match(status)
+        if match:
+            out[int(run_id)] = int(match.group(1))
+    return out
+
+
+def _over_seeds(frame: pd.DataFrame, x: str, log: bool) -> tuple[pd.DataFrame, str | None]:
+    """Per step over the seeds: the line (the mean, or where LOG the geometric mean: the mean of
+    log values) with a band, and the band's words, or None for one seed. Two seeds: their
+    min-max; three or more: the 95% t-interval of the mean, of the log values where LOG (so
+    that a positive quantity's band stays positive)."""
     seeds = frame["run_id"].nunique()
-    stats = frame.groupby("step").agg(x=(x, "mean"), mean=("value", "mean"), n=("value", "size"),
-                                      min=("value", "min"), max=("value", "max"),
-                                      sd=("value", "std")).reset_index()
-    stats["lo"], stats["hi"] = stats["min"], stats["max"]
+    data = frame.assign(v=np.log(frame["value"]) if log else frame["value"])
+    stats = data.groupby("step").agg(x=(x, "mean"), mean=("v", "mean"), n=("v", "size"),
+                                     lo=("value", "min"), hi=("value", "max"),
+                                     sd=("v", "std")).reset_index()
     if seeds >= 3:
-        # Per step, since a diverged seed stops contributing; fewer than 2 values: no interval.
-        half = [t975(n - 1) * sd / math.sqrt(n) if n >= 2 else math.nan
-                for n, sd in zip(stats["n"], stats["sd"])]
+        # Per step, since a diverged seed stops contributing; fewer than 2 values: no band.
+        half = np.array([t975(n - 1) * sd / math.sqrt(n) if n >= 2 else math.nan
+                         for n, sd in zip(stats["n"], stats["sd"])])
         stats["lo"], stats["hi"] = stats["mean"] - half, stats["mean"] + half
-        return stats, "mean ± 95% t-CI over seeds"
+    if log:
+        for c in ("mean", *(("lo", "hi") if seeds >= 3 else ())):
+            stats[c] = np.exp(stats[c])
+    if seeds >= 3:
+        return stats, ("95% t-interval of the geometric mean over seeds" if log
+                       else "95% t-interval of the mean over seeds")
     return stats, ("min–max over seeds" if seeds == 2 else None)
 
 
@@ -110,125 +212,356 @@ _BIT_UNITS = [(1, "bit"), (1e3, "kbit"), (1e6, "Mbit"), (1e9, "Gbit"), (1e12, "T
 _SECOND_UNITS = [(1e-6, "µs"), (1e-3, "ms"), (1, "s")]
 
 
-def _colors(names: list[str]) -> dict:
-    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20" if len(names) <= 20
-                        else "viridis")
-    n = max(len(names) - 1, 1)
-    pick = (lambda i: cmap(i)) if len(names) <= 20 else (lambda i: cmap(i / n))
-    return {name: pick(i) for i, name in enumerate(names)}
+class Figure(NamedTuple):
+    path: Path
+    caption: str  # what the figure shows, in words (the HTML report prints it below)
 
 
-def _figure(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabel: str,
-            path: Path, bound: Bound | None = None) -> Path | None:
-    """Draw FRAME (run_id, step, value, X, axis columns) faceted by the first axis; None when
-    there are not two finite x values to draw."""
+def _split(keys: list[str]) -> tuple[str | None, list[str]]:
+    """The axis that facets the curves (the first) and those that name the lines."""
+    return (keys[0], keys[1:]) if len(keys) >= 2 else (None, keys)
+
+
+def _curves(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabel: str,
+            path: Path, caption: str, bound: Bound | None = None) -> Figure | None:
+    """Draw FRAME (run_id, step, value, X, axis columns) faceted by the first axis, one line per
+    combination of the others; None when there are not two finite x values to draw.
+
+    Positive values that span more than a decade get a log axis and log-space bands. The scale
+    is set by the runs that completed: a diverged run is drawn up to its last finite value and
+    marked there (▼ on the panel's edge where it left the scale)."""
     finite = np.isfinite(frame["value"].astype(float)) & np.isfinite(frame[x].astype(float))
-    frame = frame[finite].copy()
+    # A run another point repeated with the same seed (sgd beside a compressor axis) is the
+    # same computation: drawn once, as the configurations count it.
+    once = {i for ids in lr.configurations(results)["run_ids"] for i in ids}
+    frame = frame[finite & frame["run_id"].isin(once)].copy()
     if frame[x].nunique() < 2:  # e.g. no per-step counters: only step 0's zero bits
         return None
-    keys = lr.axes(results)
-    facet, line_keys = (keys[0], keys[1:]) if len(keys) >= 2 else (None, keys)
-    frame["panel"] = [lr.describe({facet: v}) for v in frame[facet]] if facet else title
-    # Without axes (seeds only) there is one line; pandas yields no rows for zero columns.
+    stopped = diverged_at(results)
+    healthy = frame[~frame["run_id"].isin(stopped)]
+    values = (healthy if len(healthy) else frame)["value"].astype(float)
+    positive = bool((frame["value"] > 0).all())
+    log = positive and values.max() / values.min() > 10
+
+    facet, line_keys = _split(lr.axes(results))
+    frame["panel"] = [lr.describe({facet: v}) for v in frame[facet]] if facet else ""
     frame["line"] = ([lr.describe(dict(zip(line_keys, row)))
                       for row in frame[line_keys].itertuples(index=False)]
                      if line_keys else lr.describe({}))
     panels, lines = list(pd.unique(frame["panel"])), list(pd.unique(frame["line"]))
     colors = _colors(lines)
-
-    cols = min(len(panels), 3)
-    rows = math.ceil(len(panels) / cols)
-    fig, grid = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.4 * rows), sharey=True,
-                             squeeze=False)
-    values = frame["value"].astype(float)
-    log = bool((values > 0).all() and values.max() / values.min() > 100)  # spans > 2 decades
-    handles, bands = {}, set()
+    fig, grid = _grid(len(panels))
+    handles, marks, bands = {}, {}, set()  # marks: the bound and divergence, listed last
+    covered = _covered_lines(results, frame, bound)
     for ax, panel in zip(grid.flat, panels):
         for line in lines:
             data = frame[(frame["panel"] == panel) & (frame["line"] == line)]
             if data.empty:
                 continue
-            stats, band = _over_seeds(data, x)
             seeds = data["run_id"].nunique()
-            label = f"{line} ({seeds} seeds)" if seeds > 1 else line
-            (handles[label],) = ax.plot(stats["x"], stats["mean"], color=colors[line], lw=1.4,
-                                        label=label)
-            if band:
-                if log and (stats["lo"] <= 0).any():
-                    # A t-interval can reach below 0, which a log axis cannot show.
-                    stats["lo"] = stats["lo"].where(stats["lo"] > 0, stats["min"])
-                    band += ", clipped to the seeds' min where ≤ 0"
-                bands.add(band)
-                ax.fill_between(stats["x"], stats["lo"], stats["hi"], color=colors[line],
-                                alpha=0.2, lw=0)
-        if bound is not None:
-            handles[bound.label] = ax.axhline(bound.value, color="black", ls="--", lw=1)
+            diverged = sorted(set(data["run_id"]) & set(stopped))
+            if diverged:
+                # No mean over runs some of which diverged: each run alone, up to its end.
+                label = f"{line} ({len(diverged)} of {seeds} runs diverged)"
+                for run_id, run in data.groupby("run_id"):
+                    run = run.sort_values("step")
+                    (handles[label],) = ax.plot(run[x], run["value"], color=colors[line],
+                                                lw=0.9, alpha=0.8)
+                    if run_id in stopped:
+                        last = run.iloc[-1]
+                        marks["diverged run: its last finite value"] = ax.plot(
+                            last[x], last["value"], "x", color=colors[line], ms=7, mew=2)[0]
+            else:
+                stats, band = _over_seeds(data, x, log and positive)
+                label = f"{line} ({seeds} seeds)" if seeds > 1 else line
+                (handles[label],) = ax.plot(stats["x"], stats["mean"], color=colors[line])
+                if band:
+                    bands.add(band)
+                    ax.fill_between(stats["x"], stats["lo"], stats["hi"], color=colors[line],
+                                    alpha=0.2, lw=0)
+            if (panel, line) in covered:
+                marks[bound.label] = ax.axhline(bound.value, color=colors[line], ls="--",
+                                                  lw=1)
         if facet:
-            ax.set_title(panel, fontsize=10)
+            ax.set_title(panel)
         ax.set_xlabel(xlabel)
-        ax.grid(alpha=0.3)
-    for ax in grid.flat[len(panels):]:
-        ax.set_visible(False)
+        _set_y_scale(ax, values, log)
+        _mark_off_scale(ax, frame[frame["panel"] == panel], stopped, x, colors, marks)
     for ax in grid[:, 0]:
         ax.set_ylabel(ylabel)
-
-    if log:
-        for ax in grid.flat:
-            ax.set_yscale("log")
-
     fig.suptitle(title)
     legend_title = None
     if frame.groupby("line")["run_id"].nunique().max() > 1:
-        legend_title = "\n".join(["line: mean over seeds",
-                                  *sorted(f"band: {b}" for b in bands)])
+        legend_title = "\n".join(["line: " + ("geometric mean over seeds" if log and positive
+                                             else "mean over seeds"), *sorted(bands)])
+    handles.update(marks)
     fig.legend(list(handles.values()), list(handles.keys()), loc="center left",
-               bbox_to_anchor=(1.0, 0.5), fontsize=8, title=legend_title, title_fontsize=8,
-               frameon=False)
+               bbox_to_anchor=(1.0, 0.5), title=legend_title, title_fontsize=8, frameon=False)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)  # many figures per report: keep memory flat
-    return path
+    return Figure(_save(fig, path), caption)
+
+
+def _set_y_scale(ax, values: pd.Series, log: bool):
+    """Limits from VALUES (the completed runs'); on a log axis spanning few decades, ticks at
+    1, 2 and 5 times each power of ten, written as plain numbers."""
+    low, high = float(values.min()), float(values.max())
+    if log:
+        ax.set_yscale("log")
+        pad = (high / low) ** 0.05
+        ax.set_ylim(low / pad, high * pad)
+        if high / low < 1000:
+            ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    else:
+        pad = 0.05 * (high - low) or 0.05 * abs(high) or 0.05
+        ax.set_ylim(low - pad, high + pad)
+
+
+def _mark_off_scale(ax, frame, stopped, x, colors, marks):
+    """▼ at the top edge, at the last step a diverged run stayed on the scale, where it left."""
+    top = ax.get_ylim()[1]
+    for run_id, run in frame[frame["run_id"].isin(stopped)].groupby("run_id"):
+        above = run[run["value"] > top].sort_values("step")
+        if len(above):
+            first = above.iloc[0]
+            marks["diverged run: left the scale here"] = ax.plot(
+                first[x], top, "v", color=colors[first["line"]], ms=7, clip_on=False)[0]
+
+
+def _covered_lines(results, frame: pd.DataFrame, bound: Bound | None) -> set:
+    """The (panel, line) pairs all of whose runs the bound is about."""
+    if bound is None:
+        return set()
+    return {key for key, group in frame.groupby(["panel", "line"])
+            if _all_covered(results, group["run_id"].unique(), bound.covers)}
 
 
 def _file_name(*parts: str) -> str:
     return "-".join(re.sub(r"[^A-Za-z0-9_.]+", "-", p).strip("-") for p in parts) + ".png"
 
 
+def _final(results, quantity: str) -> pd.Series:
+    """QUANTITY per run (indexed like results.runs), as summary.csv computes it."""
+    runs = results.runs
+    if quantity == "bits_per_param_step":
+        return runs["bits_sent_per_worker"] / (runs["dimension"] * runs["steps_done"])
+    return runs[quantity].astype(float)
+
+
+def _finals(results) -> list[tuple[str, str]]:
+    return [(q, words) for q, words in _FINALS
+            if np.isfinite(_final(results, q).astype(float)).any()]
+
+
+def _numeric(values) -> bool:
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+               and np.isfinite(v) for v in values)
+
+
+def _numeric_scale(ax, values: pd.Series):
+    """The x scale that spaces an axis' values apart: logit for fractions that crowd towards 1
+    or 0 (beta = 0.9, 0.99, 0.999), log for positive values spanning a decade, else linear."""
+    low, high = float(values.min()), float(values.max())
+    if 0 < low and high < 1 and max((1 - low) / (1 - high), high / low) >= 10:
+        ax.set_xscale("logit")
+    elif low > 0 and high / low >= 10:
+        ax.set_xscale("log")
+
+
+def summary_figures(results, out: Path) -> list[Figure]:
+    """Per numeric axis with two or more values: each final quantity against it, one line per
+    configuration of the other axes, the mean over seeds with its 95% t-interval (the numbers
+    of summary.csv: completed runs only, a repeated seed counted once)."""
+    configs = lr.configurations(results)
+    keys = [k for k in lr.axes(results) if k != "seed"]
+    runs = results.runs.set_index("run_id")
+    completed = runs["status"] == "completed"
+    finals = _finals(results)
+    figures = []
+    for axis in keys if finals else []:
+        values = configs[axis].dropna()
+        if values.nunique() < 2 or not _numeric(values):
+            continue
+        others = [k for k in keys if k != axis]
+        fig, grid = _grid(len(finals))
+        lines = configs.assign(line=[lr.describe(dict(zip(others, r))) for r in
+                                     configs[others].itertuples(index=False)] if others
+                               else lr.describe({}))
+        colors = _colors(list(pd.unique(lines["line"])))
+        handles, marks = {}, {}
+        for ax, (quantity, words) in zip(grid.flat, finals):
+            per_run = _final(results, quantity).set_axis(results.runs["run_id"])
+            for line, group in lines.groupby("line", sort=False):
+                group = group.dropna(subset=[axis]).sort_values(axis)
+                points = [interval95(per_run[list(ids)][completed[list(ids)]])
+                          for ids in group["run_ids"]]
+                mean = np.array([p.mean for p in points])
+                half = np.array([p.half for p in points])
+                handles[line] = ax.errorbar(group[axis], mean, yerr=np.nan_to_num(half),
+                                            color=colors[line], marker="o", ms=4, capsize=3,
+                                            label=line)
+                # A configuration none of whose runs completed has no value: × on the top edge.
+                lost = group[axis][[not np.isfinite(m) for m in mean]]
+                if len(lost):
+                    marks["no run completed (diverged): × on the top edge"] = ax.plot(
+                        lost, [1.0] * len(lost), "x", color=colors[line], ms=8, mew=2,
+                        transform=ax.get_xaxis_transform(), clip_on=False)[0]
+            ax.set_xlabel(axis)
+            ax.set_ylabel(words)
+            _numeric_scale(ax, values)
+            ax.set_xticks(sorted(values.unique()))
+            ax.set_xticklabels([lr.show_value(v) for v in sorted(values.unique())],
+                               rotation=45 if values.nunique() > 5 else 0)
+            ax.minorticks_off()
+        seeds = max(len(s) for s in configs["seeds"]) if len(configs) else 0
+        fig.suptitle(f"Final quantities against {axis}")
+        handles.update(marks)
+        fig.legend(list(handles.values()), list(handles.keys()), loc="center left",
+                   bbox_to_anchor=(1.0, 0.5), frameon=False,
+                   title=f"mean ± 95% t-interval over up to {seeds} seeds", title_fontsize=8)
+        fig.tight_layout()
+        figures.append(Figure(
+            _save(fig, out / _file_name("summary", axis)),
+            f"Each final quantity against {axis}: one line per "
+            + (f"value of {', '.join(others)}" if others else "sweep")
+            + "; the mean over the seeds that completed with its 95% Student-t interval, the "
+              "numbers of summary.csv."))
+    return figures
+
+
+def paired_differences(results) -> pd.DataFrame:
+    """Where seeds pair runs (the same seed gives the same shards and x0): for each axis, each
+    configuration against the one with the axis' first value and the same other settings (an
+    axis a run does not read, sgd's compressor, matches any value), the mean difference of each
+    final quantity over the seeds both completed, with its 95% t-interval. Empty where no two
+    configurations share two seeds."""
+    configs = lr.configurations(results)
+    keys = [k for k in lr.axes(results) if k != "seed"]
+    runs = results.runs.set_index("run_id")
+    by_seed = {c["configuration"]: {runs.at[i, "seed"]: i for i in c["run_ids"]
+                                    if runs.at[i, "status"] == "completed"}
+               for _, c in configs.iterrows()}
+    finals = _finals(results)
+    per_run = {q: _final(results, q).set_axis(results.runs["run_id"]) for q, _ in finals}
+
+    def unset(value) -> bool:
+        return lr.show_value(value) == ""
+
+    rows = []
+    for axis in keys:
+        others = [k for k in keys if k != axis]
+        values = list(pd.unique(configs[axis].dropna()))
+        if len(values) < 2:
+            continue
+        references = configs[configs[axis] == values[0]]
+        for _, other in configs[configs[axis].isin(values[1:])].iterrows():
+            for _, reference in references.iterrows():
+                if any(not unset(other[k]) and not unset(reference[k]) and
+                       lr.show_value(other[k]) != lr.show_value(reference[k]) for k in others):
+                    continue
+                a, b = by_seed[other["configuration"]], by_seed[reference["configuration"]]
+                seeds = sorted(set(a) & set(b))
+                if len(seeds) < 2:
+                    continue
+                at = {k: (reference[k] if unset(other[k]) else other[k]) for k in others}
+                for quantity, _ in finals:
+                    d = interval95([per_run[quantity][a[s]] - per_run[quantity][b[s]]
+                                    for s in seeds])
+                    rows.append({"quantity": quantity, "axis": axis,
+                                 "value": lr.show_value(other[axis]),
+                                 "reference": lr.show_value(reference[axis]),
+                                 "at": lr.describe(at) if others else "",
+                                 "pairs": d.n, "mean_difference": d.mean, "ci95": d.half,
+                                 "configuration": other["configuration"],
+                                 "reference_configuration": reference["configuration"]})
+    return pd.DataFrame(rows, columns=["quantity", "axis", "value", "reference", "at", "pairs",
+                                       "mean_difference", "ci95", "configuration",
+                                       "reference_configuration"])
+
+
+def paired_figures(results, table: pd.DataFrame, out: Path) -> list[Figure]:
+    """Per axis of TABLE: each final quantity's paired differences against the reference,
+    one row per compared configuration, with 95% intervals and the zero line."""
+    figures = []
+    for axis, rows in table.groupby("axis", sort=False):
+        quantities = list(pd.unique(rows["quantity"]))
+        words = dict(_FINALS)
+        pairs = list(dict.fromkeys(zip(rows["configuration"], rows["reference_configuration"])))
+        fig, grid = _grid(len(quantities), width=4.2, height=0.9 + 0.28 * len(pairs))
+        for ax, quantity in zip(grid.flat, quantities):
+            data = (rows[rows["quantity"] == quantity]
+                    .set_index(["configuration", "reference_configuration"]).loc[pairs])
+            y = np.arange(len(pairs))[::-1]
+            ax.errorbar(data["mean_difference"], y, xerr=np.nan_to_num(data["ci95"]), fmt="o",
+                        ms=4, capsize=3, color="tab:blue")
+            ax.axvline(0, color="black", lw=0.8)
+            ax.set_yticks(y)
+            ax.set_yticklabels([f"{v} − {r}" + (f"  ({at})" if at else "") for v, r, at in zip(
+                data["value"], data["reference"], data["at"])] if ax is grid.flat[0]
+                else [""] * len(y))
+            ax.set_xlabel(f"difference in\n{words[quantity]}")
+            ax.grid(axis="y", alpha=0)
+        reference = rows["reference"].iloc[0]
+        fig.suptitle(f"Paired differences in {axis} against {axis}={reference}, seed by seed")
+        fig.tight_layout()
+        figures.append(Figure(
+            _save(fig, out / _file_name("paired", axis)),
+            f"Each configuration minus the one with {axis}={reference} and the same other "
+            "settings, run by run over the seeds both completed (a seed fixes the shards and "
+            "x0, so the pairs share them); the mean difference with its 95% Student-t "
+            "interval. An interval that excludes 0 is a difference the seeds resolve."))
+    return figures
+
+
 def draw(results, out_dir) -> list[Path]:
     """Write the report's figures under OUT_DIR; RESULTS is a Results or a path to load().
-    Returns the written PNG paths."""
+    Returns the written PNG paths (each with a vector PDF beside it)."""
+    return [f.path for f in figures(results, out_dir)]
+
+
+def figures(results, out_dir) -> list[Figure]:
+    """The figures of draw(), with their captions; paired.csv too where seeds pair runs."""
     if _MISSING:
         raise ImportError(_MISSING)
     if not isinstance(results, lr.Results):
         results = lr.load(results)
+    _style()
     out = Path(out_dir)
-    written = []
+    written = summary_figures(results, out)
+    paired = paired_differences(results)
+    if len(paired):
+        out.mkdir(parents=True, exist_ok=True)
+        paired.to_csv(out / "paired.csv", index=False)
+        written += paired_figures(results, paired, out)
 
     loss_name = lr.loss_metric(results)
     loss = lr.series(results, loss_name)
-    loss_label = ("training loss (full batch)" if loss_name == "train_loss"
-                  else "minibatch loss (mean over the metrics window)")
+    words = _METRIC_WORDS[loss_name]
     bits, bit_unit = _scale(loss["cumulative_bits"], _BIT_UNITS)
     seconds, second_unit = _scale(loss["cumulative_comm_seconds"], _SECOND_UNITS)
     loss = loss.assign(cumulative_bits=bits, cumulative_comm_seconds=seconds)
+    band_words = ("Lines are over the seeds (the geometric mean where the quantity is positive "
+                  "and drawn on a log axis); bands as the legend says. Diverged runs end in ×.")
+    title = words[0].upper() + words[1:].split(" (")[0]
     written += [
-        _figure(results, loss, "step", f"{loss_label[0].upper()}{loss_label[1:]} vs steps",
-                "step", loss_name, out / "loss-vs-steps.png"),
-        _figure(results, loss, "cumulative_bits",
-                f"{loss_label[0].upper()}{loss_label[1:]} vs bits sent",
-                f"cumulative bits sent per worker ({bit_unit})", loss_name,
-                out / "loss-vs-bits.png"),
-        _figure(results, loss, "cumulative_comm_seconds",
-                f"{loss_label[0].upper()}{loss_label[1:]} vs projected communication time",
-                f"cumulative projected communication time ({second_unit})",
-                loss_name, out / "loss-vs-comm-time.png"),
+        _curves(results, loss, "step", f"{title} vs steps", "step", words,
+                out / "loss-vs-steps.png", f"The {words} at each evaluated step. {band_words}"),
+        _curves(results, loss, "cumulative_bits", f"{title} vs bits sent",
+                f"bits sent per worker so far ({bit_unit})", words, out / "loss-vs-bits.png",
+                f"The {words} against the bits each worker has sent. {band_words}"),
+        _curves(results, loss, "cumulative_comm_seconds",
+                f"{title} vs projected communication time",
+                f"projected communication time so far ({second_unit})", words,
+                out / "loss-vs-comm-time.png",
+                f"The {words} against the communication time the network model projects "
+                f"(not measured). {band_words}"),
     ]
     if lr.has_metric(results, "test_accuracy"):
-        written.append(_figure(results, lr.series(results, "test_accuracy"), "step",
-                               "Test accuracy vs steps", "step",
-                               "test accuracy (fraction correct)",
-                               out / "test-accuracy-vs-steps.png"))
+        written.append(_curves(results, lr.series(results, "test_accuracy"), "step",
+                               "Test accuracy vs steps", "step", _METRIC_WORDS["test_accuracy"],
+                               out / "test-accuracy-vs-steps.png",
+                               f"Test accuracy at each evaluated step. {band_words}"))
 
     for probe, name in lr.probe_names(results):
         info = lr.series_info(results, probe, name)
@@ -236,17 +569,19 @@ def draw(results, out_dir) -> list[Path]:
         if bound is not None and bound.per_dimension != info.per_dimension:
             bound = None  # the series is not on the bound's scale (e.g. d not divided out)
         frame = lr.probe_frame(results, probe, name)
-        if bound is not None and not _all_covered(results, frame["run_id"], bound.covers):
-            bound = None  # a run the bound is not about would seem to break it
-        title = f"Probe {probe}: {name}" + (" / d" if info.per_dimension else "")
+        shown = name.replace("_", " ") + (" / d" if info.per_dimension else "")
+        caption = f"Probe {probe}, series {name}" + (", divided by the dimension d" if
+                                                      info.per_dimension else "")
         if info.meaning:
-            recorded = ("shown divided by d; recorded: " if info.per_dimension else "recorded: ")
-            title += "\n" + textwrap.fill(recorded + info.meaning, 80)
-        written.append(_figure(
-            results, frame, "step", title, "step",
-            f"{name}{' / d' if info.per_dimension else ''} (mean over workers)",
-            out / _file_name("probe", probe, name), bound))
-    return [p for p in written if p is not None]
+            caption += f"; recorded as {info.meaning}"
+        if bound is not None:
+            caption += (f". The dashed line, {bound.label}, is drawn only on the lines whose "
+                        f"runs all have {bound.covers[0]} = {bound.covers[1]}")
+        written.append(_curves(results, frame, "step", f"Probe {probe}: {shown}", "step",
+                               f"{shown} (mean over workers)",
+                               out / _file_name("probe", probe, name),
+                               caption + ". " + band_words, bound))
+    return [f for f in written if f is not None]
 
 
 def _all_covered(results, run_ids, covers: tuple[str, str]) -> bool:
@@ -284,6 +619,12 @@ def _statistic(results, label: str, series: str, reduction: str) -> pd.DataFrame
 def draw_evidence(check_dir, out_dir) -> list[Path]:
     """One figure per verdict of CHECK_DIR/check.json that names its statistic: the statistic of
     the runs the verdict judged, its bound, and the steps that broke the claim or a premise."""
+    return [f.path for f in evidence_figures(check_dir, out_dir)]
+
+
+def evidence_figures(check_dir, out_dir) -> list[Figure]:
+    """draw_evidence()'s figures with their captions."""
+    _style()
     check = json.loads((Path(check_dir) / "check.json").read_text())
     out = Path(out_dir)
     written = []
@@ -335,13 +676,12 @@ def draw_evidence(check_dir, out_dir) -> list[Path]:
         ax.set_ylabel(", ".join(x.split("/")[-1].split(" ")[-1] for x in stat["series"]))
         ax.set_title(textwrap.fill(f"{v['assertion']} on {v['run']}: {v['verdict']}", 70),
                      fontsize=10)
-        ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
         path = out / _file_name("evidence", f"{k:02d}", v["assertion"], v["run"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100, bbox_inches="tight")
-        plt.close(fig)
-        written.append(path)
+        written.append(Figure(_save(fig, path), (
+            f"The evidence of verdict {k}, {v['assertion']} on {v['run']} ({v['verdict']}): "
+            f"{', '.join(stat['series'])}, {stat['reduction']}, of the runs it judged only, "
+            "with its bound; a violation or a failed premise is marked at its step.")))
     return written
 
 
@@ -350,20 +690,36 @@ def main(argv=None) -> int:
         prog="python3 -m lemmalab.plots",
         description="Draw a lemmalab results database as PNG figures; prints their paths.")
     parser.add_argument("results", help="results.sqlite, its folder, or a lemmalab check folder")
-    parser.add_argument("out_dir", help="folder to write the PNG files into (created)")
+    parser.add_argument("out_dir", help="folder to write the figures into (created)")
+    parser.add_argument("--html", metavar="FILE",
+                        help="also write the self-contained report page FILE (report.html)")
+    parser.add_argument("--plots-at", metavar="DIR",
+                        help="where the figures will be when the page is read (default: OUT_DIR)")
     args = parser.parse_args(argv)
     if _MISSING:
         print(_MISSING, file=sys.stderr)
         return 3
     try:
-        paths = draw(lr.load(args.results), args.out_dir)
+        results = lr.load(args.results)
+        drawn = figures(results, args.out_dir)
         if (Path(args.results) / "check.json").is_file():
-            paths += draw_evidence(args.results, args.out_dir)
+            drawn += evidence_figures(args.results, args.out_dir)
     except lr.NotResultsError as e:
         print(f"lemmalab.plots: {e}", file=sys.stderr)
         return 2
-    for path in paths:
-        print(path)
+    for figure in drawn:
+        print(figure.path)
+        print(figure.path.with_suffix(".pdf"))
+    if args.html:
+        from lemmalab import report_page
+
+        folder = Path(args.results)
+        folder = folder if folder.is_dir() else folder.parent
+        paired = Path(args.out_dir) / "paired.csv"
+        report_page.write(folder, results, drawn,
+                          pd.read_csv(paired) if paired.is_file() else None, args.html,
+                          args.plots_at or args.out_dir)
+        print(args.html)
     return 0
 
 

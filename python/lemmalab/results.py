@@ -1,8 +1,9 @@
 """Read a lemmalab results database (written by `lemmalab run`, `sweep` or `check`) into pandas.
 
     r = load("out/sweep")                  # a results.sqlite, its folder, or a check folder
-    axes(r)                                # ['beta', 'compressor.name']: what varies, not seed
-    configurations(r)                      # one row per axis combination, its run_ids and seeds
+    axes(r)                                # ['beta', 'compressor']: what varies, not seed
+    configurations(r)                      # one row per configuration, its run_ids and seeds
+    r.runs["configuration"]                # each run's configuration, named as the report does
     series(r, "train_loss")                # tidy: run_id, step, value, cumulative_bits, ...
     probe_frame(r, "ef-norm", "worker_sq_norm")   # mean over workers, / d where per_dimension
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
 DATABASE = "results.sqlite"
@@ -46,6 +48,62 @@ class NotResultsError(ValueError):
 class SeriesInfo(NamedTuple):
     meaning: str
     per_dimension: bool  # the summary shows the series divided by the dimension d
+
+
+def show_value(value) -> str:
+    """A setting's value as the report (cli/report.cc) prints it: integral numbers without a
+    fraction, others in their shortest form, NULL as ''."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (float, np.floating)):
+        return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(float(value))
+    if isinstance(value, np.integer):
+        return str(int(value))
+    return str(value)
+
+
+def _applies(run: pd.Series, path: str, labels: set) -> bool:
+    """Whether RUN reads the option PATH a sweep axis sets (cli/report.cc AxisApplies): an
+    optimizer option only where the run's optimizer has it, a labelled one
+    (optimizer.<label>.x) only on that label's runs; any other axis applies to every run."""
+    parts = path.split(".")
+    if parts[0] != "optimizer" or len(parts) == 1:
+        return True
+    first = 1
+    if len(parts) > 2 and parts[1] in labels:
+        if run["label"] != parts[1]:
+            return False
+        first = 2
+    key = ".".join(parts[first:])
+    return any((c == key or c.startswith(key + ".")) and show_value(run[c]) != ""
+               for c in run.index if c not in RUN_COLUMNS)
+
+
+def _point_columns(runs: pd.DataFrame, points: dict, meta: dict) -> pd.DataFrame:
+    """A sweep's runs with one column per swept axis but the seed, holding the point's value
+    where the run reads the axis (NaN where not), and `sweep_configuration`: those values named
+    in the axes' order ('' where none applies)."""
+    names = json.loads(meta.get("sweep_axes") or "[]")
+    paths = json.loads(meta.get("sweep_axis_paths") or "[]")
+    labels = set(runs["label"])
+    values = {name: [] for name in names if name != "seed"}
+    named = []
+    for _, run in runs.iterrows():
+        axes = points.get(run["point"]) if isinstance(run["point"], str) else None
+        parts = []
+        for name, path in zip(names, paths + names[len(paths):]):
+            if name == "seed":
+                continue
+            value = (axes or {}).get(name) if axes and _applies(run, path, labels) else None
+            values[name].append(math.nan if value is None else value)
+            if value is not None:
+                parts.append(f"{name}={show_value(value)}")
+        named.append(" ".join(parts))
+    runs = runs.assign(**values)
+    runs["sweep_configuration"] = named
+    return runs
 
 
 @dataclass
@@ -106,17 +164,20 @@ def _read_one(path: Path) -> Results:
             return frame.astype({k: v for k, v in _DTYPES.items() if k in frame
                                  and not (k == "value" and "key" in frame)})
 
+        points = (dict((p, json.loads(a)) for p, a in db.execute("SELECT point, axes FROM points"))
+                  if "points" in tables else {})
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         empty_probes = "SELECT 0 AS run_id, 0 AS step, '' AS probe, '' AS series, " \
                        "0 AS worker, 0.0 AS value WHERE 0"
         return Results(
-            runs=read("SELECT * FROM runs ORDER BY run_id"),
+            runs=_point_columns(read("SELECT * FROM runs ORDER BY run_id"), points, meta),
             metrics=read("SELECT run_id, step, name, worker, value FROM metrics"),
             probes=read("SELECT run_id, step, probe, series, worker, value FROM probes"
                         if "probes" in tables else empty_probes),
             hyperparameters=read("SELECT run_id, key, value, type FROM hyperparameters"
                                  if "hyperparameters" in tables else
                                  "SELECT 0 AS run_id, '' AS key, '' AS value, '' AS type WHERE 0"),
-            meta=dict(db.execute("SELECT key, value FROM meta").fetchall()),
+            meta=meta,
             # Older databases have no probe_series: every series is then shown as recorded.
             probe_series=read("SELECT probe, series, meaning, per_dimension FROM probe_series"
                               if "probe_series" in tables else
@@ -156,40 +217,75 @@ def load(path) -> Results:
     runs = concat("runs")
     if "seed" not in runs:  # the replicate column every helper groups by
         runs["seed"] = math.nan
-    return Results(
+    results = Results(
         runs=runs, metrics=concat("metrics"), probes=concat("probes"),
         hyperparameters=concat("hyperparameters"), meta=parts[0].meta,
         probe_series=concat("probe_series").drop_duplicates(["probe", "series"]),
         sources=[s for p in parts for s in p.sources])
+    _name_configurations(results)
+    return results
+
+
+# Columns load() derives: a sweep's configuration from its point, and the run's configuration.
+_DERIVED = ("sweep_configuration", "configuration")
+
+
+def _swept(results: Results) -> list[str]:
+    """A sweep's axes as columns (the seed aside), in meta `sweep_axes` order."""
+    return [a for a in json.loads(results.meta.get("sweep_axes") or "[]")
+            if a != "seed" and a in results.runs]
 
 
 def hyperparameter_columns(results: Results) -> list[str]:
-    """The runs columns that hold hyperparameters (everything after the fixed columns)."""
-    return [c for c in results.runs.columns if c not in RUN_COLUMNS]
+    """The runs columns that hold hyperparameters (everything after the fixed columns, but the
+    columns load() derives)."""
+    derived = {*_DERIVED, *_swept(results)}
+    return [c for c in results.runs.columns if c not in RUN_COLUMNS and c not in derived]
+
+
+def _varying_by_label(runs: pd.DataFrame, settings: list[str]) -> dict[str, list[str]]:
+    """Per label, the settings (sorted) that differ between its runs, NULL counting as a value."""
+    return {label: [c for c in sorted(settings) if group[c].map(show_value).nunique() > 1]
+            for label, group in runs.groupby("label", sort=False)}
+
+
+def _name_configurations(results: Results) -> None:
+    """Sets runs["configuration"], the rule cli/report.cc names summary.csv's rows by (the
+    Python tests check that both agree): the label where runs have several, then a sweep run's
+    axes (those its optimizer reads, the seed aside), or otherwise the settings that differ
+    between the runs of its label; a run with nothing else to say is named by its label."""
+    runs = results.runs
+    several = runs["label"].nunique() > 1
+    settings = [c for c in hyperparameter_columns(results) if c != "seed"]
+    plain = runs[runs["sweep_configuration"] == ""]
+    varying = _varying_by_label(plain, settings) if len(plain) else {}
+    names = []
+    for _, run in runs.iterrows():
+        parts = [run["label"]] if several else []
+        if run["sweep_configuration"]:
+            parts.append(run["sweep_configuration"])
+        else:
+            parts += [f"{c}={show_value(run[c])}" for c in varying[run["label"]]
+                      if show_value(run[c]) != ""]
+        names.append(" ".join(parts) or run["label"])
+    runs["configuration"] = names
 
 
 def axes(results: Results) -> list[str]:
-    """The columns that vary across runs, in meta `sweep_axes` order first, then the other
-    hyperparameters, then `label` (when several labels exist). `seed` is never an axis.
-
-    A column varies when it holds two or more distinct non-NULL values: NULL only means the
-    run's optimizer does not read the key. Outside `sweep_axes`, a column that is a function of
-    the label (adam's lr vs birder's lr in a plain run) adds nothing to it and is left out.
+    """The columns that configurations differ by, every option that varies (the seed never):
+    a sweep's axes in meta `sweep_axes` order, then the settings that differ between runs of
+    one label outside a sweep, then `label` (where runs have several). A sweep axis that holds
+    a table (compressor = {name = "top-k", fraction = 0.05}) is one column, its values named as
+    the sweep names them ("top-k(fraction=0.05)").
     """
     runs = results.runs
-    several_labels = runs["label"].nunique() > 1
-
-    def varies(column: str) -> bool:
-        return runs[column].nunique(dropna=True) > 1
-
-    def follows_label(column: str) -> bool:
-        return several_labels and runs.groupby("label")[column].nunique(dropna=False).max() <= 1
-
-    swept = json.loads(results.meta.get("sweep_axes") or "[]")
-    found = [a for a in swept if a in runs and a != "seed" and varies(a)]
-    found += [c for c in hyperparameter_columns(results)
-              if c != "seed" and c not in found and varies(c) and not follows_label(c)]
-    if several_labels and "label" not in found:
+    found = _swept(results)
+    plain = runs[runs["sweep_configuration"] == ""]
+    if len(plain):
+        settings = [c for c in hyperparameter_columns(results) if c != "seed"]
+        for columns in _varying_by_label(plain, settings).values():
+            found += [c for c in columns if c not in found]
+    if runs["label"].nunique() > 1:
         found.append("label")
     # Axes every run has first: the first one facets the plots, and an option only some
     # optimizers read (1-bit Adam's warmup_steps) would put every other run in one "unset" panel.
@@ -197,46 +293,32 @@ def axes(results: Results) -> list[str]:
     return found
 
 
-def _show(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "unset"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
 def describe(values: dict) -> str:
-    """A configuration's name: 'beta=0.9 compressor.name=sign'; a label shows as itself."""
-    shown = [_show(v) if k == "label" else f"{k}={_show(v)}" for k, v in values.items()]
+    """Part of a configuration's name: 'beta=0.9 compressor=sign'; a label shows as itself, and
+    a setting the run does not read (NULL: sgd's compressor) not at all, as in the name."""
+    shown = [show_value(v) if k == "label" else f"{k}={show_value(v)}"
+             for k, v in values.items() if show_value(v) != ""]
     return " ".join(shown) or "all runs"
 
 
 def configurations(results: Results) -> pd.DataFrame:
-    """One row per combination of the axes (seeds pooled): the axis values, `configuration`
-    (its name), `run_ids` and `seeds` (sorted tuples), in the order runs first appear."""
+    """One row per configuration (seeds pooled), in the order runs first appear: the axis
+    values, `configuration` (its name, as in the report's summary.csv), `run_ids` and `seeds`
+    (sorted tuples). A run that repeats another of the configuration with the same seed (sgd
+    beside a Birder-only axis: the same computation) is counted once, as the report does."""
     keys = axes(results)
-    runs = results.runs
-    # One key is passed bare: pandas then yields scalar keys (a 1-list warns in pandas 1.5).
-    by = keys[0] if len(keys) == 1 else keys
-    groups = (runs.groupby(by, dropna=False, sort=False) if keys
-              else [((), runs)] if len(runs) else [])
     rows = []
-    for key, group in groups:
-        values = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
-        rows.append({**values, "configuration": describe(values),
-                     "run_ids": tuple(sorted(group["run_id"])),
-                     "seeds": tuple(sorted(group["seed"].dropna()))})
+    for name, group in results.runs.groupby("configuration", sort=False):
+        once = group.drop_duplicates("seed") if group["seed"].notna().all() else group
+        rows.append({**{k: group[k].iloc[0] for k in keys}, "configuration": name,
+                     "run_ids": tuple(sorted(once["run_id"])),
+                     "seeds": tuple(sorted(once["seed"].dropna()))})
     return pd.DataFrame(rows, columns=[*keys, "configuration", "run_ids", "seeds"])
 
 
 def run_keys(results: Results) -> pd.DataFrame:
     """Per run_id: its seed, axis values and configuration name (to merge into series)."""
-    keys = axes(results)
-    runs = results.runs[["run_id", "seed", *keys]].copy()
-    # Without axes (one configuration, seeds only) every run has the same name.
-    runs["configuration"] = ([describe(dict(zip(keys, row))) for row in
-                              runs[keys].itertuples(index=False)] if keys else describe({}))
-    return runs
+    return results.runs[["run_id", "seed", *axes(results), "configuration"]].copy()
 
 
 def _cumulative(results: Results) -> pd.DataFrame:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 from pathlib import Path
 
 from lemmalab import plots
@@ -61,6 +62,12 @@ def bits(run_id, step):
 COMM = {2: 0.5, 4: 0.25}
 
 
+def final_loss(run_id):
+    """The final loss planted in run RUN_ID: not linear in the id, so paired differences vary
+    by seed."""
+    return 0.5 + run_id ** 2 / 1000
+
+
 def make_db(path, runs, meta=None, probe_series=True, test_accuracy=True):
     """Write a results database: RUNS are dicts of hyperparameters plus label/point/seed.
 
@@ -72,7 +79,10 @@ def make_db(path, runs, meta=None, probe_series=True, test_accuracy=True):
     db.executescript(SCHEMA + (PROBE_SERIES if probe_series else ""))
     for key, value in {"spec_path": "spec.toml", "lemmalab_version": "0.1", **(meta or {})}.items():
         db.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
-    hyper = sorted({k for r in runs for k in r if k not in ("label", "point")},
+    points = {r["point"]: r["axes"] for r in runs if r.get("point")}
+    db.executemany("INSERT INTO points VALUES (?, ?, ?)",
+                   [(p, i, json.dumps(a)) for i, (p, a) in enumerate(points.items(), 1)])
+    hyper = sorted({k for r in runs for k in r if k not in ("label", "point", "axes")},
                    key=lambda k: (k == "seed", k))
     for k in hyper:
         db.execute(f'ALTER TABLE runs ADD COLUMN "{k}"')
@@ -81,6 +91,8 @@ def make_db(path, runs, meta=None, probe_series=True, test_accuracy=True):
                    "dimension", *hyper]
         values = [run_id, run.get("point"), run["label"], run["label"], "constant", "completed",
                   4, D, *(run.get(k) for k in hyper)]
+        columns.append("final_loss")
+        values.append(final_loss(run_id))
         db.execute(f"INSERT INTO runs({', '.join(map(json.dumps, columns))}) "
                    f"VALUES ({', '.join('?' * len(values))})", values)
         for k in hyper:
@@ -116,7 +128,9 @@ def sweep_runs():
     for beta in (0.9, 0.99):
         for compressor in ("sign", "top-k"):
             for seed in (1, 2, 3):
-                runs.append({"point": f"beta={beta} compressor={compressor} seed={seed}",
+                shown = "top-k(k=2)" if compressor == "top-k" else compressor
+                runs.append({"point": f"compressor={shown} beta={beta} seed={seed}",
+                             "axes": {"compressor": shown, "beta": beta, "seed": seed},
                              "label": "birder", "beta": beta, "compressor.name": compressor,
                              "compressor.k": 2 if compressor == "top-k" else None,
                              "workers": 2, "steps": 4, "seed": seed})
@@ -138,7 +152,8 @@ class Fixture(unittest.TestCase):
         cls._fixtures = tempfile.TemporaryDirectory()
         root = Path(cls._fixtures.name)
         cls.sweep_db = make_db(root / "sweep" / "results.sqlite", sweep_runs(), meta={
-            "sweep_axes": json.dumps(["compressor.name", "beta", "seed"])})
+            "sweep_axes": json.dumps(["compressor", "beta", "seed"]),
+            "sweep_axis_paths": json.dumps(["optimizer.compressor", "optimizer.beta", "seed"])})
         cls.plain_db = make_db(root / "plain" / "results.sqlite", plain_runs(),
                                probe_series=False, test_accuracy=False)
 
@@ -159,13 +174,12 @@ class ResultsTest(Fixture):
         self.assertEqual(list(by_file.runs["run_id"]), list(by_folder.runs["run_id"]))
         self.assertEqual(by_file.meta["lemmalab_version"], "0.1")
 
-    def test_axes_follow_sweep_axes_and_skip_seed_and_constants(self):
+    def test_axes_are_the_sweep_axes_but_the_seed(self):
         r = lr.load(self.sweep_db)
-        # workers/steps are constant, compressor.k is NULL-or-2 (set only where read), seed is
-        # the replicate; the order is meta sweep_axes', not the columns' (beta comes first).
-        self.assertEqual(lr.axes(r), ["compressor.name", "beta"])
-        del r.meta["sweep_axes"]
-        self.assertEqual(lr.axes(r), ["beta", "compressor.name"])
+        # A sweep's runs differ by its axes, in meta sweep_axes' order; the compressor axis is
+        # one column named as the sweep names it, so top-k keeps its k.
+        self.assertEqual(lr.axes(r), ["compressor", "beta"])
+        self.assertEqual(sorted(set(r.runs["compressor"])), ["sign", "top-k(k=2)"])
 
     def test_configurations_pool_exactly_the_seeds(self):
         r = lr.load(self.sweep_db)
@@ -177,10 +191,12 @@ class ResultsTest(Fixture):
             self.assertEqual(config["seeds"], (1, 2, 3))
             members = runs.loc[list(config["run_ids"])]
             self.assertEqual(set(members["beta"]), {config["beta"]})
-            self.assertEqual(set(members["compressor.name"]), {config["compressor.name"]})
+            self.assertEqual(set(members["compressor"]), {config["compressor"]})
             seen += config["run_ids"]
         self.assertEqual(sorted(seen), list(range(1, 13)))
-        self.assertEqual(configs["configuration"].iloc[0], "compressor.name=sign beta=0.9")
+        self.assertEqual(list(configs["configuration"]),
+                         ["compressor=sign beta=0.9", "compressor=top-k(k=2) beta=0.9",
+                          "compressor=sign beta=0.99", "compressor=top-k(k=2) beta=0.99"])
 
     def test_cumulative_bits_and_comm_time(self):
         r = lr.load(self.sweep_db)
@@ -256,35 +272,175 @@ class ResultsTest(Fixture):
             lr.load(other)
 
 
+class Captured:
+    """Keeps every figure plots draws, by file name, to inspect what it shows."""
+
+    def __init__(self):
+        self.figures = {}
+        self._patch = mock.patch.object(plots, "_save", side_effect=self._keep)
+        self._save = plots._save
+
+    def _keep(self, fig, path):
+        self.figures[Path(path).name] = fig
+        return self._save(fig, path)
+
+    def __enter__(self):
+        self._patch.start()
+        return self
+
+    def __exit__(self, *_):
+        self._patch.stop()
+
+
+def legend_texts(fig):
+    return [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+
+
+def dashed_lines(ax):
+    return [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+
+
 class PlotsTest(Fixture):
-    def assert_pngs(self, paths, out, names):
+    def assert_figures(self, paths, out, names):
+        """PATHS are the PNGs NAMES, each with its PDF beside it, and OUT holds only those."""
         self.assertEqual(sorted(Path(p).name for p in paths), sorted(names))
-        self.assertEqual(sorted(p.name for p in out.iterdir()), sorted(names))
+        pdfs = [n.replace(".png", ".pdf") for n in names]
+        self.assertEqual(sorted(p.name for p in out.iterdir() if p.suffix in (".png", ".pdf")),
+                         sorted(names + pdfs))
         for path in paths:
             data = Path(path).read_bytes()
             self.assertGreater(len(data), 1000)
             self.assertEqual(data[:8], PNG_SIGNATURE)
+            self.assertEqual(Path(path).with_suffix(".pdf").read_bytes()[:5], b"%PDF-")
 
     def test_draw_sweep(self):
         out = self.tmp / "figures"
         paths = plots.draw(lr.load(self.sweep_db), out)
-        self.assert_pngs(paths, out, [
+        self.assert_figures(paths, out, [
+            "summary-beta.png", "paired-compressor.png", "paired-beta.png",
             "loss-vs-steps.png", "loss-vs-bits.png", "loss-vs-comm-time.png",
             "test-accuracy-vs-steps.png", "probe-ef-norm-worker_sq_norm.png",
             "probe-q-domain-worker_fraction.png"])
+        self.assertTrue((out / "paired.csv").is_file())
 
     def test_band_is_t_interval_with_three_seeds_and_min_max_with_two(self):
         import pandas as pd
         frame = pd.DataFrame({"run_id": [1, 2, 3], "step": [0, 0, 0], "value": [1.0, 2.0, 3.0]})
-        stats, band = plots._over_seeds(frame, "step")
+        stats, band = plots._over_seeds(frame, "step", log=False)
         half = 4.303 / math.sqrt(3)  # t_{0.975, 2} * sd 1 / sqrt(3)
-        self.assertIn("95% t-CI", band)
-        self.assertAlmostEqual(stats["lo"].iloc[0], 2.0 - half)
-        self.assertAlmostEqual(stats["hi"].iloc[0], 2.0 + half)
-        stats, band = plots._over_seeds(frame[frame["run_id"] < 3], "step")
+        self.assertIn("95% t-interval of the mean", band)
+        self.assertAlmostEqual(stats["lo"].iloc[0], 2.0 - half, places=3)
+        self.assertAlmostEqual(stats["hi"].iloc[0], 2.0 + half, places=3)
+        stats, band = plots._over_seeds(frame[frame["run_id"] < 3], "step", log=False)
         self.assertIn("min–max", band)
         self.assertEqual((stats["lo"].iloc[0], stats["hi"].iloc[0]), (1.0, 2.0))
-        self.assertIsNone(plots._over_seeds(frame[frame["run_id"] == 1], "step")[1])
+        self.assertIsNone(plots._over_seeds(frame[frame["run_id"] == 1], "step", False)[1])
+
+    def test_a_positive_quantitys_band_is_taken_in_log_space_and_stays_positive(self):
+        import pandas as pd
+        # 1, 10, 100: log10 values 0, 1, 2 (sd 1): geometric mean 10, band 10^(1 +- t s / sqrt 3),
+        # where the mean +- t-interval of the values themselves would reach 37 - 122 < 0.
+        frame = pd.DataFrame({"run_id": [1, 2, 3], "step": [0] * 3, "value": [1.0, 10.0, 100.0]})
+        stats, band = plots._over_seeds(frame, "step", log=True)
+        half = 4.303 / math.sqrt(3)
+        self.assertIn("geometric mean", band)
+        self.assertAlmostEqual(stats["mean"].iloc[0], 10.0)
+        self.assertAlmostEqual(math.log10(stats["lo"].iloc[0]), 1 - half, places=3)
+        self.assertAlmostEqual(math.log10(stats["hi"].iloc[0]), 1 + half, places=3)
+        self.assertGreater(stats["lo"].iloc[0], 0)
+
+    def test_t_quantiles_match_the_tables(self):
+        for df, t in ((1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (11, 2.2010),
+                      (29, 2.0452), (100, 1.9840)):
+            self.assertAlmostEqual(plots.t975(df), t, places=4, msg=f"df = {df}")
+
+    def test_panels_fill_a_grid_sized_to_their_number(self):
+        for n, shape in ((1, (1, 1)), (3, (1, 3)), (4, (2, 2)), (5, (2, 3)), (9, (3, 3))):
+            fig, grid = plots._grid(n)
+            self.assertEqual(grid.shape, shape, f"{n} panels")
+            self.assertEqual(sum(ax.get_visible() for ax in grid.flat), n)
+
+    def test_curves_are_on_log_axes_in_words_with_every_option_in_the_legend(self):
+        with Captured() as c:
+            plots.draw(lr.load(self.sweep_db), self.tmp / "figures")
+        fig = c.figures["loss-vs-steps.png"]
+        panels = [ax for ax in fig.axes if ax.get_visible()]
+        # The loss falls from 8 to 0.5: a log axis, labelled in words, a panel per compressor.
+        self.assertEqual([ax.get_yscale() for ax in panels], ["log", "log"])
+        self.assertEqual(panels[0].get_ylabel(), "training loss (full batch)")
+        self.assertEqual([ax.get_title() for ax in panels],
+                         ["compressor=sign", "compressor=top-k(k=2)"])
+        self.assertEqual(legend_texts(fig), ["beta=0.9 (3 seeds)", "beta=0.99 (3 seeds)"])
+        title = fig.legends[0].get_title().get_text().splitlines()
+        self.assertEqual(title, ["line: geometric mean over seeds",
+                                 "95% t-interval of the geometric mean over seeds"])
+        for ax in panels:
+            for band in ax.collections:
+                self.assertGreater(band.get_paths()[0].vertices[:, 1].min(), 0)
+        probe = c.figures["probe-ef-norm-worker_sq_norm.png"]
+        self.assertEqual(probe._suptitle.get_text(), "Probe ef-norm: worker sq norm / d")
+
+    def test_a_bound_is_drawn_only_on_the_lines_it_is_about(self):
+        path = self.tmp / "results.sqlite"
+        shutil.copy(self.sweep_db, path)
+        db = sqlite3.connect(path)
+        db.execute("UPDATE hyperparameters SET value = 'stochastic-binary' "
+                   "WHERE key = 'compressor.name' AND value = 'sign'")
+        db.commit()
+        db.close()
+        with Captured() as c:
+            plots.draw(lr.load(path), self.tmp / "figures")
+        fig = c.figures["probe-ef-norm-worker_sq_norm.png"]
+        sign, top_k = [ax for ax in fig.axes if ax.get_visible()]
+        # Lemma 1 covers the stochastic-binary runs: one line of the bound per line of those
+        # runs, in its colour; none in the top-k panel.
+        bounds = dashed_lines(sign)
+        self.assertEqual(len(bounds), 2)
+        self.assertEqual([b.get_ydata()[0] for b in bounds], [1.0, 1.0])
+        solid = [line for line in sign.get_lines() if line.get_linestyle() == "-"]
+        self.assertEqual([b.get_color() for b in bounds], [line.get_color() for line in solid])
+        self.assertEqual(dashed_lines(top_k), [])
+
+    def test_a_diverged_run_is_marked_and_does_not_set_the_scale(self):
+        path = self.tmp / "results.sqlite"
+        shutil.copy(self.sweep_db, path)
+        db = sqlite3.connect(path)
+        db.execute("UPDATE runs SET status = 'diverged at step 2: the training loss is not "
+                   "finite' WHERE run_id = 1")
+        db.execute("UPDATE metrics SET value = 1e9 WHERE run_id = 1 AND step = 2")
+        db.execute("DELETE FROM metrics WHERE run_id = 1 AND step = 4")
+        db.execute("UPDATE probes SET value = 3000 WHERE run_id = 1 AND step >= 2")
+        db.commit()
+        db.close()
+        with Captured() as c:
+            plots.draw(lr.load(path), self.tmp / "figures")
+        for name in ("loss-vs-steps.png", "probe-ef-norm-worker_sq_norm.png"):
+            fig = c.figures[name]
+            sign = fig.axes[0]
+            self.assertLess(sign.get_ylim()[1], 100, name)  # the healthy runs reach 8.04
+            texts = legend_texts(fig)
+            self.assertIn("beta=0.9 (1 of 3 runs diverged)", texts, name)
+            self.assertIn("diverged run: left the scale here", texts, name)
+        # The summary figure's point is the mean of the two runs that completed, as in
+        # summary.csv.
+        loss_panel = c.figures["summary-beta.png"].axes[0]
+        sign_points = loss_panel.containers[0].lines[0].get_ydata()
+        self.assertAlmostEqual(sign_points[0], (final_loss(2) + final_loss(3)) / 2)
+
+    def test_paired_differences_are_taken_seed_by_seed(self):
+        table = plots.paired_differences(lr.load(self.sweep_db))
+        loss = table[(table["quantity"] == "final_loss") & (table["axis"] == "compressor")]
+        first = loss.iloc[0]
+        self.assertEqual((first["value"], first["reference"], first["at"]),
+                         ("top-k(k=2)", "sign", "beta=0.9"))
+        # Runs 4-6 minus runs 1-3 (same seeds): ((r + 3)^2 - r^2) / 1000 = 0.015, 0.021, 0.027.
+        self.assertEqual(first["pairs"], 3)
+        self.assertAlmostEqual(first["mean_difference"], 0.021)
+        self.assertAlmostEqual(first["ci95"], plots.t975(2) * 0.006 / math.sqrt(3))
+        beta = table[(table["quantity"] == "final_loss") & (table["axis"] == "beta")]
+        self.assertEqual(list(beta["at"]), ["compressor=sign", "compressor=top-k(k=2)"])
+        # Runs 7-9 minus 1-3: ((r + 6)^2 - r^2) / 1000 = (12 r + 36) / 1000.
+        self.assertAlmostEqual(beta["mean_difference"].iloc[0], (12 * 2 + 36) / 1000)
 
 
 class EvidenceTest(unittest.TestCase):
@@ -338,9 +494,10 @@ class CliTest(Fixture):
         self.assertEqual(done.returncode, 0, done.stderr)
         names = [Path(line).name for line in done.stdout.splitlines()]
         # no test accuracy recorded: no such figure
-        self.assertEqual(names, ["loss-vs-steps.png", "loss-vs-bits.png",
-                                 "loss-vs-comm-time.png", "probe-ef-norm-worker_sq_norm.png",
-                                 "probe-q-domain-worker_fraction.png"])
+        self.assertEqual(names[::2], ["loss-vs-steps.png", "loss-vs-bits.png",
+                                      "loss-vs-comm-time.png", "probe-ef-norm-worker_sq_norm.png",
+                                      "probe-q-domain-worker_fraction.png"])
+        self.assertEqual(names[1::2], [n.replace(".png", ".pdf") for n in names[::2]])
         self.assertTrue(all(Path(line).is_file() for line in done.stdout.splitlines()))
 
     def test_missing_database_exits_2_naming_it(self):
