@@ -124,14 +124,13 @@ _FINALS = [("final_loss", "final training loss"),
            ("bits_per_param_step", "bits sent / parameter / step")]
 
 
-def _style():
-    """A figure style a paper can take as is: small serif-free type, no top/right spines,
-    TrueType fonts in the PDFs (editable, accepted by publishers)."""
-    plt.rcParams.update({
-        "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 8,
-        "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False,
-        "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.4,
-        "pdf.fonttype": 42, "ps.fonttype": 42, "savefig.bbox": "tight", "figure.dpi": 100})
+# A figure style a paper can take as is: small type, no top/right spines, TrueType fonts in the
+# PDFs (editable, accepted by publishers). Set only while drawing (a notebook keeps its own).
+_STYLE = {
+    "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 8,
+    "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.spines.top": False,
+    "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.4,
+    "pdf.fonttype": 42, "ps.fonttype": 42, "savefig.bbox": "tight", "figure.dpi": 100}
 
 
 def _save(fig, path: Path) -> Path:
@@ -223,7 +222,8 @@ def _split(keys: list[str]) -> tuple[str | None, list[str]]:
 
 
 def _curves(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabel: str,
-            path: Path, caption: str, bound: Bound | None = None) -> Figure | None:
+            path: Path, caption: str, bound: Bound | None = None,
+            cumulative: bool = False) -> Figure | None:
     """Draw FRAME (run_id, step, value, X, axis columns) faceted by the first axis, one line per
     combination of the others; None when there are not two finite x values to draw.
 
@@ -235,6 +235,12 @@ def _curves(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabe
     # same computation: drawn once, as the configurations count it.
     once = {i for ids in lr.configurations(results)["run_ids"] for i in ids}
     frame = frame[finite & frame["run_id"].isin(once)].copy()
+    # A running total (bits, time) that spans decades goes on a log axis, without its 0 at
+    # step 0: otherwise the cheapest optimizer's whole curve sits against the y axis.
+    sent = frame[x][frame[x] > 0]
+    log_x = cumulative and len(sent) and sent.max() / sent.min() > 100
+    if log_x:
+        frame = frame[frame[x] > 0]
     if frame[x].nunique() < 2:  # e.g. no per-step counters: only step 0's zero bits
         return None
     stopped = diverged_at(results)
@@ -279,12 +285,21 @@ def _curves(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabe
                     bands.add(band)
                     ax.fill_between(stats["x"], stats["lo"], stats["hi"], color=colors[line],
                                     alpha=0.2, lw=0)
-            if (panel, line) in covered:
-                marks[bound.label] = ax.axhline(bound.value, color=colors[line], ls="--",
-                                                  lw=1)
+        # The bound once, in black, where it is about every line of the panel; otherwise in
+        # the colour of each line it is about, and on no other.
+        about = [line for line in lines if (panel, line) in covered]
+        panel_lines = set(frame.loc[frame["panel"] == panel, "line"])
+        if about and set(about) == panel_lines:
+            marks[bound.label] = ax.axhline(bound.value, color="black", ls="--", lw=1)
+        elif about:
+            for line in about:
+                marks[f"{bound.label}, for the line in its colour"] = ax.axhline(
+                    bound.value, color=colors[line], ls="--", lw=1)
         if facet:
             ax.set_title(panel)
         ax.set_xlabel(xlabel)
+        if log_x:
+            ax.set_xscale("log")
         _set_y_scale(ax, values, log)
         _mark_off_scale(ax, frame[frame["panel"] == panel], stopped, x, colors, marks)
     for ax in grid[:, 0]:
@@ -526,8 +541,11 @@ def figures(results, out_dir) -> list[Figure]:
         raise ImportError(_MISSING)
     if not isinstance(results, lr.Results):
         results = lr.load(results)
-    _style()
-    out = Path(out_dir)
+    with plt.rc_context(_STYLE):
+        return _figures(results, Path(out_dir))
+
+
+def _figures(results, out: Path) -> list[Figure]:
     written = summary_figures(results, out)
     paired = paired_differences(results)
     if len(paired):
@@ -549,13 +567,14 @@ def figures(results, out_dir) -> list[Figure]:
                 out / "loss-vs-steps.png", f"The {words} at each evaluated step. {band_words}"),
         _curves(results, loss, "cumulative_bits", f"{title} vs bits sent",
                 f"bits sent per worker so far ({bit_unit})", words, out / "loss-vs-bits.png",
-                f"The {words} against the bits each worker has sent. {band_words}"),
+                f"The {words} against the bits each worker has sent. {band_words}",
+                cumulative=True),
         _curves(results, loss, "cumulative_comm_seconds",
                 f"{title} vs projected communication time",
                 f"projected communication time so far ({second_unit})", words,
                 out / "loss-vs-comm-time.png",
                 f"The {words} against the communication time the network model projects "
-                f"(not measured). {band_words}"),
+                f"(not measured). {band_words}", cumulative=True),
     ]
     if lr.has_metric(results, "test_accuracy"):
         written.append(_curves(results, lr.series(results, "test_accuracy"), "step",
@@ -624,7 +643,11 @@ def draw_evidence(check_dir, out_dir) -> list[Path]:
 
 def evidence_figures(check_dir, out_dir) -> list[Figure]:
     """draw_evidence()'s figures with their captions."""
-    _style()
+    with plt.rc_context(_STYLE):
+        return _evidence_figures(check_dir, out_dir)
+
+
+def _evidence_figures(check_dir, out_dir) -> list[Figure]:
     check = json.loads((Path(check_dir) / "check.json").read_text())
     out = Path(out_dir)
     written = []

@@ -381,25 +381,53 @@ class PlotsTest(Fixture):
         self.assertEqual(probe._suptitle.get_text(), "Probe ef-norm: worker sq norm / d")
 
     def test_a_bound_is_drawn_only_on_the_lines_it_is_about(self):
+        def probe_figure(runs_of_q):
+            """The ef-norm figure where RUNS_OF_Q use Birder's quantizer Q (Lemma 1's)."""
+            path = self.tmp / f"q-{len(runs_of_q)}" / "results.sqlite"
+            path.parent.mkdir()
+            shutil.copy(self.sweep_db, path)
+            db = sqlite3.connect(path)
+            db.execute("UPDATE hyperparameters SET value = 'stochastic-binary' WHERE key = "
+                       f"'compressor.name' AND run_id IN ({', '.join(map(str, runs_of_q))})")
+            db.commit()
+            db.close()
+            with Captured() as c:
+                plots.draw(lr.load(path), path.parent / "figures")
+            return [ax for ax in c.figures["probe-ef-norm-worker_sq_norm.png"].axes
+                    if ax.get_visible()]
+
+        def solid(ax):
+            return [line for line in ax.get_lines() if line.get_linestyle() == "-"]
+
+        # Every run of the sign panel uses Q: the bound once, in black; none beside top-k.
+        sign, top_k = probe_figure([1, 2, 3, 7, 8, 9])
+        (bound,) = dashed_lines(sign)
+        self.assertEqual((bound.get_ydata()[0], bound.get_color()), (1.0, "black"))
+        self.assertEqual(dashed_lines(top_k), [])
+        # Only beta = 0.9's runs (1-3) use Q: the bound in that line's colour alone.
+        sign, top_k = probe_figure([1, 2, 3])
+        (bound,) = dashed_lines(sign)
+        beta_09 = solid(sign)[0]
+        self.assertEqual(bound.get_color(), beta_09.get_color())
+        self.assertEqual(dashed_lines(top_k), [])
+
+    def test_running_totals_that_span_decades_are_on_a_log_axis(self):
+        with Captured() as c:
+            plots.draw(lr.load(self.sweep_db), self.tmp / "figures")
+        # Cumulative bits 1001..3024: not two decades, linear; the steps are always linear.
+        self.assertEqual(c.figures["loss-vs-bits.png"].axes[0].get_xscale(), "linear")
+        self.assertEqual(c.figures["loss-vs-steps.png"].axes[0].get_xscale(), "linear")
         path = self.tmp / "results.sqlite"
         shutil.copy(self.sweep_db, path)
         db = sqlite3.connect(path)
-        db.execute("UPDATE hyperparameters SET value = 'stochastic-binary' "
-                   "WHERE key = 'compressor.name' AND value = 'sign'")
+        db.execute("UPDATE metrics SET value = value * 1000 WHERE name = 'bits_sent' AND step = 4")
         db.commit()
         db.close()
         with Captured() as c:
-            plots.draw(lr.load(path), self.tmp / "figures")
-        fig = c.figures["probe-ef-norm-worker_sq_norm.png"]
-        sign, top_k = [ax for ax in fig.axes if ax.get_visible()]
-        # Lemma 1 covers the stochastic-binary runs: one line of the bound per line of those
-        # runs, in its colour; none in the top-k panel.
-        bounds = dashed_lines(sign)
-        self.assertEqual(len(bounds), 2)
-        self.assertEqual([b.get_ydata()[0] for b in bounds], [1.0, 1.0])
-        solid = [line for line in sign.get_lines() if line.get_linestyle() == "-"]
-        self.assertEqual([b.get_color() for b in bounds], [line.get_color() for line in solid])
-        self.assertEqual(dashed_lines(top_k), [])
+            plots.draw(lr.load(path), self.tmp / "log-figures")
+        ax = c.figures["loss-vs-bits.png"].axes[0]
+        self.assertEqual(ax.get_xscale(), "log")
+        self.assertGreater(min(min(line.get_xdata()) for line in ax.get_lines()), 0)
 
     def test_a_diverged_run_is_marked_and_does_not_set_the_scale(self):
         path = self.tmp / "results.sqlite"
