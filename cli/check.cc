@@ -556,8 +556,8 @@ std::string CheckMarkdown(const CheckReport& report) {
   std::string out = fmt::format(
       "# lemmalab check: {}\n\nConfidence {:g}. Results: {}.\n\nlemmalab {}, commit {}, build: "
       "{}\n\n",
-      report.spec, report.confidence, fmt::join(report.folders, ", "), build.version,
-      build.commit, build.build);
+      report.spec, report.confidence, fmt::join(report.folders, ", "), build.version, build.commit,
+      build.build);
   out += "| assertion | source | run | status | measured | bound | verdict | expected | worst |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
   for (const CheckRow& row : report.rows) {

@@ -341,9 +341,9 @@ int DrawPlots(const std::filesystem::path& dir, const std::filesystem::path& out
   env.push_back("PYTHONPATH=" + module_dir);
   env.push_back("MPLBACKEND=Agg");
   const std::string python = Python();
-  std::vector<std::string> args = {python,       "-m",          "lemmalab.plots", dir.string(),
-                                   out.string(), "--plots-at",  plots.string(),   "--html",
-                                   html.string()};
+  std::vector<std::string> args = {python,         "-m",         "lemmalab.plots",
+                                   dir.string(),   out.string(), "--plots-at",
+                                   plots.string(), "--html",     html.string()};
   const auto pointers = [](std::vector<std::string>& strings) {
     std::vector<char*> p;
     for (std::string& s : strings) p.push_back(s.data());
@@ -553,10 +553,10 @@ ReportResult WriteReport(const ReportOptions& options) {
   result.text = intro + TextTable(header, rows, "summary.csv and report.md");
   // The build that wrote the report; the runs' own builds are in runs.csv and results.sqlite.
   const BuildInfo& build = Build();
-  std::string markdown = fmt::format("# Report: {}\n\nlemmalab {}, commit {}, build: {}\n\n{}",
-                                     dir.string(), build.version, build.commit, build.build,
-                                     intro) +
-                         MarkdownTable(header, rows);
+  std::string markdown =
+      fmt::format("# Report: {}\n\nlemmalab {}, commit {}, build: {}\n\n{}", dir.string(),
+                  build.version, build.commit, build.build, intro) +
+      MarkdownTable(header, rows);
   if (!notes.empty()) {
     result.text += "\nnot completed:\n";
     markdown += "\nNot completed:\n\n";
@@ -608,8 +608,8 @@ ReportResult WriteReport(const ReportOptions& options) {
         markdown += fmt::format("![{}]({})\n", relative, relative);
         result.written.push_back(png);
       }
-      result.text += fmt::format("\nplots: {} PNGs (each with a vector PDF) in {}/\n",
-                                 pngs.size(), plots.string());
+      result.text += fmt::format("\nplots: {} PNGs (each with a vector PDF) in {}/\n", pngs.size(),
+                                 plots.string());
       result.written.push_back(html.string());
     } else {
       const std::string why =

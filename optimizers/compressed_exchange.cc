@@ -41,20 +41,6 @@ ExchangeConfig<T> ExchangeFromOptions(OptionTable& options, const ExchangeDefaul
   return config;
 }
 
-const ExchangeSymbols kGenericExchangeSymbols = {
-    .worker = {{"y+e", "compressed exchange (worker)", "the worker's message plus its error"},
-               {"r", "compressed exchange (worker)", kWorkerWords},
-               {"C(y+e)", "compressed exchange (worker)", "what the worker sends, decoded"},
-               {"s", "compressed exchange (worker)", "the scales of the worker's message"},
-               {"e", "compressed exchange (worker)", "e <- y + e - C(y + e)"}},
-    .mean = {"mean", "compressed exchange (server)", "(1/n) sum_i C(y^(i) + e^(i))"},
-    .server = {{"mean+e_bar", "compressed exchange (server)", "the mean plus the server's error"},
-               {"r", "compressed exchange (server)", kServerWords},
-               {"C(mean+e_bar)", "compressed exchange (server)", "what the server sends back"},
-               {"s", "compressed exchange (server)", "the scales of the server's message"},
-               {"e_bar", "compressed exchange (server)", "e_bar <- mean + e_bar - C(...)"}},
-};
-
 namespace {
 
 // Cuts a message into the messages of the ranges [bounds[k], bounds[k+1]). One range needs no
@@ -150,7 +136,11 @@ void CompressedExchange<T>::Send(const StepContext& ctx, int worker, ConstVector
     return;
   }
   PhiloxStream stream = ctx.Stream(Purpose::kWorkerCompression, static_cast<std::uint32_t>(worker));
-  w.Compress(y, stream, out, ctx.lr, ctx.Trace(worker), symbols_.worker, 0);
+  const TraceScope trace = ctx.Trace(worker);
+  LEMMALAB_CHECK(!trace || named_,
+                 "a traced compressed exchange without symbols: its optimizer must name them "
+                 "(CompressedExchange::set_symbols)");
+  w.Compress(y, stream, out, ctx.lr, trace, symbols_.worker, 0);
 }
 
 template <typename T>

@@ -102,8 +102,6 @@ inline constexpr std::string_view kWorkerWords =
 inline constexpr std::string_view kServerWords =
     "word j of Philox stream (seed, server-compression, server, t); under a chunked scheme "
     "chunk c's stream is (seed, server-compression, server - c, t), from the chunk's start";
-// What an exchange is called when its algorithm does not name it.
-extern const ExchangeSymbols kGenericExchangeSymbols;
 
 // One side's compression: its error feedback, its compressor instance, the statistics of its
 // last Encode and, while a probe asks for it, the record of its last compression.
@@ -186,7 +184,10 @@ class CompressedExchange {
   // The senders' error feedback and compressor state (core/state.h).
   void Persist(StateArchive& archive);
   // The names the trace gives this exchange's quantities.
-  void set_symbols(const ExchangeSymbols& symbols) { symbols_ = symbols; }
+  void set_symbols(const ExchangeSymbols& symbols) {
+    symbols_ = symbols;
+    named_ = true;
+  }
 
   // DistributedOptimizer's KeepCompressionRecords and LastCompression for the exchange's senders
   // (flat layouts only; kServer with one chunk only).
@@ -197,7 +198,10 @@ class CompressedExchange {
  private:
   using Sender = CompressingSender<T>;
   ExchangeConfig<T> config_;
-  ExchangeSymbols symbols_ = kGenericExchangeSymbols;
+  // Each algorithm's own names (set_symbols); an empty one is deliberately not traced (1-bit
+  // Adam's warmup sends the gradient the cluster traces already). There are no generic names.
+  ExchangeSymbols symbols_;
+  bool named_ = false;
   CompressorShape shape_;  // of the whole vector
   std::int64_t dimension_;
   ExchangeLayout layout_;

@@ -6,6 +6,52 @@
 namespace lemmalab {
 namespace {
 
+// onebit-adam.txt Sec. 4.1, Eq. 5 (line 140): x_{t+1} = x_t - gamma C[g_t + delta_{t-1}], the
+// error-compensated SGD these baselines run (the step size applies after the exchange).
+constexpr std::string_view kEq5 = "onebit-adam.txt Eq. 5 (line 140)";
+constexpr std::string_view kZheng =
+    "Zheng et al., NeurIPS 2019 (onebit-adam-icml-with-appendix.txt line 1198)";
+constexpr std::string_view kTang =
+    "Tang et al., ICML 2019, DoubleSqueeze (onebit-adam-icml-with-appendix.txt line 1187)";
+
+// The server's side: the mean as it is, unless server_compressor (and server_feedback) make it
+// DoubleSqueeze's C(mean + delta_bar).
+constexpr SenderSymbols ServerSide(std::string_view source) {
+  return {{"mean+delta_bar", source, "the mean plus the server's error delta_bar_{t-1}"},
+          {"r", "the compressor's draw rule", kServerWords},
+          {"C(mean+delta_bar)", source, "what the server sends back, decoded"},
+          {"s", "the compressor's message", "the scales of the server's message, per block"},
+          {"delta_bar", source, "delta_bar_t = mean + delta_bar_{t-1} - C(mean + delta_bar)"}};
+}
+
+}  // namespace
+
+const SenderSymbols kErrorCompensatedGradient = {
+    {"g+delta", kEq5, "g_t^(i) + delta_{t-1}^(i): the gradient plus the worker's error"},
+    {"r", "the compressor's draw rule", kWorkerWords},
+    {"C(g+delta)", kEq5, "C[g_t^(i) + delta_{t-1}^(i)], as the server decodes it"},
+    {"s", "the compressor's message", "the scales of C(g + delta), per block"},
+    {"delta", kEq5, "delta_t^(i) = g_t^(i) + delta_{t-1}^(i) - C[g_t^(i) + delta_{t-1}^(i)]"}};
+
+namespace {
+
+const ExchangeSymbols kEfSgdExchange = {
+    .worker = kErrorCompensatedGradient,
+    .mean = {"mean C(g+delta)", kEq5, "(1/n) sum_i C[g^(i) + delta^(i)]"},
+    .server = ServerSide("server_compressor (none by default; DoubleSqueeze's form)")};
+const ExchangeSymbols kDoubleSqueezeExchange = {
+    .worker = kErrorCompensatedGradient,
+    .mean = {"mean C(g+delta)", kTang, "(1/n) sum_i C[g^(i) + delta^(i)]"},
+    .server = ServerSide(kTang)};
+const ExchangeSymbols kEfSgdmExchange = {
+    .worker = {{"m+delta", kZheng, "m_t^(i) + delta_{t-1}^(i): the momentum plus the error"},
+               {"r", "the compressor's draw rule", kWorkerWords},
+               {"C(m+delta)", kZheng, "C[m_t^(i) + delta_{t-1}^(i)], as the server decodes it"},
+               {"s", "the compressor's message", "the scales of C(m + delta), per block"},
+               {"delta", kZheng, "delta_t^(i) = m_t^(i) + delta_{t-1}^(i) - C[...]"}},
+    .mean = {"mean C(m+delta)", kZheng, "(1/n) sum_i C[m^(i) + delta^(i)]"},
+    .server = ServerSide("server_compressor (none by default; Zheng et al.'s server form)")};
+
 // ef-sgdm's worker momentum, never synchronised.
 constexpr StateTag kMomentum = {{"m", "ef_sgd.h (ef-sgdm; Zheng et al., NeurIPS 2019)",
                                  "m_t^(i) = beta m_{t-1}^(i) + (1 - beta) g_t^(i)"},
@@ -16,11 +62,12 @@ template <typename T>
 class EfSgd final : public ExchangingOptimizer<T> {
  public:
   EfSgd(std::optional<double> beta, const ExchangeConfig<T>& exchange,
-        const OptimizerContext& context)
+        const ExchangeSymbols& symbols, const OptimizerContext& context)
       : ExchangingOptimizer<T>(exchange, context), beta_(beta), reply_(context.dimension) {
     if (beta_) {
       m_ = LocalStates<T>(context);
     }
+    exchange_.set_symbols(symbols);
   }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
@@ -64,14 +111,14 @@ class EfSgd final : public ExchangingOptimizer<T> {
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeEfSgd(const ExchangeConfig<T>& exchange,
                                                    const OptimizerContext& context) {
-  return std::make_unique<EfSgd<T>>(std::nullopt, exchange, context);
+  return std::make_unique<EfSgd<T>>(std::nullopt, exchange, kEfSgdExchange, context);
 }
 
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> MakeEfSgdm(const EfSgdmOptions& options,
                                                     const ExchangeConfig<T>& exchange,
                                                     const OptimizerContext& context) {
-  return std::make_unique<EfSgd<T>>(options.beta, exchange, context);
+  return std::make_unique<EfSgd<T>>(options.beta, exchange, kEfSgdmExchange, context);
 }
 
 template <typename T>
@@ -97,11 +144,13 @@ std::unique_ptr<DistributedOptimizer<T>> EfSignSgdFromOptions(OptionTable& optio
 template <typename T>
 std::unique_ptr<DistributedOptimizer<T>> DoubleSqueezeFromOptions(OptionTable& options,
                                                                   const OptimizerContext& context) {
-  return MakeEfSgd<T>(ExchangeFromOptions<T>(options, {.compressor = "scaled-sign",
-                                                       .worker_feedback = FeedbackKind::kClassic,
-                                                       .server_recompresses = true,
-                                                       .server_feedback = FeedbackKind::kClassic}),
-                      context);
+  return std::make_unique<EfSgd<T>>(
+      std::nullopt,
+      ExchangeFromOptions<T>(options, {.compressor = "scaled-sign",
+                                       .worker_feedback = FeedbackKind::kClassic,
+                                       .server_recompresses = true,
+                                       .server_feedback = FeedbackKind::kClassic}),
+      kDoubleSqueezeExchange, context);
 }
 
 template <typename T>

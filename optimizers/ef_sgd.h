@@ -36,6 +36,10 @@
 
 namespace lemmalab {
 
+// The worker's side of error-compensated SGD as a trace names it (onebit-adam.txt Eq. 5): what
+// these baselines and Adam (1-bit naive) send.
+extern const SenderSymbols kErrorCompensatedGradient;
+
 struct EfSgdmOptions {
   double beta = 0.9;  // in [0, 1); onebit-adam-icml App. 10 ("momentum beta = 0.9")
 };

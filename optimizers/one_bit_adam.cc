@@ -6,6 +6,7 @@
 #include "compressors/identity.h"
 #include "core/error.h"
 #include "optimizers/averaged_gradient.h"
+#include "optimizers/ef_sgd.h"
 
 namespace lemmalab {
 namespace {
@@ -81,6 +82,20 @@ const ExchangeSymbols kOneBitAdamExchange = {
                {"s", "onebit-adam.txt Alg. 1 line 10, Sec. 4", "the scale of m_bar, per block"},
                {"delta_bar", "onebit-adam.txt Alg. 1 line 10",
                 "delta_bar_t = mean + delta_bar_{t-1} - m_bar_t"}},
+};
+// Adam (1-bit naive): Eq. 5's exchange both ways, Adam on the decoded gradient (Sec. 3.2, 4.2).
+const ExchangeSymbols kNaiveExchange = {
+    .worker = kErrorCompensatedGradient,
+    .mean = {"mean C(g+delta)", "onebit-adam.txt Sec. 3.2, Eq. 5 (line 140)",
+             "(1/n) sum_i C[g^(i) + delta^(i)]"},
+    .server = {{"mean+delta_bar", "onebit-adam.txt Sec. 3.2 (compressed both ways)",
+                "the mean plus the server's error delta_bar_{t-1}"},
+               {"r", "the compressor's draw rule", kServerWords},
+               {"g_bar", "onebit-adam.txt Sec. 3.2 (compressed both ways)",
+                "C[mean + delta_bar_{t-1}]: the gradient Adam's m and v follow (Sec. 4.2)"},
+               {"s", "the compressor's message", "the scales of g_bar, per block"},
+               {"delta_bar", "onebit-adam.txt Sec. 3.2 (compressed both ways)",
+                "delta_bar_t = mean + delta_bar_{t-1} - g_bar"}},
 };
 // During warmup the workers send g_t^(i) as it is (the cluster traces it); the server averages.
 const ExchangeSymbols kWarmupExchange = {
@@ -240,7 +255,9 @@ class AdamOneBitNaive final : public ExchangingOptimizer<T> {
         options_(options),
         m_(Vector<T>::Zero(context.dimension)),
         v_(Vector<T>::Zero(context.dimension)),
-        g_(Vector<T>::Zero(context.dimension)) {}
+        g_(Vector<T>::Zero(context.dimension)) {
+    exchange_.set_symbols(kNaiveExchange);
+  }
 
   void WorkerStep(const StepContext& ctx, int worker, ConstVectorRef<T> /*x*/, ConstVectorRef<T> g,
                   Message& out) override {
