@@ -41,8 +41,9 @@ the command does. A dict or a text is written to a hidden file `.lemmalab-spec-*
 current working directory for the duration of the command, so its relative paths resolve
 against the current working directory (a notebook's folder); where that folder is not
 writable, the file goes to the system's temporary folder and relative paths resolve there
-(give absolute paths then). Error messages name that file and its line; `Run.spec` and
-`SpecError.spec` hold the text.
+(give absolute paths then). Error messages name what the user gave, not that file: a dict's
+key as Python indexes it (`spec['optimizer'][0]['beta']: ...`), a text's line (`the spec text,
+line 12:5: ...`); `Run.spec` and `SpecError.spec` hold the text written.
 
 Results. Without `out`, results go to a fresh temporary folder that lives as long as the
 returned object (copy `r.out` elsewhere to keep them); with `out`, to that folder (replacing
@@ -274,7 +275,7 @@ def run(spec: Spec, *, settings: Optional[Mapping[str, Any]] = None,
     set_args = _set_arguments(settings)
     trace_args = _trace_arguments(trace) if trace is not None else None
     out_dir, keep = _out_folder(out, "lemmalab-run-")
-    with _spec_file(text, path) as spec_path:
+    with _spec_file(text, path) as spec_path, _named_as_given(spec, spec_path, text):
         spec_text = text if text is not None else _read_text(spec_path)
         if chosen == "bindings":
             return _native_run(spec_path, spec_text, out_dir, set_args, trace_args, progress,
@@ -302,7 +303,7 @@ def check(spec: Spec, *, settings: Optional[Mapping[str, Any]] = None,
     text, path = _spec_input(spec)
     set_args = _set_arguments(settings)
     out_dir, keep = _out_folder(out, "lemmalab-check-")
-    with _spec_file(text, path) as spec_path:
+    with _spec_file(text, path) as spec_path, _named_as_given(spec, spec_path, text):
         spec_text = text if text is not None else _read_text(spec_path)
         printed, code = _cli_check(spec_path, out_dir, set_args, progress, spec_text)
     verdicts, premises, as_expected = _read_check(out_dir / "check.json")
@@ -491,6 +492,68 @@ def _spec_file(text: Optional[str], path: Optional[Path]) -> Iterator[Path]:
             os.unlink(name)
         except OSError:
             pass
+
+
+@contextmanager
+def _named_as_given(spec: Spec, written: Path, text: Optional[str]) -> Iterator[None]:
+    """Errors that name WRITTEN, the hidden file a dict or a text went through, name what the
+    user gave instead: the dict's key (spec['optimizer'][0]['beta']) or the text's line."""
+    try:
+        yield
+    except LemmalabError as error:
+        if text is None:
+            raise  # a file of the user's own: its name and lines are theirs
+        as_dict = isinstance(spec, Mapping)
+
+        def rename(message: str) -> str:
+            def place(match: re.Match) -> str:
+                line, column = match.group(1), match.group(2)
+                if line is None:
+                    return "the spec dict" if as_dict else "the spec text"
+                if as_dict:
+                    return _key_at(text, int(line), int(column) if column else None)
+                return f"the spec text, line {line}" + (f":{column}" if column else "")
+            pattern = re.escape(str(written)) + r"(?::(\d+)(?::(\d+))?)?"
+            return re.sub(pattern, place, message)
+
+        renamed = type(error)(rename(str(error)), exit_code=error.exit_code,
+                              stderr=rename(error.stderr), command=error.command,
+                              spec=error.spec)
+        raise renamed from None
+
+
+def _key_at(text: str, line: int, column: Optional[int]) -> str:
+    """The dict key of TEXT's LINE (and, inside an inline table, the key before COLUMN), as
+    Python indexing: spec['optimizer'][0]['compressor']['fraction']. TEXT is what _dumps
+    wrote: [table] and [[array]] headers, then key = value lines."""
+    lines = text.splitlines()
+    table: list = []
+    counts: dict = {}
+
+    def unquote(key: str) -> str:
+        key = key.strip()
+        return key[1:-1] if len(key) >= 2 and key[0] == key[-1] == '"' else key
+
+    for content in lines[:line]:
+        stripped = content.strip()
+        if stripped.startswith("[["):
+            name = unquote(stripped[2:stripped.index("]]")])
+            counts[name] = counts.get(name, -1) + 1
+            table = [name, counts[name]]
+        elif stripped.startswith("["):
+            table = [unquote(part) for part in stripped[1:stripped.index("]")].split(".")]
+    row = lines[line - 1] if 0 < line <= len(lines) else ""
+    path = list(table)
+    if "=" in row and not row.strip().startswith("["):
+        path.append(unquote(row.split("=", 1)[0]))
+        brace = row.find("{")
+        if column is not None and 0 <= brace < column - 1:
+            # The column points at a key of the inline table, or into the value of one.
+            key = r'("[^"]*"|[A-Za-z0-9_.\-]+)\s*='
+            at = re.match(key, row[column - 1:])
+            inner = [at.group(1)] if at else re.findall(key, row[brace:column - 1])[-1:]
+            path += [unquote(k) for k in inner]
+    return "spec" + "".join(f"[{p!r}]" for p in path)
 
 
 def _read_text(path: Path) -> str:

@@ -194,15 +194,38 @@ class SessionTest(unittest.TestCase):
         self.assertEqual(str(caught.exception), cli.stderr.strip()[len("error: "):])
         self.assertIn("beta must be in [0, 1)", str(caught.exception))
 
-    def test_dict_spec_error_names_the_line_of_its_text(self):
-        spec = {**SPEC, "optimizer": [{"name": "sgd", "bta": 1}]}
+    def test_errors_name_the_users_dict_keys_and_text_lines(self):
+        """A dict or a text goes through a hidden file; errors name what the user gave."""
+        top_k = {"name": "ef-sgd", "compressor": {"name": "top-k", "fraction": 2.0}}
+        cases = [
+            ({**SPEC, "optimizer": [{"name": "sgd"}, top_k]},
+             "spec['optimizer'][1]['compressor']['fraction']: ", "fraction must be in (0, 1]"),
+            ({**SPEC, "optimizer": [{"name": "birder", "beta": 1.5}]},
+             "spec['optimizer'][0]['beta']: ", "beta must be in [0, 1)"),
+            ({**SPEC, "optimizer": [{"name": "sgd", "bta": 1}]},
+             "spec['optimizer'][0]['bta']: ", "unknown key 'bta'"),
+            ({**SPEC, "problem": {**SPEC["problem"], "dimension": -3}},
+             "spec['problem']['dimension']: ", "dimension"),
+            (TEXT.replace('label = "birder-b05"', 'bta = 0.9'), "the spec text, line ",
+             "unknown key 'bta'"),
+        ]
+        claim = [{"assertion": "ef-norm"}]
+        for spec, place, words in cases:
+            checked = ({**spec, "assert": claim} if isinstance(spec, dict)
+                       else spec + '[[assert]]\nassertion = "ef-norm"\n')
+            for call, given in ((lemmalab.run, spec), (lemmalab.check, checked)):
+                with self.subTest(place, call=call.__name__):
+                    with self.assertRaises(lemmalab.SpecError) as caught:
+                        call(given)
+                    message = str(caught.exception)
+                    self.assertTrue(message.startswith(place), message)
+                    self.assertIn(words, message)
+                    self.assertNotIn(".lemmalab-spec", message + caught.exception.stderr)
+        # The text's line is the line of the user's text.
         with self.assertRaises(lemmalab.SpecError) as caught:
-            lemmalab.run(spec)
-        message = str(caught.exception)
-        self.assertIn("unknown key 'bta'", message)
-        line = int(message.split(".toml:")[1].split(":")[0])
-        self.assertTrue(caught.exception.spec.splitlines()[line - 1].startswith("[[optimizer]]")
-                        or "bta" in caught.exception.spec.splitlines()[line - 1])
+            lemmalab.run(TEXT.replace('label = "birder-b05"', 'bta = 0.9'))
+        line = int(str(caught.exception).split("line ")[1].split(":")[0])
+        self.assertIn("bta", TEXT.replace('label = "birder-b05"', 'bta = 0.9').splitlines()[line - 1])
 
     def test_relative_data_paths_resolve_against_the_working_directory(self):
         shutil.copy(REPOSITORY / "data" / "skewed_signs.csv", self.tmp / "signs.csv")
