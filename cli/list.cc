@@ -32,12 +32,13 @@ namespace {
 // missing stops the build: it is given a number (or an integer) and the build tried again, so
 // that the options read after it are listed too.
 std::vector<OptionTable::Use> OptionsRead(std::string_view name,
-                                          const std::function<void(OptionTable&)>& build) {
+                                          const std::function<void(OptionTable&)>& build,
+                                          std::string_view name_key = "name") {
   std::vector<std::pair<std::string, OptionValue>> given;
   std::vector<OptionTable::Use> uses;
   for (int attempt = 0; attempt < 16; ++attempt) {
     OptionTable table(fmt::format("'{}'", name), "");
-    table.Set("name", {std::string(name), ""});
+    table.Set(std::string(name_key), {std::string(name), ""});
     for (const auto& [key, value] : given) table.Set(key, value);
     try {
       build(table);
@@ -54,12 +55,14 @@ std::vector<OptionTable::Use> OptionsRead(std::string_view name,
         given.emplace_back(missing->key, OptionValue{0.5, ""});
       } else if (missing->description.starts_with("an integer")) {
         given.emplace_back(missing->key, OptionValue{std::int64_t{1}, ""});
+      } else if (missing->description.starts_with("a string")) {
+        given.emplace_back(missing->key, OptionValue{std::string("x"), ""});
       } else {
         break;
       }
     }
   }
-  std::erase_if(uses, [](const OptionTable::Use& use) { return use.key == "name"; });
+  std::erase_if(uses, [&](const OptionTable::Use& use) { return use.key == name_key; });
   return uses;
 }
 
@@ -122,7 +125,12 @@ std::vector<Section> Sections() {
   }
   Section& data = sections.emplace_back(Section{"data", "data ([data] source)", {}});
   for (const DataSourceInfo& e : DataSources().entries()) {
-    data.items.push_back({std::string(e.name), std::string(e.summary), "", {}});
+    // Through LoadData, so the options every source shares (normalize, samples) are listed too.
+    DataContext listing;
+    listing.options_only = true;
+    data.items.push_back({std::string(e.name), std::string(e.summary), "",
+                          OptionsRead(
+                              e.name, [&](OptionTable& t) { LoadData(t, listing); }, "source")});
   }
   Section& schedules = sections.emplace_back(Section{"schedules", "schedules ([schedule])", {}});
   for (const ScheduleInfo& e : Schedules().entries()) {

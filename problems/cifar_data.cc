@@ -54,7 +54,9 @@ void ReadRecords(const std::filesystem::path& path, Records& out, const MemoryLi
             return fmt::format("{}: record {} (byte {} of the uncompressed stream)", in.file(),
                                record, offset);
           },
-          [&] { return fmt::format("{} records x ({} pixel bytes + a 4-byte label)", rows, kPixels); });
+          [&] {
+            return fmt::format("{} records x ({} pixel bytes + a 4-byte label)", rows, kPixels);
+          });
       out.labels[out.count] = bytes[0];
       std::copy(bytes + 1, bytes + kRecord, out.images.row(out.count).data());
       ++out.count;
@@ -92,16 +94,32 @@ Samples ReadCifar10(const std::vector<std::filesystem::path>& files, const Memor
 }
 
 Dataset LoadCifar10(OptionTable& options, const DataContext& context) {
+  // Every option first, then the files.
+  options.Describe("dir",
+                   "a string: a folder with data_batch_1.bin .. 5 and test_batch.bin as "
+                   "CIFAR-10 ships them (or .gz); or give the files");
+  const bool from_dir = options.Has("dir");
+  if (from_dir) options.RequireString("dir");
+  const std::vector<std::string> train_given = options.GetStringList("train");
+  const std::vector<std::string> test_given = options.GetStringList("test");
+  for (const std::string_view key : {"train", "test"}) {
+    if (from_dir && options.Has(key)) {
+      options.Fail(key, fmt::format("give either dir or the files (train, test), not both; {} "
+                                    "is set with dir",
+                                    key));
+    }
+    if (options.Has(key) && (key == "train" ? train_given : test_given).empty()) {
+      options.Fail(key, fmt::format("{} must name at least one file", key));
+    }
+  }
+  if (!from_dir && train_given.empty()) {
+    options.Fail("dir", "missing the data: give dir = \"<folder>\" or train = [\"<file>\", ...]");
+  }
+  if (context.options_only) return {};
+
   std::vector<std::filesystem::path> train, test;
   std::string name;
-  if (options.Has("dir")) {
-    for (const std::string_view key : {"train", "test"}) {
-      if (options.Has(key)) {
-        options.Fail(key, fmt::format("give either dir or the files (train, test), not both; {} "
-                                      "is set with dir",
-                                      key));
-      }
-    }
+  if (from_dir) {
     // The batches as the CIFAR-10 archive ships them: data_batch_1.bin .. data_batch_5.bin.
     const std::filesystem::path dir = ResolveDataDir(options, "dir", context);
     int gap = 0;  // the first missing batch
@@ -126,17 +144,11 @@ Dataset LoadCifar10(OptionTable& options, const DataContext& context) {
     if (auto file = FindDataFile(options, "dir", dir, "test_batch.bin")) test.push_back(*file);
     name = FolderName(dir);
   } else {
-    if (!options.Has("train")) {
-      options.Fail("dir", "missing the data: give dir = \"<folder>\" or train = [\"<file>\", ...]");
+    for (const std::string& given : train_given) {
+      train.push_back(ResolveDataPath(options, "train", given, context));
     }
-    for (const std::string_view key : {"train", "test"}) {
-      std::vector<std::filesystem::path>& files = key == "train" ? train : test;
-      for (const std::string& given : options.GetStringList(key)) {
-        files.push_back(ResolveDataPath(options, key, given, context));
-      }
-      if (files.empty() && options.Has(key)) {
-        options.Fail(key, fmt::format("{} must name at least one file", key));
-      }
+    for (const std::string& given : test_given) {
+      test.push_back(ResolveDataPath(options, "test", given, context));
     }
     name = train.front().filename().string();
   }

@@ -205,14 +205,24 @@ std::string FolderName(const std::filesystem::path& dir) {
 
 namespace {
 
+// The `classes` option, read before the data: absent, the data's labels decide (CountClasses).
+std::optional<int> ReadClasses(OptionTable& options) {
+  options.Describe("classes",
+                   "an integer in [2, 1048576]; default: one more than the largest "
+                   "label (at least 2)");
+  if (!options.Has("classes")) return std::nullopt;
+  return static_cast<int>(options.GetInt("classes", 2, 2, 1 << 20));
+}
+
 // The number of classes: the `classes` option, or one more than the largest label seen (at
 // least 2). Labels must be below it.
-int CountClasses(OptionTable& options, const Samples& train, const Samples* test) {
+int CountClasses(OptionTable& options, std::optional<int> given, const Samples& train,
+                 const Samples* test) {
   int largest = train.labels.size() > 0 ? train.labels.maxCoeff() : 0;
   if (test != nullptr && test->labels.size() > 0)
     largest = std::max(largest, test->labels.maxCoeff());
-  if (!options.Has("classes")) return std::max(2, largest + 1);
-  const auto classes = static_cast<int>(options.GetInt("classes", 2, 2, 1 << 20));
+  if (!given) return std::max(2, largest + 1);
+  const int classes = *given;
   if (largest >= classes) {
     options.Fail("classes", fmt::format("the data has label {}, but classes = {} allows 0..{}",
                                         largest, classes, classes - 1));
@@ -221,14 +231,21 @@ int CountClasses(OptionTable& options, const Samples& train, const Samples* test
 }
 
 Dataset LoadCsv(OptionTable& options, const DataContext& context) {
-  const std::filesystem::path path = ResolveDataFile(options, "path", context);
+  const std::string given = options.RequireString("path");
   const std::string label = options.GetString("label", "");
+  options.Describe("test_path", "a string: a CSV file with the same columns; default: none");
+  const std::optional<std::string> test_given =
+      options.Has("test_path") ? std::optional(options.RequireString("test_path")) : std::nullopt;
+  const std::optional<int> classes = ReadClasses(options);
+  if (context.options_only) return {};
+  const std::filesystem::path path = ResolveDataPath(options, "path", given, context);
   CsvTable train = ReadCsv(path, label, context.memory);
   Dataset data;
   data.train = std::move(train.samples);
   data.feature_names = std::move(train.feature_names);
-  if (options.Has("test_path")) {
-    const std::filesystem::path test_path = ResolveDataFile(options, "test_path", context);
+  if (test_given) {
+    const std::filesystem::path test_path =
+        ResolveDataPath(options, "test_path", *test_given, context);
     CsvTable test = ReadCsv(test_path, label, TestSetLimit(context.memory, data.train));
     if (test.feature_names != data.feature_names) {
       options.Fail("test_path", fmt::format("'{}' has other feature columns than '{}'",
@@ -236,7 +253,7 @@ Dataset LoadCsv(OptionTable& options, const DataContext& context) {
     }
     data.test = std::move(test.samples);
   }
-  data.classes = CountClasses(options, data.train, data.test ? &*data.test : nullptr);
+  data.classes = CountClasses(options, classes, data.train, data.test ? &*data.test : nullptr);
   data.description = fmt::format("{} ({} samples x {} features", path.filename().string(),
                                  data.train.size(), data.num_features());
   if (data.test) data.description += fmt::format(", {} test samples", data.test->size());
@@ -248,6 +265,7 @@ Dataset LoadSyntheticLogistic(OptionTable& options, const DataContext& context) 
   const std::int64_t samples = options.GetInt("samples", 1000, 1, std::int64_t{1} << 31);
   const std::int64_t features = options.GetInt("features", 20, 1, 1 << 24);
   const double signal = options.GetDouble("signal", 4.0, Interval::NonNegative());
+  if (context.options_only) return {};
   RequireWithin(
       context.memory, static_cast<double>(samples) * (8 * static_cast<double>(features) + 4),
       fmt::format("synthetic-logistic with samples = {} and features = {}", samples, features),
@@ -284,6 +302,7 @@ Dataset LoadData(OptionTable& options, const DataContext& context) {
   // the smoke tests of runs/.
   const std::optional<std::int64_t> samples = options.GetOptionalInt("samples", 1);
   Dataset data = source.load(options, context);
+  if (context.options_only) return data;
   options.RejectUnknownKeys();
   if (samples) {
     const auto keep = [&](Samples& set) {

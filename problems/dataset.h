@@ -97,6 +97,9 @@ struct DataContext {
   // What the data may take in memory, training and test set together: the readers refuse, at
   // the first byte that proves it, data that would need more.
   MemoryLimit memory = MemoryLimit::Machine();
+  // Read and check the options only, touching no file, and return no data (`lemmalab list`):
+  // every loader reads all its options before it opens anything.
+  bool options_only = false;
 };
 
 struct DataSourceInfo {

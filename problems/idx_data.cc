@@ -193,10 +193,17 @@ Dataset LoadIdx(OptionTable& options, const DataContext& context) {
                                                      "test_labels"};
   const std::array<std::string, 4> kNames = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                              "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
-  std::array<std::optional<std::filesystem::path>, 4> files;
-  std::string name;
-  std::string_view test_key = "dir";  // where a problem with the test files is reported
-  if (options.Has("dir")) {
+  // Every option first, then the files.
+  options.Describe("dir",
+                   "a string: a folder with the four files as MNIST ships them (or "
+                   ".gz); or give the files");
+  for (std::size_t k = 0; k < 4; ++k) {
+    options.Describe(kKeys[k], k < 2 ? "a string: an IDX file; required without dir"
+                                     : "a string: an IDX file; default: no test set");
+  }
+  const bool from_dir = options.Has("dir");
+  if (from_dir) {
+    options.RequireString("dir");
     for (const std::string_view key : kKeys) {
       if (options.Has(key)) {
         options.Fail(key, fmt::format("give either dir or the files (train_images, ...), not "
@@ -204,6 +211,22 @@ Dataset LoadIdx(OptionTable& options, const DataContext& context) {
                                       key));
       }
     }
+  } else {
+    if (!options.Has("train_images")) {
+      options.Fail("dir",
+                   "missing the data: give dir = \"<folder>\" or train_images and "
+                   "train_labels");
+    }
+    for (std::size_t k = 0; k < 4; ++k) {
+      if (k < 2 || options.Has(kKeys[k])) options.RequireString(kKeys[k]);
+    }
+  }
+  if (context.options_only) return {};
+
+  std::array<std::optional<std::filesystem::path>, 4> files;
+  std::string name;
+  std::string_view test_key = "dir";  // where a problem with the test files is reported
+  if (from_dir) {
     const std::filesystem::path dir = ResolveDataDir(options, "dir", context);
     for (std::size_t k = 0; k < 4; ++k) files[k] = FindDataFile(options, "dir", dir, kNames[k]);
     for (std::size_t k = 0; k < 2; ++k) {
@@ -221,11 +244,6 @@ Dataset LoadIdx(OptionTable& options, const DataContext& context) {
     }
     name = FolderName(dir);
   } else {
-    if (!options.Has("train_images")) {
-      options.Fail("dir",
-                   "missing the data: give dir = \"<folder>\" or train_images and "
-                   "train_labels");
-    }
     for (std::size_t k = 0; k < 4; ++k) {
       if (k < 2 || options.Has(kKeys[k])) files[k] = ResolveDataFile(options, kKeys[k], context);
     }

@@ -290,11 +290,18 @@ Samples ReadLibsvm(const std::filesystem::path& path, std::int64_t features,
 }
 
 Dataset LoadLibsvm(OptionTable& options, const DataContext& context) {
-  const std::filesystem::path path = ResolveDataFile(options, "path", context);
-  std::optional<std::filesystem::path> test_path;
-  if (options.Has("test_path")) test_path = ResolveDataFile(options, "test_path", context);
+  // Every option first, then the files.
+  const std::string given = options.RequireString("path");
+  options.Describe("test_path", "a string: a LIBSVM file; default: no test set");
+  const std::optional<std::string> test_given =
+      options.Has("test_path") ? std::optional(options.RequireString("test_path")) : std::nullopt;
+  options.Describe("features", "an integer >= 1; default: the widest sample of the files");
   const std::int64_t features =
       options.Has("features") ? options.RequireInt("features", 1, std::int64_t{1} << 40) : 0;
+  if (context.options_only) return {};
+  const std::filesystem::path path = ResolveDataPath(options, "path", given, context);
+  std::optional<std::filesystem::path> test_path;
+  if (test_given) test_path = ResolveDataPath(options, "test_path", *test_given, context);
   LibsvmParser train(path.string(), features, context.memory, nullptr);
   Parse(path, train);
   std::optional<LibsvmParser> test;

@@ -123,7 +123,7 @@ TEST(Cli, ListTakesAKindAndShowsEveryComponentsOptions) {
 
 // `list KIND NAME` shows one component, for every component of every kind; every problem lists
 // its options, those that learn from data included (issue 36: logreg, mlp, ... showed none).
-TEST(Cli, ListShowsEachComponentByNameAndEveryProblemsOptions) {
+TEST(Cli, ListShowsEachComponentByNameAndEveryProblemsAndDataSourcesOptions) {
   const nlohmann::json all = nlohmann::json::parse(RunLemmalab({"list", "--json"}).out);
   for (const auto& [kind, items] : all.items()) {
     for (const auto& item : items) {
@@ -138,12 +138,24 @@ TEST(Cli, ListShowsEachComponentByNameAndEveryProblemsOptions) {
       if (kind == "problems") {
         EXPECT_TRUE(item.contains("options"));
       }
+      if (kind == "data") {
+        // Every option, read before the loader opens a file (none exists here), and the ones
+        // every source shares.
+        std::set<std::string> keys;
+        for (const auto& option : item.value("options", nlohmann::json::array())) {
+          keys.insert(option["key"].get<std::string>());
+        }
+        EXPECT_TRUE(keys.contains("normalize"));
+        EXPECT_TRUE(keys.contains("samples"));
+        EXPECT_GE(keys.size(), 4u);
+      }
     }
   }
   const CommandResult misspelt = RunLemmalab({"list", "problems", "mpl"});
   EXPECT_EQ(misspelt.exit_code, 2);
   EXPECT_THAT(misspelt.err, HasSubstr("unknown problem 'mpl' (did you mean 'mlp'?)"));
   EXPECT_THAT(RunLemmalab({"list", "problems", "mlp"}).out, HasSubstr("      hidden = "));
+  EXPECT_THAT(RunLemmalab({"list", "data", "idx"}).out, HasSubstr("      train_labels = "));
 }
 
 TEST(Cli, VersionNamesTheCommitAndTheBuild) {
