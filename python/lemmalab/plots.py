@@ -133,11 +133,18 @@ _STYLE = {
     "pdf.fonttype": 42, "ps.fonttype": 42, "savefig.bbox": "tight", "figure.dpi": 100}
 
 
-def _save(fig, path: Path) -> Path:
-    """PATH (.png, 150 dpi) and the same figure as vector PDF beside it."""
+def provenance(meta: dict) -> str:
+    """The build that wrote a results database (its meta table), in words."""
+    return (f"lemmalab {meta.get('lemmalab_version', '?')}, commit {meta.get('commit', '?')}, "
+            f"build: {meta.get('build', '?')}")
+
+
+def _save(fig, path: Path, meta: dict) -> Path:
+    """PATH (.png, 150 dpi) and the same figure as vector PDF beside it, each recording the
+    build that wrote the results it shows (PNG text chunk and PDF info: Software/Creator)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    fig.savefig(path.with_suffix(".pdf"))
+    fig.savefig(path, dpi=150, metadata={"Software": provenance(meta)})
+    fig.savefig(path.with_suffix(".pdf"), metadata={"Creator": provenance(meta)})
     plt.close(fig)  # many figures per report: keep memory flat
     return path
 
@@ -313,7 +320,7 @@ def _curves(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabe
     fig.legend(list(handles.values()), list(handles.keys()), loc="center left",
                bbox_to_anchor=(1.0, 0.5), title=legend_title, title_fontsize=8, frameon=False)
     fig.tight_layout()
-    return Figure(_save(fig, path), caption)
+    return Figure(_save(fig, path, results.meta), caption)
 
 
 def _set_y_scale(ax, values: pd.Series, log: bool):
@@ -437,7 +444,7 @@ def summary_figures(results, out: Path) -> list[Figure]:
                    title=f"mean ± 95% t-interval over up to {seeds} seeds", title_fontsize=8)
         fig.tight_layout()
         figures.append(Figure(
-            _save(fig, out / _file_name("summary", axis)),
+            _save(fig, out / _file_name("summary", axis), results.meta),
             f"Each final quantity against {axis}: one line per "
             + (f"value of {', '.join(others)}" if others else "sweep")
             + "; the mean over the seeds that completed with its 95% Student-t interval, the "
@@ -521,7 +528,7 @@ def paired_figures(results, table: pd.DataFrame, out: Path) -> list[Figure]:
         fig.suptitle(f"Paired differences in {axis} against {axis}={reference}, seed by seed")
         fig.tight_layout()
         figures.append(Figure(
-            _save(fig, out / _file_name("paired", axis)),
+            _save(fig, out / _file_name("paired", axis), results.meta),
             f"Each configuration minus the one with {axis}={reference} and the same other "
             "settings, run by run over the seeds both completed (a seed fixes the shards and "
             "x0, so the pairs share them); the mean difference with its 95% Student-t "
@@ -701,7 +708,7 @@ def _evidence_figures(check_dir, out_dir) -> list[Figure]:
                      fontsize=10)
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
         path = out / _file_name("evidence", f"{k:02d}", v["assertion"], v["run"])
-        written.append(Figure(_save(fig, path), (
+        written.append(Figure(_save(fig, path, check), (
             f"The evidence of verdict {k}, {v['assertion']} on {v['run']} ({v['verdict']}): "
             f"{', '.join(stat['series'])}, {stat['reduction']}, of the runs it judged only, "
             "with its bound; a violation or a failed premise is marked at its step.")))

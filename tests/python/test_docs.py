@@ -91,6 +91,26 @@ class ComponentTables(unittest.TestCase):
                 self.assertEqual(sorted(registered - documented), [], "registered, not documented")
 
 
+# "27 optimizers", "17 compressors", "5 data sources" in prose: the count the registry has now.
+# Not a part of one ("on 9 assertions", "over 1 optimizers", "4 β × 4 compressors").
+COUNT = re.compile(r"(?<!on )(?<!over )(?<!× )\b(\d+) "
+                   r"(optimizers|compressors|problems|data sources|assertions|probes)\b")
+COUNTED = {"optimizers": "optimizers", "compressors": "compressors", "problems": "problems",
+           "data sources": "data", "assertions": "assertions", "probes": "probes"}
+
+
+class Counts(unittest.TestCase):
+    def test_every_count_of_a_registry_in_the_manual_is_its_size(self):
+        listed = registry()
+        seen = 0
+        for page in [ROOT / "README.md"] + PAGES:
+            for number, kind in COUNT.findall(page.read_text()):
+                seen += 1
+                with self.subTest(page=page.name, said=f"{number} {kind}"):
+                    self.assertEqual(int(number), len(listed[COUNTED[kind]]))
+        self.assertGreater(seen, 0)  # the README states the counts: the pattern must find them
+
+
 class MetricNames(unittest.TestCase):
     def test_the_python_package_names_only_metrics_the_engine_records(self):
         recorded = {entry["name"] for entry in registry()["metrics"]}

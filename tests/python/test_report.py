@@ -195,8 +195,14 @@ class ReportTest(unittest.TestCase):
                 pngs = sorted(p.name for p in (folder / "plots").glob("*.png"))
                 for name in names:
                     self.assertIn(name, pngs)
+                commit = lr.load(folder).meta["commit"]
                 for png in pngs:
-                    self.assertTrue((folder / "plots" / png).with_suffix(".pdf").is_file(), png)
+                    # Each figure records the build that wrote the results it shows.
+                    from PIL import Image
+                    with Image.open(folder / "plots" / png) as image:
+                        self.assertIn(f"commit {commit}", image.text["Software"], png)
+                    pdf = (folder / "plots" / png).with_suffix(".pdf").read_bytes()
+                    self.assertIn(f"commit {commit}".encode(), pdf, png)
                 page = (folder / "report.html").read_text()
                 self.assertNotIn("<script", page)
                 self.assertEqual(page.count('src="data:image/png;base64,'), len(pngs))
