@@ -1,18 +1,25 @@
-"""Figures of a lemmalab results database, as PNG files.
+"""Figures of a lemmalab results database: PNG files, each with a vector PDF beside it.
 
-    python3 -m lemmalab.plots RESULTS OUT_DIR   # prints the written paths, one per line
+    python3 -m lemmalab.plots RESULTS OUT_DIR [--html FILE]   # prints the written paths
 
-Each figure has one panel per value of the first axis and one line per combination of the
-other axes (a single axis, e.g. a plain run's labels, gives one panel with a line per value).
-A line is the mean over seeds; its band is the min-max over seeds with 2 seeds, the mean +-
-t-based 95% confidence interval with 3 or more, and absent with one seed. A bound is drawn only
-where every run of the figure is one the bound is about.
+- summary-<axis>.png, per swept axis with numeric values: each final quantity against it, one
+  line per configuration of the other axes, the mean over the seeds that completed with its 95%
+  Student-t interval (summary.csv's numbers);
+- paired-<axis>.png and paired.csv, where seeds pair runs: each configuration minus the one
+  with the axis' first value and the same other settings, seed by seed;
+- the curves (loss against steps, bits and projected time; test accuracy; each probe series):
+  one panel per value of the first axis, one line per combination of the others. A positive
+  quantity spanning more than a decade is drawn on a log axis, its line the geometric mean over
+  the seeds and its band the t-interval of the mean log; otherwise the mean and its t-interval
+  (min-max with 2 seeds, none with 1). Diverged runs are drawn alone up to their end and never
+  set the scale; a bound a paper proves for a probe series is drawn only on the lines whose
+  runs it is about;
+- on a `lemmalab check` folder (check.json beside the results), one figure per verdict with
+  the evidence it judged: its statistic for the runs the claim covered, its bound, and the step
+  of a violation or of a failed premise.
 
-On a `lemmalab check` folder (check.json beside the results), one more figure per verdict shows
-the evidence it judged: the statistic its measured value comes from (the maximum over the
-workers at each step where the claim is about every value, the running mean where a theorem
-averages over the steps), only for the runs the claim covered, with its bound, and the step of a
-violation or of a failed premise marked.
+Configurations are named as the report names them (lemmalab.results). With --html, the
+self-contained page report.html is written too (lemmalab.report_page).
 
 Exit status: 0 drawn; 2 RESULTS missing or not a results database; 3 matplotlib (or pandas)
 missing. `lemmalab report` runs exactly this command.
@@ -40,9 +47,6 @@ except ImportError as error:
     _MISSING = (f"{error.name} is missing: install Debian's python3-{error.name} "
                 "(scripts/install-deps does)")
 try:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: reports are drawn on headless machines and in CI
     from matplotlib import pyplot as plt
     from matplotlib import ticker
 except ImportError as error:
@@ -55,7 +59,7 @@ class Bound(NamedTuple):
     per_dimension: bool  # the bound holds for the series divided by d (and is d otherwise)
     label: str
     # The hyperparameter and value of the runs the bound is about (Lemma 1 is about Birder's
-    # quantizer): the line is drawn only when every run of the figure has it.
+    # quantizer): the line is drawn only on the lines all of whose runs have it.
     covers: tuple[str, str]
 
 
@@ -729,6 +733,9 @@ def main(argv=None) -> int:
     if _MISSING:
         print(_MISSING, file=sys.stderr)
         return 3
+    # Files only: the command draws on headless machines and in CI. (Imported into a notebook,
+    # the module leaves the notebook's backend alone.)
+    plt.switch_backend("Agg")
     try:
         results = lr.load(args.results)
         drawn = figures(results, args.out_dir)

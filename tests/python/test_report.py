@@ -138,6 +138,11 @@ class ReportTest(unittest.TestCase):
         (root / "sweep.toml").write_text(SWEEP)
         (root / "plain.toml").write_text(PLAIN)
         cls.sweep, cls.plain, cls.check = root / "sweep", root / "plain", root / "check"
+        cls.ablation = root / "ablation"
+        # The library's ablation as it ships (48 runs, about two seconds).
+        lemmalab("sweep", REPOSITORY / "runs" / "ablations" / "birder-beta-compressor.toml",
+                 "--out", cls.ablation)
+        lemmalab("report", cls.ablation)
         lemmalab("sweep", root / "sweep.toml", "--out", cls.sweep)
         lemmalab("run", root / "plain.toml", "--out", cls.plain)
         lemmalab("check", REPOSITORY / "runs" / "theory" / "diana.toml", "--out", cls.check)
@@ -150,7 +155,8 @@ class ReportTest(unittest.TestCase):
         cls._scratch.cleanup()
 
     def folders(self):
-        return {"sweep": self.sweep, "plain run": self.plain, "check": self.check}
+        return {"sweep": self.sweep, "plain run": self.plain, "check": self.check,
+                "ablation": self.ablation}
 
     def test_python_names_every_configuration_as_summary_csv_does(self):
         for kind, folder in self.folders().items():
@@ -185,6 +191,10 @@ class ReportTest(unittest.TestCase):
 
     def test_sweep_and_check_folders_get_every_figure_and_the_page(self):
         expected = {
+            self.ablation: ["summary-beta.png", "paired-beta.png", "paired-compressor.png",
+                            "loss-vs-steps.png", "loss-vs-bits.png", "loss-vs-comm-time.png",
+                            "probe-ef-norm-worker_sq_norm.png",
+                            "probe-ef-norm-server_sq_norm.png"],
             self.sweep: ["summary-lr.png", "paired-lr.png", "paired-label.png",
                          "paired-compressor.png", "loss-vs-steps.png", "loss-vs-bits.png",
                          "loss-vs-comm-time.png", "probe-ef-norm-worker_sq_norm.png"],
@@ -212,7 +222,9 @@ class ReportTest(unittest.TestCase):
                 self.assertIn("report.html", (folder / "report.md").read_text())
 
     def test_the_page_renders_in_a_headless_browser(self):
-        for folder, headings in ((self.sweep, ["Summary", "Paired differences", "Figures",
+        for folder, headings in ((self.ablation, ["Summary", "Paired differences", "Figures",
+                                                  "Spec"]),
+                                 (self.sweep, ["Summary", "Paired differences", "Figures",
                                                "Spec"]),
                                  (self.check, ["Summary", "Verdicts", "Figures", "Spec"])):
             with self.subTest(folder.name):

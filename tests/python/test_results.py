@@ -280,9 +280,9 @@ class Captured:
         self._patch = mock.patch.object(plots, "_save", side_effect=self._keep)
         self._save = plots._save
 
-    def _keep(self, fig, path):
+    def _keep(self, fig, path, meta):
         self.figures[Path(path).name] = fig
-        return self._save(fig, path)
+        return self._save(fig, path, meta)
 
     def __enter__(self):
         self._patch.start()
