@@ -552,12 +552,9 @@ std::string CheckMarkdown(const CheckReport& report) {
     }
     return out;
   };
-  const BuildInfo& build = Build();
-  std::string out = fmt::format(
-      "# lemmalab check: {}\n\nConfidence {:g}. Results: {}.\n\nlemmalab {}, commit {}, build: "
-      "{}\n\n",
-      report.spec, report.confidence, fmt::join(report.folders, ", "), build.version, build.commit,
-      build.build);
+  std::string out =
+      fmt::format("# lemmalab check: {}\n\nConfidence {:g}. Results: {}.\n\n{}\n\n", report.spec,
+                  report.confidence, fmt::join(report.folders, ", "), ProvenanceLine());
   out += "| assertion | source | run | status | measured | bound | verdict | expected | worst |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
   for (const CheckRow& row : report.rows) {

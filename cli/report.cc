@@ -552,10 +552,8 @@ ReportResult WriteReport(const ReportOptions& options) {
       runs.size(), order.size(), seeds);
   result.text = intro + TextTable(header, rows, "summary.csv and report.md");
   // The build that wrote the report; the runs' own builds are in runs.csv and results.sqlite.
-  const BuildInfo& build = Build();
   std::string markdown =
-      fmt::format("# Report: {}\n\nlemmalab {}, commit {}, build: {}\n\n{}", dir.string(),
-                  build.version, build.commit, build.build, intro) +
+      fmt::format("# Report: {}\n\n{}\n\n{}", dir.string(), ProvenanceLine(), intro) +
       MarkdownTable(header, rows);
   if (!notes.empty()) {
     result.text += "\nnot completed:\n";

@@ -16,4 +16,10 @@ struct BuildInfo {
 
 const BuildInfo& Build();
 
+// The build in one line, as reports and check files record it (python/lemmalab/plots.py's
+// provenance() writes the same for figures): "lemmalab 0.1.0, commit 1a2b3c, build: Release, ...".
+inline std::string ProvenanceLine(const BuildInfo& build = Build()) {
+  return "lemmalab " + build.version + ", commit " + build.commit + ", build: " + build.build;
+}
+
 }  // namespace lemmalab

@@ -58,7 +58,8 @@ def show_value(value) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, (float, np.floating)):
-        return str(int(value)) if float(value).is_integer() and abs(value) < 1e16 else repr(float(value))
+        integral = float(value).is_integer() and abs(value) < 1e16
+        return str(int(value)) if integral else repr(float(value))
     if isinstance(value, np.integer):
         return str(int(value))
     return str(value)
@@ -231,7 +232,10 @@ _DERIVED = ("sweep_configuration", "configuration")
 
 
 def _swept(results: Results) -> list[str]:
-    """A sweep's axes as columns (the seed aside), in meta `sweep_axes` order."""
+    """A sweep's axes as columns (the seed aside), in meta `sweep_axes` order; none where no run
+    was named by its point."""
+    if not (results.runs["sweep_configuration"] != "").any():
+        return []
     return [a for a in json.loads(results.meta.get("sweep_axes") or "[]")
             if a != "seed" and a in results.runs]
 
