@@ -511,7 +511,13 @@ def paired_figures(results, table: pd.DataFrame, out: Path) -> list[Figure]:
     one row per compared configuration, with 95% intervals and the zero line."""
     figures = []
     for axis, rows in table.groupby("axis", sort=False):
-        quantities = list(pd.unique(rows["quantity"]))
+        # A quantity the axis leaves exactly unchanged (beta and the bits sent) gets no panel;
+        # paired.csv still lists it.
+        changed = rows.groupby("quantity", sort=False)["mean_difference"].apply(
+            lambda d: bool((d.abs() > 0).any()))
+        quantities = [q for q in pd.unique(rows["quantity"]) if changed[q]]
+        if not quantities:
+            continue
         words = dict(_FINALS)
         pairs = list(dict.fromkeys(zip(rows["configuration"], rows["reference_configuration"])))
         fig, grid = _grid(len(quantities), width=4.2, height=0.9 + 0.28 * len(pairs))
