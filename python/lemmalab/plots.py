@@ -713,7 +713,14 @@ def _evidence_figures(check_dir, out_dir) -> list[Figure]:
                            label=textwrap.shorten(f"premise failed at step {premise['step']}: "
                                                   f"{premise['name']}", 90))
         ax.set_xlabel("step")
-        ax.set_ylabel(", ".join(x.split("/")[-1].split(" ")[-1] for x in stat["series"]))
+        reduction = stat["reduction"] + (" over workers" if stat["reduction"] in ("max", "min")
+                                         else " over steps")
+        ax.set_ylabel(f"{', '.join(x.split(' ', 1)[-1] for x in stat['series'])}\n({reduction})")
+        # A positive statistic far below (or above) its bound: a log axis shows both.
+        shown = np.concatenate([line.get_ydata() for line in ax.get_lines()]).astype(float)
+        shown = shown[np.isfinite(shown)]
+        if len(shown) and (shown > 0).all() and shown.max() / shown.min() > 10:
+            ax.set_yscale("log")
         ax.set_title(textwrap.fill(f"{v['assertion']} on {v['run']}: {v['verdict']}", 70),
                      fontsize=10)
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
