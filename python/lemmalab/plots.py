@@ -233,7 +233,7 @@ def _split(keys: list[str]) -> tuple[str | None, list[str]]:
 
 
 def _curves(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabel: str,
-            path: Path, caption: str, bound: Bound | None = None,
+            path: Path, caption: str, once: set, bound: Bound | None = None,
             cumulative: bool = False) -> Figure | None:
     """Draw FRAME (run_id, step, value, X, axis columns) faceted by the first axis, one line per
     combination of the others; None when there are not two finite x values to draw.
@@ -242,9 +242,8 @@ def _curves(results, frame: pd.DataFrame, x: str, title: str, xlabel: str, ylabe
     is set by the runs that completed: a diverged run is drawn up to its last finite value and
     marked there (▼ on the panel's edge where it left the scale)."""
     finite = np.isfinite(frame["value"].astype(float)) & np.isfinite(frame[x].astype(float))
-    # A run another point repeated with the same seed (sgd beside a compressor axis) is the
-    # same computation: drawn once, as the configurations count it.
-    once = {i for ids in lr.configurations(results)["run_ids"] for i in ids}
+    # ONCE: the runs to draw, one per seed of each configuration (a run another point repeated
+    # with the same seed, sgd beside a compressor axis, is the same computation).
     frame = frame[finite & frame["run_id"].isin(once)].copy()
     # A running total (bits, time) that spans decades goes on a log axis, without its 0 at
     # step 0: otherwise the cheapest optimizer's whole curve sits against the y axis.
@@ -563,6 +562,7 @@ def figures(results, out_dir) -> list[Figure]:
 
 
 def _figures(results, out: Path) -> list[Figure]:
+    once = {i for ids in lr.configurations(results)["run_ids"] for i in ids}
     written = summary_figures(results, out)
     paired = paired_differences(results)
     if len(paired):
@@ -581,23 +581,25 @@ def _figures(results, out: Path) -> list[Figure]:
     title = words[0].upper() + words[1:].split(" (")[0]
     written += [
         _curves(results, loss, "step", f"{title} vs steps", "step", words,
-                out / "loss-vs-steps.png", f"The {words} at each evaluated step. {band_words}"),
+                out / "loss-vs-steps.png", f"The {words} at each evaluated step. {band_words}",
+                once),
         _curves(results, loss, "cumulative_bits", f"{title} vs bits sent",
                 f"bits sent per worker so far ({bit_unit})", words, out / "loss-vs-bits.png",
                 f"The {words} against the bits each worker has sent. {band_words}",
-                cumulative=True),
+                once, cumulative=True),
         _curves(results, loss, "cumulative_comm_seconds",
                 f"{title} vs projected communication time",
                 f"projected communication time so far ({second_unit})", words,
                 out / "loss-vs-comm-time.png",
                 f"The {words} against the communication time the network model projects "
-                f"(not measured). {band_words}", cumulative=True),
+                f"(not measured). {band_words}", once, cumulative=True),
     ]
     if lr.has_metric(results, "test_accuracy"):
         written.append(_curves(results, lr.series(results, "test_accuracy"), "step",
                                "Test accuracy vs steps", "step", _METRIC_WORDS["test_accuracy"],
                                out / "test-accuracy-vs-steps.png",
-                               f"Test accuracy at each evaluated step. {band_words}"))
+                               f"Test accuracy at each evaluated step. {band_words}",
+                               once))
 
     for probe, name in lr.probe_names(results):
         info = lr.series_info(results, probe, name)
@@ -616,7 +618,7 @@ def _figures(results, out: Path) -> list[Figure]:
         written.append(_curves(results, frame, "step", f"Probe {probe}: {shown}", "step",
                                f"{shown} (mean over workers)",
                                out / _file_name("probe", probe, name),
-                               caption + ". " + band_words, bound))
+                               caption + ". " + band_words, once, bound))
     return [f for f in written if f is not None]
 
 

@@ -26,63 +26,36 @@ from lemmalab import results as lr
 REPOSITORY = Path(__file__).resolve().parents[2]
 CLI = Path(os.environ.get("LEMMALAB_CLI", REPOSITORY / "build" / "release" / "cli" / "lemmalab"))
 
+def quadratic(seed, steps, dimension, extra=""):
+    """A spec's top: 4 workers on a quadratic of DIMENSION."""
+    return (f"seed = {seed}\nsteps = {steps}\nworkers = 4\n{extra}\n[problem]\n"
+            f'name = "quadratic"\ndimension = {dimension}\nsigma = 0.1\n')
+
+
+def optimizer(name, compressor=None, label=None):
+    lines = ["\n[[optimizer]]", f'name = "{name}"']
+    lines += [f'label = "{label}"'] if label else []
+    lines += [f"compressor = {compressor}"] if compressor else []
+    return "\n".join(lines + ['schedule = { name = "constant", lr = 0.05 }\n'])
+
+
+TOP_K_5PC = '{ name = "top-k", fraction = 0.05 }'
+TOP_K_1PC = '{ name = "top-k", fraction = 0.01 }'
+
 # Two optimizers, one reading the compressor axis; two top-k fractions that only the fraction
 # tells apart; an lr axis both read; three seeds.
-SWEEP = """
-seed = 1
-steps = 60
-workers = 4
-eval_every = 10
-probes = ["ef-norm"]
-
-[problem]
-name = "quadratic"
-dimension = 100
-sigma = 0.1
-
-[[optimizer]]
-name = "ef-sgd"
-compressor = { name = "top-k", fraction = 0.05 }
-schedule = { name = "constant", lr = 0.05 }
-
-[[optimizer]]
-name = "sgd"
-schedule = { name = "constant", lr = 0.05 }
-
+SWEEP = (quadratic(1, 60, 100, 'eval_every = 10\nprobes = ["ef-norm"]\n')
+         + optimizer("ef-sgd", TOP_K_5PC) + optimizer("sgd") + f"""
 [sweep]
-optimizer.ef-sgd.compressor = [{ name = "top-k", fraction = 0.05 },
-                               { name = "top-k", fraction = 0.01 },
-                               "sign"]
+optimizer.ef-sgd.compressor = [{TOP_K_5PC}, {TOP_K_1PC}, "sign"]
 optimizer.schedule.lr = [0.05, 0.1]
 seed = [1, 2, 3]
-"""
+""")
 
 # A plain run: three labels, two of them the same optimizer with different compressors.
-PLAIN = """
-seed = 3
-steps = 40
-workers = 4
+PLAIN = (quadratic(3, 40, 20) + optimizer("ef-sgd", TOP_K_5PC)
+         + optimizer("ef-sgd", TOP_K_1PC, label="ef-sgd-1pc") + optimizer("sgd"))
 
-[problem]
-name = "quadratic"
-dimension = 20
-sigma = 0.1
-
-[[optimizer]]
-name = "ef-sgd"
-compressor = { name = "top-k", fraction = 0.05 }
-schedule = { name = "constant", lr = 0.05 }
-
-[[optimizer]]
-name = "ef-sgd"
-label = "ef-sgd-1pc"
-compressor = { name = "top-k", fraction = 0.01 }
-schedule = { name = "constant", lr = 0.05 }
-
-[[optimizer]]
-name = "sgd"
-schedule = { name = "constant", lr = 0.05 }
-"""
 
 # Shows what report.html loaded: its images (each loaded, with a size) and any script error.
 PROBE = """<!DOCTYPE html><html><head><title>probe</title></head><body>
