@@ -2,19 +2,139 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <strings.h>
 
+#include <array>
+#include <cstdlib>
 #include <type_traits>
+#include <utility>
 
 #include "core/error.h"
 
-// The linker pulls this object into every program that links lemmalab_core (core/CMakeLists.txt
-// names the symbol with --undefined), so OpenBLAS is single-threaded before any product runs.
+// OpenBLAS's run-time kernel selection (driver/others/dynamic.c), exported by builds with
+// DYNAMIC_ARCH: _init picks a kernel table (from OPENBLAS_CORETYPE if set, else from the CPU)
+// unless one is picked; _quit forgets the pick. Weak: a build without them cannot switch.
 extern "C" {
-extern const int lemmalab_blas_single_threaded;
-const int lemmalab_blas_single_threaded = (openblas_set_num_threads(1), 1);
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
 }
 
 namespace lemmalab {
+namespace {
+
+// Why the kernels are the ones they are, for BlasDescription().
+std::string& KernelReason() {
+  static std::string reason = "OpenBLAS's choice for this CPU";
+  return reason;
+}
+
+}  // namespace
+
+std::string_view VectorIsaName(VectorIsa isa) {
+  switch (isa) {
+    case VectorIsa::kNone:
+      return "no AVX";
+    case VectorIsa::kAvx:
+      return "AVX";
+    case VectorIsa::kAvx2:
+      return "AVX2 + FMA";
+    case VectorIsa::kAvx512:
+      return "AVX-512";
+  }
+  return "?";
+}
+
+VectorIsa CpuVectorIsa() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  // libgcc's detection also checks that the OS saves the registers (XGETBV), as OpenBLAS does.
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512cd")) {
+    return VectorIsa::kAvx512;  // what OpenBLAS's SkylakeX kernels use
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return VectorIsa::kAvx2;
+  if (__builtin_cpu_supports("avx")) return VectorIsa::kAvx;
+#endif
+  return VectorIsa::kNone;
+}
+
+VectorIsa KernelVectorIsa(std::string_view core) {
+  // OpenBLAS's x86-64 kernel sets by the widest extension their GEMM kernels use; the rest
+  // (Prescott, Core2, Penryn, Dunnington, Nehalem, Atom, Opteron, Barcelona, Nano, ...) use SSE.
+  static constexpr std::pair<std::string_view, VectorIsa> kKernels[] = {
+      {"SkylakeX", VectorIsa::kAvx512},
+      {"Cooperlake", VectorIsa::kAvx512},
+      {"SapphireRapids", VectorIsa::kAvx512},
+      {"Haswell", VectorIsa::kAvx2},
+      {"Zen", VectorIsa::kAvx2},
+      {"Excavator", VectorIsa::kAvx2},
+      {"Sandybridge", VectorIsa::kAvx},
+      {"Bulldozer", VectorIsa::kAvx},
+      {"Piledriver", VectorIsa::kAvx},
+      {"Steamroller", VectorIsa::kAvx},
+  };
+  for (const auto& [name, isa] : kKernels) {
+    if (name.size() == core.size() && strncasecmp(name.data(), core.data(), name.size()) == 0) {
+      return isa;
+    }
+  }
+  return VectorIsa::kNone;
+}
+
+std::string_view BetterKernels(std::string_view core, VectorIsa cpu) {
+  if (KernelVectorIsa(core) >= cpu) return "";
+  switch (cpu) {
+    case VectorIsa::kAvx512:
+      return "SkylakeX";
+    case VectorIsa::kAvx2:
+      return "Haswell";
+    case VectorIsa::kAvx:
+      return "Sandybridge";
+    case VectorIsa::kNone:
+      break;
+  }
+  return "";
+}
+
+std::string UseOpenBlasKernels(const std::string& core) {
+  if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return "";
+  // The selection reads the variable; it is restored at once, so that programs this one starts
+  // do not take lemmalab's choice for their user's.
+  const char* const before = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = before != nullptr ? before : "";
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  if (before != nullptr) {
+    setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  } else {
+    unsetenv("OPENBLAS_CORETYPE");
+  }
+  return openblas_get_corename();
+}
+
+void ChooseOpenBlasKernels() {
+  if (const char* user = std::getenv("OPENBLAS_CORETYPE")) {
+    KernelReason() = fmt::format("OPENBLAS_CORETYPE={}, the user's choice", user);
+    return;
+  }
+  const std::string own = openblas_get_corename();
+  const VectorIsa cpu = CpuVectorIsa();
+  const std::string_view better = BetterKernels(own, cpu);
+  if (better.empty()) {
+    KernelReason() = "OpenBLAS's choice for this CPU";
+    return;
+  }
+  const std::string chosen = UseOpenBlasKernels(std::string(better));
+  KernelReason() =
+      chosen.empty()
+          ? fmt::format(
+                "OpenBLAS's choice; the CPU has {}, but this OpenBLAS cannot switch kernels",
+                VectorIsaName(cpu))
+          : fmt::format("chosen by lemmalab: OpenBLAS picked {} kernels ({}) for a CPU with {}",
+                        own, VectorIsaName(KernelVectorIsa(own)), VectorIsaName(cpu));
+}
 
 template <typename T>
 void Gemm(Eigen::Ref<const RowMatrix<T>> a, bool transpose_a, Eigen::Ref<const RowMatrix<T>> b,
@@ -45,8 +165,17 @@ template void Gemm(Eigen::Ref<const RowMatrix<double>>, bool, Eigen::Ref<const R
                    bool, Eigen::Ref<RowMatrix<double>>);
 
 std::string BlasDescription() {
-  return fmt::format("{}, {} kernels, {} thread", openblas_get_config(), openblas_get_corename(),
-                     openblas_get_num_threads());
+  return fmt::format("{}, {} kernels ({}), {} thread", openblas_get_config(),
+                     openblas_get_corename(), KernelReason(), openblas_get_num_threads());
 }
 
 }  // namespace lemmalab
+
+// The linker pulls this object into every program that links lemmalab_core (core/CMakeLists.txt
+// names the symbol with --undefined), so OpenBLAS runs the CPU's kernels on one thread before any
+// product runs.
+extern "C" {
+extern const int lemmalab_blas_single_threaded;
+const int lemmalab_blas_single_threaded =
+    (lemmalab::ChooseOpenBlasKernels(), openblas_set_num_threads(1), 1);
+}
