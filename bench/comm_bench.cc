@@ -35,6 +35,10 @@
 //   mem_B/coord/rank    resident memory the case added per coordinate, averaged over the ranks
 //                       (the peak while it built the optimizer and cluster and ran its steps).
 //                       State a rank allocates for every worker makes it grow with the rank count.
+//   exchange_vs_allreduce  the time a step spends in the transport's rounds (Transport::Exchange:
+//                       moving the messages, waiting for the other ranks included; the slowest
+//                       rank's), over MPI_Allreduce's: the collective alone, without the
+//                       gradient, compression, server and apply phases that the step adds
 // CPU is rank 0's CPU time, for what it is worth; Time is the manual time above.
 //
 // Memory. Before a case runs at d, its resident memory summed over the ranks is extrapolated
@@ -79,7 +83,28 @@ constexpr double kLr = 1e-6;             // tiny: x barely moves, no step can ov
 
 int g_rank = 0;
 int g_ranks = 1;
-MpiTransport* g_transport = nullptr;
+
+// The MPI transport, timing its rounds.
+class TimedTransport final : public Transport {
+ public:
+  std::string_view name() const override { return mpi_.name(); }
+  int workers() const override { return mpi_.workers(); }
+  bool Runs(int endpoint) const override { return mpi_.Runs(endpoint); }
+  bool reports() const override { return mpi_.reports(); }
+  void Exchange(std::vector<Envelope>& outgoing, std::vector<Envelope>& incoming) override {
+    const auto start = std::chrono::steady_clock::now();
+    mpi_.Exchange(outgoing, incoming);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  void Sum(std::span<double> values) override { mpi_.Sum(values); }
+  void Sum(std::span<std::int64_t> values) override { mpi_.Sum(values); }
+
+  double seconds = 0;  // in Exchange, since the last reset
+
+ private:
+  MpiTransport mpi_;
+};
+TimedTransport* g_transport = nullptr;
 
 // Fixed per d, the same on every rank (see the top of the file). Few, so that both rank counts
 // run in about five minutes on a 2-core machine (each case also builds its state and runs one
@@ -320,6 +345,7 @@ void BM_Scheme(benchmark::State& state, const Case& c) {
   const double grown = ResidentGrowthAllRanks([&] {
     Setup s(c, d);
     s.Step();  // untimed: first touch of the messages and transport buffers
+    g_transport->seconds = 0;
     for (auto _ : state) {
       const StepResult* result = nullptr;
       const double step = CollectiveSeconds([&] { result = &s.Step(); });
@@ -340,6 +366,10 @@ void BM_Scheme(benchmark::State& state, const Case& c) {
   });
   const double steps = static_cast<double>(state.iterations()) * g_ranks;
   SetRates(state, d, seconds, reference);
+  double exchange = g_transport->seconds;
+  MPI_Allreduce(MPI_IN_PLACE, &exchange, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  state.counters["exchange_vs_allreduce"] =
+      exchange / static_cast<double>(state.iterations()) / reference;
   state.counters["sent_B/rank"] = sent / steps;
   state.counters["sent_B/max_rank"] = sent_max;
   state.counters["inter_B/rank"] = inter / steps;
@@ -402,7 +432,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) lemmalab::MpiSession::Abort(1);
   try {
-    lemmalab::MpiTransport transport;
+    lemmalab::TimedTransport transport;
     lemmalab::g_transport = &transport;
     lemmalab::Register();
     if (session.rank() == 0) {

@@ -17,20 +17,14 @@
 namespace lemmalab {
 namespace {
 
-// What precedes each message in the packed buffer of a round: framing, not traffic.
-struct Header {
-  std::int32_t from;
-  std::int32_t to;
-  std::int32_t tag;
-  std::int32_t unused = 0;
-  std::int64_t size;
-};
-static_assert(sizeof(Header) == 24);
-
-// MPI counts and displacements are int: a round may send at most this many bytes (framing
-// included) from one rank and receive at most this many at one rank; Sum goes in pieces of at
+// MPI counts are int: one message may carry at most this many bytes; Sum goes in pieces of at
 // most this many elements.
 constexpr std::int64_t kMaxCount = std::numeric_limits<int>::max();
+
+// A message travels as one MPI message whose source rank and tag say where it is from and to:
+// the rank names the worker, two bits say whether the sender or the receiver is the server
+// (both run on rank 0) and the rest is the envelope's tag.
+constexpr int kFromServerBit = 2, kToServerBit = 1, kEndpointBits = 2;
 
 bool MpiActive() {
   int initialized = 0;
@@ -38,19 +32,6 @@ bool MpiActive() {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   return initialized != 0 && finalized == 0;
-}
-
-// Prefix sums of `counts` into `offsets`; checks that the total fits MPI's int displacements.
-void Offsets(const std::vector<int>& counts, std::vector<int>& offsets, const char* what) {
-  std::int64_t total = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    offsets[r] = static_cast<int>(total);
-    total += counts[r];
-    LEMMALAB_CHECK(total <= kMaxCount,
-                   "MpiTransport: a round {} more than {} bytes (with framing) at one rank, the "
-                   "most one MPI_Alltoallv can carry",
-                   what, kMaxCount);
-  }
 }
 
 }  // namespace
@@ -90,10 +71,16 @@ void MpiSession::Abort(int code) {
 MpiTransport::MpiTransport(MPI_Comm communicator) : communicator_(communicator) {
   MPI_Comm_rank(communicator_, &rank_);
   MPI_Comm_size(communicator_, &size_);
-  send_counts_.resize(size_);
-  send_offsets_.resize(size_);
-  receive_counts_.resize(size_);
-  receive_offsets_.resize(size_);
+  for (MPI_Comm& c : rounds_) MPI_Comm_dup(communicator_, &c);
+  int* tag_ub = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(communicator_, MPI_TAG_UB, &tag_ub, &found);
+  max_tag_ = found != 0 ? (*tag_ub >> kEndpointBits) : (32767 >> kEndpointBits);  // MPI's least
+}
+
+MpiTransport::~MpiTransport() {
+  if (!MpiActive()) return;
+  for (MPI_Comm& c : rounds_) MPI_Comm_free(&c);
 }
 
 int MpiTransport::RankOf(int endpoint) const { return endpoint == kServer ? 0 : endpoint; }
@@ -104,7 +91,8 @@ bool MpiTransport::Runs(int endpoint) const {
 
 void MpiTransport::Exchange(std::vector<Envelope>& outgoing, std::vector<Envelope>& incoming) {
   incoming.clear();
-  // Checked before the first collective, so the rank with the bad envelope is the one to fail.
+  // Checked before the first message goes out, so the rank with the bad envelope is the one to
+  // fail.
   for (const Envelope& e : outgoing) {
     LEMMALAB_CHECK(Runs(e.from),
                    "MpiTransport on rank {}: an envelope from endpoint {}, which this rank "
@@ -114,71 +102,75 @@ void MpiTransport::Exchange(std::vector<Envelope>& outgoing, std::vector<Envelop
                    "MpiTransport on rank {}: an envelope to endpoint {}, not a worker of {} or "
                    "the server",
                    rank_, e.to, size_);
+    LEMMALAB_CHECK(e.tag >= 0 && e.tag <= max_tag_,
+                   "MpiTransport on rank {}: an envelope with tag {}, outside [0, {}]", rank_,
+                   e.tag, max_tag_);
+    LEMMALAB_CHECK(static_cast<std::int64_t>(e.message.bytes.size()) <= kMaxCount,
+                   "MpiTransport on rank {}: a message of {} bytes, more than one MPI message "
+                   "carries ({})",
+                   rank_, e.message.bytes.size(), kMaxCount);
   }
 
-  // Messages between endpoints of this rank are moved; the rest are packed by destination rank,
-  // each rank's part in the order of `outgoing` (so messages with the same (from, to) keep it).
-  std::fill(send_counts_.begin(), send_counts_.end(), 0);
-  for (const Envelope& e : outgoing) {
-    const int destination = RankOf(e.to);
-    if (destination == rank_) continue;
-    const std::int64_t bytes = send_counts_[destination] +
-                               static_cast<std::int64_t>(sizeof(Header)) +
-                               static_cast<std::int64_t>(e.message.bytes.size());
-    LEMMALAB_CHECK(bytes <= kMaxCount,
-                   "MpiTransport: a round sends more than {} bytes from rank {} to rank {}",
-                   kMaxCount, rank_, destination);
-    send_counts_[destination] = static_cast<int>(bytes);
-  }
-  Offsets(send_counts_, send_offsets_, "sends");
-  // At least one byte, so that no rank hands MPI a null buffer.
-  send_buffer_.resize(std::max<std::size_t>(
-      1, static_cast<std::size_t>(send_offsets_.back()) + send_counts_.back()));
-  send_cursor_ = send_offsets_;
+  // The sparse exchange of Hoefler, Siebert and Lumsdaine (PPoPP 2010, "NBX"): each message is
+  // sent straight from its own bytes with a synchronous send, which completes only once the
+  // receiver has matched it; a rank receives whatever arrives, straight into the message it
+  // delivers, and enters a non-blocking barrier when all its sends are matched; when the barrier
+  // completes, every message of the round has been matched everywhere. No rank learns counts
+  // beforehand, and a round costs each rank only the messages it sends and receives. A rank
+  // that leaves the barrier may start the next round while another still polls this one, so
+  // consecutive rounds use two communicators in turn (a round two ahead needs this one's barrier
+  // left by every rank).
+  const MPI_Comm comm = rounds_[round_++ % 2];
+  sends_.clear();
   for (Envelope& e : outgoing) {
     const int destination = RankOf(e.to);
     if (destination == rank_) {
-      incoming.push_back(std::move(e));
+      incoming.push_back(std::move(e));  // between endpoints of this rank: moved, not sent
       continue;
     }
-    const Header header{e.from, e.to, e.tag, 0, static_cast<std::int64_t>(e.message.bytes.size())};
-    std::uint8_t* at = send_buffer_.data() + send_cursor_[destination];
-    std::memcpy(at, &header, sizeof(Header));
-    if (header.size > 0) std::memcpy(at + sizeof(Header), e.message.bytes.data(), header.size);
-    send_cursor_[destination] += static_cast<int>(sizeof(Header) + header.size);
+    const int tag = (e.tag << kEndpointBits) | (e.from == kServer ? kFromServerBit : 0) |
+                    (e.to == kServer ? kToServerBit : 0);
+    MPI_Issend(e.message.bytes.data(), static_cast<int>(e.message.bytes.size()), MPI_BYTE,
+               destination, tag, comm, &sends_.emplace_back());
   }
-  outgoing.clear();
-
-  MPI_Alltoall(send_counts_.data(), 1, MPI_INT, receive_counts_.data(), 1, MPI_INT, communicator_);
-  Offsets(receive_counts_, receive_offsets_, "receives");
-  receive_buffer_.resize(std::max<std::size_t>(
-      1, static_cast<std::size_t>(receive_offsets_.back()) + receive_counts_.back()));
-  MPI_Alltoallv(send_buffer_.data(), send_counts_.data(), send_offsets_.data(), MPI_BYTE,
-                receive_buffer_.data(), receive_counts_.data(), receive_offsets_.data(), MPI_BYTE,
-                communicator_);
-
-  for (int source = 0; source < size_; ++source) {
-    const std::uint8_t* at = receive_buffer_.data() + receive_offsets_[source];
-    const std::uint8_t* const end = at + receive_counts_[source];
-    while (at < end) {
-      Header header;
-      LEMMALAB_CHECK(end - at >= static_cast<std::ptrdiff_t>(sizeof(Header)),
-                     "MpiTransport: a truncated header from rank {}", source);
-      std::memcpy(&header, at, sizeof(Header));
-      at += sizeof(Header);
-      LEMMALAB_CHECK(header.size >= 0 && header.size <= end - at && Runs(header.to) &&
-                         RankOf(header.from) == source,
-                     "MpiTransport on rank {}: a corrupt envelope from rank {} (from {}, to {}, "
-                     "{} bytes)",
-                     rank_, source, header.from, header.to, header.size);
+  receives_.clear();
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  for (bool in_barrier = false;;) {
+    int arrived = 0;
+    MPI_Message message;
+    MPI_Status status;
+    MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &arrived, &message, &status);
+    if (arrived != 0) {
+      int bytes = 0;
+      MPI_Get_count(&status, MPI_BYTE, &bytes);
       Envelope& e = incoming.emplace_back();
-      e.from = header.from;
-      e.to = header.to;
-      e.tag = header.tag;
-      e.message.bytes.assign(at, at + header.size);
-      at += header.size;
+      e.from = (status.MPI_TAG & kFromServerBit) != 0 ? kServer : status.MPI_SOURCE;
+      e.to = (status.MPI_TAG & kToServerBit) != 0 ? kServer : rank_;
+      e.tag = status.MPI_TAG >> kEndpointBits;
+      LEMMALAB_CHECK(Runs(e.to) && RankOf(e.from) == status.MPI_SOURCE,
+                     "MpiTransport on rank {}: a message from rank {} with MPI tag {}, which no "
+                     "endpoint pair of the two ranks has",
+                     rank_, status.MPI_SOURCE, status.MPI_TAG);
+      // Moving `e` when `incoming` grows keeps its bytes where they are, so the receive may
+      // complete into them later.
+      e.message.bytes.resize(static_cast<std::size_t>(bytes));
+      MPI_Imrecv(e.message.bytes.data(), bytes, MPI_BYTE, &message, &receives_.emplace_back());
+      continue;
+    }
+    int done = 0;
+    if (!in_barrier) {
+      MPI_Testall(static_cast<int>(sends_.size()), sends_.data(), &done, MPI_STATUSES_IGNORE);
+      if (done != 0) {
+        MPI_Ibarrier(comm, &barrier);
+        in_barrier = true;
+      }
+    } else {
+      MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+      if (done != 0) break;
     }
   }
+  MPI_Waitall(static_cast<int>(receives_.size()), receives_.data(), MPI_STATUSES_IGNORE);
+  outgoing.clear();  // only now: the sends read from these messages until they completed
   SortByDestination(incoming);
 }
 

@@ -1,14 +1,11 @@
 // The Open MPI transport: `mpirun -np N lemmalab run SPEC` runs one worker per rank.
 //
 // Worker i runs on rank i and the server (kServer) on rank 0, beside worker 0; rank 0 reports
-// the run. A round (Transport::Exchange) is two collectives over the communicator: an
-// MPI_Alltoall of the byte counts each rank sends every other rank, then one MPI_Alltoallv of
-// the packed envelopes. Each envelope travels behind a 24-byte header (from, to, tag, size):
-// framing, which the transport does not count (the scheme counts each message from its size,
-// comm/transport.h). A message between two endpoints of the same rank (worker 0 and the server)
-// is moved, never copied through MPI buffers.
-//
-// The ranks are assumed to share a byte order (the headers are sent raw), as on any one cluster.
+// the run. A round (Transport::Exchange) sends each message as one MPI message, point to point,
+// straight from its bytes, and receives each into the message it delivers (no packing, and no
+// collective over all ranks but a non-blocking barrier: comm/mpi_transport.cc). The MPI
+// message's source rank and tag name its endpoints and envelope tag. A message between two
+// endpoints of the same rank (worker 0 and the server) is moved, never copied through MPI.
 //
 // Compiled only when CMake finds MPI (LEMMALAB_HAVE_MPI is then defined for every target that
 // links lemmalab::comm).
@@ -59,7 +56,11 @@ class MpiSession {
 class MpiTransport final : public Transport {
  public:
   // One worker per rank of `communicator`, which must stay valid while the transport is used.
+  // Collective over `communicator`, as is the destructor.
   explicit MpiTransport(MPI_Comm communicator = MPI_COMM_WORLD);
+  ~MpiTransport() override;
+  MpiTransport(const MpiTransport&) = delete;
+  MpiTransport& operator=(const MpiTransport&) = delete;
 
   std::string_view name() const override { return "mpi"; }
   int workers() const override { return size_; }
@@ -84,11 +85,13 @@ class MpiTransport final : public Transport {
   int RankOf(int endpoint) const;
 
   MPI_Comm communicator_;
+  MPI_Comm rounds_[2] = {MPI_COMM_NULL, MPI_COMM_NULL};  // duplicates, used by rounds in turn
+  std::int64_t round_ = 0;
   int rank_ = 0;
   int size_ = 1;
+  int max_tag_ = 0;  // the largest envelope tag the MPI tag has room for
   // Reused from round to round, so that a steady run does not allocate them every step.
-  std::vector<int> send_counts_, send_offsets_, send_cursor_, receive_counts_, receive_offsets_;
-  std::vector<std::uint8_t> send_buffer_, receive_buffer_;
+  std::vector<MPI_Request> sends_, receives_;
 };
 
 }  // namespace lemmalab

@@ -9,7 +9,8 @@
 //
 // The transport moves bytes and does no accounting: the scheme counts the traffic of every
 // message from its size (comm/scheme.h), the same way on every backend. What a transport adds to
-// move a message (MPI's envelopes and the byte counts it exchanges first) is framing, not counted.
+// move a message (MPI's envelope: source, tag, the barrier that ends a round) is framing, not
+// counted.
 #pragma once
 
 #include <cstdint>
