@@ -216,6 +216,26 @@ void CheckRounds(MpiTransport& transport, int size) {
   CheckAgainstInProcess(transport, big, "1 MiB messages");
 }
 
+// Rounds never mix: a rank that leaves a round at once sends the next round's messages while the
+// others may still be polling this one (rank 0 enters each empty round last, then sends to all).
+void CheckRoundsDoNotMix(MpiTransport& transport, int size) {
+  for (int repeat = 0; repeat < 30; ++repeat) {
+    std::vector<Envelope> outgoing, incoming;
+    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    transport.Exchange(outgoing, incoming);
+    CHECK(incoming.empty(), "repeat {}: an empty round delivered {}", repeat, Describe(incoming));
+    if (rank == 0) {
+      for (int j = 1; j < size; ++j) outgoing.push_back(Make(0, j, {std::uint8_t(repeat)}));
+    }
+    transport.Exchange(outgoing, incoming);
+    const std::size_t expected = rank == 0 ? 0 : 1;
+    CHECK(incoming.size() == expected &&
+              (rank == 0 ||
+               incoming[0].message.bytes == std::vector<std::uint8_t>{std::uint8_t(repeat)}),
+          "repeat {}: the next round delivered {}", repeat, Describe(incoming));
+  }
+}
+
 // A bad envelope fails on the rank that made it, before any collective (so here, where every
 // rank makes one, no rank waits), and the transport still works afterwards.
 void CheckBadEnvelopes(MpiTransport& transport, int size) {
@@ -233,6 +253,11 @@ void CheckBadEnvelopes(MpiTransport& transport, int size) {
   CHECK(throws(Make(rank, size, {1})), "to worker {} of {}", size, size);
   CHECK(throws(Make(rank, kServer - 1, {1})), "to endpoint {}", kServer - 1);
   if (rank != 0) CHECK(throws(Make(kServer, 0, {1})), "from the server on rank {}", rank);
+  Envelope tagged = Make(rank, (rank + 1) % size, {1});
+  tagged.tag = -1;
+  CHECK(throws(tagged), "tag -1");
+  tagged.tag = std::numeric_limits<int>::max();
+  CHECK(throws(tagged), "a tag the MPI tag has no room for");
 }
 
 void CheckSums(MpiTransport& transport, int size) {
@@ -338,6 +363,7 @@ int RunChecks(const MpiSession& session) {
   CheckHandRound(transport, size);
   if (size >= 2) CheckBadEnvelopes(transport, size);
   CheckRounds(transport, size);
+  CheckRoundsDoNotMix(transport, size);
   CheckSums(transport, size);
   CheckHostNames(transport, size);
 
