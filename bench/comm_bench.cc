@@ -35,6 +35,15 @@
 //   mem_B/coord/rank    resident memory the case added per coordinate, averaged over the ranks
 //                       (the peak while it built the optimizer and cluster and ran its steps).
 //                       State a rank allocates for every worker makes it grow with the rank count.
+//   exchange_s          the time a step spends in the transport's rounds, in seconds (below)
+//   model_s             what the network model (comm/network.h) projects for the step's rounds,
+//                       with the inter-node preset named by COMM_BENCH_INTER (default "10GbE";
+//                       intra-node "nvlink"): run across links shaped to that preset
+//                       (scripts/netns-cluster), exchange_s is the measurement to compare
+//   inter_rounds, inter_round_B   per step: the rounds with inter-node traffic, and the sum over
+//                       them of the busiest endpoint's max(sent, received) inter-node bytes: the
+//                       model's step time is inter_rounds x latency + inter_round_B / bandwidth
+//                       when only inter-node links carry traffic (bench/fit_network.py fits them)
 //   exchange_vs_allreduce  the time a step spends in the transport's rounds (Transport::Exchange:
 //                       moving the messages, waiting for the other ranks included; the slowest
 //                       rank's), over MPI_Allreduce's: the collective alone, without the
@@ -56,17 +65,20 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "comm/cluster.h"
 #include "comm/mpi_transport.h"
+#include "comm/network.h"
 #include "comm/scheme.h"
 #include "core/error.h"
 #include "optimizers/optimizer.h"
@@ -208,6 +220,7 @@ std::vector<Case> Cases() {
   return {
       {"parameter-server/sgd", "sgd", "parameter-server"},
       {"allreduce/sgd", "sgd", "allreduce"},
+      {"allreduce/adam", "adam", "allreduce"},
       {"compressed-allreduce/onebit-adam", "onebit-adam", "compressed-allreduce"},
       {"allgather/birder", "birder", "allgather"},
       {"hierarchical/birder", "birder", "hierarchical", true},
@@ -292,6 +305,38 @@ double ReferenceSeconds(std::int64_t d) {
   return total / static_cast<double>(Iterations(d));
 }
 
+// The model the step's rounds are projected with (model_s).
+const NetworkModel& Network() {
+  static const NetworkModel model = [] {
+    OptionTable options("[network]", "comm_bench");
+    const char* inter = std::getenv("COMM_BENCH_INTER");
+    options.Set("inter", {std::string(inter != nullptr ? inter : "10GbE"), "COMM_BENCH_INTER"});
+    NetworkModel m = NetworkFromOptions(options);
+    options.RejectUnknownKeys();
+    return m;
+  }();
+  return model;
+}
+
+// The model's terms for the inter-node links of one step (see inter_rounds at the top).
+struct InterTerms {
+  double rounds = 0, busiest_bytes = 0;
+};
+InterTerms Inter(std::span<const RoundTraffic> rounds) {
+  InterTerms terms;
+  for (const RoundTraffic& round : rounds) {
+    std::int64_t busiest = 0;
+    bool used = false;
+    for (const EndpointTraffic& e : round.endpoints) {
+      used = used || e.sent.inter > 0 || e.received.inter > 0;
+      busiest = std::max({busiest, e.sent.inter, e.received.inter});
+    }
+    terms.rounds += used ? 1 : 0;
+    terms.busiest_bytes += static_cast<double>(busiest);
+  }
+  return terms;
+}
+
 void SetRates(benchmark::State& state, std::int64_t d, double seconds, double reference) {
   const auto iterations = static_cast<double>(state.iterations());
   state.counters["vs_allreduce"] = seconds / iterations / reference;
@@ -341,7 +386,8 @@ void BM_Scheme(benchmark::State& state, const Case& c) {
     return;
   }
   const double reference = ReferenceSeconds(d);
-  double seconds = 0, sent = 0, sent_max = 0, inter = 0;
+  double seconds = 0, sent = 0, sent_max = 0, inter = 0, model = 0;
+  InterTerms terms;
   const double grown = ResidentGrowthAllRanks([&] {
     Setup s(c, d);
     s.Step();  // untimed: first touch of the messages and transport buffers
@@ -353,6 +399,8 @@ void BM_Scheme(benchmark::State& state, const Case& c) {
       seconds += step;
       // The traffic is summed over the ranks, so every rank sees every worker's.
       const StepTraffic& traffic = result->traffic;
+      model += Network().StepSeconds(traffic.rounds);
+      terms = Inter(traffic.rounds);  // the same every step
       for (int w = 0; w < g_ranks; ++w) {
         const auto& worker = traffic.workers[static_cast<std::size_t>(w)];
         sent += static_cast<double>(worker.sent.total());
@@ -368,8 +416,12 @@ void BM_Scheme(benchmark::State& state, const Case& c) {
   SetRates(state, d, seconds, reference);
   double exchange = g_transport->seconds;
   MPI_Allreduce(MPI_IN_PLACE, &exchange, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  state.counters["exchange_vs_allreduce"] =
-      exchange / static_cast<double>(state.iterations()) / reference;
+  const auto iterations = static_cast<double>(state.iterations());
+  state.counters["exchange_vs_allreduce"] = exchange / iterations / reference;
+  state.counters["exchange_s"] = exchange / iterations;
+  state.counters["model_s"] = model / iterations;
+  state.counters["inter_rounds"] = terms.rounds;
+  state.counters["inter_round_B"] = terms.busiest_bytes;
   state.counters["sent_B/rank"] = sent / steps;
   state.counters["sent_B/max_rank"] = sent_max;
   state.counters["inter_B/rank"] = inter / steps;

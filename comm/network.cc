@@ -20,7 +20,15 @@ constexpr double Seconds(double microseconds) { return microseconds / 1e6; }
 // given to one significant digit: they are orders of magnitude, not measurements of a machine.
 // They matter only for small messages; at gradient sizes the bandwidth term dominates.
 // Bandwidths are the payload line rates after encoding, per direction.
-constexpr std::array<NetworkPreset, 5> kPresets = {{
+constexpr std::array<NetworkPreset, 6> kPresets = {{
+    // 1-bit Adam's TCP experiments: "10Gbits or 1Gbits TCP/IP network" (onebit-adam-icml
+    // line 1116), with its largest speedup at 1 Gbit/s (line 1179). Latency: the kernel TCP
+    // stack and a 1 GbE NIC's interrupt moderation put one way at tens of microseconds; 50 us is
+    // the order of magnitude.
+    {"1GbE",
+     LinkClass::kInterNode,
+     {Seconds(50), BytesPerSecond(1)},
+     "1 Gbit/s Ethernet, TCP (1-bit Adam's slowest network, onebit-adam-icml App. 10)"},
     // Birder's testbed: "nodes interconnected via 10Gbps Ethernet" (birder.txt line 221).
     // Latency: the kernel TCP/IP stack dominates on 10 GbE; AMD's Onload guide (UG1586,
     // "Throughput with Onload") reports netperf TCP_RR with the kernel stack at under a third of

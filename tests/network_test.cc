@@ -118,6 +118,7 @@ const NetworkPreset& Preset(std::string_view name) {
 
 TEST(NetworkPresets, LinkRatesInBytesPerSecond) {
   // Bytes per second = Gbit/s * 1e9 / 8.
+  EXPECT_EQ(Preset("1GbE").cost.bandwidth_bytes_per_s, 1.25e8);
   EXPECT_EQ(Preset("10GbE").cost.bandwidth_bytes_per_s, 1.25e9);
   EXPECT_EQ(Preset("100Gb-IB").cost.bandwidth_bytes_per_s, 1.25e10);
   EXPECT_EQ(Preset("200Gb-IB").cost.bandwidth_bytes_per_s, 2.5e10);
@@ -127,6 +128,7 @@ TEST(NetworkPresets, LinkRatesInBytesPerSecond) {
 }
 
 TEST(NetworkPresets, LatenciesLinkClassesAndSources) {
+  EXPECT_DOUBLE_EQ(Preset("1GbE").cost.latency_s, 50e-6);
   EXPECT_DOUBLE_EQ(Preset("10GbE").cost.latency_s, 10e-6);
   EXPECT_DOUBLE_EQ(Preset("100Gb-IB").cost.latency_s, 1e-6);
   EXPECT_DOUBLE_EQ(Preset("200Gb-IB").cost.latency_s, 1e-6);
@@ -143,7 +145,7 @@ TEST(NetworkPresets, LatenciesLinkClassesAndSources) {
     EXPECT_GT(p.cost.latency_s, 0) << p.name;
     EXPECT_GT(p.cost.bandwidth_bytes_per_s, 0) << p.name;
   }
-  EXPECT_EQ(names.size(), 5u);
+  EXPECT_EQ(names.size(), 6u);
 }
 
 OptionTable NetworkTable() { return OptionTable("network", "spec.toml:12:1"); }
@@ -189,13 +191,14 @@ TEST(NetworkOptions, OverridesReplaceOnePresetValueAndMakeTheLinkCustom) {
 TEST(NetworkOptions, UnknownPresetNamesKeyValueAndKnownNames) {
   OptionTable t = NetworkTable();
   t.Set("inter", {std::string("token-ring"), "spec.toml:13:9"});
-  EXPECT_EQ(UserErrorOf([&] { NetworkFromOptions(t); }),
-            "spec.toml:13:9: network: inter must be one of 10GbE, 100Gb-IB, 200Gb-IB, nvlink, "
-            "pcie4; got 'token-ring'");
+  EXPECT_EQ(
+      UserErrorOf([&] { NetworkFromOptions(t); }),
+      "spec.toml:13:9: network: inter must be one of 1GbE, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, "
+      "pcie4; got 'token-ring'");
   OptionTable u = NetworkTable();
   u.Set("intra", {std::string("nvlnk"), "spec.toml:13:9"});
   EXPECT_THAT(UserErrorOf([&] { NetworkFromOptions(u); }),
-              HasSubstr("intra must be one of 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; got "
+              HasSubstr("intra must be one of 1GbE, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; got "
                         "'nvlnk' (did you mean 'nvlink'?)"));
 }
 
@@ -226,11 +229,11 @@ TEST(NetworkOptions, TheGettersDescribeEveryKeyAndCatchTypos) {
   EXPECT_THAT(keys, ::testing::ElementsAre("inter", "inter_latency_us", "inter_bandwidth_gbps",
                                            "intra", "intra_latency_us", "intra_bandwidth_gbps"));
   EXPECT_EQ(t.uses()[0].description,
-            "one of 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; default '10GbE'");
+            "one of 1GbE, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; default '10GbE'");
   EXPECT_EQ(t.uses()[2].description, "a number > 0 (Gbit/s); default: the inter preset's");
   EXPECT_EQ(t.uses()[4].description, "a number > 0 (microseconds); default: the intra preset's");
   EXPECT_EQ(t.uses()[3].description,
-            "one of 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; default 'nvlink'");
+            "one of 1GbE, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; default 'nvlink'");
 
   OptionTable typo = NetworkTable();
   typo.Set("inter_bandwith_gbps", {std::int64_t{40}, "spec.toml:13:1"});
