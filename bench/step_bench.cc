@@ -13,8 +13,10 @@
 // products is free.
 //
 //   build/release/bench/step_bench --benchmark_counters_tabular=true
-// bench/side_by_side.py runs this next to the same loops in PyTorch and numpy.
+// BM_Kernels compares the OpenBLAS kernels chosen at start with every other set the CPU runs
+// (issue 37). bench/side_by_side.py runs this next to the same loops in PyTorch and numpy.
 #include <benchmark/benchmark.h>
+#include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "bench/gemm_ceiling.h"
+#include "core/blas.h"
 #include "engine/experiment.h"
 #include "engine/spec.h"
 #include "problems/supervised.h"
@@ -121,6 +124,43 @@ void BM_Step(benchmark::State& state, bool mlp, const std::string& optimizer) {
   }
 }
 
+// The MLP step (Adam) on the kernels chosen at start (core/blas.h) and on every other OpenBLAS
+// kernel set this CPU can run, switched in this process and measured in turns (the machine is
+// shared and noisy): `chosen_vs_best` is the chosen kernels' median step over the fastest set's,
+// whose name is the label; 1.0 means the choice is the best there is.
+void BM_Kernels(benchmark::State& state) {
+  if (!std::filesystem::exists(kFashionMnist)) {
+    state.SkipWithError("Fashion-MNIST is not installed (scripts/install-deps)");
+    return;
+  }
+  const std::string chosen = openblas_get_corename();
+  std::vector<std::string> kernels{chosen};
+  for (const char* k : {"SkylakeX", "Haswell", "Zen", "Sandybridge", "Prescott"}) {
+    if (k != chosen && KernelVectorIsa(k) <= CpuVectorIsa()) kernels.emplace_back(k);
+  }
+  std::vector<double> best(kernels.size(), 1e300);
+  for (auto _ : state) {
+    for (std::size_t k = 0; k < kernels.size(); ++k) {
+      if (UseOpenBlasKernels(kernels[k]).empty()) {
+        state.SkipWithError("this OpenBLAS cannot switch kernels");
+        return;
+      }
+      best[k] = std::min(best[k], MedianStepSeconds(MlpSpec("adam"), Cache()));
+    }
+  }
+  UseOpenBlasKernels(chosen);
+  const std::size_t fastest =
+      static_cast<std::size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+  state.counters["chosen_us"] = 1e6 * best[0];
+  state.counters["best_us"] = 1e6 * best[fastest];
+  state.counters["chosen_vs_best"] = best[0] / best[fastest];
+  std::string label = fmt::format("chosen {}, fastest {};", chosen, kernels[fastest]);
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    label += fmt::format(" {} {:.0f} us", kernels[k], 1e6 * best[k]);
+  }
+  state.SetLabel(label);
+}
+
 // BM_Step/<problem>_<optimizer> (bench/side_by_side.py reads the names), problems in turn.
 void Register() {
   for (const bool mlp : {false, true}) {
@@ -132,6 +172,9 @@ void Register() {
           ->Unit(benchmark::kMillisecond);
     }
   }
+  benchmark::RegisterBenchmark("BM_Kernels/mlp_adam", BM_Kernels)
+      ->Iterations(3)
+      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
