@@ -9,12 +9,15 @@
 // For d = 1M, 4M, 16M and 64M floats, one Cluster step (comm/cluster.h) of
 //   parameter-server/sgd                 fp32 gradients to rank 0's server, the mean back
 //   allreduce/sgd                        the dense fp32 reduce-scatter + all-gather
+//   allreduce/adam                       the same with Adam's server phase (the fp32 baseline)
 //   compressed-allreduce/onebit-adam     1-bit momentum, re-compressed per chunk (warmup_steps =
 //                                        0, so every step is compressed; onebit-adam.txt Sec. 6)
 //   allgather/birder                     1-bit m/b to every worker (birder.txt Sec. 4, naive)
 //   hierarchical/birder                  Hierarchical-1-bit-All-Reduce on 2 nodes x ranks/2
 // on a problem whose gradient is a constant fill, so that a step costs the scheme, the
-// optimizer's compression and its server and apply phases, not gradient work.
+// optimizer's compression and its server and apply phases, not gradient work. Where the ranks
+// run on several hosts (scripts/netns-cluster), every scheme's topology is the hosts' (the ranks
+// of one host form a node), so that the traffic the model is given is where it went.
 //
 // Timing. Every rank must run the same benchmarks with the same number of iterations, or the
 // collectives deadlock, so each case has a fixed iteration count and manual time: an iteration
@@ -35,7 +38,9 @@
 //   mem_B/coord/rank    resident memory the case added per coordinate, averaged over the ranks
 //                       (the peak while it built the optimizer and cluster and ran its steps).
 //                       State a rank allocates for every worker makes it grow with the rank count.
-//   exchange_s          the time a step spends in the transport's rounds, in seconds (below)
+//   exchange_s          the time a step spends in the transport's rounds, in seconds: each
+//                       round timed from a barrier, so the wait for a rank still computing is
+//                       not in it (the slowest rank's sum over the rounds)
 //   model_s             what the network model (comm/network.h) projects for the step's rounds,
 //                       with the inter-node preset named by COMM_BENCH_INTER (default "10GbE";
 //                       intra-node "nvlink"): run across links shaped to that preset
@@ -44,10 +49,8 @@
 //                       them of the busiest endpoint's max(sent, received) inter-node bytes: the
 //                       model's step time is inter_rounds x latency + inter_round_B / bandwidth
 //                       when only inter-node links carry traffic (bench/fit_network.py fits them)
-//   exchange_vs_allreduce  the time a step spends in the transport's rounds (Transport::Exchange:
-//                       moving the messages, waiting for the other ranks included; the slowest
-//                       rank's), over MPI_Allreduce's: the collective alone, without the
-//                       gradient, compression, server and apply phases that the step adds
+//   exchange_vs_allreduce  exchange_s over MPI_Allreduce's time: the collective alone, without
+//                       the gradient, compression, server and apply phases that the step adds
 // CPU is rank 0's CPU time, for what it is worth; Time is the manual time above.
 //
 // Memory. Before a case runs at d, its resident memory summed over the ranks is extrapolated
@@ -104,6 +107,9 @@ class TimedTransport final : public Transport {
   bool Runs(int endpoint) const override { return mpi_.Runs(endpoint); }
   bool reports() const override { return mpi_.reports(); }
   void Exchange(std::vector<Envelope>& outgoing, std::vector<Envelope>& incoming) override {
+    // Every rank enters the round together, so that the time is the round's, not the wait for a
+    // rank still computing its message.
+    MPI_Barrier(MPI_COMM_WORLD);
     const auto start = std::chrono::steady_clock::now();
     mpi_.Exchange(outgoing, incoming);
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -111,12 +117,16 @@ class TimedTransport final : public Transport {
   void Sum(std::span<double> values) override { mpi_.Sum(values); }
   void Sum(std::span<std::int64_t> values) override { mpi_.Sum(values); }
 
+  Topology HostTopology() const { return mpi_.HostTopology("comm_bench"); }
+
   double seconds = 0;  // in Exchange, since the last reset
 
  private:
   MpiTransport mpi_;
 };
 TimedTransport* g_transport = nullptr;
+// The nodes the ranks' hosts form (one host: one node of every rank).
+Topology g_hosts;
 
 // Fixed per d, the same on every rank (see the top of the file). Few, so that both rank counts
 // run in about five minutes on a 2-core machine (each case also builds its state and runs one
@@ -232,7 +242,11 @@ struct Setup {
   Setup(const Case& c, std::int64_t d) : problem(d, g_ranks) {
     OptionTable comm_table("[communication]", "comm_bench");
     comm_table.Set("scheme", {c.scheme, ""});
-    if (c.two_nodes) comm_table.Set("nodes", {std::int64_t{2}, ""});
+    if (g_hosts.nodes > 1) {  // across hosts (scripts/netns-cluster): the hosts' nodes
+      comm_table.Set("nodes", {std::int64_t{g_hosts.nodes}, "hosts"});
+    } else if (c.two_nodes) {  // one host: hierarchical on 2 simulated nodes
+      comm_table.Set("nodes", {std::int64_t{2}, ""});
+    }
     comm = CommFromOptions(&comm_table, g_ranks);
     comm_table.RejectUnknownKeys();
     OptionTable options(fmt::format("optimizer '{}'", c.optimizer), "comm_bench");
@@ -486,6 +500,7 @@ int main(int argc, char** argv) {
   try {
     lemmalab::TimedTransport transport;
     lemmalab::g_transport = &transport;
+    lemmalab::g_hosts = transport.HostTopology();
     lemmalab::Register();
     if (session.rank() == 0) {
       benchmark::RunSpecifiedBenchmarks();

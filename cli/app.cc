@@ -99,30 +99,6 @@ class StopSignals {
   void (*previous_[std::size(kStopSignals)])(int) = {};
 };
 
-// Under mpirun: the topology from the ranks' host names when the spec gives none (ranks on one
-// host are one node; the hosts must hold equal, contiguous blocks of ranks).
-#ifdef LEMMALAB_HAVE_MPI
-Topology TopologyFromHosts(const std::vector<std::string>& hosts, const std::string& spec) {
-  std::vector<std::string> distinct;
-  for (std::size_t r = 0; r < hosts.size(); ++r) {
-    if (r == 0 || hosts[r] != hosts[r - 1]) distinct.push_back(hosts[r]);
-  }
-  const auto nodes = static_cast<int>(distinct.size());
-  const auto workers = static_cast<int>(hosts.size());
-  std::sort(distinct.begin(), distinct.end());
-  const bool contiguous = std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end();
-  if (!contiguous || workers % nodes != 0) {
-    throw UserError(
-        fmt::format("{}: the MPI ranks are spread over {} hosts in a way that is not nodes x "
-                    "workers_per_node "
-                    "with contiguous ranks per host; give the topology in [communication] (nodes, "
-                    "workers_per_node)",
-                    spec, nodes));
-  }
-  return {nodes, workers / nodes};
-}
-#endif
-
 // A spec with [sweep] is a grid of runs, which lemmalab sweep runs; run and check refuse it
 // rather than run one arbitrary point.
 void RequireNoSweep(const RunSpec& spec, std::string_view command) {
@@ -308,7 +284,7 @@ int RunUnderMpi(const MpiSession& session, const std::string& spec_path,
     RequireNoProbes(spec);
     transport.emplace();
     if (!spec.comm.topology_given) {
-      spec.comm.topology = TopologyFromHosts(transport->HostNames(), spec.path.string());
+      spec.comm.topology = transport->HostTopology(spec.path.string());
       spec.comm.topology_given = true;
     }
   } catch (const UserError& e) {

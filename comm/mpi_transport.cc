@@ -1,5 +1,7 @@
 #include "comm/mpi_transport.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -202,6 +204,26 @@ std::vector<std::string> MpiTransport::HostNames() const {
     names[r].assign(entry, strnlen(entry, MPI_MAX_PROCESSOR_NAME));
   }
   return names;
+}
+
+Topology MpiTransport::HostTopology(std::string_view spec) const {
+  const std::vector<std::string> hosts = HostNames();
+  std::vector<std::string> distinct;
+  for (std::size_t r = 0; r < hosts.size(); ++r) {
+    if (r == 0 || hosts[r] != hosts[r - 1]) distinct.push_back(hosts[r]);
+  }
+  const auto nodes = static_cast<int>(distinct.size());
+  const auto workers = static_cast<int>(hosts.size());
+  std::sort(distinct.begin(), distinct.end());
+  const bool contiguous = std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end();
+  if (!contiguous || workers % nodes != 0) {
+    throw UserError(
+        fmt::format("{}: the MPI ranks are spread over {} hosts in a way that is not nodes x "
+                    "workers_per_node with contiguous ranks per host; give the topology in "
+                    "[communication] (nodes, workers_per_node)",
+                    spec, nodes));
+  }
+  return {nodes, workers / nodes};
 }
 
 }  // namespace lemmalab

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/scheme.h"
 #include "comm/transport.h"
 
 namespace lemmalab {
@@ -79,6 +80,9 @@ class MpiTransport final : public Transport {
   // Every rank's MPI_Get_processor_name, indexed by rank (collective), so that a caller can tell
   // which workers share a host.
   std::vector<std::string> HostNames() const;
+  // The topology the ranks' hosts give (collective): the ranks of one host form a node. The
+  // hosts must hold equal, contiguous blocks of ranks; otherwise UserError naming `spec`.
+  Topology HostTopology(std::string_view spec) const;
 
  private:
   // The rank that runs `endpoint` (a worker, or kServer).
