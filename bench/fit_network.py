@@ -61,17 +61,17 @@ def rows(paths, min_size):
     return out
 
 
-def fit(points):
+def fit(points, latency=None):
     """Latency (s) and bandwidth (bytes/s) minimising the squared relative error, latency >= 0.
 
-    A negative latency fits nothing physical: it comes from small messages that leave faster than
-    the rate (a shaper's burst), and then the best fit with no latency is taken instead."""
+    With `latency` given, the bandwidth alone. A negative latency fits nothing physical (small
+    messages leaving faster than the rate, a shaper's burst); the best fit with none is taken."""
     a = np.array([[p["rounds"] / p["measured"], p["busiest"] / p["measured"]] for p in points])
     ones = np.ones(len(points))
-    (latency, inverse_bandwidth), *_ = np.linalg.lstsq(a, ones, rcond=None)
-    if latency < 0:
-        latency = 0.0
-        (inverse_bandwidth,), *_ = np.linalg.lstsq(a[:, 1:], ones, rcond=None)
+    if latency is None:
+        (latency, _), *_ = np.linalg.lstsq(a, ones, rcond=None)
+        latency = max(latency, 0.0)
+    (inverse_bandwidth,), *_ = np.linalg.lstsq(a[:, 1:], ones - latency * a[:, 0], rcond=None)
     return latency, 1.0 / inverse_bandwidth
 
 
@@ -79,12 +79,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("results", nargs="+")
     parser.add_argument("--min-size", type=int, default=0, help="leave out smaller d")
+    parser.add_argument("--latency-us", type=float,
+                        help="fix the latency (where the sizes measured do not resolve it)")
     args = parser.parse_args()
     points = rows(args.results, args.min_size)
     fitted = [p for p in points if not p["why_not"]]
     if len(fitted) < 2:
         sys.exit("fit_network.py: fewer than two rows with inter-node traffic only")
-    latency, bandwidth = fit(fitted)
+    latency, bandwidth = fit(fitted, None if args.latency_us is None else args.latency_us / 1e6)
     print("| ranks | case | d | measured ms | shipped model ms | error | fitted model ms | error |")
     print("|---|---|---|---|---|---|---|---|")
     worst_shipped = worst_fitted = 0.0

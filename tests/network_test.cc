@@ -119,6 +119,7 @@ const NetworkPreset& Preset(std::string_view name) {
 TEST(NetworkPresets, LinkRatesInBytesPerSecond) {
   // Bytes per second = Gbit/s * 1e9 / 8.
   EXPECT_EQ(Preset("1GbE").cost.bandwidth_bytes_per_s, 1.25e8);
+  EXPECT_EQ(Preset("1GbE-tcp").cost.bandwidth_bytes_per_s, 1.08e8);  // 0.864 Gbit/s
   EXPECT_EQ(Preset("10GbE").cost.bandwidth_bytes_per_s, 1.25e9);
   EXPECT_EQ(Preset("100Gb-IB").cost.bandwidth_bytes_per_s, 1.25e10);
   EXPECT_EQ(Preset("200Gb-IB").cost.bandwidth_bytes_per_s, 2.5e10);
@@ -145,7 +146,7 @@ TEST(NetworkPresets, LatenciesLinkClassesAndSources) {
     EXPECT_GT(p.cost.latency_s, 0) << p.name;
     EXPECT_GT(p.cost.bandwidth_bytes_per_s, 0) << p.name;
   }
-  EXPECT_EQ(names.size(), 6u);
+  EXPECT_EQ(names.size(), 7u);
 }
 
 OptionTable NetworkTable() { return OptionTable("network", "spec.toml:12:1"); }
@@ -191,15 +192,17 @@ TEST(NetworkOptions, OverridesReplaceOnePresetValueAndMakeTheLinkCustom) {
 TEST(NetworkOptions, UnknownPresetNamesKeyValueAndKnownNames) {
   OptionTable t = NetworkTable();
   t.Set("inter", {std::string("token-ring"), "spec.toml:13:9"});
-  EXPECT_EQ(
-      UserErrorOf([&] { NetworkFromOptions(t); }),
-      "spec.toml:13:9: network: inter must be one of 1GbE, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, "
-      "pcie4; got 'token-ring'");
+  EXPECT_EQ(UserErrorOf([&] { NetworkFromOptions(t); }),
+            "spec.toml:13:9: network: inter must be one of 1GbE, 1GbE-tcp, 10GbE, 100Gb-IB, "
+            "200Gb-IB, nvlink, "
+            "pcie4; got 'token-ring'");
   OptionTable u = NetworkTable();
   u.Set("intra", {std::string("nvlnk"), "spec.toml:13:9"});
-  EXPECT_THAT(UserErrorOf([&] { NetworkFromOptions(u); }),
-              HasSubstr("intra must be one of 1GbE, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; got "
-                        "'nvlnk' (did you mean 'nvlink'?)"));
+  EXPECT_THAT(
+      UserErrorOf([&] { NetworkFromOptions(u); }),
+      HasSubstr(
+          "intra must be one of 1GbE, 1GbE-tcp, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; got "
+          "'nvlnk' (did you mean 'nvlink'?)"));
 }
 
 TEST(NetworkOptions, NonPositiveOrNonFiniteOverridesAreRefused) {
@@ -229,11 +232,11 @@ TEST(NetworkOptions, TheGettersDescribeEveryKeyAndCatchTypos) {
   EXPECT_THAT(keys, ::testing::ElementsAre("inter", "inter_latency_us", "inter_bandwidth_gbps",
                                            "intra", "intra_latency_us", "intra_bandwidth_gbps"));
   EXPECT_EQ(t.uses()[0].description,
-            "one of 1GbE, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; default '10GbE'");
+            "one of 1GbE, 1GbE-tcp, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; default '10GbE'");
   EXPECT_EQ(t.uses()[2].description, "a number > 0 (Gbit/s); default: the inter preset's");
   EXPECT_EQ(t.uses()[4].description, "a number > 0 (microseconds); default: the intra preset's");
   EXPECT_EQ(t.uses()[3].description,
-            "one of 1GbE, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; default 'nvlink'");
+            "one of 1GbE, 1GbE-tcp, 10GbE, 100Gb-IB, 200Gb-IB, nvlink, pcie4; default 'nvlink'");
 
   OptionTable typo = NetworkTable();
   typo.Set("inter_bandwith_gbps", {std::int64_t{40}, "spec.toml:13:1"});
