@@ -71,6 +71,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -332,23 +333,19 @@ const NetworkModel& Network() {
   return model;
 }
 
-// The model's terms for the inter-node links of one step (see inter_rounds at the top).
+// The model's terms for the inter-node links of one step (see inter_rounds at the top), from the
+// model itself: with a 1 s latency and free bandwidth its step time counts the rounds with
+// inter-node traffic; with no latency and 1 byte/s it sums their busiest endpoints' bytes.
 struct InterTerms {
   double rounds = 0, busiest_bytes = 0;
 };
 InterTerms Inter(std::span<const RoundTraffic> rounds) {
-  InterTerms terms;
-  for (const RoundTraffic& round : rounds) {
-    std::int64_t busiest = 0;
-    bool used = false;
-    for (const EndpointTraffic& e : round.endpoints) {
-      used = used || e.sent.inter > 0 || e.received.inter > 0;
-      busiest = std::max({busiest, e.sent.inter, e.received.inter});
-    }
-    terms.rounds += used ? 1 : 0;
-    terms.busiest_bytes += static_cast<double>(busiest);
-  }
-  return terms;
+  constexpr double kFree = std::numeric_limits<double>::infinity();
+  NetworkModel count, bytes;
+  count.inter = {1.0, kFree};
+  bytes.inter = {0.0, 1.0};
+  count.intra = bytes.intra = {0.0, kFree};  // intra-node traffic costs nothing here
+  return {count.StepSeconds(rounds), bytes.StepSeconds(rounds)};
 }
 
 void SetRates(benchmark::State& state, std::int64_t d, double seconds, double reference) {

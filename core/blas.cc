@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <strings.h>
 
-#include <array>
 #include <cstdlib>
 #include <type_traits>
 #include <utility>
@@ -28,21 +27,17 @@ std::string& KernelReason() {
   return reason;
 }
 
+// Each extension's name, and the OpenBLAS kernels made for it.
+struct IsaInfo {
+  std::string_view name, kernels;
+};
+constexpr IsaInfo kIsas[] = {
+    {"no AVX", ""}, {"AVX", "Sandybridge"}, {"AVX2 + FMA", "Haswell"}, {"AVX-512", "SkylakeX"}};
+const IsaInfo& Info(VectorIsa isa) { return kIsas[static_cast<int>(isa)]; }
+
 }  // namespace
 
-std::string_view VectorIsaName(VectorIsa isa) {
-  switch (isa) {
-    case VectorIsa::kNone:
-      return "no AVX";
-    case VectorIsa::kAvx:
-      return "AVX";
-    case VectorIsa::kAvx2:
-      return "AVX2 + FMA";
-    case VectorIsa::kAvx512:
-      return "AVX-512";
-  }
-  return "?";
-}
+std::string_view VectorIsaName(VectorIsa isa) { return Info(isa).name; }
 
 VectorIsa CpuVectorIsa() {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -83,18 +78,7 @@ VectorIsa KernelVectorIsa(std::string_view core) {
 }
 
 std::string_view BetterKernels(std::string_view core, VectorIsa cpu) {
-  if (KernelVectorIsa(core) >= cpu) return "";
-  switch (cpu) {
-    case VectorIsa::kAvx512:
-      return "SkylakeX";
-    case VectorIsa::kAvx2:
-      return "Haswell";
-    case VectorIsa::kAvx:
-      return "Sandybridge";
-    case VectorIsa::kNone:
-      break;
-  }
-  return "";
+  return KernelVectorIsa(core) >= cpu ? "" : Info(cpu).kernels;
 }
 
 std::string UseOpenBlasKernels(const std::string& core) {

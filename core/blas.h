@@ -38,7 +38,7 @@ std::string BlasDescription();
 
 // The widest x86-64 vector extension a CPU offers (with the OS saving its registers), or the
 // widest that a set of OpenBLAS kernels uses.
-enum class VectorIsa { kNone, kAvx, kAvx2, kAvx512 };
+enum class VectorIsa { kNone, kAvx, kAvx2, kAvx512 };  // in order: wider compares greater
 std::string_view VectorIsaName(VectorIsa isa);
 VectorIsa CpuVectorIsa();  // this CPU; kNone off x86-64
 // The kernels OpenBLAS names `core` (openblas_get_corename(): "Prescott", "Zen", "SkylakeX", ...).
