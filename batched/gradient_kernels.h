@@ -14,8 +14,10 @@
 
 #include <cstdint>
 
+#include "batched/row_streams.h"
 #include "core/host_device.h"
 #include "core/host_device_math.h"
+#include "problems/minibatch_element.h"
 #include "problems/model_element.h"
 
 namespace lemmalab::batched {
@@ -36,6 +38,23 @@ struct Minibatch {
   std::int64_t rows;           // R
 
   LEMMALAB_HOST_DEVICE bool Has(std::int64_t w, std::int64_t r) const { return r < counts[w]; }
+};
+
+// Per worker w: its minibatch of the step, `rows` positions of its shard drawn from its
+// kMinibatch stream (problems/minibatch_element.h, the CPU run's draw), as rows of the samples.
+struct DrawMinibatch {
+  RowStreams streams;           // the step's kMinibatch streams: row w is worker w's
+  const std::int64_t* offsets;  // n: worker w's shard's first row in the samples
+  const std::int64_t* sizes;    // n: its size
+  std::int64_t rows;            // R
+  std::int64_t* index;          // n x R
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t w) const {
+    StreamReader<RowBlock> words = ReadRow(streams, w);
+    std::int64_t* positions = index + w * rows;
+    minibatch::DrawPositions(static_cast<std::uint64_t>(sizes[w]), words, positions, rows);
+    for (std::int64_t r = 0; r < rows; ++r) positions[r] += offsets[w];
+  }
 };
 
 // Worker w's sample r: a row of the samples (N x width), read through the minibatch.
@@ -262,3 +281,5 @@ struct WorkerSummaries {
   X(::lemmalab::batched::ActivationBackward<T>)  \
   X(::lemmalab::batched::FinishGradient<T>)      \
   X(::lemmalab::batched::WorkerSummaries<T>)
+
+#define LEMMALAB_GRADIENT_UNTYPED_FUNCTORS(X) X(::lemmalab::batched::DrawMinibatch)

@@ -30,6 +30,10 @@ DeviceSamples<T>::DeviceSamples(const SupervisedSamples<T>& problem, int workers
     total += labels[k].size();
     features_ = shards[k].cols();
   }
+  device_offsets_ = Buffer<std::int64_t>(backend, offsets_.size());
+  device_offsets_.Upload(offsets_);
+  device_sizes_ = Buffer<std::int64_t>(backend, sizes_.size());
+  device_sizes_.Upload(sizes_);
   samples_ = Buffer<T>(backend, static_cast<std::size_t>(total * features_));
   labels_ = Buffer<int>(backend, static_cast<std::size_t>(total));
   for (std::size_t k = 0; k < shards.size(); ++k) {
@@ -61,14 +65,6 @@ BatchedGradients<T>::BatchedGradients(std::shared_ptr<const DeviceSamples<T>> sa
   index_ = Buffer<std::int64_t>(backend, cells);
   counts_ = Buffer<std::int64_t>(backend, counts.size());
   counts_.Upload(counts);
-  host_index_.assign(cells, 0);
-  if (batch_size == 0) {
-    for (int w = 0; w < n_; ++w) {
-      for (std::int64_t r = 0; r < samples_->size(w); ++r) {
-        host_index_[static_cast<std::size_t>(w * rows_ + r)] = samples_->offset(w) + r;
-      }
-    }
-  }
   sample_losses_ = Buffer<double>(backend, cells);
   const ModelForm& form = samples_->form();
   if (form.logistic) {
@@ -86,12 +82,20 @@ BatchedGradients<T>::BatchedGradients(std::shared_ptr<const DeviceSamples<T>> sa
   }
   loss_ = Buffer<double>(backend, static_cast<std::size_t>(n_));
   norm_ = Buffer<double>(backend, static_cast<std::size_t>(n_));
-  if (batch_size == 0) UploadIndex();
+  if (batch_size == 0) {  // worker w's rows are its shard, every step (the rest is padding)
+    std::vector<std::int64_t> index(cells, 0);
+    for (int w = 0; w < n_; ++w) {
+      for (std::int64_t r = 0; r < samples_->size(w); ++r) {
+        index[static_cast<std::size_t>(w * rows_ + r)] = samples_->offset(w) + r;
+      }
+    }
+    index_.Upload(index);
+    GatherSamples();
+  }
 }
 
 template <typename T>
-void BatchedGradients<T>::UploadIndex() {
-  index_.Upload(host_index_);
+void BatchedGradients<T>::GatherSamples() {
   if (h_.empty()) return;  // logistic regression reads the samples through the index
   ForEach(samples_->backend(), n_ * rows_ * samples_->features(),
           GatherRows<T>{Samples(), h_[0].data()});
@@ -100,16 +104,11 @@ void BatchedGradients<T>::UploadIndex() {
 template <typename T>
 void BatchedGradients<T>::DrawMinibatches(const StepContext& ctx) {
   if (samples_->problem().options().batch_size == 0) return;  // the shards, set once
-  std::vector<std::int64_t> positions(static_cast<std::size_t>(rows_));
-  for (int w = 0; w < n_; ++w) {
-    PhiloxStream stream = ctx.Stream(Purpose::kMinibatch, static_cast<std::uint32_t>(w));
-    samples_->problem().DrawMinibatch(w, stream, positions);
-    for (std::int64_t r = 0; r < rows_; ++r) {
-      host_index_[static_cast<std::size_t>(w * rows_ + r)] =
-          samples_->offset(w) + positions[static_cast<std::size_t>(r)];
-    }
-  }
-  UploadIndex();
+  ForEach(samples_->backend(), n_,
+          DrawMinibatch{
+              StepStreams(ctx.seed, ctx.t, static_cast<std::uint32_t>(Purpose::kMinibatch), 0),
+              samples_->offsets(), samples_->sizes(), rows_, index_.data()});
+  GatherSamples();
 }
 
 template <typename T>

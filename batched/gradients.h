@@ -1,8 +1,9 @@
 // Every worker's stochastic gradient of a supervised problem (problems/supervised.h) computed at
 // once on a backend, for a GPU run (batched/device_optimizer.h): the shards' samples live on the
-// device, each step's minibatches are drawn on the host by the problem's own DrawMinibatch from
-// the workers' kMinibatch streams (so they are the CPU run's samples), and the model's forward
-// and backward passes are one ForEach per phase over all workers (batched/gradient_kernels.h).
+// device, each step's minibatches are drawn there, every worker's from its kMinibatch stream by
+// the CPU's rule (problems/minibatch_element.h), so they are the CPU run's samples, and the
+// model's forward and backward passes are one ForEach per phase over all workers
+// (batched/gradient_kernels.h). Nothing goes to the device during a step.
 //
 // Models: binary logistic regression (logreg, nonconvex-logreg) and the softmax network
 // (multinomial-logreg, mlp with relu or tanh), with the l2 and nonconvex regularisers. The
@@ -44,6 +45,9 @@ class DeviceSamples {
   std::int64_t size(int w) const { return sizes_[static_cast<std::size_t>(w)]; }
   const T* samples() const { return samples_.data(); }
   const int* labels() const { return labels_.data(); }
+  // offset(w) and size(w) of every worker, in the backend's memory.
+  const std::int64_t* offsets() const { return device_offsets_.data(); }
+  const std::int64_t* sizes() const { return device_sizes_.data(); }
 
   DeviceSamples(const SupervisedSamples<T>& problem, int workers, Backend backend);
 
@@ -55,6 +59,7 @@ class DeviceSamples {
   std::vector<std::int64_t> offsets_, sizes_;
   Buffer<T> samples_;  // every shard's rows, shard after shard
   Buffer<int> labels_;
+  Buffer<std::int64_t> device_offsets_, device_sizes_;
 };
 
 // One run's gradients: the minibatches' rows, the activations, the per-worker results.
@@ -70,7 +75,7 @@ class BatchedGradients {
 
  private:
   void DrawMinibatches(const StepContext& ctx);
-  void UploadIndex();  // host_index_ to the backend, and the network's rows gathered
+  void GatherSamples();  // the network's input: the minibatches' rows, gathered
   Minibatch batch() const { return {index_.data(), counts_.data(), rows_}; }
   MinibatchRows<T> Samples() const;
   void NetworkGradient(WorkerParameters<T> x, Buffer<T>& g);
@@ -87,7 +92,6 @@ class BatchedGradients {
   // (h_[0]: the minibatch's samples, gathered).
   std::vector<Buffer<T>> z_, h_;
   Buffer<double> loss_, norm_;  // n
-  std::vector<std::int64_t> host_index_;
 };
 
 }  // namespace lemmalab::batched

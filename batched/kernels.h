@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "batched/row_streams.h"
 #include "compressors/one_bit_element.h"
 #include "compressors/random_k_element.h"
 #include "compressors/sparse_element.h"
@@ -110,25 +111,6 @@ struct BirderMoments {
     b[k] = max_rule ? Larger(b[k], b_hat[k]) : b_hat[k];
     denominator[k] = b[k] + eps;
     update[k] = m[k] / denominator[k];
-  }
-};
-
-// The Philox stream of core/rng.h for (seed, purpose, step) and the worker field `first_field +
-// row`: word w is word w % 4 of Philox4x32-10(counter {w / 4, step, field, purpose}, key {seed}).
-struct RowStreams {
-  std::uint32_t seed_lo, seed_hi;
-  std::uint32_t purpose;
-  std::uint32_t step;
-  std::uint32_t first_field;
-
-  // The four words of block `block` of row `row`'s stream.
-  LEMMALAB_HOST_DEVICE r123::Philox4x32::ctr_type Block(std::int64_t row,
-                                                        std::uint64_t block) const {
-    const r123::Philox4x32::ctr_type counter = {{static_cast<std::uint32_t>(block), step,
-                                                 first_field + static_cast<std::uint32_t>(row),
-                                                 purpose}};
-    const r123::Philox4x32::key_type key = {{seed_lo, seed_hi}};
-    return r123::Philox4x32()(counter, key);
   }
 };
 
@@ -879,16 +861,6 @@ struct ListRejected {
   }
 };
 
-// Block b of a row's stream (the words random_k::StreamWords reads).
-struct RowBlock {
-  RowStreams streams;
-  std::int64_t row;
-
-  LEMMALAB_HOST_DEVICE r123::Philox4x32::ctr_type operator()(std::uint64_t b) const {
-    return streams.Block(row, b);
-  }
-};
-
 // Per row, in order: the rejected draws' values from the words after the first k.
 struct ReplaceRejected {
   RowStreams streams;
@@ -898,7 +870,7 @@ struct ReplaceRejected {
   const unsigned long long* totals;  // rows
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
-    random_k::StreamWords<RowBlock> word_at{{streams, row}};
+    StreamWords<RowBlock> word_at{{streams, row}};
     random_k::ReplaceRejected(draws + row * k, rejected + row * k,
                               static_cast<std::int64_t>(totals[row]), d, k, word_at);
   }

@@ -192,8 +192,7 @@ class Senders {
   RowInput<T> Input(const T* x) const { return {x, e_.size() > 0 ? e_.data() : nullptr, T(1)}; }
   T* error() { return e_.size() > 0 ? e_.data() : nullptr; }
   RowStreams Streams(const StepContext& ctx) const {
-    return {static_cast<std::uint32_t>(ctx.seed), static_cast<std::uint32_t>(ctx.seed >> 32),
-            static_cast<std::uint32_t>(purpose_), static_cast<std::uint32_t>(ctx.t), first_field_};
+    return StepStreams(ctx.seed, ctx.t, static_cast<std::uint32_t>(purpose_), first_field_);
   }
   template <typename U>
   Buffer<U> Sized(bool used, std::int64_t size) const {

@@ -17,12 +17,11 @@
 // nvcc compiles this header for the device: C++17, no standard containers.
 #pragma once
 
-#include <Random123/philox.h>
-
 #include <cstdint>
 
 #include "compressors/sparse_element.h"
 #include "core/host_device.h"
+#include "core/stream_words.h"
 
 namespace lemmalab::random_k {
 
@@ -47,28 +46,10 @@ LEMMALAB_HOST_DEVICE inline std::uint32_t FirstAttempt(std::uint32_t word, std::
                                                : static_cast<std::uint32_t>(product >> 32);
 }
 
-// Word p of a choice's stream, the choice starting at word `first` of a Philox stream whose block
-// b is blocks(b): one block computed per four consecutive words, as ReplaceRejected reads them.
-template <typename Blocks>
-struct StreamWords {
-  Blocks blocks;
-  std::uint64_t first = 0;
-  std::uint64_t block = ~std::uint64_t{0};
-  r123::Philox4x32::ctr_type words = {};
-
-  LEMMALAB_HOST_DEVICE std::uint32_t operator()(std::uint64_t p) {
-    const std::uint64_t position = first + p;
-    if (position / 4 != block) {
-      block = position / 4;
-      words = blocks(block);
-    }
-    return words[position % 4];
-  }
-};
-
 // Gives the `count` rejected draws listed in `rejected` (ascending) their values from the words
 // after the first k, in order, as the serial rule takes them; word_at(p) is word p of the stream
-// (from where the choice starts). Returns how many words the choice used in all.
+// from where the choice starts (a StreamWords, core/stream_words.h). Returns how many words the
+// choice used in all.
 template <typename WordAt>
 LEMMALAB_HOST_DEVICE std::uint64_t ReplaceRejected(std::uint32_t* draws,
                                                    const std::uint32_t* rejected,

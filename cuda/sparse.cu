@@ -93,7 +93,7 @@ __global__ void ScatterKernel(std::int64_t d, const std::uint32_t* flags,
   if (j < d && flags[j] != 0) indices[positions[j]] = static_cast<std::uint32_t>(j);
 }
 
-// Block b of the stream random-k's choice draws from (the words random_k::StreamWords reads).
+// Block b of the stream random-k's choice draws from (the words StreamWords reads).
 struct ChoiceBlock {
   ChoiceWords words;
 
@@ -103,7 +103,7 @@ struct ChoiceBlock {
     return r123::Philox4x32()(counter, words.key);
   }
 };
-using WordAt = random_k::StreamWords<ChoiceBlock>;
+using WordAt = StreamWords<ChoiceBlock>;
 
 // Draw i's first attempt from word i; flags[i] = 1 where it was rejected.
 __global__ void FirstAttemptsKernel(ChoiceWords words, std::int64_t d, std::int64_t k,

@@ -5,13 +5,13 @@
 
 #include <Eigen/Eigenvalues>
 #include <algorithm>
-#include <boost/random/uniform_int_distribution.hpp>
 #include <cmath>
 #include <span>
 #include <vector>
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "problems/minibatch_element.h"
 
 namespace lemmalab {
 namespace {
@@ -84,6 +84,12 @@ class SupervisedProblem final : public Problem<T>, public SupervisedSamples<T> {
     LEMMALAB_CHECK(!shards.empty(), "no shards");
     for (const auto& rows : shards) {
       LEMMALAB_CHECK(!rows.empty(), "empty shard");
+      if (options_.batch_size > 0 && rows.size() > minibatch::kLargestShard) {
+        throw UserError(fmt::format(
+            "a shard of {} samples is larger than minibatches can be drawn from ({}); use more "
+            "workers, or batch_size = 0 for the whole shard",
+            rows.size(), minibatch::kLargestShard));
+      }
       shards_.push_back(Gather<T>(data.train, rows));
       ShardSummary summary;
       summary.samples = static_cast<std::int64_t>(rows.size());
@@ -156,7 +162,8 @@ class SupervisedProblem final : public Problem<T>, public SupervisedSamples<T> {
         scratch.a.resize(rows, features_);
         scratch.y.resize(rows);
       }
-      DrawMinibatch(worker, stream, scratch.batch);
+      minibatch::DrawPositions(static_cast<std::uint64_t>(shard.size()), stream,
+                               scratch.batch.data(), rows);
       for (Eigen::Index r = 0; r < rows; ++r) {
         scratch.y[r] = shard.y[scratch.batch[static_cast<std::size_t>(r)]];
       }
@@ -199,14 +206,6 @@ class SupervisedProblem final : public Problem<T>, public SupervisedSamples<T> {
     a = shard.Rows(0, shard.size(), scratch);
     y = shard.y;
   }
-  // Uniform over the shard, with replacement.
-  void DrawMinibatch(int worker, PhiloxStream& stream,
-                     std::span<std::int64_t> positions) const override {
-    const Part<T>& shard = shards_[static_cast<std::size_t>(worker)];
-    boost::random::uniform_int_distribution<Eigen::Index> pick(0, shard.size() - 1);
-    for (auto& k : positions) k = pick(stream);
-  }
-
   Evaluation Evaluate(ConstVectorRef<T> x) const override {
     Evaluation e;
     Vector<T> gradient;

@@ -103,10 +103,8 @@ class SupervisedSamples {
   virtual const SupervisedOptions& options() const = 0;
   // Worker `worker`'s shard: its samples as T (row k: the shard's k-th sample) and labels.
   virtual void ShardSamples(int worker, RowMatrix<T>& a, Eigen::VectorXi& y) const = 0;
-  // The shard positions of a minibatch as StochasticGradient draws them from `stream` (the
-  // worker's kMinibatch stream of the step), batch_size of them.
-  virtual void DrawMinibatch(int worker, PhiloxStream& stream,
-                             std::span<std::int64_t> positions) const = 0;
+  // A minibatch is batch_size positions of the worker's shard, drawn by
+  // problems/minibatch_element.h from its kMinibatch stream of the step.
 };
 
 template <typename T>

@@ -301,8 +301,9 @@ TEST(DeviceRun, RefusesWhatDoesNotFitInTheGpusMemoryWithTheSizes) {
   const std::string error = UserErrorOf([&] { RunExperiment(spec, options); });
   EXPECT_THAT(error, HasSubstr("gpu.toml: the estimated GPU memory"));
   EXPECT_THAT(error, HasSubstr("more than a test's GPU 64.0 KiB allows"));
-  // 300 samples x 21 features in fp32 and their int labels: (300 x 21 + 300) x 4 bytes.
-  EXPECT_THAT(error, HasSubstr("the training samples 25.8 KiB"));
+  // 300 samples x 21 features in fp32 and their int labels, (300 x 21 + 300) x 4 bytes, and the
+  // 5 shards' offsets and sizes, 2 x 5 x 8 bytes: 26 480 bytes.
+  EXPECT_THAT(error, HasSubstr("the training samples 25.9 KiB"));
   EXPECT_THAT(error, HasSubstr("run 'birder-sparse'"));
   EXPECT_THAT(error, HasSubstr("5 workers x d = 22"));
   EXPECT_FALSE(std::filesystem::exists(dir / "out/metrics.csv"));
