@@ -37,12 +37,12 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
       std::memcpy(gradients_.data() + static_cast<std::size_t>(worker * dimension_), g.data(),
                   static_cast<std::size_t>(dimension_) * sizeof(T));
     }
-    out.bytes.assign(batched_->Wire(ctx.t).worker, 0);
+    out = Message::Elsewhere(static_cast<std::int64_t>(batched_->Wire(ctx.t).worker));
   }
 
   void ServerStep(const StepContext& ctx, int /*chunk*/, std::span<const Message> /*received*/,
                   Message& out) override {
-    out.bytes.assign(batched_->Wire(ctx.t).server, 0);
+    out = Message::Elsewhere(static_cast<std::int64_t>(batched_->Wire(ctx.t).server));
   }
 
   // The whole batched step, from the synchronised x the cluster holds (a worker's x may be its

@@ -2,9 +2,10 @@
 // (comm/cluster.h), so that a run with device = "cuda" goes through the same step loop, scheme
 // rounds, traffic counts, metrics and evaluation as every other run, with its optimizer on the
 // GPU:
-//   WorkerStep  sends a message of the CPU optimizer's wire size (and, where the problem's
-//               gradients are computed on the CPU, keeps worker i's for the device);
-//   ServerStep  replies with the server's wire size;
+//   WorkerStep  sends a message of the CPU optimizer's wire size whose bytes stay on the
+//               device (Message::Elsewhere: counted, not carried), and, where the problem's
+//               gradients are computed on the CPU, keeps worker i's for the device;
+//   ServerStep  replies likewise, with the server's wire size;
 //   Apply       runs the whole batched step on the device, every worker at once, from the
 //               synchronised x, and copies the updated parameters into the replica's.
 // For a supervised problem the adapter is also the cluster's GradientSource: every worker's

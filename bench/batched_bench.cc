@@ -3,7 +3,13 @@
 //   step/<optimizer>/<backend>/<n>    the whole step: every worker's minibatch drawn, its
 //                                     gradient (batched/gradients.h), the optimizer's phases
 //                                     (batched/optimizers.h), the losses and norms to the host;
-//   phases/<optimizer>/<backend>/<n>  the optimizer's phases alone, from given gradients.
+//   phases/<optimizer>/<backend>/<n>  the optimizer's phases alone, from given gradients;
+//   run/<optimizer>/<backend>/<n>     the step as `lemmalab run` takes it: the whole step above
+//                                     driven by the cluster (comm/cluster.h) through the device
+//                                     optimizer (batched/device_optimizer.h), with the parameter
+//                                     server's rounds and the traffic counts, x to the host;
+//                                     run/<optimizer>/cpu/8 is the CPU optimizer's step in the
+//                                     same cluster, the CPU build's run on this machine's cores.
 // The host backend, the same arithmetic one element after another, is measured at 8 workers in
 // the same process for reference. Issue 35's goals (scripts/gpu-check prints them): at 8 workers
 // Adam <= 96 us and Birder <= 200 us a step, at 1 024 workers Birder <= 5 ms and Adam <= 2.4 ms.
@@ -14,11 +20,14 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "batched/device_optimizer.h"
 #include "batched/gradients.h"
 #include "batched/optimizers.h"
+#include "comm/cluster.h"
 #include "core/rng.h"
 #include "problems/sharding.h"
 #include "problems/supervised.h"
@@ -37,7 +46,7 @@ std::unique_ptr<BatchedOptimizer<float>> Optimizer(const std::string& name, int 
 }
 
 // The MLP on synthetic data with 10 classes: 4 batches of samples per worker, iid shards.
-std::unique_ptr<Problem<float>> MlpProblem(int workers) {
+std::unique_ptr<Problem<float>> MakeMlpProblem(int workers) {
   const std::int64_t samples = 4 * kBatch * workers;
   Dataset data = MakeSyntheticLogistic(samples, 784, 2.0, 3);
   for (Eigen::Index k = 0; k < samples; ++k) data.train.labels[k] = static_cast<int>(k % 10);
@@ -51,12 +60,20 @@ std::unique_ptr<Problem<float>> MlpProblem(int workers) {
                                       shards, options);
 }
 
+// Made once per worker count and shared by the benchmarks (1 024 workers' data take seconds).
+const Problem<float>& MlpProblem(int workers) {
+  static std::map<int, std::unique_ptr<Problem<float>>> problems;
+  std::unique_ptr<Problem<float>>& problem = problems[workers];
+  if (problem == nullptr) problem = MakeMlpProblem(workers);
+  return *problem;
+}
+
 void BM_WholeStep(benchmark::State& state, const std::string& optimizer, Backend backend) {
   const int workers = static_cast<int>(state.range(0));
-  const std::unique_ptr<Problem<float>> problem = MlpProblem(workers);
-  BatchedGradients<float> gradients(DeviceSamples<float>::Of(*problem, backend), kMlpParameters);
+  const Problem<float>& problem = MlpProblem(workers);
+  BatchedGradients<float> gradients(DeviceSamples<float>::Of(problem, backend), kMlpParameters);
   auto step = Optimizer(optimizer, workers, backend);
-  const Vector<float> x0 = problem->InitialPoint();
+  const Vector<float> x0 = problem.InitialPoint();
   Buffer<float> x(backend, static_cast<std::size_t>(kMlpParameters));
   x.Upload(std::span<const float>(x0.data(), static_cast<std::size_t>(x0.size())));
   Buffer<float> g(backend, static_cast<std::size_t>(workers * kMlpParameters));
@@ -72,6 +89,33 @@ void BM_WholeStep(benchmark::State& state, const std::string& optimizer, Backend
   for (auto _ : state) one_step();
   state.counters["worker_steps_per_s"] = benchmark::Counter(
       static_cast<double>(workers), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// `cpu`: the CPU optimizer instead of the device's (backend unused).
+void RunStep(benchmark::State& state, const std::string& optimizer, Backend backend, bool cpu) {
+  const int workers = static_cast<int>(state.range(0));
+  const Problem<float>& problem = MlpProblem(workers);
+  OptionTable table("optimizer '" + optimizer + "'", "");
+  table.Set("name", {optimizer, ""});
+  std::unique_ptr<DistributedOptimizer<float>> algorithm =
+      cpu ? MakeOptimizer<float>(table, {kMlpParameters, workers, problem.Layers()})
+          : MakeDeviceOptimizer<float>(table, {kMlpParameters, workers, problem.Layers()}, backend,
+                                       DeviceSamples<float>::Of(problem, backend));
+  Cluster<float> cluster(problem, *algorithm);
+  if (!cpu) cluster.set_gradient_source(GradientSourceOf(*algorithm));
+  Vector<float> x = problem.InitialPoint();
+  std::int64_t t = 1;
+  cluster.Step({t++, 1e-3, 7}, x);  // untimed: first touches
+  for (auto _ : state) cluster.Step({t++, 1e-3, 7}, x);
+  state.counters["worker_steps_per_s"] = benchmark::Counter(
+      static_cast<double>(workers), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_RunStep(benchmark::State& state, const std::string& optimizer, Backend backend) {
+  RunStep(state, optimizer, backend, false);
+}
+void BM_CpuRunStep(benchmark::State& state, const std::string& optimizer) {
+  RunStep(state, optimizer, Backend::kHost, true);
 }
 
 void BM_Step(benchmark::State& state, const std::string& optimizer, Backend backend) {
@@ -100,8 +144,14 @@ void BM_Step(benchmark::State& state, const std::string& optimizer, Backend back
 void Register(bool gpu) {
   for (const std::string optimizer : {"adam", "birder"}) {
     for (const auto& [kind, bench] :
-         {std::pair{"step", &BM_WholeStep}, std::pair{"phases", &BM_Step}}) {
+         {std::pair{"step", &BM_WholeStep}, std::pair{"phases", &BM_Step},
+          std::pair{"run", &BM_RunStep}}) {
       const std::string name = std::string(kind) + "/" + optimizer;
+      if (std::string(kind) == "run") {
+        benchmark::RegisterBenchmark((name + "/cpu").c_str(), &BM_CpuRunStep, optimizer)
+            ->Arg(8)
+            ->Unit(benchmark::kMicrosecond);
+      }
       benchmark::RegisterBenchmark((name + "/host").c_str(), bench, optimizer, Backend::kHost)
           ->Arg(8)
           ->Unit(benchmark::kMicrosecond);

@@ -81,7 +81,7 @@ void Cluster<T>::Round(std::string_view name, std::vector<Envelope>& out,
     return round.endpoints[static_cast<std::size_t>(endpoint == kServer ? workers_ : endpoint)];
   };
   const auto bytes = [&](LinkBytes& b, const Envelope& e) {
-    const auto size = static_cast<std::int64_t>(e.message.bytes.size());
+    const std::int64_t size = e.message->size();
     (comm_.topology.Link(e.from, e.to) == LinkClass::kIntraNode ? b.intra : b.inter) += size;
   };
   for (const Envelope& e : out) bytes(slot(e.from).sent, e);
@@ -92,14 +92,14 @@ void Cluster<T>::Round(std::string_view name, std::vector<Envelope>& out,
 }
 
 template <typename T>
-Message& Cluster<T>::Find(std::vector<Envelope>& in, int to, int from, int tag) {
+Envelope& Cluster<T>::Find(std::vector<Envelope>& in, int to, int from, int tag) {
   const auto it = std::lower_bound(in.begin(), in.end(), std::tie(to, from, tag),
                                    [](const Envelope& e, const std::tuple<int&, int&, int&>& key) {
                                      return std::tie(e.to, e.from, e.tag) < key;
                                    });
   LEMMALAB_CHECK(it != in.end() && it->to == to && it->from == from && it->tag == tag,
                  "no message from {} to {} with tag {} in this round", from, to, tag);
-  return it->message;
+  return *it;
 }
 
 template <typename T>
@@ -161,35 +161,40 @@ const StepResult& Cluster<T>::Step(const StepContext& ctx, VectorRef<T> x) {
 template <typename T>
 void Cluster<T>::ParameterServer(const StepContext& ctx) {
   for (const int i : local_) {
-    out_.push_back({i, kServer, 0, std::move(uplink_[static_cast<std::size_t>(i)])});
+    out_.push_back({i, kServer, 0, Share(std::move(uplink_[static_cast<std::size_t>(i)]))});
   }
   Round("gather", out_, in_);
   if (transport_->Runs(kServer)) {
     received_.resize(static_cast<std::size_t>(workers_));
     for (int i = 0; i < workers_; ++i) {
-      received_[static_cast<std::size_t>(i)] = std::move(Find(in_, kServer, i, 0));
+      received_[static_cast<std::size_t>(i)] = Take(Find(in_, kServer, i, 0).message);
     }
     optimizer_.ServerStep(ctx, 0, received_, chunk_reply_[0]);
-    for (int i = 0; i < workers_; ++i) out_.push_back({kServer, i, 0, chunk_reply_[0]});
+    const std::shared_ptr<const Message> reply = Share(std::move(chunk_reply_[0]));
+    for (int i = 0; i < workers_; ++i) out_.push_back({kServer, i, 0, reply});
   }
   Round("broadcast", out_, in_);
-  replies_[0] = std::move(Find(in_, local_.front(), kServer, 0));
+  replies_[0] = Take(Find(in_, local_.front(), kServer, 0).message);
 }
 
 template <typename T>
 void Cluster<T>::Allgather(const StepContext& ctx) {
+  const int me = local_.front();
+  std::shared_ptr<const Message> mine;
   for (const int i : local_) {
+    const std::shared_ptr<const Message> message =
+        Share(std::move(uplink_[static_cast<std::size_t>(i)]));
     for (int j = 0; j < workers_; ++j) {
-      if (j != i) out_.push_back({i, j, 0, uplink_[static_cast<std::size_t>(i)]});
+      if (j != i) out_.push_back({i, j, 0, message});
     }
+    if (i == me) mine = message;
   }
   Round("allgather", out_, in_);
   // Every process runs the server phase on all n messages (the same arithmetic everywhere).
-  const int me = local_.front();
   received_.resize(static_cast<std::size_t>(workers_));
   for (int i = 0; i < workers_; ++i) {
     received_[static_cast<std::size_t>(i)] =
-        i == me ? std::move(uplink_[static_cast<std::size_t>(i)]) : std::move(Find(in_, me, i, 0));
+        i == me ? Take(mine) : Take(Find(in_, me, i, 0).message);
   }
   optimizer_.ServerStep(ctx, 0, received_, replies_[0]);
 }
@@ -204,33 +209,35 @@ void Cluster<T>::Allreduce(const StepContext& ctx) {
       if (server != i) {
         out_.push_back(
             {i, server, c,
-             std::move(parts_[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)])});
+             Share(std::move(parts_[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)]))});
       }
     }
   }
   Round("reduce-scatter", out_, in_);
   received_.resize(static_cast<std::size_t>(workers_));
+  const int me = local_.front();
+  std::vector<std::shared_ptr<const Message>> mine(static_cast<std::size_t>(chunks));
   for (int c = 0; c < chunks; ++c) {
     const int server = ServerOfChunk(layout_, c);
     if (!transport_->Runs(server)) continue;
     for (int i = 0; i < workers_; ++i) {
       received_[static_cast<std::size_t>(i)] =
           i == server ? std::move(parts_[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)])
-                      : std::move(Find(in_, server, i, c));
+                      : Take(Find(in_, server, i, c).message);
     }
     const auto cc = static_cast<std::size_t>(c);
     optimizer_.ServerStep(ctx, c, received_, chunk_reply_[cc]);
+    const std::shared_ptr<const Message> reply = Share(std::move(chunk_reply_[cc]));
     for (int j = 0; j < workers_; ++j) {
-      if (j != server) out_.push_back({server, j, c, chunk_reply_[cc]});
+      if (j != server) out_.push_back({server, j, c, reply});
     }
+    if (server == me) mine[cc] = reply;
   }
   Round("allgather", out_, in2_);
-  const int me = local_.front();
   for (int c = 0; c < chunks; ++c) {
     const int server = ServerOfChunk(layout_, c);
     const auto cc = static_cast<std::size_t>(c);
-    replies_[cc] =
-        server == me ? std::move(chunk_reply_[cc]) : std::move(Find(in2_, me, server, c));
+    replies_[cc] = server == me ? Take(mine[cc]) : Take(Find(in2_, me, server, c).message);
   }
 }
 
@@ -245,7 +252,8 @@ void Cluster<T>::Hierarchical(const StepContext& ctx) {
     const int node = i / m, rank = i % m;
     for (int r = 0; r < m; ++r) {
       if (r != rank)
-        out_.push_back({i, node * m + r, r, std::move(at(parts_[static_cast<std::size_t>(i)], r))});
+        out_.push_back(
+            {i, node * m + r, r, Share(std::move(at(parts_[static_cast<std::size_t>(i)], r)))});
     }
   }
   Round("intra-node reduce-scatter", out_, in_);
@@ -256,29 +264,33 @@ void Cluster<T>::Hierarchical(const StepContext& ctx) {
     for (int r = 0; r < m; ++r) {
       const int from = node * m + r;
       at(inputs, r) = from == i ? std::move(at(parts_[static_cast<std::size_t>(i)], rank))
-                                : std::move(Find(in_, i, from, rank));
+                                : Take(Find(in_, i, from, rank).message);
     }
     std::vector<Message>& node_out = node_parts_[static_cast<std::size_t>(i)];
     optimizer_.NodeStep(ctx, node, rank, inputs, node_out);
     for (int k = 0; k < nodes; ++k) {
       if (k != node)
-        out_.push_back({i, k * m + rank, rank * nodes + k, std::move(at(node_out, k))});
+        out_.push_back({i, k * m + rank, rank * nodes + k, Share(std::move(at(node_out, k)))});
     }
   }
   Round("inter-node all-to-all", out_, in_);
   // The server of chunk r N + k (node k's rank r) averages the nodes' parts and re-compresses;
   // then the 1-bit all-gather across nodes among the workers of rank r.
   std::vector<Message> node_inputs(static_cast<std::size_t>(nodes));
+  // The replies of the chunks served here, kept for the all-gather inside the node.
+  std::vector<std::shared_ptr<const Message>> served(static_cast<std::size_t>(nodes * m));
   for (const int i : local_) {
     const int node = i / m, rank = i % m, chunk = rank * nodes + node;
     for (int k = 0; k < nodes; ++k) {
       const int from = k * m + rank;
       at(node_inputs, k) = from == i ? std::move(at(node_parts_[static_cast<std::size_t>(i)], node))
-                                     : std::move(Find(in_, i, from, chunk));
+                                     : Take(Find(in_, i, from, chunk).message);
     }
     optimizer_.ServerStep(ctx, chunk, node_inputs, at(chunk_reply_, chunk));
+    const std::shared_ptr<const Message>& reply = served[static_cast<std::size_t>(chunk)] =
+        Share(std::move(at(chunk_reply_, chunk)));
     for (int k = 0; k < nodes; ++k) {
-      if (k != node) out_.push_back({i, k * m + rank, chunk, at(chunk_reply_, chunk)});
+      if (k != node) out_.push_back({i, k * m + rank, chunk, reply});
     }
   }
   Round("inter-node all-gather", out_, in2_);
@@ -287,11 +299,12 @@ void Cluster<T>::Hierarchical(const StepContext& ctx) {
     const int node = i / m, rank = i % m;
     for (int k = 0; k < nodes; ++k) {
       const int chunk = rank * nodes + k, server = k * m + rank;
-      Message& reply = server == i ? at(chunk_reply_, chunk) : Find(in2_, i, server, chunk);
+      std::shared_ptr<const Message> reply = server == i ? served[static_cast<std::size_t>(chunk)]
+                                                         : Find(in2_, i, server, chunk).message;
       for (int r = 0; r < m; ++r) {
         if (r != rank) out_.push_back({i, node * m + r, chunk, reply});
       }
-      if (i == local_.front()) at(replies_, chunk) = std::move(reply);
+      if (i == local_.front()) at(replies_, chunk) = Take(reply);
     }
   }
   Round("intra-node all-gather", out_, in_);
@@ -300,7 +313,7 @@ void Cluster<T>::Hierarchical(const StepContext& ctx) {
     if (r == my_rank) continue;
     for (int k = 0; k < nodes; ++k) {
       const int chunk = r * nodes + k;
-      at(replies_, chunk) = std::move(Find(in_, me, my_node * m + r, chunk));
+      at(replies_, chunk) = Take(Find(in_, me, my_node * m + r, chunk).message);
     }
   }
 }

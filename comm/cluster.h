@@ -103,8 +103,8 @@ class Cluster {
  private:
   // Sends `out`, counts it into a new round, and fills `in`.
   void Round(std::string_view name, std::vector<Envelope>& out, std::vector<Envelope>& in);
-  // The message `to` received from `from` with `tag` in a round's incoming list.
-  static Message& Find(std::vector<Envelope>& in, int to, int from, int tag);
+  // The envelope `to` received from `from` with `tag` in a round's incoming list.
+  static Envelope& Find(std::vector<Envelope>& in, int to, int from, int tag);
 
   void ParameterServer(const StepContext& ctx);
   void Allgather(const StepContext& ctx);

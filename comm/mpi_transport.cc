@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "core/error.h"
@@ -107,10 +108,14 @@ void MpiTransport::Exchange(std::vector<Envelope>& outgoing, std::vector<Envelop
     LEMMALAB_CHECK(e.tag >= 0 && e.tag <= max_tag_,
                    "MpiTransport on rank {}: an envelope with tag {}, outside [0, {}]", rank_,
                    e.tag, max_tag_);
-    LEMMALAB_CHECK(static_cast<std::int64_t>(e.message.bytes.size()) <= kMaxCount,
+    LEMMALAB_CHECK(e.message->bytes_elsewhere == 0,
+                   "MpiTransport on rank {}: a message whose bytes are kept elsewhere (a GPU "
+                   "run's) cannot go to another process",
+                   rank_);
+    LEMMALAB_CHECK(static_cast<std::int64_t>(e.message->bytes.size()) <= kMaxCount,
                    "MpiTransport on rank {}: a message of {} bytes, more than one MPI message "
                    "carries ({})",
-                   rank_, e.message.bytes.size(), kMaxCount);
+                   rank_, e.message->bytes.size(), kMaxCount);
   }
 
   // The sparse exchange of Hoefler, Siebert and Lumsdaine (PPoPP 2010, "NBX"): each message is
@@ -132,7 +137,8 @@ void MpiTransport::Exchange(std::vector<Envelope>& outgoing, std::vector<Envelop
     }
     const int tag = (e.tag << kEndpointBits) | (e.from == kServer ? kFromServerBit : 0) |
                     (e.to == kServer ? kToServerBit : 0);
-    MPI_Issend(e.message.bytes.data(), static_cast<int>(e.message.bytes.size()), MPI_BYTE,
+    // Envelopes that share a message send it from the same bytes, which MPI allows (3.0 on).
+    MPI_Issend(e.message->bytes.data(), static_cast<int>(e.message->bytes.size()), MPI_BYTE,
                destination, tag, comm, &sends_.emplace_back());
   }
   receives_.clear();
@@ -153,10 +159,12 @@ void MpiTransport::Exchange(std::vector<Envelope>& outgoing, std::vector<Envelop
                      "MpiTransport on rank {}: a message from rank {} with MPI tag {}, which no "
                      "endpoint pair of the two ranks has",
                      rank_, status.MPI_SOURCE, status.MPI_TAG);
-      // Moving `e` when `incoming` grows keeps its bytes where they are, so the receive may
-      // complete into them later.
-      e.message.bytes.resize(static_cast<std::size_t>(bytes));
-      MPI_Imrecv(e.message.bytes.data(), bytes, MPI_BYTE, &message, &receives_.emplace_back());
+      // The message stays where it is when `incoming` grows, so the receive may complete into
+      // it later.
+      auto received = std::make_shared<Message>();
+      received->bytes.resize(static_cast<std::size_t>(bytes));
+      MPI_Imrecv(received->bytes.data(), bytes, MPI_BYTE, &message, &receives_.emplace_back());
+      e.message = std::move(received);
       continue;
     }
     int done = 0;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -22,13 +23,21 @@
 
 namespace lemmalab {
 
-// One message of a round.
+// One message of a round. A message sent to several endpoints (a reply broadcast to the
+// workers, a worker's message in an allgather) is one Message that their envelopes share, not a
+// copy per destination: in one process an allgather of n workers would otherwise hold n^2 copies.
 struct Envelope {
   int from = 0;  // a worker index, or kServer (optimizers/optimizer.h)
   int to = 0;
   int tag = 0;  // tells apart several messages from one endpoint to another in a round
-  Message message;
+  std::shared_ptr<const Message> message;
 };
+
+// `message` as a message envelopes can share (moved, not copied).
+std::shared_ptr<const Message> Share(Message&& message);
+// A shared message, to keep: moved out where `message` is its only holder, else copied;
+// `message` is left empty.
+Message Take(std::shared_ptr<const Message>& message);
 
 class Transport {
  public:

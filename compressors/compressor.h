@@ -36,7 +36,15 @@ namespace lemmalab {
 
 struct Message {
   std::vector<std::uint8_t> bytes;
-  std::int64_t bits() const { return 8 * static_cast<std::int64_t>(bytes.size()); }
+  // The size of a message whose bytes stay where they were made (a GPU run's stay on the
+  // device): counted like bytes, never carried. Zero for a message that carries its bytes.
+  std::int64_t bytes_elsewhere = 0;
+
+  // A message of `size` bytes kept elsewhere.
+  static Message Elsewhere(std::int64_t size) { return {{}, size}; }
+  // The bytes the message counts as: what it carries, or what it stands for.
+  std::int64_t size() const { return static_cast<std::int64_t>(bytes.size()) + bytes_elsewhere; }
+  std::int64_t bits() const { return 8 * size(); }
 };
 
 // What happened to the input of one Encode call.

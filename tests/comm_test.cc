@@ -6,9 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "comm/cluster.h"
 #include "comm/scheme.h"
+#include "comm/transport.h"
 #include "core/error.h"
 #include "engine/spec.h"
 #include "problems/problem.h"
@@ -26,7 +31,7 @@ constexpr std::uint64_t kSeed = 2026;
 template <typename T = float>
 struct Scenario {
   Scenario(std::int64_t d, int workers, const std::string& optimizer, const std::string& comm_text,
-           int threads = 0) {
+           int threads = 0, Transport* transport = nullptr) {
     auto problem_table = ParseOptionTable(
         fmt::format("name = \"quadratic\"\ndimension = {}\nsigma = 0.5\nrotate = false", d),
         "[problem]");
@@ -38,7 +43,7 @@ struct Scenario {
     options->GetString("name", "");
     algorithm = MakeOptimizer<T>(
         *options, {d, workers, problem->Layers(), LayoutFor(comm, problem->dimension())});
-    cluster = std::make_unique<Cluster<T>>(*problem, *algorithm, comm, threads);
+    cluster = std::make_unique<Cluster<T>>(*problem, *algorithm, comm, threads, transport);
     x = problem->InitialPoint();
   }
 
@@ -286,6 +291,54 @@ TEST(SchemeContract, EveryOptimizerGivesTheSameBitsOnOneAndOnThreeThreads) {
       if (x.empty()) continue;
       ASSERT_EQ(x.size(), 2u) << info.name << " " << scheme;
       EXPECT_EQ(x[0], x[1]) << info.name << " " << scheme;
+    }
+  }
+}
+
+// The in-process transport, checking each round: the envelopes one endpoint sends with one tag
+// carry one message (a broadcast's reply, a worker's message in the all-gather), however many
+// endpoints they go to. A copy per destination made an all-gather of n workers hold n^2
+// messages: 256 workers of 20 001 fp32 coordinates took 11 GB and 27 s for 3 steps of Adam.
+class SharingCheck final : public Transport {
+ public:
+  explicit SharingCheck(int workers) : inner_(workers) {}
+  std::string_view name() const override { return "sharing check"; }
+  int workers() const override { return inner_.workers(); }
+  bool Runs(int endpoint) const override { return inner_.Runs(endpoint); }
+  bool reports() const override { return true; }
+  void Exchange(std::vector<Envelope>& outgoing, std::vector<Envelope>& incoming) override {
+    std::map<std::pair<int, int>, std::set<const Message*>> messages;  // per (from, tag)
+    for (const Envelope& e : outgoing) messages[{e.from, e.tag}].insert(e.message.get());
+    for (const auto& [sender, distinct] : messages) {
+      if (distinct.size() > 1) {
+        copies.push_back(fmt::format("round {}: {} messages from endpoint {} with tag {}", round_,
+                                     distinct.size(), sender.first, sender.second));
+      }
+    }
+    ++round_;
+    inner_.Exchange(outgoing, incoming);
+  }
+  void Sum(std::span<double> /*values*/) override {}
+  void Sum(std::span<std::int64_t> /*values*/) override {}
+
+  std::vector<std::string> copies;  // what was sent as copies of one message
+
+ private:
+  InProcessTransport inner_;
+  int round_ = 0;
+};
+
+TEST(SchemeContract, EveryMessageIsOneObjectHoweverManyEndpointsItGoesTo) {
+  for (const OptimizerInfo& info : Optimizers().entries()) {
+    for (const std::string& scheme : kEveryScheme) {
+      SharingCheck transport(4);
+      try {
+        Scenario s(1000, 4, fmt::format("name = \"{}\"", info.name), scheme, 1, &transport);
+        s.Run(3);
+      } catch (const UserError&) {
+        continue;  // refused under this scheme (EveryOptimizerRunsOrIsRefusedUnderEveryScheme)
+      }
+      EXPECT_THAT(transport.copies, ::testing::IsEmpty()) << info.name << " " << scheme;
     }
   }
 }

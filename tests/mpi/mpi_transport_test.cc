@@ -55,7 +55,7 @@ int failures = 0;
 std::string Describe(const std::vector<Envelope>& envelopes) {
   std::string text;
   for (const Envelope& e : envelopes) {
-    text += fmt::format("({}->{}, {} bytes) ", e.from, e.to, e.message.bytes.size());
+    text += fmt::format("({}->{}, {} bytes) ", e.from, e.to, e.message->bytes.size());
   }
   return text;
 }
@@ -63,7 +63,8 @@ std::string Describe(const std::vector<Envelope>& envelopes) {
 bool Same(const std::vector<Envelope>& a, const std::vector<Envelope>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t k = 0; k < a.size(); ++k) {
-    if (a[k].from != b[k].from || a[k].to != b[k].to || a[k].message.bytes != b[k].message.bytes) {
+    if (a[k].from != b[k].from || a[k].to != b[k].to ||
+        a[k].message->bytes != b[k].message->bytes) {
       return false;
     }
   }
@@ -71,7 +72,7 @@ bool Same(const std::vector<Envelope>& a, const std::vector<Envelope>& b) {
 }
 
 Envelope Make(int from, int to, std::vector<std::uint8_t> bytes) {
-  return Envelope{from, to, 0, Message{std::move(bytes)}};
+  return Envelope{from, to, 0, Share(Message{std::move(bytes)})};
 }
 
 void CheckEndpoints(const MpiTransport& transport, int size) {
@@ -105,8 +106,8 @@ void CheckHandRound(MpiTransport& transport, int size) {
   };
   std::vector<Local> local;
   for (const Envelope& e : outgoing) {
-    if (transport.Runs(e.to) && !e.message.bytes.empty()) {
-      local.push_back({e.from, e.to, e.message.bytes.data()});
+    if (transport.Runs(e.to) && !e.message->bytes.empty()) {
+      local.push_back({e.from, e.to, e.message->bytes.data()});
     }
   }
   std::vector<Envelope> incoming(3, Make(7, 7, {1, 2, 3}));  // stale contents, to be replaced
@@ -131,7 +132,7 @@ void CheckHandRound(MpiTransport& transport, int size) {
   for (const Local& l : local) {
     bool moved = false;
     for (const Envelope& e : incoming) {
-      moved = moved || (e.from == l.from && e.to == l.to && e.message.bytes.data() == l.data);
+      moved = moved || (e.from == l.from && e.to == l.to && e.message->bytes.data() == l.data);
     }
     CHECK(moved, "the message {} -> {} (both on rank {}) was copied, not moved", l.from, l.to,
           rank);
@@ -139,7 +140,9 @@ void CheckHandRound(MpiTransport& transport, int size) {
 
   // Negative control of the comparison: one changed byte must be seen.
   std::vector<Envelope> changed = expected;
-  changed.back().message.bytes.back() ^= 1;
+  Message last = *changed.back().message;  // (the copied envelopes share their messages)
+  last.bytes.back() ^= 1;
+  changed.back().message = Share(std::move(last));
   CHECK(!Same(incoming, changed), "Same() misses a changed byte");
 }
 
@@ -155,8 +158,10 @@ std::vector<Envelope> RandomRound(int size, int round) {
     Envelope& e = all.emplace_back();
     e.from = from;
     e.to = to;
-    e.message.bytes.resize(bytes);
-    for (std::uint8_t& b : e.message.bytes) b = static_cast<std::uint8_t>(rng());
+    Message message;
+    message.bytes.resize(bytes);
+    for (std::uint8_t& b : message.bytes) b = static_cast<std::uint8_t>(rng());
+    e.message = Share(std::move(message));
   };
   const auto random_size = [&] {
     switch (below(4)) {
@@ -231,7 +236,7 @@ void CheckRoundsDoNotMix(MpiTransport& transport, int size) {
     const std::size_t expected = rank == 0 ? 0 : 1;
     CHECK(incoming.size() == expected &&
               (rank == 0 ||
-               incoming[0].message.bytes == std::vector<std::uint8_t>{std::uint8_t(repeat)}),
+               incoming[0].message->bytes == std::vector<std::uint8_t>{std::uint8_t(repeat)}),
           "repeat {}: the next round delivered {}", repeat, Describe(incoming));
   }
 }
