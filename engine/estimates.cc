@@ -49,7 +49,7 @@ Footprint MeasureFootprint(const OptimizerSpec& spec) {
 template <typename T>
 MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, const Dataset* data,
                               const std::vector<Footprint>& footprints, int local_workers,
-                              int threads, double held) {
+                              int threads, double held, bool gradients_on_device) {
   const auto d = static_cast<double>(problem.dimension());
   const double t = sizeof(T);
   // What sets d: the problem and its size options, and the data's features.
@@ -78,21 +78,37 @@ MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, co
     for (const auto& buffer : data->Buffers()) bytes += static_cast<double>(buffer.size());
     estimate.Add("the data", bytes, "[data]");
   }
-  problem.AddWorkingMemory(local_workers, threads, estimate);
-  double process = 0, worker = 0;
+  // A GPU run keeps its optimizers' state and messages on the device, and its gradients too
+  // where the problem computes them there (EstimateDeviceMemory, engine/device.h, counts them):
+  // the host keeps each run's x, the CPU's gradients on their way to the device, and copies of
+  // the device state where probes or checkpoints read it (batched/device_state.h).
+  const bool on_device = spec.device == Device::kCuda;
+  const int cpu_gradients = on_device && gradients_on_device ? 0 : local_workers;
+  problem.AddWorkingMemory(cpu_gradients, threads, estimate);
+  double process = 0, worker = 0, state = 0;
   for (const Footprint& f : footprints) {
-    process += 1 + f.process_vectors + 2;  // x, the state, the reply and its decoding
+    process += on_device ? 1 : 1 + f.process_vectors + 2;  // x, the state, the reply, its decoding
     worker += f.worker_vectors;
+    state += f.process_vectors + local_workers * f.worker_vectors;
   }
   const auto optimizers = static_cast<double>(footprints.size());
-  worker += 3 * optimizers;  // the gradient, the message and its parts, of each run's workers
   estimate.Add("the parameters and the optimizers' state kept once", process * d * t,
                fmt::format("{} x {:.3g} vectors over {} optimizers x {} bytes", size, process,
                            footprints.size(), t));
-  estimate.Add("every worker's optimizer state, gradient and message",
-               local_workers * worker * d * t,
-               fmt::format("workers = {} x {} x {:.3g} vectors over {} optimizers x {} bytes",
-                           local_workers, size, worker, footprints.size(), t));
+  if (!on_device) {
+    worker += 3 * optimizers;  // the gradient, the message and its parts, of each run's workers
+    estimate.Add("every worker's optimizer state, gradient and message",
+                 local_workers * worker * d * t,
+                 fmt::format("workers = {} x {} x {:.3g} vectors over {} optimizers x {} bytes",
+                             local_workers, size, worker, footprints.size(), t));
+  } else if (cpu_gradients > 0) {
+    // The cluster's gradient, the device optimizer's copy of it for the upload, and the host
+    // copy of the worker's own x where the algorithm keeps one (0/1 Adam's local steps).
+    estimate.Add("every worker's gradient, computed on the CPU for the GPU",
+                 3 * cpu_gradients * optimizers * d * t,
+                 fmt::format("workers = {} x {} x 3 vectors x {} optimizers x {} bytes",
+                             cpu_gradients, size, footprints.size(), t));
+  }
   // Measured on a quadratic of d = 2e6 (fp32, 1 and 4 workers, SGD, Birder, EF21, 0/1 Adam): the
   // parts above left 1.01-1.22x of the peak unexplained, two vectors of doubles per process.
   estimate.Add("the final parameters and an evaluation's gradient", 2 * d * 8,
@@ -100,6 +116,14 @@ MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, co
   // Measured with ef-norm, q-domain and min-b on 4 workers: about half a vector per worker and
   // probe (a probe's previous values, its per-worker sums).
   const auto probes = static_cast<double>(spec.probes.size() + spec.check_probes.size());
+  if (on_device && (probes > 0 || spec.checkpoint_every > 0)) {
+    // Probes also see every worker's gradient, copied from the GPU (Cluster::consumed_gradients).
+    const double copies = state + (probes > 0 ? local_workers * optimizers : 0);
+    estimate.Add("the host copies of the GPU state that probes and checkpoints read",
+                 copies * d * t,
+                 fmt::format("the optimizers' state{}, {:.3g} vectors of {} x {} bytes",
+                             probes > 0 ? " and the workers' gradients" : "", copies, size, t));
+  }
   if (probes > 0) {
     estimate.Add("the probes' buffers", probes * (local_workers + 1) * 0.5 * d * t,
                  fmt::format("{} probes x (workers = {} + 1) x half a vector of d x {} bytes",
@@ -107,7 +131,8 @@ MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, co
   }
   if (spec.checkpoint_every > 0) {
     estimate.Add(
-        "a checkpoint's copy of the state", (process + local_workers * worker) * d * t,
+        "a checkpoint's copy of the state",
+        (on_device ? state : process + local_workers * worker) * d * t,
         fmt::format("checkpoint_every = {}: the state above, saved", spec.checkpoint_every));
   }
   return estimate;
@@ -159,8 +184,8 @@ void RequireResidentWithin(const MemoryLimit& limit, std::int64_t t) {
 template Footprint MeasureFootprint<float>(const OptimizerSpec&);
 template Footprint MeasureFootprint<double>(const OptimizerSpec&);
 template MemoryEstimate EstimateMemory(const RunSpec&, const Problem<float>&, const Dataset*,
-                                       const std::vector<Footprint>&, int, int, double);
+                                       const std::vector<Footprint>&, int, int, double, bool);
 template MemoryEstimate EstimateMemory(const RunSpec&, const Problem<double>&, const Dataset*,
-                                       const std::vector<Footprint>&, int, int, double);
+                                       const std::vector<Footprint>&, int, int, double, bool);
 
 }  // namespace lemmalab

@@ -34,11 +34,13 @@ Footprint MeasureFootprint(const OptimizerSpec& spec);
 // resident set, measured after the data and problem were built; 0 when other runs share the
 // process, and the data is estimated instead), the problem's working memory, the parameters and
 // the optimizers' per-process state (every optimizer of the spec is built before the first step),
-// and every worker's state with its gradient and message.
+// and every worker's state with its gradient and message. A GPU run (device = "cuda") holds only
+// its parameters here, the CPU's gradients unless `gradients_on_device`, and host copies of its
+// state for probes and checkpoints; the rest is on the GPU (EstimateDeviceMemory).
 template <typename T>
 MemoryEstimate EstimateMemory(const RunSpec& spec, const Problem<T>& problem, const Dataset* data,
                               const std::vector<Footprint>& footprints, int local_workers,
-                              int threads, double held);
+                              int threads, double held, bool gradients_on_device);
 
 // About how many bytes a row of the metrics or probes table takes in results.sqlite and
 // metrics.csv together (measured on lemmalab's own runs: 86).

@@ -22,6 +22,7 @@
 #include "engine/resume.h"
 #include "engine/run_loop.h"
 #include "problems/reference.h"
+#include "problems/supervised.h"
 
 // An experiment runs in four phases, each reading what the one before it made:
 //   Prepare        the spec in, a PreparedExperiment out (engine/prepared.h): every component
@@ -118,9 +119,11 @@ PreparedExperiment<T> Prepare(const RunSpec& spec, const ExperimentOptions& opti
     e.constants = problem.Constants();
     const int local_workers = job.transport() == nullptr ? spec.workers : 1;
     const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+    const bool gradients_on_device = spec.device == Device::kCuda && options.device_gradients &&
+                                     dynamic_cast<const SupervisedSamples<T>*>(&problem) != nullptr;
     RequireWithin(memory,
                   EstimateMemory(spec, problem, data.data.get(), footprints, local_workers, threads,
-                                 options.shares_process ? 0 : ResidentBytes()),
+                                 options.shares_process ? 0 : ResidentBytes(), gradients_on_device),
                   spec.path.string(), "memory");
     OptimizerContext optimizer_context{problem.dimension(), spec.workers, problem.Layers(),
                                        LayoutFor(spec.comm, problem.dimension())};

@@ -315,6 +315,57 @@ TEST(DeviceRun, RefusesWhatDoesNotFitInTheGpusMemoryWithTheSizes) {
 
 // The measuring backend counts exactly what a batched optimizer allocates: SGD's mean (d), plus
 // the adapter's gradients (n x d) and x (d).
+// The host's part of a GPU run is estimated apart from the GPU's: 256 workers of an MLP with
+// d = 402 946 hold over 1 GiB of Birder's worker state on the GPU, not on the host, so the host
+// estimate lets the run through a 1 GiB host limit and the GPU's refuses it. The host holds the
+// state only as copies for probes, and the gradients of a problem the CPU computes.
+TEST(DeviceRun, EstimatesTheHostsMemoryApartFromTheGpus) {
+  TempDir dir;
+  const auto refusal = [&](const std::string& top, int workers, const std::string& problem) {
+    const std::string text = top +
+                             fmt::format(R"toml(
+device = "cuda"
+seed = 1
+steps = 3
+workers = {}
+)toml",
+                                         workers) +
+                             problem + R"toml(
+[[optimizer]]
+name = "birder"
+schedule = { lr = 0.01 }
+)toml";
+    WriteFile(dir / "gpu.toml", text);
+    const RunSpec spec = ParseSpec(text, (dir / "gpu.toml").string());
+    ExperimentOptions options;
+    options.out_dir = dir / "out";
+    options.progress = false;
+    options.shares_process = true;  // the data are estimated, not this test program's memory
+    options.device_backend = batched::Backend::kHost;
+    options.max_memory = MemoryLimit::Given(1 << 30, "a test's host");
+    options.device_memory = MemoryLimit::Given(64 * 1024, "a test's GPU");
+    return UserErrorOf([&] { RunExperiment(spec, options); });
+  };
+  const std::string mlp =
+      "[data]\nsource = \"synthetic-logistic\"\nsamples = 512\nfeatures = 784\n"
+      "[problem]\nname = \"mlp\"\nhidden = [512]\n";
+  std::string error = refusal("", 256, mlp);
+  EXPECT_THAT(error, HasSubstr("the estimated GPU memory"));
+  EXPECT_THAT(error, HasSubstr("256 workers x d = 402946"));
+  // Probes read the state through host copies: those are the host's.
+  error = refusal("probes = [\"ef-norm\"]", 256, mlp);
+  EXPECT_THAT(error, HasSubstr("the estimated memory"));
+  EXPECT_THAT(error, HasSubstr("more than a test's host 1.00 GiB allows"));
+  EXPECT_THAT(error,
+              HasSubstr("the host copies of the GPU state that probes and checkpoints read"));
+  // Rosenbrock's gradients are computed on the CPU and copied to the GPU: 256 workers x 3
+  // vectors (the gradient, its copy for the upload, the worker's own x) x 10^6 floats, 2.86 GiB.
+  error = refusal("", 256, "[problem]\nname = \"rosenbrock\"\ndimension = 1000000\n");
+  EXPECT_THAT(error, HasSubstr("the estimated memory"));
+  EXPECT_THAT(error,
+              HasSubstr("every worker's gradient, computed on the CPU for the GPU 2.86 GiB"));
+}
+
 TEST(DeviceRun, MeasuresTheBytesItWouldAllocate) {
   OptionTable table("optimizer 'sgd'", "");
   table.Set("name", {std::string("sgd"), ""});
