@@ -50,7 +50,7 @@ struct DrawMinibatch {
   std::int64_t* index;          // n x R
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t w) const {
-    StreamReader<RowBlock> words = ReadRow(streams, w);
+    StreamReader<StreamAt> words = streams.Read(w);
     std::int64_t* positions = index + w * rows;
     minibatch::DrawPositions(static_cast<std::uint64_t>(sizes[w]), words, positions, rows);
     for (std::int64_t r = 0; r < rows; ++r) positions[r] += offsets[w];

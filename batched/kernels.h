@@ -870,7 +870,7 @@ struct ReplaceRejected {
   const unsigned long long* totals;  // rows
 
   LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
-    StreamWords<RowBlock> word_at{{streams, row}};
+    StreamWords<StreamAt> word_at{streams.Row(row)};
     random_k::ReplaceRejected(draws + row * k, rejected + row * k,
                               static_cast<std::int64_t>(totals[row]), d, k, word_at);
   }

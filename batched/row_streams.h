@@ -22,15 +22,19 @@ struct RowStreams {
   std::uint32_t step;
   std::uint32_t first_field;
 
+  // Row `row`'s stream, from word 0.
+  LEMMALAB_HOST_DEVICE StreamAt Row(std::int64_t row) const {
+    return {{{seed_lo, seed_hi}},
+            {{0, step, first_field + static_cast<std::uint32_t>(row), purpose}},
+            0};
+  }
   // The four words of block `block` of row `row`'s stream.
   LEMMALAB_HOST_DEVICE r123::Philox4x32::ctr_type Block(std::int64_t row,
                                                         std::uint64_t block) const {
-    const r123::Philox4x32::ctr_type counter = {{static_cast<std::uint32_t>(block), step,
-                                                 first_field + static_cast<std::uint32_t>(row),
-                                                 purpose}};
-    const r123::Philox4x32::key_type key = {{seed_lo, seed_hi}};
-    return r123::Philox4x32()(counter, key);
+    return Row(row).Block(block);
   }
+  // Row `row`'s stream read in order from word 0.
+  LEMMALAB_HOST_DEVICE StreamReader<StreamAt> Read(std::int64_t row) const { return {{Row(row)}}; }
 };
 
 // The step's streams of `purpose` (a core/rng.h Purpose) with row r in worker field first_field +
@@ -40,22 +44,6 @@ LEMMALAB_HOST_DEVICE inline RowStreams StepStreams(std::uint64_t seed, std::int6
                                                    std::uint32_t first_field) {
   return {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32), purpose,
           static_cast<std::uint32_t>(step), first_field};
-}
-
-// Block b of a row's stream (the words StreamWords reads).
-struct RowBlock {
-  RowStreams streams;
-  std::int64_t row;
-
-  LEMMALAB_HOST_DEVICE r123::Philox4x32::ctr_type operator()(std::uint64_t b) const {
-    return streams.Block(row, b);
-  }
-};
-
-// Row `row`'s stream read in order from word 0.
-LEMMALAB_HOST_DEVICE inline StreamReader<RowBlock> ReadRow(const RowStreams& streams,
-                                                           std::int64_t row) {
-  return {{{streams, row}}};
 }
 
 }  // namespace lemmalab::batched

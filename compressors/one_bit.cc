@@ -132,13 +132,10 @@ double MaxAbsFiniteImpl(const Input<float>& in, std::int64_t begin, std::int64_t
 // ---------------------------------------------------------------------------------------------
 // Quantizers. kStochastic: Birder's Q (needs words); else sign. kScaled: divide u by the scale.
 // Words [first, first + n) of a stream, one Random123 block at a time (the ends of a fused range).
-void ScalarWords(const DrawWords& draw, std::uint64_t first, std::int64_t n, std::uint32_t* out) {
-  const r123::Philox4x32 cipher;
-  r123::Philox4x32::ctr_type c = draw.counter;
+void ScalarWords(const StreamAt& draw, std::uint64_t first, std::int64_t n, std::uint32_t* out) {
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint64_t w = first + static_cast<std::uint64_t>(i);
-    c[0] = static_cast<std::uint32_t>(w / 4);
-    out[i] = cipher(c, draw.key)[w % 4];
+    out[i] = draw.Block(w / 4)[w % 4];
   }
 }
 
@@ -146,7 +143,7 @@ void ScalarWords(const DrawWords& draw, std::uint64_t first, std::int64_t n, std
 // (fused) or `words`.
 template <bool kFused>
 Counts ReferenceStochastic(const Input<float>& in, float scale, const std::uint32_t* words,
-                           const DrawWords* draw, std::int64_t range_begin, std::int64_t begin,
+                           const StreamAt* draw, std::int64_t range_begin, std::int64_t begin,
                            std::int64_t end, std::uint8_t* bits, float* e_out) {
   if constexpr (kFused) {
     HWY_ALIGN std::uint32_t local[kWordBits];
@@ -167,7 +164,7 @@ Counts ReferenceStochastic(const Input<float>& in, float scale, const std::uint3
 // `draw`; else sign. kScaled: divide u by the scale.
 template <bool kStochastic, bool kFused, int kFeedback, bool kScaled>
 Counts QuantizeT(const Input<float>& in, float scale, const std::uint32_t* words,
-                 const DrawWords* draw, std::int64_t begin, std::int64_t end, std::uint8_t* bits,
+                 const StreamAt* draw, std::int64_t begin, std::int64_t end, std::uint8_t* bits,
                  float* e_out) {
   const std::int64_t body_begin = WordAlignedStart(begin, end);
   Counts counts = kStochastic ? ReferenceStochastic<kFused>(in, scale, words, draw, begin, begin,
@@ -263,7 +260,7 @@ Counts QuantizeStochasticImpl(const Input<float>& in, float scale, const std::ui
   });
 }
 
-Counts QuantizeStochasticFusedImpl(const Input<float>& in, float scale, const DrawWords& draw,
+Counts QuantizeStochasticFusedImpl(const Input<float>& in, float scale, const StreamAt& draw,
                                    std::int64_t begin, std::int64_t end, std::uint8_t* bits,
                                    float* e_out) {
   // The groups must start on a block: element j of a 64-aligned group needs word 4k.
@@ -366,7 +363,7 @@ Counts QuantizeStochastic(const Input<float>& in, float scale, const std::uint32
                           std::int64_t begin, std::int64_t end, std::uint8_t* bits, float* e_out) {
   return HWY_DYNAMIC_DISPATCH(QuantizeStochasticImpl)(in, scale, words, begin, end, bits, e_out);
 }
-Counts QuantizeStochasticFused(const Input<float>& in, float scale, const DrawWords& words,
+Counts QuantizeStochasticFused(const Input<float>& in, float scale, const StreamAt& words,
                                std::int64_t begin, std::int64_t end, std::uint8_t* bits,
                                float* e_out) {
   return HWY_DYNAMIC_DISPATCH(QuantizeStochasticFusedImpl)(in, scale, words, begin, end, bits,

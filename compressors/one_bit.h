@@ -14,12 +14,11 @@
 // in a fixed order that does not depend on the vector width.
 #pragma once
 
-#include <Random123/philox.h>
-
 #include <cstdint>
 
 #include "compressors/kernel_input.h"
 #include "compressors/one_bit_element.h"
+#include "core/stream_words.h"
 
 namespace lemmalab::one_bit {
 
@@ -42,20 +41,12 @@ double MaxAbsFinite(const Input<T>& in, std::int64_t begin, std::int64_t end);
 template <typename T>
 Counts QuantizeStochastic(const Input<T>& in, T scale, const std::uint32_t* words,
                           std::int64_t begin, std::int64_t end, std::uint8_t* bits, T* e_out);
-// Where a range's draw words come from when the kernel generates them itself: element j of
-// [begin, end) uses word first + (j - begin) of the Philox stream with this key and counter
-// (core/rng.h's layout; counter[0], the block index, is ignored).
-struct DrawWords {
-  r123::Philox4x32::key_type key;
-  r123::Philox4x32::ctr_type counter;
-  std::uint64_t first = 0;
-};
-
-// QuantizeStochastic for float, generating each group of 64 words next to the 64 elements it
-// quantizes, so that memory traffic and Philox arithmetic overlap instead of taking turns (and
-// no word buffer goes through memory). Equal bit for bit to QuantizeStochastic with the same
-// words.
-Counts QuantizeStochasticFused(const Input<float>& in, float scale, const DrawWords& words,
+// QuantizeStochastic for float, generating its words itself: element j of [begin, end) uses word
+// words.first + (j - begin) of the stream. Each group of 64 words is generated next to the 64
+// elements it quantizes, so that memory traffic and Philox arithmetic overlap instead of taking
+// turns (and no word buffer goes through memory). Equal bit for bit to QuantizeStochastic with the
+// same words.
+Counts QuantizeStochasticFused(const Input<float>& in, float scale, const StreamAt& words,
                                std::int64_t begin, std::int64_t end, std::uint8_t* bits,
                                float* e_out);
 

@@ -161,8 +161,7 @@ class OneBitCompressor final : public Compressor<T> {
       if (format_.draw == OneBitFormat::Draw::kSign) {
         counts = one_bit::QuantizeSign(u, scale, lo, hi, bits, e_out);
       } else if constexpr (std::is_same_v<T, float>) {
-        const one_bit::DrawWords draw{stream.key(), stream.counter(),
-                                      start + static_cast<std::uint64_t>(lo)};
+        const StreamAt draw = stream.At(start + static_cast<std::uint64_t>(lo));
         counts = one_bit::QuantizeStochasticFused(u, scale, draw, lo, hi, bits, e_out);
       } else {
         for (std::int64_t c = lo; c < hi; c += kWordChunk) {

@@ -17,6 +17,8 @@
 #include <limits>
 #include <span>
 
+#include "core/stream_words.h"
+
 namespace lemmalab {
 
 // What a stream is used for. Values are part of the stream key: never renumber them.
@@ -65,10 +67,9 @@ class PhiloxStream {
 
   // Positions the stream so that the next draw is word `word` (0-based).
   void Seek(std::uint64_t word);
-  // The cipher's key and counter words (counter()[0] is not meaningful), for kernels that
-  // generate this stream's words themselves (compressors/one_bit.h).
-  const Cipher::key_type& key() const { return key_; }
-  const Cipher::ctr_type& counter() const { return counter_; }
+  // The stream at word `word`, for kernels that generate its words themselves
+  // (core/stream_words.h).
+  StreamAt At(std::uint64_t word) const { return {key_, counter_, word}; }
   // Index of the word the next draw returns.
   std::uint64_t position() const { return 4 * std::uint64_t{counter_[0]} - (4 - index_); }
   // The key this stream was made from: a compressor whose senders share draws (PermK) makes the

@@ -13,6 +13,25 @@
 
 namespace lemmalab {
 
+// A place in a keyed Philox stream for code that generates the stream's words itself: the
+// cipher's key and counter words (counter[0], the block index, is set per block) and the index
+// of a word (PhiloxStream::At gives one).
+struct StreamAt {
+  r123::Philox4x32::key_type key{};
+  r123::Philox4x32::ctr_type counter{};
+  std::uint64_t first = 0;  // the index of the word the user starts from
+
+  // Block b of the stream: its words 4b .. 4b + 3.
+  LEMMALAB_HOST_DEVICE r123::Philox4x32::ctr_type Block(std::uint64_t b) const {
+    r123::Philox4x32::ctr_type c = counter;
+    c[0] = static_cast<std::uint32_t>(b);
+    return r123::Philox4x32()(c, key);
+  }
+  LEMMALAB_HOST_DEVICE r123::Philox4x32::ctr_type operator()(std::uint64_t b) const {
+    return Block(b);
+  }
+};
+
 // Word p of a stream from word `first` on, where blocks(b) is Philox4x32-10 block b of the
 // stream: word w of the stream is word w % 4 of block w / 4.
 template <typename Blocks>

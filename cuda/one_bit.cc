@@ -67,7 +67,7 @@ kernels::Blocks OneBitCoder::blocks() const {
 void OneBitCoder::Encode(const float* x, const float* e, float a, float* e_out,
                          PhiloxStream& stream) {
   const kernels::Input u{x, e, a};
-  const kernels::DrawWords words{stream.key(), stream.counter(), stream.position()};
+  const StreamAt words = stream.At(stream.position());
   // Where the CPU leaves the stream (and its check that the stream holds enough words).
   if (format_.draw == OneBitFormat::Draw::kStochastic) {
     stream.Seek(stream.position() + static_cast<std::uint64_t>(layout_.dimension));

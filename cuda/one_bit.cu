@@ -110,7 +110,7 @@ __global__ void ScalesKernel(one_bit::Scale kind, Blocks blocks, const double* p
 
 template <one_bit::Draw kDraw>
 __global__ void __launch_bounds__(kThreads)
-    QuantizeKernel(Input u, std::int64_t d, Blocks blocks, const float* scales, DrawWords words,
+    QuantizeKernel(Input u, std::int64_t d, Blocks blocks, const float* scales, StreamAt words,
                    std::uint32_t* bits, float* e_out, unsigned long long* counts) {
   const std::int64_t tile = static_cast<std::int64_t>(blockIdx.x) * kTile;
   // The thread's inputs are loaded first, all at once, so that their latency overlaps the
@@ -129,11 +129,8 @@ __global__ void __launch_bounds__(kThreads)
     const std::uint64_t first_word = words.first + static_cast<std::uint64_t>(tile);
     offset = static_cast<unsigned>(first_word % 4);
     const std::uint64_t first_block = first_word / 4;
-    r123::Philox4x32 philox;
     for (int t = threadIdx.x; t < kTileBlocks; t += kThreads) {
-      r123::Philox4x32::ctr_type counter = words.counter;
-      counter[0] = static_cast<std::uint32_t>(first_block + t);
-      const r123::Philox4x32::ctr_type r = philox(counter, words.key);
+      const r123::Philox4x32::ctr_type r = words.Block(first_block + t);
       for (int k = 0; k < 4; ++k) tile_words[4 * t + k] = r[k];
     }
     __syncthreads();
@@ -215,7 +212,7 @@ void Scales(one_bit::Scale kind, const Blocks& blocks, const double* partials,
 }
 
 void Quantize(one_bit::Draw draw, const Input& u, std::int64_t d, const Blocks& blocks,
-              const float* scales, const DrawWords& words, std::uint32_t* bits, float* e_out,
+              const float* scales, const StreamAt& words, std::uint32_t* bits, float* e_out,
               unsigned long long* counts, cudaStream_t stream) {
   const unsigned grid = GridFor(d, kTile);
   if (draw == one_bit::Draw::kStochastic) {

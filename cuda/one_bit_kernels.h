@@ -3,13 +3,13 @@
 // each scale is compressors/one_bit_element.h's, shared with the CPU.
 #pragma once
 
-#include <Random123/philox.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
 #include "compressors/kernel_input.h"
 #include "compressors/one_bit_element.h"
+#include "core/stream_words.h"
 
 namespace lemmalab::cuda::one_bit_kernels {
 
@@ -21,14 +21,6 @@ using Input = KernelInput<float>;
 struct Blocks {
   const std::int64_t* ends = nullptr;
   std::int64_t count = 0;
-};
-
-// Element j's draw word: word first + j of the Philox stream with this key and counter
-// (core/rng.h's layout; counter[0], the block index, is set per block).
-struct DrawWords {
-  r123::Philox4x32::key_type key{};
-  r123::Philox4x32::ctr_type counter{};
-  std::uint64_t first = 0;
 };
 
 // What each block's scale needs, in one_bit_element.h's definition: max |u_j| over the finite
@@ -46,7 +38,7 @@ void Scales(one_bit::Scale kind, const Blocks& blocks, const double* partials,
 // or null) gets Residual(u_j, bit, scale). counts[0] += out-of-domain inputs (kStochastic),
 // counts[1] += non-finite inputs.
 void Quantize(one_bit::Draw draw, const Input& u, std::int64_t d, const Blocks& blocks,
-              const float* scales, const DrawWords& words, std::uint32_t* bits, float* e_out,
+              const float* scales, const StreamAt& words, std::uint32_t* bits, float* e_out,
               unsigned long long* counts, cudaStream_t stream);
 
 // out_j = v or, with accumulate, out_j += v, for v = bit_j ? value_B : -value_B and

@@ -54,7 +54,7 @@ void SparseCoder::Encode(const float* x, float* e, float a, PhiloxStream& stream
   kernels::Prepare({x, e, a}, dimension_, e, non_finite_.data(), nullptr);
   const float* values = e == nullptr ? x : e;
   if (random_) {
-    const kernels::ChoiceWords words{stream.key(), stream.counter(), stream.position()};
+    const StreamAt words = stream.At(stream.position());
     kernels::RandomKIndices(words, dimension_, k_, draws_.data(), rejected_.data(),
                             first_draws_.data(), flags_.data(), ranks_.data(), scratch_.data(),
                             scratch_.size(), indices_.data(), words_used_.data(), nullptr);

@@ -93,20 +93,10 @@ __global__ void ScatterKernel(std::int64_t d, const std::uint32_t* flags,
   if (j < d && flags[j] != 0) indices[positions[j]] = static_cast<std::uint32_t>(j);
 }
 
-// Block b of the stream random-k's choice draws from (the words StreamWords reads).
-struct ChoiceBlock {
-  ChoiceWords words;
-
-  __device__ r123::Philox4x32::ctr_type operator()(std::uint64_t b) const {
-    r123::Philox4x32::ctr_type counter = words.counter;
-    counter[0] = static_cast<std::uint32_t>(b);
-    return r123::Philox4x32()(counter, words.key);
-  }
-};
-using WordAt = StreamWords<ChoiceBlock>;
+using WordAt = StreamWords<StreamAt>;
 
 // Draw i's first attempt from word i; flags[i] = 1 where it was rejected.
-__global__ void FirstAttemptsKernel(ChoiceWords words, std::int64_t d, std::int64_t k,
+__global__ void FirstAttemptsKernel(StreamAt words, std::int64_t d, std::int64_t k,
                                     std::uint32_t* draws, std::uint32_t* flags) {
   const std::int64_t i = GlobalIndex();
   if (i >= k) return;
@@ -118,7 +108,7 @@ __global__ void FirstAttemptsKernel(ChoiceWords words, std::int64_t d, std::int6
 
 // One thread: the rejected draws (listed ascending, their count from the flags' prefix sums)
 // replaced in order from the words after the first k.
-__global__ void ReplaceRejectedKernel(ChoiceWords words, std::int64_t d, std::int64_t k,
+__global__ void ReplaceRejectedKernel(StreamAt words, std::int64_t d, std::int64_t k,
                                       std::uint32_t* draws, const std::uint32_t* rejected,
                                       const std::uint32_t* flags, const std::uint32_t* positions,
                                       unsigned long long* used) {
@@ -221,7 +211,7 @@ void TopKIndices(const float* values, std::int64_t d, std::int64_t k, Selection*
   ScatterKernel<<<GridFor(d), kThreads, 0, stream>>>(d, flags, ranks, indices);
 }
 
-void RandomKIndices(const ChoiceWords& words, std::int64_t d, std::int64_t k,
+void RandomKIndices(const StreamAt& words, std::int64_t d, std::int64_t k,
                     std::uint32_t* draws, std::uint32_t* rejected, std::uint32_t* first,
                     std::uint32_t* flags, std::uint32_t* ranks, void* scratch,
                     std::size_t scratch_bytes, std::uint32_t* indices, unsigned long long* used,

@@ -3,13 +3,13 @@
 // compressors/sparse_element.h's, shared with the CPU.
 #pragma once
 
-#include <Random123/philox.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
 
 #include "compressors/kernel_input.h"
+#include "core/stream_words.h"
 
 namespace lemmalab::cuda::sparse_kernels {
 
@@ -37,19 +37,12 @@ void TopKIndices(const float* values, std::int64_t d, std::int64_t k, Selection*
                  std::uint32_t* flags, std::uint32_t* ranks, void* scratch,
                  std::size_t scratch_bytes, std::uint32_t* indices, cudaStream_t stream);
 
-// Where random-k's choice draws: word p of the choice is word first + p of the Philox stream with
-// this key and counter (core/rng.h's layout; counter[0], the block index, is set per block).
-struct ChoiceWords {
-  r123::Philox4x32::key_type key{};
-  r123::Philox4x32::ctr_type counter{};
-  std::uint64_t first = 0;
-};
-
 // Random-k's kept set, ascending, into indices[0, k): the set the CPU's RandomKChoice draws from
 // the same words, drawn all at once (compressors/random_k_element.h); *used = the number of
 // words the choice took, where the CPU leaves its stream. draws and rejected hold k words each,
 // first, flags and ranks d.
-void RandomKIndices(const ChoiceWords& words, std::int64_t d, std::int64_t k, std::uint32_t* draws,
+// Word p of the choice is word words.first + p of its stream.
+void RandomKIndices(const StreamAt& words, std::int64_t d, std::int64_t k, std::uint32_t* draws,
                     std::uint32_t* rejected, std::uint32_t* first, std::uint32_t* flags,
                     std::uint32_t* ranks, void* scratch, std::size_t scratch_bytes,
                     std::uint32_t* indices, unsigned long long* used, cudaStream_t stream);

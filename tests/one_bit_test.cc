@@ -132,7 +132,7 @@ TEST(OneBitKernels, FusedQuantizerEqualsTheScalarDefinitionOnEveryTarget) {
           const Input<float> in_fast{x.data(), feedback ? e_fast.data() : nullptr, 0.5f};
           const Input<float> in_ref{x.data(), feedback ? e_ref.data() : nullptr, 0.5f};
           std::vector<std::uint8_t> bits_fast(n / 8 + 1, 0), bits_ref(n / 8 + 1, 0);
-          const DrawWords draw{stream.key(), stream.counter(), first};
+          const StreamAt draw = stream.At(first);
           const Counts c_fast = QuantizeStochasticFused(in_fast, 1.0f, draw, r.begin, r.end,
                                                         bits_fast.data(), e_fast.data());
           const Counts c_ref = reference::QuantizeStochastic(in_ref, 1.0f, words.data(), r.begin,
