@@ -329,7 +329,9 @@ RunReport RunLoop(PreparedExperiment<T>& experiment, std::int64_t index, const E
     }
     record_position(t, metrics_recorded);
     if (!run.probes.empty()) {
-      const ProbeStep<T> probe_step{t, ctx.lr, x, cluster.consumed_gradients(), problem};
+      const ProbeStep<T> probe_step{
+          t, ctx.lr, x, StepGradients<T>([&cluster] { return cluster.consumed_gradients(); }),
+          problem};
       for (auto& probe : run.probes) {
         sink.At(t, probe->name(), last_step || t % plan.probe_every == 0);
         probe->Observe(probe_step, view, sink);

@@ -31,6 +31,7 @@ struct Recorded {
   bool applies = false;
   std::set<std::string> series;  // "probe/series"
   RunEvidence evidence;
+  int most_fetches = 0;  // of the gradients in one step (ProbeStep's StepGradients)
 };
 
 // Runs `optimizer_toml` for 12 steps on a noisy quadratic with `probe` attached, as a run does.
@@ -58,7 +59,13 @@ Recorded Observe(const ProbeInfo& probe, const std::string& optimizer_toml) {
     const double lr = 0.05 / std::sqrt(static_cast<double>(t));
     cluster.Step({t, lr, 11}, x);
     sink.step = t;
-    instance->Observe({t, lr, x, cluster.consumed_gradients(), *problem}, view, sink);
+    int fetches = 0;
+    const StepGradients<double> gradients([&] {
+      ++fetches;
+      return cluster.consumed_gradients();
+    });
+    instance->Observe({t, lr, x, gradients, *problem}, view, sink);
+    out.most_fetches = std::max(out.most_fetches, fetches);
   }
   for (const auto& [key, series] : out.evidence.probes) out.series.insert(key);
   return out;
@@ -107,6 +114,17 @@ TEST(ProbeContract, EveryProbeSurvivesWeightDecayOnEveryOptimizer) {
   });
   // Every probe applies to some optimizer (the registry has no dead probe).
   EXPECT_GE(pairs, static_cast<int>(Probes().entries().size()));
+}
+
+// A probe's step fetches the workers' gradients only if the probe reads them, and once: a GPU
+// run copies them from the device for it (theory/probe.h names the probes that read them).
+TEST(ProbeContract, OnlyTheProbesThatReadGradientsFetchThemOncePerStep) {
+  std::set<std::string> fetching;
+  ForEveryPairing([&](const Pairing& p) {
+    EXPECT_LE(p.plain.most_fetches, 1) << p.probe.name << " on " << p.optimizer.name;
+    if (p.plain.most_fetches > 0) fetching.insert(std::string(p.probe.name));
+  });
+  EXPECT_EQ(fetching, (std::set<std::string>{"birder-z", "shift-error", "spams-moments"}));
 }
 
 // Declared series that the runs above cannot record: they exist once 1-bit Adam's or 1-bit LAMB's

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/registry.h"
@@ -30,14 +32,44 @@ class ProbeSink {
   virtual void Record(std::string_view series, int worker, double value) = 0;
 };
 
+// The gradients the workers' phases consumed at a step, one per worker, fetched when a probe
+// first reads them: a GPU run's are copied from the device only for the probes that read
+// gradients (birder-z, shift-error, spams-moments), not for every probed step.
+template <typename T>
+class StepGradients {
+ public:
+  // Gradients at hand.
+  StepGradients(std::span<const Vector<T>> gradients)  // NOLINT(google-explicit-constructor)
+      : gradients_(gradients), fetched_(true) {}
+  // Gradients fetch() provides, called at most once.
+  explicit StepGradients(std::function<std::span<const Vector<T>>()> fetch)
+      : fetch_(std::move(fetch)) {}
+
+  std::size_t size() const { return Get().size(); }
+  const Vector<T>& operator[](std::size_t worker) const { return Get()[worker]; }
+
+ private:
+  std::span<const Vector<T>> Get() const {
+    if (!fetched_) {
+      gradients_ = fetch_();
+      fetched_ = true;
+    }
+    return gradients_;
+  }
+
+  std::function<std::span<const Vector<T>>()> fetch_;
+  mutable std::span<const Vector<T>> gradients_;
+  mutable bool fetched_ = false;
+};
+
 // What a probe sees after step t: the step's rate, the iterate the step produced, and the
 // stochastic gradients the workers' phases consumed (at x_t; with l2 weight decay, g + lambda x).
 template <typename T>
 struct ProbeStep {
   std::int64_t t = 1;
-  double lr = 0;                         // alpha_t
-  const Vector<T>& x;                    // x_{t+1}
-  std::span<const Vector<T>> gradients;  // g_t^(i), one per worker
+  double lr = 0;               // alpha_t
+  const Vector<T>& x;          // x_{t+1}
+  StepGradients<T> gradients;  // g_t^(i), one per worker
   const Problem<T>& problem;
 };
 
