@@ -177,6 +177,7 @@ class Buffer {
   T* data() { return backend_ == Backend::kHost ? host_.data() : device_; }
   const T* data() const { return backend_ == Backend::kHost ? host_.data() : device_; }
   std::size_t size() const { return size_; }
+  Backend backend() const { return backend_; }
 
   // Elements [offset, offset + host.size()) from or to the host.
   void Upload(std::span<const T> host, std::size_t offset = 0) {

@@ -1,9 +1,13 @@
 #include "batched/device_optimizer.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "batched/device_state.h"
+#include "batched/kernels.h"
 #include "batched/optimizers.h"
 
 namespace lemmalab::batched {
@@ -58,12 +62,40 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
     x_on_device_ = false;
     batched_->Step(ctx, device_gradients_, device_x_);
     copies_.Invalidate();
+    ++state_version_;
     device_x_.Download(std::span<T>(x.data(), static_cast<std::size_t>(x.size())));
     for (int w = 0; w < workers_; ++w) {
       stats_[static_cast<std::size_t>(w)] = batched_->LastEncode(w).value_or(EncodeStats{});
     }
     stats_.back() = batched_->LastEncode(kServer).value_or(EncodeStats{});
     CopyLocalParameters();
+  }
+
+  // Probes' squared norms (Observable::SquaredNorm), reduced on the device in the CPU's fixed
+  // order: every row of the buffer that holds the quantity at once, at most once per step, and
+  // only the sums go to the host, not the vectors.
+  std::optional<double> SquaredNorm(Quantity quantity, int worker) const override {
+    DeviceLocation<T> where;
+    OptimizerState<T> query(quantity, worker);
+    DeviceState<T> locate(query, where);
+    batched_->DeclareState(locate);
+    if (where.buffer == nullptr || where.d == 0) return std::nullopt;
+    RowNorms& norms = norms_[where.buffer];
+    if (norms.version != state_version_) {
+      const Backend backend = where.buffer->backend();
+      const auto rows = static_cast<std::int64_t>(where.buffer->size()) / where.d;
+      if (norms.sums.size() != static_cast<std::size_t>(rows)) {
+        norms.partials =
+            Buffer<double>(backend, static_cast<std::size_t>(rows * one_bit::kPartials));
+        norms.sums = Buffer<double>(backend, static_cast<std::size_t>(rows));
+      }
+      ForEach(backend, rows * one_bit::kPartials,
+              SquaredNormPartials<T>{where.buffer->data(), where.d, norms.partials.data()});
+      ForEach(backend, rows, CombineRowPartials{norms.partials.data(), norms.sums.data()});
+      norms.values = norms.sums.ToHost();
+      norms.version = state_version_;
+    }
+    return norms.values[static_cast<std::size_t>(std::max<std::int64_t>(where.row, 0))];
   }
 
   const EncodeStats* LastEncode(int worker) const override {
@@ -123,7 +155,10 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
   void DeclareState(OptimizerState<T>& state) override {
     DeviceState<T> device(state, copies_);
     batched_->DeclareState(device);
-    if (state.restoring()) CopyLocalParameters();
+    if (state.restoring()) {
+      CopyLocalParameters();
+      ++state_version_;
+    }
   }
 
  private:
@@ -150,10 +185,17 @@ class DeviceOptimizer final : public DistributedOptimizer<T>, public GradientSou
   std::int64_t dimension_;
   std::vector<T> gradients_;  // n x d, filled by the worker phases (the CPU's gradients only)
   Buffer<T> device_gradients_, device_x_;
-  std::vector<EncodeStats> stats_;  // of the last step: the workers', then the server's
-  HostCopies<T> copies_;            // of the device state, for probes and checkpoints
-  std::vector<Vector<T>> local_;    // the workers' own x^(i); empty while they are x
-  std::int64_t t_ = 0;              // the last step
+  std::vector<EncodeStats> stats_;   // of the last step: the workers', then the server's
+  HostCopies<T> copies_;             // of the device state, for probes and checkpoints
+  std::uint64_t state_version_ = 0;  // changes whenever the state does
+  struct RowNorms {
+    std::uint64_t version = ~std::uint64_t{0};  // of the state they were computed from
+    Buffer<double> partials, sums;              // rows x kPartials, rows
+    std::vector<double> values;                 // the sums, on the host
+  };
+  mutable std::map<const Buffer<T>*, RowNorms> norms_;  // per state buffer, for SquaredNorm
+  std::vector<Vector<T>> local_;  // the workers' own x^(i); empty while they are x
+  std::int64_t t_ = 0;            // the last step
   struct Copied {
     std::int64_t step = -1;  // the step it was copied at
     bool present = false;    // the sender compressed at that step

@@ -60,25 +60,48 @@ class HostCopies {
   std::map<const Buffer<T>*, RowCopies> rows_;
 };
 
+// Where a queried quantity lives on the device: a buffer of d elements (row < 0) or row `row` of
+// a buffer of n rows of d.
+template <typename T>
+struct DeviceLocation {
+  const Buffer<T>* buffer = nullptr;
+  std::int64_t row = -1;
+  std::int64_t d = 0;  // the length of the quantity's vector
+};
+
 // OptimizerState's vocabulary for device buffers (see optimizers/optimizer_state.h for who sees
-// what): Replicated and Server for d elements, PerWorker for n rows of d.
+// what): Replicated and Server for d elements, PerWorker for n rows of d. With a DeviceLocation
+// instead of host copies it only answers a query (OptimizerState(quantity, worker)) with the
+// buffer that holds the quantity, copying nothing: the same declarations decide who sees what.
 template <typename T>
 class DeviceState {
  public:
-  DeviceState(OptimizerState<T>& state, HostCopies<T>& copies) : state_(state), copies_(copies) {}
+  DeviceState(OptimizerState<T>& state, HostCopies<T>& copies) : state_(state), copies_(&copies) {}
+  DeviceState(OptimizerState<T>& state, DeviceLocation<T>& location)
+      : state_(state), location_(&location) {}
 
   void Replicated(const StateTag& tag, Buffer<T>& buffer, bool seen = true) {
-    Vector<T>& copy = copies_.Of(buffer);
+    if (location_ != nullptr) {
+      return Locate(buffer, [&](Vector<T>& v) { state_.Replicated(tag, v, seen); });
+    }
+    Vector<T>& copy = copies_->Of(buffer);
     state_.Replicated(tag, copy, seen);
     Restore(copy, buffer);
   }
   void Server(const StateTag& tag, Buffer<T>& buffer, bool seen = true) {
-    Vector<T>& copy = copies_.Of(buffer);
+    if (location_ != nullptr) {
+      return Locate(buffer, [&](Vector<T>& v) { state_.Server(tag, v, seen); });
+    }
+    Vector<T>& copy = copies_->Of(buffer);
     state_.Server(tag, copy, seen);
     Restore(copy, buffer);
   }
   void PerWorker(const StateTag& tag, Buffer<T>& rows, std::int64_t d, bool seen = true) {
-    std::vector<Vector<T>>& copy = copies_.RowsOf(rows, d);
+    if (location_ != nullptr) {
+      return LocateRows(rows, d,
+                        [&](std::vector<Vector<T>>& v) { state_.PerWorker(tag, v, seen); });
+    }
+    std::vector<Vector<T>>& copy = copies_->RowsOf(rows, d);
     state_.PerWorker(tag, copy, seen);
     if (!state_.restoring()) return;
     for (std::size_t i = 0; i < copy.size(); ++i) {
@@ -87,13 +110,26 @@ class DeviceState {
   }
   // Values probes see that are not state (OptimizerState::Shows, PerWorkerShows, ServerShows).
   void Shows(Quantity quantity, const Buffer<T>& buffer, bool seen = true) {
-    if (seen && !state_.restoring()) state_.Shows(quantity, copies_.Of(buffer));
+    if (!seen || state_.restoring()) return;
+    if (location_ != nullptr) {
+      return Locate(buffer, [&](Vector<T>& v) { state_.Shows(quantity, v); });
+    }
+    state_.Shows(quantity, copies_->Of(buffer));
   }
   void PerWorkerShows(Quantity quantity, const Buffer<T>& rows, std::int64_t d, bool seen = true) {
-    if (seen && !state_.restoring()) state_.PerWorkerShows(quantity, copies_.RowsOf(rows, d));
+    if (!seen || state_.restoring()) return;
+    if (location_ != nullptr) {
+      return LocateRows(rows, d,
+                        [&](std::vector<Vector<T>>& v) { state_.PerWorkerShows(quantity, v); });
+    }
+    state_.PerWorkerShows(quantity, copies_->RowsOf(rows, d));
   }
   void ServerShows(Quantity quantity, const Buffer<T>& buffer, bool seen = true) {
-    if (seen && !state_.restoring()) state_.ServerShows(quantity, copies_.Of(buffer));
+    if (!seen || state_.restoring()) return;
+    if (location_ != nullptr) {
+      return Locate(buffer, [&](Vector<T>& v) { state_.ServerShows(quantity, v); });
+    }
+    state_.ServerShows(quantity, copies_->Of(buffer));
   }
   // Host values: counters and flags.
   template <typename V>
@@ -102,6 +138,7 @@ class DeviceState {
   }
   // Values no probe observes kept on the device (per-layer doubles), saved as a host vector.
   void Value(std::string_view name, Buffer<double>& buffer) {
+    if (location_ != nullptr) return;  // (no probe observes it)
     std::vector<double> copy = buffer.ToHost();
     state_.Value(name, copy);
     if (state_.restoring()) buffer.Upload(copy);
@@ -111,9 +148,32 @@ class DeviceState {
   void Restore(const Vector<T>& copy, Buffer<T>& buffer) {
     if (state_.restoring()) buffer.Upload({copy.data(), static_cast<std::size_t>(copy.size())});
   }
+  // Declares a stand-in for `buffer` (an empty vector, nothing copied); the query that finds it
+  // found the buffer.
+  template <typename Declare>
+  void Locate(const Buffer<T>& buffer, Declare declare) {
+    Vector<T> stand_in;
+    const bool before = state_.found() != nullptr;
+    declare(stand_in);
+    if (!before && state_.found() == &stand_in) {
+      *location_ = {&buffer, -1, static_cast<std::int64_t>(buffer.size())};
+    }
+  }
+  template <typename Declare>
+  void LocateRows(const Buffer<T>& rows, std::int64_t d, Declare declare) {
+    std::vector<Vector<T>> stand_ins(d == 0 ? 0 : rows.size() / static_cast<std::size_t>(d));
+    const bool before = state_.found() != nullptr;
+    declare(stand_ins);
+    if (before || state_.found() == nullptr || stand_ins.empty()) return;
+    const std::ptrdiff_t row = state_.found() - stand_ins.data();
+    if (row >= 0 && row < static_cast<std::ptrdiff_t>(stand_ins.size())) {
+      *location_ = {&rows, static_cast<std::int64_t>(row), d};
+    }
+  }
 
   OptimizerState<T>& state_;
-  HostCopies<T>& copies_;
+  HostCopies<T>* copies_ = nullptr;
+  DeviceLocation<T>* location_ = nullptr;
 };
 
 }  // namespace lemmalab::batched

@@ -172,6 +172,36 @@ struct OneBitPartialSums {
   }
 };
 
+// The probes' squared norms of state rows (Observable::SquaredNorm) in FixedOrderSquaredNorm's
+// order, which is the scales' above for one block: index (row, p) adds v_j^2, in double, over the
+// j of the row with j % kPartials = p, in index order.
+template <typename T>
+struct SquaredNormPartials {
+  const T* rows;  // rows x d
+  std::int64_t d;
+  double* partials;  // rows x kPartials
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t index) const {
+    const std::int64_t p = index % one_bit::kPartials, row = index / one_bit::kPartials;
+    double sum = 0;
+    for (std::int64_t j = p; j < d; j += one_bit::kPartials) {
+      const double v = static_cast<double>(rows[row * d + j]);
+      sum += v * v;
+    }
+    partials[index] = sum;
+  }
+};
+
+// Per row: its kPartials partial sums combined in one_bit_element.h's order.
+struct CombineRowPartials {
+  const double* partials;  // rows x kPartials
+  double* sums;            // rows
+
+  LEMMALAB_HOST_DEVICE void operator()(std::int64_t row) const {
+    sums[row] = one_bit::CombinePartials(partials + row * one_bit::kPartials);
+  }
+};
+
 // The kMaxAbs scale's reduction: max |u_j| over the finite u_j of block b of a row (order-free).
 template <typename T>
 struct OneBitMaxAbs {
@@ -1018,6 +1048,7 @@ struct SentDecodeAddRows {
   X(::lemmalab::batched::AdamUpdate<T>)            \
   X(::lemmalab::batched::BirderMoments<T>)         \
   X(::lemmalab::batched::OneBitPartialSums<T>)     \
+  X(::lemmalab::batched::SquaredNormPartials<T>)   \
   X(::lemmalab::batched::OneBitMaxAbs<T>)          \
   X(::lemmalab::batched::OneBitEncode<T>)          \
   X(::lemmalab::batched::OneBitMeanOfRows<T>)      \
@@ -1055,6 +1086,7 @@ struct SentDecodeAddRows {
 // ... and those without a scalar type.
 #define LEMMALAB_BATCHED_UNTYPED_FUNCTORS(X) \
   X(::lemmalab::batched::OneBitScales)       \
+  X(::lemmalab::batched::CombineRowPartials) \
   X(::lemmalab::batched::PickKeyDigits)      \
   X(::lemmalab::batched::ChunkOffsets)       \
   X(::lemmalab::batched::FloydFirstAttempts) \

@@ -1,5 +1,6 @@
 #include "optimizers/optimizer.h"
 
+#include "compressors/one_bit.h"
 #include "core/error.h"
 
 namespace lemmalab {
@@ -28,6 +29,14 @@ std::pair<std::int64_t, std::int64_t> ExchangeLayout::Chunk(int c, std::int64_t 
   if (bounds.empty()) return {0, dimension};
   return {bounds[static_cast<std::size_t>(c)], bounds[static_cast<std::size_t>(c) + 1]};
 }
+
+template <typename T>
+double FixedOrderSquaredNorm(const Vector<T>& v) {
+  return one_bit::SumSquares(one_bit::Input<T>{v.data(), nullptr, T(1)}, 0, v.size());
+}
+
+template double FixedOrderSquaredNorm(const Vector<float>&);
+template double FixedOrderSquaredNorm(const Vector<double>&);
 
 template <typename T>
 void DistributedOptimizer<T>::Split(const StepContext& /*ctx*/, int /*worker*/,

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -90,6 +91,11 @@ struct CompressionRecord {
 
 // What probes may observe of an optimizer: its state vectors, its encode statistics and, on
 // request, its compression records, reached through DistributedOptimizer::observable().
+// sum v_j^2 in double, in compressors/one_bit_element.h's fixed order (16 partial sums, each in
+// index order, combined pairwise), the order the GPU reproduces.
+template <typename T>
+double FixedOrderSquaredNorm(const Vector<T>& v);
+
 template <typename T>
 class Observable {
  public:
@@ -103,6 +109,15 @@ class Observable {
     // declarations restore the members from a checkpoint.
     const_cast<Observable*>(this)->DeclareState(query);
     return query.found();
+  }
+  // ||v||^2 in double of the vector Observe(quantity, worker) would find, summed in
+  // FixedOrderSquaredNorm's order, or nullopt when there is none or it is empty (another
+  // process's worker). A GPU run computes it on the device for every worker at once, to the same
+  // bits, instead of copying the vectors to the host.
+  virtual std::optional<double> SquaredNorm(Quantity quantity, int worker) const {
+    const Vector<T>* v = Observe(quantity, worker);
+    if (v == nullptr || v->size() == 0) return std::nullopt;
+    return FixedOrderSquaredNorm(*v);
   }
   // Statistics of the last Encode by `worker` (or kServer), or nullptr when it sends raw values.
   virtual const EncodeStats* LastEncode(int /*worker*/) const { return nullptr; }

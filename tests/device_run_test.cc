@@ -7,13 +7,19 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "batched/backend.h"
 #include "batched/device_optimizer.h"
+#include "batched/optimizers.h"
+#include "comm/cluster.h"
 #include "engine/experiment.h"
 #include "engine/results_reader.h"
 #include "engine/spec.h"
+#include "problems/quadratic.h"
 #include "tests/cuda_test_util.h"
 #include "tests/test_util.h"
 
@@ -364,6 +370,55 @@ schedule = { lr = 0.01 }
   EXPECT_THAT(error, HasSubstr("the estimated memory"));
   EXPECT_THAT(error,
               HasSubstr("every worker's gradient, computed on the CPU for the GPU 2.86 GiB"));
+}
+
+// Probes' squared norms of a GPU run are reduced on the device (DeviceOptimizer's SquaredNorm,
+// which finds the buffer that holds the quantity without copying it), to the bits the CPU
+// optimizer's vectors give in the same fixed order: every batched optimizer, every quantity, every
+// worker and the server, through warmups and freezes.
+TEST(DeviceRun, ReducesTheProbesSquaredNormsOnTheDeviceToTheCpusBits) {
+  constexpr int kWorkers = 3;
+  constexpr std::int64_t kDimension = 37;
+  QuadraticOptions q;
+  q.spectrum.dimension = kDimension;
+  q.noise.sigma = 0.1;
+  const auto problem = MakeQuadratic<double>(BuildQuadraticModel(q, kWorkers, 5));
+  const std::map<std::string_view, std::string> extra = {
+      {"onebit-adam", "warmup_steps = 3"},
+      {"onebit-lamb", "warmup_steps = 3"},
+      {"zero-one-adam", "var_freeze_step = 3\nlocal_step_clipper = 2"}};
+  constexpr Quantity kLast = Quantity::kShift;
+  int compared = 0;
+  for (const std::string_view name : batched::BatchedOptimizerNames()) {
+    SCOPED_TRACE(name);
+    const auto it = extra.find(name);
+    const std::string text =
+        fmt::format("name = \"{}\"\n{}", name, it == extra.end() ? "" : it->second);
+    const OptimizerContext context{kDimension, kWorkers};
+    auto cpu = MakeOptimizer<double>(*ParseOptionTable(text, "optimizer"), context);
+    auto gpu = batched::MakeDeviceOptimizer<double>(*ParseOptionTable(text, "optimizer"), context,
+                                                    batched::Backend::kHost);
+    Cluster<double> cpu_cluster(*problem, *cpu), gpu_cluster(*problem, *gpu);
+    Eigen::VectorXd x_cpu = problem->InitialPoint(), x_gpu = x_cpu;
+    for (std::int64_t t = 1; t <= 6; ++t) {
+      cpu_cluster.Step({t, 0.05, 9}, x_cpu);
+      gpu_cluster.Step({t, 0.05, 9}, x_gpu);
+      ASSERT_EQ(x_cpu, x_gpu) << "step " << t;
+      for (int k = 0; k <= static_cast<int>(kLast); ++k) {
+        const auto quantity = static_cast<Quantity>(k);
+        for (int worker = kServer; worker < kWorkers; ++worker) {
+          const std::optional<double> expected = cpu->observable().SquaredNorm(quantity, worker);
+          const std::optional<double> got = gpu->observable().SquaredNorm(quantity, worker);
+          ASSERT_EQ(got.has_value(), expected.has_value())
+              << "step " << t << ", quantity " << k << ", worker " << worker;
+          if (!expected) continue;
+          EXPECT_EQ(*got, *expected) << "step " << t << ", quantity " << k << ", worker " << worker;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 500);
 }
 
 TEST(DeviceRun, MeasuresTheBytesItWouldAllocate) {

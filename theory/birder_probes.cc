@@ -114,16 +114,14 @@ class ErrorNormProbe final : public Probe<T> {
   void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     const std::int64_t t = step.t;
     for (int i = 0; i < workers_; ++i) {
-      if (const Vector<T>* e = optimizer.Observe(Quantity::kWorkerError, i)) {
-        const double sq = e->template cast<double>().squaredNorm();
-        sink.Record("worker_sq_norm", i, sq);
-        worker_.Add(sq / d_, t, i);
+      if (const std::optional<double> sq = optimizer.SquaredNorm(Quantity::kWorkerError, i)) {
+        sink.Record("worker_sq_norm", i, *sq);
+        worker_.Add(*sq / d_, t, i);
       }
     }
-    if (const Vector<T>* e = optimizer.Observe(Quantity::kServerError, kServer)) {
-      const double sq = e->template cast<double>().squaredNorm();
-      sink.Record("server_sq_norm", kServer, sq);
-      server_.Add(sq / d_, t, kServer);
+    if (const std::optional<double> sq = optimizer.SquaredNorm(Quantity::kServerError, kServer)) {
+      sink.Record("server_sq_norm", kServer, *sq);
+      server_.Add(*sq / d_, t, kServer);
     }
   }
 

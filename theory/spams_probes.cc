@@ -63,21 +63,20 @@ class SpamsErrorProbe final : public Probe<T> {
   void Observe(const ProbeStep<T>& step, const Observable<T>& optimizer, ProbeSink& sink) override {
     bool has_worker = false;
     for (int i = 0; i < workers_; ++i) {
-      const Vector<T>* e = optimizer.Observe(Quantity::kWorkerError, i);
-      if (e == nullptr || e->size() == 0) continue;  // no feedback, or another process's worker
+      // None: no feedback, or another process's worker.
+      const std::optional<double> sq = optimizer.SquaredNorm(Quantity::kWorkerError, i);
+      if (!sq) continue;
       has_worker = true;
-      const double sq = e->template cast<double>().squaredNorm();
-      sink.Record("sq_norm", i, sq);
-      tally_.Add(sq, step.t, i);
+      sink.Record("sq_norm", i, *sq);
+      tally_.Add(*sq, step.t, i);
     }
-    const Vector<T>* e_bar = optimizer.Observe(Quantity::kServerError, kServer);
-    if (e_bar != nullptr) {
-      const double sq = e_bar->template cast<double>().squaredNorm();
-      sink.Record("sq_norm", kServer, sq);
-      tally_.Add(sq, step.t, kServer);
+    const std::optional<double> server_sq = optimizer.SquaredNorm(Quantity::kServerError, kServer);
+    if (server_sq) {
+      sink.Record("sq_norm", kServer, *server_sq);
+      tally_.Add(*server_sq, step.t, kServer);
     }
     if (!q_recorded_) {
-      RecordDeclaredQ(optimizer, has_worker, e_bar != nullptr, sink, q_);
+      RecordDeclaredQ(optimizer, has_worker, server_sq.has_value(), sink, q_);
       q_recorded_ = true;
     }
   }
