@@ -19,8 +19,9 @@
 
 namespace lemmalab::minibatch {
 
-// The largest shard a minibatch is drawn from: its positions take one word each (the rule above;
-// Boost's concatenation of words for larger ranges is not implemented).
+// The largest shard a minibatch is drawn from: each position takes one 32-bit word (the rule
+// above). Larger shards are refused where the problem is built (problems/supervised.cc): Boost
+// would join several words per draw there, a rule lemmalab's draws never use.
 inline constexpr std::uint64_t kLargestShard = std::uint64_t{1} << 32;
 
 // A position uniform below `size` (1 <= size <= kLargestShard), from next_word().
